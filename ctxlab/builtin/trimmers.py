@@ -1,0 +1,112 @@
+"""The two built-in L1 trimmers: argument truncation (R5) and tool-result offload (R6)."""
+
+from __future__ import annotations
+
+import logging
+
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+
+from ctxlab.files import FileWriteError
+from ctxlab.hookspecs import hookimpl
+from ctxlab.l1 import TrimContext, TrimReport, fit_preview
+from ctxlab.messages import message_text
+from ctxlab.settings import ARG_TRUNCATE_CHARS
+
+logger = logging.getLogger("ctxlab.l1")
+
+#: tools whose large string arguments L1 truncates (R5)
+TRUNCATED_TOOLS = frozenset({"write_file", "edit_file"})
+#: first line of an offloaded ToolMessage in a view; a message carrying it is not written again (R6)
+OFFLOAD_MARKER = "[ctxlab: tool result offloaded]"
+#: markers of results that another component already saved to a file
+_FOREIGN_MARKERS = ("saved in the filesystem at this path", "Tool result too large")
+
+
+def truncation_marker(length: int) -> str:
+    """The text that replaces a truncated argument; states the original length (R5)."""
+    return f"[ctxlab: argument truncated in this request view; original length {length} characters]"
+
+
+def _key(message: BaseMessage) -> object:
+    return message.id if message.id is not None else id(message)
+
+
+class ArgumentTruncation:
+    """R5: every write_file/edit_file string argument over 2,000 characters, in every call
+    (no recent-call window), is replaced by :func:`truncation_marker` in the view."""
+
+    name = "arg-truncation"
+
+    @hookimpl(trylast=True)
+    def ctxlab_l1_trim(self, view: list[BaseMessage], ctx: TrimContext) -> TrimReport:
+        report = TrimReport(trimmer=self.name)
+        for i, m in enumerate(view):
+            if not isinstance(m, AIMessage) or not m.tool_calls or _key(m) in ctx.protect_ids:
+                continue
+            changed = False
+            calls = []
+            for tc in m.tool_calls:
+                args = tc.get("args") or {}
+                if tc.get("name") in TRUNCATED_TOOLS and any(
+                    isinstance(v, str) and len(v) > ARG_TRUNCATE_CHARS for v in args.values()
+                ):
+                    new_args = dict(args)
+                    for k, v in args.items():
+                        if isinstance(v, str) and len(v) > ARG_TRUNCATE_CHARS:
+                            new_args[k] = truncation_marker(len(v))
+                            report.truncated_args.append(
+                                {"call_id": tc.get("id"), "tool": tc.get("name"), "arg": k, "chars": len(v)}
+                            )
+                    calls.append({**tc, "args": new_args})
+                    changed = True
+                else:
+                    calls.append(tc)
+            if changed:
+                view[i] = m.model_copy(update={"tool_calls": calls})
+        return report
+
+
+class ToolResultOffload:
+    """R6: a ToolMessage whose estimate exceeds the token limit is written to
+    ``/outputs/large_tool_results/<tool>-<sha256>.txt`` and replaced in the view by the path plus
+    a preview within the same token budget.  Image blocks of a list content stay in the view."""
+
+    name = "tool-result-offload"
+
+    @hookimpl(trylast=True)
+    def ctxlab_l1_trim(self, view: list[BaseMessage], ctx: TrimContext) -> TrimReport:
+        report = TrimReport(trimmer=self.name)
+        for i, m in enumerate(view):
+            if not isinstance(m, ToolMessage) or _key(m) in ctx.protect_ids:
+                continue
+            before = ctx.estimate(m)
+            if before <= ctx.token_limit:
+                continue
+            text = message_text(m)
+            if text.startswith(OFFLOAD_MARKER) or any(k in text[:400] for k in _FOREIGN_MARKERS):
+                continue  # already saved: not written again
+            images = [b for b in m.content if isinstance(b, dict) and b.get("type") in ("image_url", "image")] \
+                if isinstance(m.content, list) else []
+            try:
+                path = ctx.save_tool_result(m.name, text)
+                header = (
+                    f"{OFFLOAD_MARKER} {len(text)} characters (~{before} tokens). "
+                    f"Full output saved at {path} \nRead that file for the complete result. Preview:"
+                )
+            except FileWriteError as exc:
+                logger.warning("offload of a %s result failed: %s", m.name, exc.reason)
+                report.errors.append(str(exc))
+                path = None
+                header = (
+                    f"{OFFLOAD_MARKER} {len(text)} characters (~{before} tokens); the full output could not "
+                    "be saved, only this preview is shown:"
+                )
+            preview = fit_preview(text, ctx.token_limit, header)
+            content: str | list = [{"type": "text", "text": preview}, *images] if images else preview
+            new = m.model_copy(update={"content": content})
+            view[i] = new
+            report.offloaded.append(
+                {"path": path, "tool": m.name, "chars": len(text), "tokens_before": before,
+                 "tokens_after": ctx.estimate(new), "message_id": m.id, "tool_call_id": m.tool_call_id}
+            )
+        return report

@@ -1,0 +1,170 @@
+"""Plugin managers: one per middleware instance or replay, never an import-time global.
+
+Sources of plugins, in the order they are registered:
+
+1. the built-in ARS defaults (:mod:`ctxlab.builtin`, every implementation ``trylast``);
+2. installed packages in the ``ctxlab`` entry-point group (``load_entrypoints=True``);
+3. ``.py`` files in a plugins folder (``plugins_dir=``, or ``$CTXLAB_PLUGINS_DIR``);
+4. plugin objects passed explicitly (``extra=``).
+
+A broken third-party plugin is reported (``warnings.warn``) and skipped; it never takes the
+process down.  :func:`describe_plugins` lists what is loaded and which hooks each implements.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+import warnings
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pluggy
+
+from ctxlab import hookspecs
+
+ENTRY_POINT_GROUP = "ctxlab"
+
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "PluginInfo",
+    "Strategy",
+    "describe_plugins",
+    "make_plugin_manager",
+    "strategies",
+]
+
+
+def make_plugin_manager(
+    extra: Iterable[object] = (),
+    *,
+    load_entrypoints: bool = False,
+    plugins_dir: str | os.PathLike[str] | None = None,
+    defaults: bool = True,
+) -> pluggy.PluginManager:
+    """A fresh plugin manager with the ARS defaults and the given plugins.
+
+    Args:
+        extra: plugin objects (modules, classes or instances with ``@hookimpl`` methods).
+        load_entrypoints: also load installed plugins of the ``ctxlab`` entry-point group.
+        plugins_dir: a folder of ``.py`` plugin files; ``None`` reads ``$CTXLAB_PLUGINS_DIR``.
+        defaults: register the built-in ARS plugins (``False`` only for tests of the hooks).
+
+    Returns:
+        A ``pluggy.PluginManager`` for project ``ctxlab``.
+    """
+    pm = pluggy.PluginManager(hookspecs.PROJECT)
+    pm.add_hookspecs(hookspecs)
+    if defaults:
+        from ctxlab.builtin import default_plugins
+
+        for plugin in default_plugins():
+            pm.register(plugin, name=f"ctxlab.builtin.{_plugin_label(plugin)}")
+    if load_entrypoints:
+        _load_entrypoints(pm)
+    folder = plugins_dir if plugins_dir is not None else os.environ.get("CTXLAB_PLUGINS_DIR")
+    if folder:
+        _load_folder(pm, Path(folder))
+    for plugin in extra:
+        if pm.is_registered(plugin):
+            continue
+        pm.register(plugin)
+    return pm
+
+
+def _plugin_label(plugin: object) -> str:
+    return getattr(plugin, "name", None) or getattr(plugin, "__name__", None) or type(plugin).__name__
+
+
+def _load_entrypoints(pm: pluggy.PluginManager) -> None:
+    from importlib.metadata import entry_points
+
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        if pm.get_plugin(ep.name) is not None:
+            continue
+        try:
+            plugin = ep.load()
+            pm.register(plugin, name=ep.name)
+        except Exception as exc:  # a broken plugin is reported and skipped
+            warnings.warn(f"ctxlab plugin {ep.name!r} ({ep.value}) failed to load: {exc}", stacklevel=2)
+
+
+def _load_folder(pm: pluggy.PluginManager, folder: Path) -> None:
+    if not folder.is_dir():
+        raise FileNotFoundError(f"plugins folder {folder} does not exist")
+    for path in sorted(folder.glob("*.py")):
+        if path.name.startswith("_"):
+            continue
+        name = f"ctxlab_dir_plugin_{path.stem}"
+        try:
+            spec = importlib.util.spec_from_file_location(name, path)
+            assert spec is not None and spec.loader is not None
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[name] = module
+            spec.loader.exec_module(module)
+            pm.register(module, name=f"dir:{path.name}")
+        except Exception as exc:
+            warnings.warn(f"ctxlab plugin file {path} failed to load: {exc}", stacklevel=2)
+
+
+@dataclass(frozen=True)
+class PluginInfo:
+    """One loaded plugin: its registered name, where it came from and the hooks it implements."""
+
+    name: str
+    source: str
+    hooks: tuple[str, ...]
+
+
+def describe_plugins(pm: pluggy.PluginManager) -> list[PluginInfo]:
+    """What is loaded in ``pm``: one :class:`PluginInfo` per plugin, registration order."""
+    dist = {id(p): d for p, d in pm.list_plugin_distinfo()}
+    out = []
+    for name, plugin in pm.list_name_plugin():
+        if plugin is None:
+            continue
+        hooks = tuple(sorted(h.name for h in pm.get_hookcallers(plugin) or []))
+        if name.startswith("ctxlab.builtin."):
+            source = "builtin"
+        elif id(plugin) in dist:
+            d = dist[id(plugin)]
+            source = f"entry point ({d.project_name} {d.version})"
+        elif name.startswith("dir:"):
+            source = "plugins folder"
+        else:
+            source = "explicit"
+        out.append(PluginInfo(name=name, source=source, hooks=hooks))
+    return out
+
+
+@dataclass(frozen=True)
+class Strategy:
+    """A named compression strategy: plugins added on top of the ARS defaults.
+
+    ``factory(settings)`` returns the list of plugin objects (empty for ARS itself).
+    """
+
+    name: str
+    factory: Callable[[Any], list[object]]
+    description: str = ""
+    source: str = field(default="", compare=False)
+
+
+def strategies(pm: pluggy.PluginManager) -> dict[str, Strategy]:
+    """Every strategy registered through ``ctxlab_register_strategies`` in ``pm``, by name.
+
+    Raises:
+        ValueError: two plugins register the same strategy name.
+    """
+    found: dict[str, Strategy] = {}
+
+    def register(name: str, factory: Callable[[Any], list[object]], description: str = "") -> None:
+        if name in found:
+            raise ValueError(f"strategy {name!r} is registered twice")
+        found[name] = Strategy(name=name, factory=factory, description=description)
+
+    pm.hook.ctxlab_register_strategies(register=register)
+    return found

@@ -1,0 +1,80 @@
+"""Shapes shared by every transcript loader.
+
+A loader turns one file into one or more :class:`Transcript` objects (a τ-bench file holds many
+runs).  Messages are LangChain messages: ``SystemMessage``, ``HumanMessage``, ``AIMessage`` (with
+``tool_calls``), ``ToolMessage`` (with ``tool_call_id`` and ``name``).  Where a format records
+calls and results only as text (mini-swe-agent), the observation messages are marked with
+``additional_kwargs["ctxlab_observation"] = True`` and listed in ``Transcript.observations``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from langchain_core.messages import BaseMessage
+
+#: additional_kwargs key marking a text observation (a tool result recorded as a user message)
+OBSERVATION_KEY = "ctxlab_observation"
+
+
+class TranscriptError(ValueError):
+    """A file is not a valid transcript of its format, or of any known format.
+
+    ``path`` names the file and ``where`` the place (``"line 12"``, ``"key history[3].content"``).
+    """
+
+    def __init__(self, path: str | Path, where: str, problem: str) -> None:
+        self.path = str(path)
+        self.where = where
+        self.problem = problem
+        super().__init__(f"{self.path}: {where}: {problem}" if where else f"{self.path}: {problem}")
+
+
+@dataclass
+class Transcript:
+    """One agent run as LangChain messages plus metadata.
+
+    Attributes:
+        messages: the run in order; ``messages[0]`` is the system message when one was recorded.
+        source: the file it came from.
+        run_id: a stable id of the run inside the file (file stem for single-run files).
+        format: the name of the format that loaded it.
+        model: the model name when the file records one, else ``None``.
+        observations: indices into ``messages`` of text observations (see module docstring).
+        tools: tool schemas when the file records them (provider dicts), else empty.
+        metadata: anything else worth keeping (task id, exit status, ...).
+    """
+
+    messages: list[BaseMessage]
+    source: str
+    run_id: str
+    format: str
+    model: str | None = None
+    observations: list[int] = field(default_factory=list)
+    tools: list[dict[str, Any]] = field(default_factory=list)
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        """A short label: ``<file stem>`` or ``<file stem>#<run id>`` for multi-run files."""
+        stem = Path(self.source).name
+        return stem if self.run_id in ("", stem) else f"{stem}#{self.run_id}"
+
+
+@runtime_checkable
+class TranscriptFormat(Protocol):
+    """A transcript format.  Registered through ``ctxlab_register_transcript_formats``.
+
+    ``sniff`` looks at the file's path and its first characters (up to 64 KiB, decoded as UTF-8
+    with replacement) and says whether this format can load it; ``load`` reads the whole file
+    and raises :class:`TranscriptError` naming the file and the place on bad input.
+    """
+
+    name: str
+    description: str
+
+    def sniff(self, path: Path, head: str) -> bool: ...
+
+    def load(self, path: Path) -> list[Transcript]: ...
