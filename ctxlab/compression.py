@@ -144,8 +144,11 @@ def compression_round(inp: RoundInput) -> Generator[Any, Any, tuple[Any, dict[st
 
     def fail(exc: BaseException) -> None:
         if started or forced:
-            emit("failed", level=stats.get("level") if stats.get("level") != "none" else None,
-                 error=f"{type(exc).__name__}: {exc}")
+            emit(
+                "failed",
+                level=stats.get("level") if stats.get("level") != "none" else None,
+                error=f"{type(exc).__name__}: {exc}",
+            )
 
     # R3: below the entry threshold the effective messages go as they are
     if est0 < T:
@@ -154,7 +157,9 @@ def compression_round(inp: RoundInput) -> Generator[Any, Any, tuple[Any, dict[st
             stats["tokens_after"] = est0
             return response, None
         except ContextOverflowError as exc:
-            logger.warning("context overflow below the entry threshold (%s < %s tokens): forcing compression", est0, T)
+            logger.warning(
+                "context overflow below the entry threshold (%s < %s tokens): forcing compression", est0, T
+            )
             forced = True
             stats["overflow"] = str(exc)
     else:
@@ -163,8 +168,12 @@ def compression_round(inp: RoundInput) -> Generator[Any, Any, tuple[Any, dict[st
 
     try:
         # L1 (R5, R6)
-        trim_ctx = TrimContext(settings=s, estimate=inp.estimates.message_tokens,
-                               save_tool_result=inp.save_tool_result, token_limit=s.summary_tool_result_token_limit)
+        trim_ctx = TrimContext(
+            settings=s,
+            estimate=inp.estimates.message_tokens,
+            save_tool_result=inp.save_tool_result,
+            token_limit=s.summary_tool_result_token_limit,
+        )
         view1, reports = yield RunL1(eff, trim_ctx)
         _record_trims(stats, reports)
         est1 = tokens(view1)
@@ -188,9 +197,13 @@ def compression_round(inp: RoundInput) -> Generator[Any, Any, tuple[Any, dict[st
         # R8/R9: L2 cutoff
         decision: CutoffDecision | None = inp.pm.hook.ctxlab_select_cutoff(
             messages=list(eff),
-            ctx=CutoffContext(keep_messages=s.summary_keep_messages, has_previous_summary=has_prev,
-                              estimate=inp.estimates.message_tokens, target_tokens=T2,
-                              min_new_tokens=0.0 if forced else MIN_GAIN_SHARE * max(0.0, est1 - T2)),
+            ctx=CutoffContext(
+                keep_messages=s.summary_keep_messages,
+                has_previous_summary=has_prev,
+                estimate=inp.estimates.message_tokens,
+                target_tokens=T2,
+                min_new_tokens=0.0 if forced else MIN_GAIN_SHARE * max(0.0, est1 - T2),
+            ),
         )
         local = decision.index if decision is not None else None
         if local is not None and not (1 <= local <= len(eff)):
@@ -213,22 +226,32 @@ def compression_round(inp: RoundInput) -> Generator[Any, Any, tuple[Any, dict[st
         global_cut = to_global(local, prev["cutoff_index"] if prev else None, has_prev)
         start = prev["cutoff_index"] if prev else 0
         previous_summary = message_text(eff[0]) if has_prev else None
-        job = SummaryJob(messages=list(view1[:local]), prompt=s.summary_prompt,
-                         budget_tokens=inp.summarizer_budget, previous_summary=previous_summary)
+        job = SummaryJob(
+            messages=list(view1[:local]),
+            prompt=s.summary_prompt,
+            budget_tokens=inp.summarizer_budget,
+            previous_summary=previous_summary,
+        )
         history = _history_document(eff[:local], start, global_cut, previous_summary)
         from ctxlab.files import history_path
 
         path = history_path(inp.thread_id, start, global_cut, history)
         file_path, result = yield RunL2(job, path, history)
-        stats["summarizer"] = {"calls": result.calls, "input_tokens": result.input_tokens,
-                               "output_tokens": result.output_tokens, "usage_reported": result.usage_reported,
-                               "error": result.error}
+        stats["summarizer"] = {
+            "calls": result.calls,
+            "input_tokens": result.input_tokens,
+            "output_tokens": result.output_tokens,
+            "usage_reported": result.usage_reported,
+            "error": result.error,
+        }
         summary_msg = build_summary_message(eff, local, result, file_path, s.summary_prompt, global_cut)
         view2 = [summary_msg, *view1[local:]]
         est2 = tokens(view2)
         replaced: list[BaseMessage] = []
         if inp.capacity_tokens is not None and est2 > inp.capacity_tokens:
-            view2, replaced = yield from _tail_trim(inp, eff[local:], view2, inp.capacity_tokens, tokens, stats)
+            view2, replaced = yield from _tail_trim(
+                inp, eff[local:], view2, inp.capacity_tokens, tokens, stats
+            )
             est2 = tokens(view2)
         try:
             response = yield CallModel(view2)
@@ -238,18 +261,31 @@ def compression_round(inp: RoundInput) -> Generator[Any, Any, tuple[Any, dict[st
             forced = True
             stats["overflow"] = str(exc)
             target = inp.capacity_tokens or int(est2 * 0.75)
-            view2, more = yield from _tail_trim(inp, eff[local:], view2, min(target, int(est2 * 0.75)), tokens, stats)
+            view2, more = yield from _tail_trim(
+                inp, eff[local:], view2, min(target, int(est2 * 0.75)), tokens, stats
+            )
             replaced = _merge_replaced(replaced, more)
             est2 = tokens(view2)
             response = yield CallModel(view2)
         stats["tokens_after"] = est2
-        event = {"cutoff_index": global_cut, "summary_message": summary_msg, "file_path": file_path,
-                 "summary_error": result.error}
+        event = {
+            "cutoff_index": global_cut,
+            "summary_message": summary_msg,
+            "file_path": file_path,
+            "summary_error": result.error,
+        }
         update: dict[str, Any] = {EVENT_KEY: event}
         if replaced:
             update["messages"] = replaced
-        emit("completed", level="L2", tokens_after=est2, cutoff_index=global_cut, file_path=file_path,
-             error=result.error, stats=_public(stats))
+        emit(
+            "completed",
+            level="L2",
+            tokens_after=est2,
+            cutoff_index=global_cut,
+            file_path=file_path,
+            error=result.error,
+            stats=_public(stats),
+        )
         return response, update
     except BaseException as exc:
         fail(exc)
@@ -277,8 +313,14 @@ def _merge_replaced(a: list[BaseMessage], b: list[BaseMessage]) -> list[BaseMess
     return list(by_id.values())
 
 
-def _tail_trim(inp: RoundInput, kept_original: list[BaseMessage], view: list[BaseMessage], capacity: int,
-               tokens: Callable[[list[BaseMessage]], int], stats: dict[str, Any]):
+def _tail_trim(
+    inp: RoundInput,
+    kept_original: list[BaseMessage],
+    view: list[BaseMessage],
+    capacity: int,
+    tokens: Callable[[list[BaseMessage]], int],
+    stats: dict[str, Any],
+):
     """R12: trim the kept tail further until the view fits ``capacity`` tokens.
 
     Re-runs the L1 trimmers on the original kept messages with a halving per-message limit.
@@ -292,11 +334,18 @@ def _tail_trim(inp: RoundInput, kept_original: list[BaseMessage], view: list[Bas
     trimmed = current
     while tokens([summary, *trimmed]) > capacity and limit > 24:
         limit //= 2
-        ctx = TrimContext(settings=inp.settings, estimate=inp.estimates.message_tokens,
-                          save_tool_result=inp.save_tool_result, token_limit=limit, protect_ids=protect)
+        ctx = TrimContext(
+            settings=inp.settings,
+            estimate=inp.estimates.message_tokens,
+            save_tool_result=inp.save_tool_result,
+            token_limit=limit,
+            protect_ids=protect,
+        )
         trimmed, reports = yield RunL1(list(kept_original), ctx)
-        trimmed = [t if t is not k and not _same_payload(t, c) else c
-                   for t, k, c in zip(trimmed, kept_original, current, strict=True)]
+        trimmed = [
+            t if t is not k and not _same_payload(t, c) else c
+            for t, k, c in zip(trimmed, kept_original, current, strict=True)
+        ]
         _record_trims(stats, reports)
     replaced = [t for t, c in zip(trimmed, current, strict=True) if t is not c and t.id is not None]
     stats["tail_trimmed"] = len(replaced)
@@ -314,15 +363,22 @@ def _same_payload(a: BaseMessage, b: BaseMessage) -> bool:
 def _history_document(messages: list[BaseMessage], start: int, end: int, previous_summary: str | None) -> str:
     """The history file's text: the summarized state messages ``[start, end)`` in full."""
     head = f"# Conversation history: state messages {start}..{end - 1}\n\n"
-    body = history_text([m for m in messages if m.additional_kwargs.get("lc_source") != "summarization"],
-                        cap=10**9)
+    body = history_text(
+        [m for m in messages if m.additional_kwargs.get("lc_source") != "summarization"], cap=10**9
+    )
     if previous_summary:
         head += "## Previous summary\n\n" + previous_summary + "\n\n## Messages\n\n"
     return head + body + "\n"
 
 
-def build_summary_message(eff: list[BaseMessage], local: int, result: SummaryResult, file_path: str | None,
-                          prompt: str, global_cut: int) -> HumanMessage:
+def build_summary_message(
+    eff: list[BaseMessage],
+    local: int,
+    result: SummaryResult,
+    file_path: str | None,
+    prompt: str,
+    global_cut: int,
+) -> HumanMessage:
     """The summary message: a ``HumanMessage`` (never an assistant message at the end of a view,
     and accepted by every provider right after the system message).
 

@@ -50,7 +50,7 @@ _W_SPACE = -0.043
 _W_PUNCT = 0.260
 _W_DIGIT = 0.40
 _W_LONG = 0.257
-_PUNCT = '{}[]()"\':,.;=_/\\<>-*#|`'
+_PUNCT = "{}[]()\"':,.;=_/\\<>-*#|`"
 _DIGITS = "0123456789"
 _LONG_RUN = re.compile(r"[A-Za-z0-9+/=_-]{40,}")
 _DATA_URL = re.compile(r"data:image/[a-zA-Z0-9.+-]+;base64,[A-Za-z0-9+/=\s]{64,}")
@@ -153,7 +153,9 @@ def _block_tokens(block: Any) -> int:
         return estimate_text_tokens(str(block))
     kind = block.get("type")
     if kind in ("text", "reasoning", "thinking"):
-        return estimate_text_tokens(str(block.get(kind if kind != "text" else "text") or block.get("text") or ""))
+        return estimate_text_tokens(
+            str(block.get(kind if kind != "text" else "text") or block.get("text") or "")
+        )
     if kind in ("image_url", "image", "input_image"):
         src = block.get("image_url")
         if isinstance(src, dict):
@@ -253,8 +255,12 @@ class EstimateCache:
     fingerprint (type, id, content hash, tool-call ids/arg hashes).
     """
 
-    def __init__(self, message_fn: Callable[[BaseMessage], int], tools_fn: Callable[[Sequence[Any]], int],
-                 max_entries: int = 200_000) -> None:
+    def __init__(
+        self,
+        message_fn: Callable[[BaseMessage], int],
+        tools_fn: Callable[[Sequence[Any]], int],
+        max_entries: int = 200_000,
+    ) -> None:
         self._message_fn = message_fn
         self._tools_fn = tools_fn
         self._cache: OrderedDict[tuple[Any, ...], int] = OrderedDict()
@@ -294,7 +300,9 @@ class EstimateCache:
             self._tools_cache[key] = hit
         return hit
 
-    def request_tokens(self, system: BaseMessage | None, tools: Sequence[Any], messages: Sequence[BaseMessage]) -> int:
+    def request_tokens(
+        self, system: BaseMessage | None, tools: Sequence[Any], messages: Sequence[BaseMessage]
+    ) -> int:
         total = self.messages_tokens(messages) + self.tools_tokens(tools)
         if system is not None:
             total += self.message_tokens(system)

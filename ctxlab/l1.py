@@ -86,7 +86,9 @@ def fit_preview(text: str, budget_tokens: int, header: str) -> str:
     return header
 
 
-def run_l1(pm: Any, effective: Sequence[BaseMessage], ctx: TrimContext) -> tuple[list[BaseMessage], list[TrimReport]]:
+def run_l1(
+    pm: Any, effective: Sequence[BaseMessage], ctx: TrimContext
+) -> tuple[list[BaseMessage], list[TrimReport]]:
     """Build a fresh view of ``effective`` and let every ``ctxlab_l1_trim`` plugin trim it.
 
     Returns:

@@ -53,7 +53,9 @@ def message_text(message: BaseMessage | Any, *, with_reasoning: bool = False) ->
     return "\n".join(parts)
 
 
-def effective_messages(state_messages: Sequence[BaseMessage], event: dict[str, Any] | None) -> list[BaseMessage]:
+def effective_messages(
+    state_messages: Sequence[BaseMessage], event: dict[str, Any] | None
+) -> list[BaseMessage]:
     """``[event.summary_message, *state_messages[event.cutoff_index:]]`` or the state messages.
 
     Spec: "effective messages".  A malformed event (no int ``cutoff_index``, or one outside
@@ -113,9 +115,7 @@ def valid_cut_positions(messages: Sequence[BaseMessage]) -> list[bool]:
     running = 0
     for c in range(n + 1):
         running += depth[c]
-        if running > 0:
-            ok[c] = False
-        elif c < n and isinstance(messages[c], (ToolMessage, SystemMessage)):
+        if running > 0 or (c < n and isinstance(messages[c], (ToolMessage, SystemMessage))):
             ok[c] = False
     return ok
 
@@ -138,7 +138,7 @@ def last_human_index(messages: Sequence[BaseMessage]) -> int | None:
     observation recorded as a user message), or ``None``."""
     for i in range(len(messages) - 1, -1, -1):
         m = messages[i]
-        if isinstance(m, HumanMessage) and not m.additional_kwargs.get("lc_source") == "summarization":
+        if isinstance(m, HumanMessage) and m.additional_kwargs.get("lc_source") != "summarization":
             if m.additional_kwargs.get("ctxlab_observation"):
                 continue
             return i

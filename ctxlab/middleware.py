@@ -15,7 +15,7 @@ import asyncio
 import logging
 import warnings
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Annotated, Any
+from typing import Annotated, Any, NotRequired
 
 from langchain.agents.middleware.types import (
     AgentMiddleware,
@@ -27,7 +27,6 @@ from langchain.agents.middleware.types import (
 )
 from langchain_core.messages import AIMessage
 from langgraph.types import Command
-from typing_extensions import NotRequired
 
 from ctxlab.compression import EVENT_KEY, CallModel, RoundInput, RunL1, RunL2, compression_round
 from ctxlab.estimation import EstimateCache
@@ -127,7 +126,9 @@ class CompressionMiddleware(AgentMiddleware):
         model = given if given is not None else request.model
         key = id(model)
         if key not in self._summarizers:
-            self._summarizers[key] = self.plugin_manager.hook.ctxlab_get_summarizer(model=model, settings=self.settings)
+            self._summarizers[key] = self.plugin_manager.hook.ctxlab_get_summarizer(
+                model=model, settings=self.settings
+            )
         return self._summarizers[key], model
 
     def _round_input(self, request: ModelRequest) -> tuple[RoundInput, Any, Any]:
@@ -277,8 +278,10 @@ def _thread_id() -> str | None:
 
 def _history_failed(path: str, exc: BaseException) -> None:
     logger.error("conversation history could not be saved to %s: %s", path, exc)
-    logger.warning("L2 continues without a history file: the summarized messages are recoverable "
-                   "only from the checkpoint (file_path=None)")
+    logger.warning(
+        "L2 continues without a history file: the summarized messages are recoverable "
+        "only from the checkpoint (file_path=None)"
+    )
     warnings.warn(f"conversation history not saved ({exc}); summarizing anyway", RuntimeWarning, stacklevel=3)
 
 

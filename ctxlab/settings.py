@@ -75,24 +75,36 @@ class CompressionSettings:
     summary_l2_trigger_ratio: float = field(default=0.4, metadata=_meta("T2 / T", "ratio"))
 
     def __post_init__(self) -> None:
+        for name in ("summary_keep_messages", "summary_tool_result_token_limit"):
+            value = getattr(self, name)
+            if isinstance(value, float) and value.is_integer():
+                object.__setattr__(self, name, int(value))
         _check_number("summary_threshold", self.summary_threshold, "a positive finite number (K tokens)")
         if self.summary_threshold <= 0:
-            raise SettingsError("summary_threshold", self.summary_threshold, "a positive finite number (K tokens)")
+            raise SettingsError(
+                "summary_threshold", self.summary_threshold, "a positive finite number (K tokens)"
+            )
         _check_int("summary_keep_messages", self.summary_keep_messages, "an integer >= 0")
         if self.summary_keep_messages < 0:
             raise SettingsError("summary_keep_messages", self.summary_keep_messages, "an integer >= 0")
         if not isinstance(self.summary_prompt, str) or "{messages}" not in self.summary_prompt:
             raise SettingsError(
-                "summary_prompt", _short(self.summary_prompt), "a string containing the {messages} placeholder"
+                "summary_prompt",
+                _short(self.summary_prompt),
+                "a string containing the {messages} placeholder",
             )
         _check_int("summary_tool_result_token_limit", self.summary_tool_result_token_limit, "an integer > 0")
         if self.summary_tool_result_token_limit <= 0:
             raise SettingsError(
-                "summary_tool_result_token_limit", self.summary_tool_result_token_limit, "an integer > 0 (tokens)"
+                "summary_tool_result_token_limit",
+                self.summary_tool_result_token_limit,
+                "an integer > 0 (tokens)",
             )
         _check_number("summary_l2_trigger_ratio", self.summary_l2_trigger_ratio, "a finite number > 0")
         if self.summary_l2_trigger_ratio <= 0:
-            raise SettingsError("summary_l2_trigger_ratio", self.summary_l2_trigger_ratio, "a finite number > 0")
+            raise SettingsError(
+                "summary_l2_trigger_ratio", self.summary_l2_trigger_ratio, "a finite number > 0"
+            )
         if not 0.1 <= self.summary_l2_trigger_ratio <= 1.0:
             warnings.warn(
                 f"summary_l2_trigger_ratio={self.summary_l2_trigger_ratio} is outside the recommended range "

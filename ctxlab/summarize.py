@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -44,9 +44,9 @@ LATEST_REQUEST_CHARS = 8_000
 __all__ = [
     "TAG_NOSTREAM",
     "LLMSummarizer",
+    "Summarizer",
     "SummaryJob",
     "SummaryResult",
-    "Summarizer",
     "history_text",
     "input_budget",
 ]
@@ -108,7 +108,7 @@ def _cap(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text
     head = int(limit * 0.7)
-    return f"{text[:head]}\n[... {len(text) - limit} characters omitted ...]\n{text[-(limit - head):]}"
+    return f"{text[:head]}\n[... {len(text) - limit} characters omitted ...]\n{text[-(limit - head) :]}"
 
 
 def render_message(message: BaseMessage, cap: int = MESSAGE_CHARS_CAP) -> str:
@@ -213,16 +213,47 @@ class LLMSummarizer:
         return {"tags": [TAG_NOSTREAM], "metadata": {"ctxlab_role": "summarizer"}}
 
     def summarize(self, job: SummaryJob) -> SummaryResult:
-        return self._run(job, lambda text: self.model.invoke([HumanMessage(content=text)], config=self._config()))
+        fold = self._fold(job)
+        reply: Any = None
+        error: BaseException | None = None
+        while True:
+            try:
+                text = fold.throw(error) if error is not None else fold.send(reply)
+            except StopIteration as stop:
+                return stop.value
+            reply, error = None, None
+            try:
+                reply = self.model.invoke([HumanMessage(content=text)], config=self._config())
+            except Exception as exc:
+                error = exc
 
     async def asummarize(self, job: SummaryJob) -> SummaryResult:
+        fold = self._fold(job)
+        reply: Any = None
+        error: BaseException | None = None
+        while True:
+            try:
+                text = fold.throw(error) if error is not None else fold.send(reply)
+            except StopIteration as stop:
+                return stop.value
+            reply, error = None, None
+            try:
+                reply = await self.model.ainvoke([HumanMessage(content=text)], config=self._config())
+            except Exception as exc:
+                error = exc
+
+    def _fold(self, job: SummaryJob) -> Generator[str, Any, SummaryResult]:
+        """Yields each summarizer input text, receives the model's reply (or its exception)."""
         result = SummaryResult(text="")
         budget = job.budget_tokens
         for _attempt in range(3):
             running: str | None = None
+            room = max(128, budget - estimate_text_tokens(job.prompt))
+            sized = SummaryJob(job.messages, job.prompt, budget, job.previous_summary)
             try:
-                for text in self._texts(job, budget, lambda: running):
-                    reply = await self.model.ainvoke([HumanMessage(content=text)], config=self._config())
+                for chunk in plan_inputs(sized):
+                    text = fold_prompt(sized, chunk, running, room)
+                    reply = yield text
                     running = self._account(result, text, reply)
                 result.text = running or ""
                 result.error = None
@@ -236,33 +267,6 @@ class LLMSummarizer:
                 result.error = f"{type(exc).__name__}: {exc}"
                 return result
         return result
-
-    def _run(self, job: SummaryJob, call: Callable[[str], Any]) -> SummaryResult:
-        result = SummaryResult(text="")
-        budget = job.budget_tokens
-        for _attempt in range(3):
-            running: str | None = None
-            try:
-                for text in self._texts(job, budget, lambda: running):
-                    running = self._account(result, text, call(text))
-                result.text = running or ""
-                result.error = None
-                return result
-            except ContextOverflowError as exc:
-                logger.warning("summarizer context overflow at budget %s tokens; halving", budget)
-                result.error = f"{type(exc).__name__}: {exc}"
-                budget //= 2
-            except Exception as exc:
-                logger.error("summarizer failed: %s", exc)
-                result.error = f"{type(exc).__name__}: {exc}"
-                return result
-        return result
-
-    def _texts(self, job: SummaryJob, budget: int, running: Callable[[], str | None]):
-        sized = SummaryJob(job.messages, job.prompt, budget, job.previous_summary)
-        room = max(128, budget - estimate_text_tokens(job.prompt))
-        for chunk in plan_inputs(sized):
-            yield fold_prompt(sized, chunk, running(), room)
 
     @staticmethod
     def _account(result: SummaryResult, text: str, reply: Any) -> str:

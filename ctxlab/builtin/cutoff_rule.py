@@ -37,4 +37,6 @@ class KeepRecentCutoff:
                         None, f"summarizing {new_tokens} tokens is not worth it (< {ctx.min_new_tokens:.0f})"
                     )
                 return CutoffDecision(c, f"kept {n - c} messages (keep {ctx.keep_messages})")
-        return CutoffDecision(None, f"no valid cutoff keeps {ctx.keep_messages} of {n} messages and summarizes a new one")
+        return CutoffDecision(
+            None, f"no valid cutoff keeps {ctx.keep_messages} of {n} messages and summarizes a new one"
+        )

@@ -31,7 +31,9 @@ class StructuredSummarizer:
     def summarize(self, job: SummaryJob) -> SummaryResult:
         text = self._build(job.messages)
         tokens_in = sum(estimate_text_tokens(message_text(m)) for m in job.messages)
-        return SummaryResult(text=text, calls=1, input_tokens=tokens_in, output_tokens=estimate_text_tokens(text))
+        return SummaryResult(
+            text=text, calls=1, input_tokens=tokens_in, output_tokens=estimate_text_tokens(text)
+        )
 
     async def asummarize(self, job: SummaryJob) -> SummaryResult:
         return self.summarize(job)

@@ -27,6 +27,12 @@ def truncation_marker(length: int) -> str:
     return f"[ctxlab: argument truncated in this request view; original length {length} characters]"
 
 
+def is_tool_result(message: BaseMessage) -> bool:
+    """A ToolMessage, or a text observation recorded as a user message (transcripts whose format
+    keeps tool output only as text, marked ``additional_kwargs["ctxlab_observation"]``)."""
+    return isinstance(message, ToolMessage) or bool(message.additional_kwargs.get("ctxlab_observation"))
+
+
 def _key(message: BaseMessage) -> object:
     return message.id if message.id is not None else id(message)
 
@@ -77,7 +83,7 @@ class ToolResultOffload:
     def ctxlab_l1_trim(self, view: list[BaseMessage], ctx: TrimContext) -> TrimReport:
         report = TrimReport(trimmer=self.name)
         for i, m in enumerate(view):
-            if not isinstance(m, ToolMessage) or _key(m) in ctx.protect_ids:
+            if not is_tool_result(m) or _key(m) in ctx.protect_ids:
                 continue
             before = ctx.estimate(m)
             if before <= ctx.token_limit:
@@ -85,10 +91,13 @@ class ToolResultOffload:
             text = message_text(m)
             if text.startswith(OFFLOAD_MARKER) or any(k in text[:400] for k in _FOREIGN_MARKERS):
                 continue  # already saved: not written again
-            images = [b for b in m.content if isinstance(b, dict) and b.get("type") in ("image_url", "image")] \
-                if isinstance(m.content, list) else []
+            images = (
+                [b for b in m.content if isinstance(b, dict) and b.get("type") in ("image_url", "image")]
+                if isinstance(m.content, list)
+                else []
+            )
             try:
-                path = ctx.save_tool_result(m.name, text)
+                path = ctx.save_tool_result(getattr(m, "name", None) or "observation", text)
                 header = (
                     f"{OFFLOAD_MARKER} {len(text)} characters (~{before} tokens). "
                     f"Full output saved at {path} \nRead that file for the complete result. Preview:"
@@ -106,7 +115,14 @@ class ToolResultOffload:
             new = m.model_copy(update={"content": content})
             view[i] = new
             report.offloaded.append(
-                {"path": path, "tool": m.name, "chars": len(text), "tokens_before": before,
-                 "tokens_after": ctx.estimate(new), "message_id": m.id, "tool_call_id": m.tool_call_id}
+                {
+                    "path": path,
+                    "tool": getattr(m, "name", None),
+                    "chars": len(text),
+                    "tokens_before": before,
+                    "tokens_after": ctx.estimate(new),
+                    "message_id": m.id,
+                    "tool_call_id": getattr(m, "tool_call_id", None),
+                }
             )
         return report
