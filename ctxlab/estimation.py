@@ -28,6 +28,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import operator
 import re
 import struct
 from collections import OrderedDict
@@ -246,6 +247,23 @@ def _fingerprint(message: BaseMessage) -> tuple[Any, ...] | None:
     return (message.type, message.id, ckey, calls, getattr(message, "name", None))
 
 
+def _common_prefix(a: Sequence[Any], b: Sequence[Any]) -> int:
+    """Length of the longest prefix of ``a`` and ``b`` made of the same objects."""
+    n = min(len(a), len(b))
+    if n and a[0] is not b[0]:
+        return 0
+    if all(map(operator.is_, a[:n], b[:n])):
+        return n
+    lo, hi = 0, n  # the prefix of identical objects is a prefix: bisect on it
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if all(map(operator.is_, a[:mid], b[:mid])):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
 class EstimateCache:
     """Per-message estimate cache in front of an estimate function (bounded LRU).
 
@@ -266,6 +284,8 @@ class EstimateCache:
         self._cache: OrderedDict[tuple[Any, ...], int] = OrderedDict()
         self._tools_cache: dict[tuple[int, ...], int] = {}
         self._max = max_entries
+        self._prefixes: list[tuple[list[BaseMessage], list[int]]] = []
+        self._prefix_slots = 4
         self.hits = 0
         self.misses = 0
 
@@ -285,8 +305,32 @@ class EstimateCache:
         return value
 
     def messages_tokens(self, messages: Sequence[BaseMessage]) -> int:
+        """Total tokens of ``messages``.
+
+        Besides the per-message cache, the last few lists are remembered with their running sums:
+        a list that starts with the same message *objects* as a remembered one (the common case:
+        the history grew by a few messages since the previous model call) costs one C-speed
+        identity scan plus the new messages only.  Messages are assumed not to be edited in
+        place (LangGraph replaces messages, it does not mutate them).
+        """
+        best_slot, best_k = None, -1
+        for slot in self._prefixes:
+            k = _common_prefix(messages, slot[0])
+            if k > best_k:
+                best_slot, best_k = slot, k
+        if best_slot is not None and best_k > 0:
+            sums = best_slot[1][: best_k + 1]
+            self._prefixes.remove(best_slot)
+        else:
+            sums, best_k = [0], 0
         fn = self.message_tokens
-        return sum(fn(m) for m in messages)
+        running = sums[-1]
+        for m in messages[best_k:]:
+            running += fn(m)
+            sums.append(running)
+        self._prefixes.insert(0, (list(messages), sums))
+        del self._prefixes[self._prefix_slots :]
+        return running
 
     def tools_tokens(self, tools: Sequence[Any]) -> int:
         if not tools:
