@@ -39,7 +39,8 @@ class Transcript:
     Attributes:
         messages: the run in order; ``messages[0]`` is the system message when one was recorded.
         source: the file it came from.
-        run_id: a stable id of the run inside the file (file stem for single-run files).
+        run_id: a stable id of the run inside the file (the file name for single-run files, so
+            :attr:`name` is just the file name); message ids are ``f"{run_id}-{index}"``.
         format: the name of the format that loaded it.
         model: the model name when the file records one, else ``None``.
         observations: indices into ``messages`` of text observations (see module docstring).

@@ -1,0 +1,395 @@
+"""Helpers shared by the transcript loaders: reading, JSON with located errors, message building.
+
+Nothing here knows a particular format.  Every error is a :class:`TranscriptError` naming the file
+and the place (``line 12``, ``line 3 column 7 (char 40)``, ``key history[3].content``, ``byte 0``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+
+from ctxlab.transcripts.base import OBSERVATION_KEY, Transcript, TranscriptError
+
+#: how much of a file the sniffers see
+HEAD_BYTES = 64 * 1024
+
+
+# --- reading ------------------------------------------------------------------------------------
+
+
+def read_text(path: Path) -> str:
+    """The whole file as UTF-8 text (a BOM is dropped).
+
+    Raises:
+        TranscriptError: empty file (``byte 0``), NUL bytes or invalid UTF-8 (``byte N``).
+    """
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise TranscriptError(path, "", f"cannot read file: {exc.strerror or exc}") from exc
+    if not raw.strip():
+        raise TranscriptError(path, "byte 0", "empty file")
+    nul = raw.find(b"\x00")
+    if nul >= 0:
+        raise TranscriptError(path, f"byte {nul}", "binary file (NUL byte), not a text transcript")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise TranscriptError(path, f"byte {exc.start}", "binary file (not valid UTF-8)") from exc
+    return text[1:] if text.startswith("\ufeff") else text
+
+
+def json_error_where(exc: json.JSONDecodeError) -> str:
+    """``line L column C (char P)`` of a decode error."""
+    return f"line {exc.lineno} column {exc.colno} (char {exc.pos})"
+
+
+def parse_json(path: Path, text: str) -> Any:
+    """``json.loads`` with a located :class:`TranscriptError` (truncation is named as such)."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise json_decode_error(path, text, exc) from exc
+
+
+def json_decode_error(path: Path, text: str, exc: json.JSONDecodeError) -> TranscriptError:
+    """The located error for a JSON decode failure; a text ending inside a value is 'truncated'."""
+    truncated = exc.pos >= len(text.rstrip()) - 1 or exc.msg.startswith("Unterminated string")
+    problem = "invalid JSON (truncated file?)" if truncated else "invalid JSON"
+    return TranscriptError(path, json_error_where(exc), f"{problem}: {exc.msg}")
+
+
+def iter_jsonl(path: Path, text: str) -> Iterator[tuple[int, Any]]:
+    """Yield ``(line number, value)`` for every non-blank line (1-based line numbers).
+
+    Raises:
+        TranscriptError: a line that is not JSON (``line N column C``).
+    """
+    for lineno, line in enumerate(split_lines(text), 1):
+        if not line.strip():
+            continue
+        try:
+            yield lineno, json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise TranscriptError(
+                path, f"line {lineno} column {exc.colno}", f"invalid JSON line: {exc.msg}"
+            ) from exc
+
+
+def split_lines(text: str) -> list[str]:
+    """Lines split on ``\n`` only (``\r\n`` tolerated).
+
+    Unlike ``str.splitlines`` this keeps U+2028, U+0085, form feeds ... inside a line, which JSON
+    strings may contain unescaped.
+    """
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [line[:-1] if line.endswith("\r") else line for line in lines]
+
+
+# --- structure checks ---------------------------------------------------------------------------
+
+_TYPE_NAMES = {dict: "an object", list: "a list", str: "a string", int: "a number", float: "a number"}
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    return _TYPE_NAMES.get(type(value), type(value).__name__)
+
+
+def expect(path: Path, value: Any, types: type | tuple[type, ...], where: str) -> Any:
+    """Return ``value`` if it is of ``types``, else raise ``TranscriptError`` at ``key <where>``."""
+    if not isinstance(value, types):
+        wanted = types if isinstance(types, tuple) else (types,)
+        names = " or ".join(sorted({_TYPE_NAMES.get(t, t.__name__) for t in wanted}))
+        raise TranscriptError(path, f"key {where}", f"expected {names}, found {_kind(value)}")
+    return value
+
+
+def need(path: Path, obj: dict[str, Any], key: str, types: type | tuple[type, ...], where: str) -> Any:
+    """``obj[key]`` checked against ``types``; a missing key is reported at ``key <where>.<key>``."""
+    if key not in obj:
+        raise TranscriptError(path, f"key {join_key(where, key)}", "missing")
+    return expect(path, obj[key], types, join_key(where, key))
+
+
+def join_key(where: str, key: str | int) -> str:
+    """``history`` + ``3`` -> ``history[3]``; ``history[3]`` + ``content`` -> ``history[3].content``."""
+    if isinstance(key, int):
+        return f"{where}[{key}]"
+    return f"{where}.{key}" if where else key
+
+
+def describe_shape(data: Any) -> str:
+    """A short description of a JSON value for 'unknown shape' errors."""
+    if isinstance(data, dict):
+        keys = list(data)[:8]
+        return f"an object with keys {keys}" + (" ..." if len(data) > 8 else "")
+    if isinstance(data, list):
+        if not data:
+            return "an empty list"
+        first = data[0]
+        inner = f"objects, the first with keys {list(first)[:8]}" if isinstance(first, dict) else _kind(first)
+        return f"a list of {len(data)} {inner}"
+    return _kind(data)
+
+
+# --- content and tool calls ---------------------------------------------------------------------
+
+
+def text_content(content: Any) -> str | list[Any]:
+    """Message content as LangChain expects it, kept faithfully.
+
+    ``None`` -> ``""``; a string stays; a list holding exactly one text block becomes that text; an
+    empty list becomes ``""``; any other list (several blocks, images, ...) stays a list of blocks
+    (plain strings in it become text blocks).  Other values are serialized as JSON.
+    """
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        if not content:
+            return ""
+        if len(content) == 1 and _is_text_block(content[0]):
+            return content[0]["text"]
+        return [{"type": "text", "text": b} if isinstance(b, str) else b for b in content]
+    return json.dumps(content, ensure_ascii=False)
+
+
+def _is_text_block(block: Any) -> bool:
+    return isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str)
+
+
+def parse_args(raw: Any) -> dict[str, Any]:
+    """Tool-call arguments as a dict.  A JSON object string is parsed; ``None``/``""`` give ``{}``;
+    anything else (invalid JSON, a JSON non-object) is kept as ``{"_raw": <text>}``."""
+    if isinstance(raw, dict):
+        return raw
+    if raw is None or raw == "":
+        return {}
+    if isinstance(raw, str):
+        try:
+            value = json.loads(raw)
+        except (json.JSONDecodeError, RecursionError):
+            return {"_raw": raw}
+        return value if isinstance(value, dict) else {"_raw": raw}
+    return {"_raw": json.dumps(raw, ensure_ascii=False)}
+
+
+def tool_call(name: Any, args: Any, call_id: Any) -> dict[str, Any]:
+    """A LangChain tool call dict ``{"name", "args": dict, "id", "type": "tool_call"}``."""
+    return {
+        "name": "" if name is None else str(name),
+        "args": parse_args(args),
+        "id": None if call_id is None else str(call_id),
+        "type": "tool_call",
+    }
+
+
+# --- building message lists ---------------------------------------------------------------------
+
+
+class MessageBuilder:
+    """Collects the messages of one run, giving each the id ``f"{run_id}-{index}"``.
+
+    Also tracks the names of tool calls by id so ToolMessages get a ``name`` even where the source
+    only records the id, and the indices of text observations.
+    """
+
+    def __init__(self, run_id: str) -> None:
+        self.run_id = run_id
+        self.messages: list[BaseMessage] = []
+        self.observations: list[int] = []
+        self.call_names: dict[str, str] = {}
+
+    def _next_id(self) -> str:
+        return f"{self.run_id}-{len(self.messages)}"
+
+    def system(self, content: Any, **extra: Any) -> SystemMessage:
+        msg = SystemMessage(content=text_content(content), id=self._next_id(), additional_kwargs=extra)
+        self.messages.append(msg)
+        return msg
+
+    def human(self, content: Any, *, observation: bool = False, **extra: Any) -> HumanMessage:
+        """A user message; ``observation=True`` marks a tool result recorded as user text."""
+        if observation:
+            extra[OBSERVATION_KEY] = True
+            self.observations.append(len(self.messages))
+        msg = HumanMessage(content=text_content(content), id=self._next_id(), additional_kwargs=extra)
+        self.messages.append(msg)
+        return msg
+
+    def ai(
+        self,
+        content: Any,
+        tool_calls: Sequence[dict[str, Any]] = (),
+        *,
+        response_metadata: dict[str, Any] | None = None,
+        **extra: Any,
+    ) -> AIMessage:
+        for call in tool_calls:
+            if call.get("id"):
+                self.call_names[call["id"]] = call["name"]
+        msg = AIMessage(
+            content=text_content(content),
+            tool_calls=list(tool_calls),
+            id=self._next_id(),
+            additional_kwargs=extra,
+            response_metadata=response_metadata or {},
+        )
+        self.messages.append(msg)
+        return msg
+
+    def tool(
+        self, content: Any, tool_call_id: Any, name: Any = None, *, error: bool = False, **extra: Any
+    ) -> ToolMessage:
+        """A tool result; ``name`` defaults to the name of the earlier call with that id."""
+        call_id = "" if tool_call_id is None else str(tool_call_id)
+        if not name:
+            name = self.call_names.get(call_id)
+        msg = ToolMessage(
+            content=text_content(content),
+            tool_call_id=call_id,
+            name=name or None,
+            id=self._next_id(),
+            additional_kwargs=extra,
+            status="error" if error else "success",
+        )
+        self.messages.append(msg)
+        return msg
+
+    def transcript(self, path: Path, fmt: str, **fields: Any) -> Transcript:
+        return Transcript(
+            messages=self.messages,
+            source=str(path),
+            run_id=self.run_id,
+            format=fmt,
+            observations=self.observations,
+            **fields,
+        )
+
+
+# --- OpenAI-style message lists (F4, and inside F5, F6, F11, F12) -------------------------------
+
+TEXT_TOOL_RESULT = re.compile(r"\ATool: [^\n]*\nResult:")
+
+
+def add_openai_messages(
+    path: Path,
+    builder: MessageBuilder,
+    messages: list[Any],
+    where: str,
+    *,
+    text_observations: str | None = None,
+    single: bool = False,
+) -> None:
+    """Append OpenAI chat-completions messages to ``builder``.
+
+    Roles: ``system``/``developer`` -> SystemMessage; ``user`` -> HumanMessage; ``assistant`` ->
+    AIMessage with ``tool_calls`` (also the older ``function_call``); ``tool`` -> ToolMessage;
+    the older ``function`` role -> ToolMessage answering the latest unanswered ``function_call`` of
+    that name (the legacy API has no ids: ids ``fc-<index>`` are made up for the pair).
+
+    ``text_observations`` marks user messages as text observations: ``"after_assistant"`` marks
+    every user message after the first assistant message (mini-swe-agent, F2), ``"tool_prefix"``
+    marks user messages that start ``Tool: <name>\\nResult:`` (Agent TARS prompt-based tools).
+    ``single=True`` says ``where`` already names the one message (no ``[i]`` is appended).
+
+    Raises:
+        TranscriptError: at ``key <where>[i]...`` for a message that is not an object or lacks a role.
+    """
+    seen_assistant = False
+    pending_functions: list[tuple[str, str]] = []  # legacy function_call ids awaiting a result
+    for i, msg in enumerate(messages):
+        at = where if single else join_key(where, i)
+        expect(path, msg, dict, at)
+        role = need(path, msg, "role", str, at)
+        content = msg.get("content")
+        if role in ("system", "developer"):
+            builder.system(content)
+        elif role == "user":
+            text = content if isinstance(content, str) else ""
+            observation = (text_observations == "after_assistant" and seen_assistant) or (
+                text_observations == "tool_prefix" and bool(TEXT_TOOL_RESULT.match(text))
+            )
+            builder.human(content, observation=observation)
+        elif role == "assistant":
+            seen_assistant = True
+            calls = []
+            raw_calls = msg.get("tool_calls") or []
+            expect(path, raw_calls, list, join_key(at, "tool_calls"))
+            for j, raw in enumerate(raw_calls):
+                cat = join_key(join_key(at, "tool_calls"), j)
+                expect(path, raw, dict, cat)
+                fn = raw.get("function")
+                if isinstance(fn, dict):
+                    calls.append(tool_call(fn.get("name"), fn.get("arguments"), raw.get("id")))
+                else:  # already LangChain-shaped {name, args, id}
+                    calls.append(tool_call(raw.get("name"), raw.get("args"), raw.get("id")))
+            fc = msg.get("function_call")
+            if isinstance(fc, dict):
+                call_id = f"fc-{i}"
+                calls.append(tool_call(fc.get("name"), fc.get("arguments"), call_id))
+                pending_functions.append((str(fc.get("name")), call_id))
+            builder.ai(content, calls)
+        elif role == "tool":
+            builder.tool(content, msg.get("tool_call_id"), msg.get("name"))
+        elif role == "function":
+            name = msg.get("name")
+            call_id = None
+            for k in range(len(pending_functions) - 1, -1, -1):
+                if pending_functions[k][0] == str(name):
+                    call_id = pending_functions.pop(k)[1]
+                    break
+            builder.tool(content, call_id, name)
+        else:
+            raise TranscriptError(path, f"key {join_key(at, 'role')}", f"unknown role {role!r}")
+
+
+def openai_tools(tools: Any) -> list[dict[str, Any]]:
+    """Tool schemas kept as provider dicts (only the dict entries of a list)."""
+    return [t for t in tools if isinstance(t, dict)] if isinstance(tools, list) else []
+
+
+# --- a base for whole-file JSON formats ---------------------------------------------------------
+
+
+class JsonFormat:
+    """A format stored as one JSON document.
+
+    Subclasses set ``name``/``description`` and implement ``sniff``, ``match_json(data)`` (the
+    shape check used when sniffing is inconclusive) and ``load_json(data, path)``.
+    """
+
+    name = ""
+    description = ""
+
+    def sniff(self, path: Path, head: str) -> bool:  # pragma: no cover - overridden
+        return False
+
+    def match_json(self, data: Any) -> bool:  # pragma: no cover - overridden
+        return False
+
+    def load_json(self, data: Any, path: Path) -> list[Transcript]:  # pragma: no cover
+        raise NotImplementedError
+
+    def load(self, path: Path) -> list[Transcript]:
+        path = Path(path)
+        return self.load_json(parse_json(path, read_text(path)), path)
+
+    def __repr__(self) -> str:
+        return f"<transcript format {self.name}>"
+
+
+def stripped_head(head: str) -> str:
+    """``head`` without a BOM and leading whitespace."""
+    return head.lstrip("\ufeff \t\r\n")

@@ -1,0 +1,86 @@
+"""LiteLLM completion logs (SOURCES.md format **F5**), one JSON object per LLM call.
+
+Shape: ``{messages, tools, kwargs, context_window, response, cost, timestamp, latency_sec}``;
+``messages`` is the full prompt of that call in the F4 schema (content as lists of
+``{type, text}``), ``tools`` JSON-schema tool definitions, ``response`` a raw ``chat.completion``
+(``choices[0].message`` with ``content``/``tool_calls``, ``usage``, ``model``).
+
+Conversion: the prompt messages, then the response message appended as the final AIMessage (so
+a log of the last call holds the whole run).  The response's tool calls have no results in the
+file: they stay calls without ToolMessages.  ``tools`` -> ``Transcript.tools``; the model is the
+response's ``model`` (else ``kwargs.model``).
+
+Errors: ``key messages`` missing, ``key messages[i].role``, ``key response.choices`` ...
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from ctxlab.transcripts._util import (
+    JsonFormat,
+    MessageBuilder,
+    add_openai_messages,
+    expect,
+    need,
+    openai_tools,
+    stripped_head,
+)
+from ctxlab.transcripts.base import Transcript
+
+_MESSAGES_FIRST = re.compile(r'\A\{\s*"messages"\s*:\s*\[')
+_LOG_KEYS = ('"context_window"', '"latency_sec"', '"kwargs"')
+
+
+class LiteLLMLogFormat(JsonFormat):
+    name = "litellm_log"
+    description = "LiteLLM completion log (F5): prompt messages + response of one call"
+
+    def sniff(self, path: Path, head: str) -> bool:
+        h = stripped_head(head)
+        if not h.startswith("{"):
+            return False
+        if path.parent.name == "llm-logs" and _MESSAGES_FIRST.match(h):
+            return True
+        return bool(_MESSAGES_FIRST.match(h)) and '"response"' in h and any(k in h for k in _LOG_KEYS)
+
+    def match_json(self, data: Any) -> bool:
+        return (
+            isinstance(data, dict)
+            and isinstance(data.get("messages"), list)
+            and isinstance(data.get("response"), dict)
+            and "choices" in data["response"]
+        )
+
+    def load_json(self, data: Any, path: Path) -> list[Transcript]:
+        expect(path, data, dict, "(top level)")
+        messages = need(path, data, "messages", list, "")
+        b = MessageBuilder(path.name)
+        add_openai_messages(path, b, messages, "messages")
+        response = data.get("response") if isinstance(data.get("response"), dict) else {}
+        choices = response.get("choices") or []
+        expect(path, choices, list, "response.choices")
+        if choices:
+            choice = expect(path, choices[0], dict, "response.choices[0]")
+            msg = need(path, choice, "message", dict, "response.choices[0]")
+            add_openai_messages(
+                path, b, [{**msg, "role": "assistant"}], "response.choices[0].message", single=True
+            )
+            b.messages[-1].response_metadata["finish_reason"] = choice.get("finish_reason")
+        kwargs = data.get("kwargs") if isinstance(data.get("kwargs"), dict) else {}
+        model = response.get("model") or kwargs.get("model")
+        meta = {
+            "cost": data.get("cost"),
+            "timestamp": data.get("timestamp"),
+            "latency_sec": data.get("latency_sec"),
+            "context_window": data.get("context_window"),
+            "usage": response.get("usage"),
+            "prompt_messages": len(messages),
+        }
+        tools = openai_tools(data.get("tools")) or openai_tools(kwargs.get("tools"))
+        return [b.transcript(path, self.name, model=model, tools=tools, metadata=meta)]
+
+
+FORMAT = LiteLLMLogFormat()

@@ -1,0 +1,124 @@
+"""SWE-agent ``.traj`` files (SOURCES.md format **F1**).
+
+Shape: one JSON object with ``history`` (the messages actually sent to the model: ``role`` in
+``system``/``user``/``assistant``/``tool``, ``content``, plus ``agent``, ``message_type``,
+``thought``, ``action``, ``is_demo``), ``trajectory`` (steps ``{thought, action, observation,
+response, ...}``), ``info`` (``exit_status``, ``model_stats``, ``submission``, ...), ``environment``
+and sometimes ``replay_config`` (an object or a JSON string).
+
+Conversion (one Transcript per file, from ``history``):
+
+* function-calling configs: ``assistant.tool_calls=[{id, function{name, arguments}}]`` become
+  ``AIMessage.tool_calls``; ``tool`` messages carry ``tool_call_ids: [id]`` and become
+  ToolMessages answering the first id (the call's name is looked up by id).
+* text configs: the tool output is a ``user`` message; every user message after the first
+  assistant message is a text observation (``additional_kwargs[OBSERVATION_KEY]``, listed in
+  ``Transcript.observations``).  Demonstration messages keep ``additional_kwargs["is_demo"]``.
+* ``history`` is kept as recorded: the last trajectory step (``submit``) is usually not in it,
+  so a text run ends on the assistant's ``submit`` and a function-calling run on the previous
+  tool result.  Nothing is added from ``trajectory``.
+
+Errors: ``key history`` missing or not a list, ``key history[i].role`` etc.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from ctxlab.transcripts._util import (
+    JsonFormat,
+    MessageBuilder,
+    expect,
+    join_key,
+    need,
+    stripped_head,
+    tool_call,
+)
+from ctxlab.transcripts.base import Transcript, TranscriptError
+
+_TRAJECTORY = re.compile(r'"trajectory"\s*:\s*\[')
+_HISTORY = re.compile(r'"history"\s*:\s*\[')
+
+
+class SweAgentFormat(JsonFormat):
+    name = "swe_agent"
+    description = "SWE-agent .traj (F1): history messages, text or function-calling tools"
+
+    def sniff(self, path: Path, head: str) -> bool:
+        if path.suffix == ".traj":
+            return True
+        h = stripped_head(head)
+        if not h.startswith("{") or '"trajectory_format"' in h:
+            return False
+        return bool(_TRAJECTORY.search(h)) and (bool(_HISTORY.search(h)) or '"environment"' in h)
+
+    def match_json(self, data: Any) -> bool:
+        return (
+            isinstance(data, dict)
+            and isinstance(data.get("history"), list)
+            and isinstance(data.get("trajectory"), list)
+        )
+
+    def load_json(self, data: Any, path: Path) -> list[Transcript]:
+        expect(path, data, dict, "(top level)")
+        history = need(path, data, "history", list, "")
+        info = data.get("info") if isinstance(data.get("info"), dict) else {}
+        b = MessageBuilder(path.name)
+        seen_assistant = False
+        for i, msg in enumerate(history):
+            at = join_key("history", i)
+            expect(path, msg, dict, at)
+            role = need(path, msg, "role", str, at)
+            content = msg.get("content")
+            extra: dict[str, Any] = {"is_demo": True} if msg.get("is_demo") else {}
+            if role == "system":
+                b.system(content, **extra)
+            elif role == "user":
+                b.human(content, observation=seen_assistant, **extra)
+            elif role == "assistant":
+                seen_assistant = True
+                calls = []
+                for j, raw in enumerate(msg.get("tool_calls") or []):
+                    expect(path, raw, dict, join_key(join_key(at, "tool_calls"), j))
+                    fn = raw.get("function") if isinstance(raw.get("function"), dict) else {}
+                    calls.append(tool_call(fn.get("name"), fn.get("arguments"), raw.get("id")))
+                b.ai(content, calls, **extra)
+            elif role == "tool":
+                ids = msg.get("tool_call_ids") or ([msg["tool_call_id"]] if msg.get("tool_call_id") else [])
+                expect(path, ids, list, join_key(at, "tool_call_ids"))
+                if len(ids) > 1:
+                    extra["tool_call_ids"] = list(ids)
+                b.tool(content, ids[0] if ids else None, **extra)
+            else:
+                raise TranscriptError(path, f"key {join_key(at, 'role')}", f"unknown role {role!r}")
+        stats = info.get("model_stats") if isinstance(info.get("model_stats"), dict) else {}
+        meta = {
+            "instance_id": path.stem,
+            "exit_status": info.get("exit_status"),
+            "model_stats": stats,
+            "trajectory_steps": len(data.get("trajectory") or []),
+            "environment": data.get("environment"),
+            "function_calling": any(getattr(m, "tool_calls", None) for m in b.messages),
+        }
+        return [b.transcript(path, self.name, model=_model(data), metadata=meta)]
+
+
+def _model(data: dict[str, Any]) -> str | None:
+    """``replay_config.agent.model.name`` when recorded (older files record no model)."""
+    cfg = data.get("replay_config")
+    if isinstance(cfg, str):
+        try:
+            cfg = json.loads(cfg)
+        except json.JSONDecodeError:
+            return None
+    if not isinstance(cfg, dict):
+        return None
+    model = (cfg.get("agent") or {}).get("model") if isinstance(cfg.get("agent"), dict) else None
+    name = model.get("name") if isinstance(model, dict) else None
+    return name if isinstance(name, str) and name else None
+
+
+FORMAT = SweAgentFormat()

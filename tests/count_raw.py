@@ -1,0 +1,334 @@
+"""Count messages, tool calls and call/result pairs straight from the raw transcript files.
+
+This is deliberately independent of :mod:`ctxlab.transcripts`: plain ``json``/``re`` on the raw
+structure, with the format chosen by the file's place in the public set.  It writes
+``tests/transcript_counts.json``, which ``tests/test_transcripts.py`` compares the loaders with::
+
+    .venv/bin/python tests/count_raw.py            # rewrite tests/transcript_counts.json
+    .venv/bin/python tests/count_raw.py --check    # exit 1 if the stored file is out of date
+
+Counting rules (the mapping each loader documents, counted on the raw records):
+
+* ``messages`` - messages the run becomes (skipped bookkeeping events not counted);
+* ``tool_calls`` - structured tool calls (mini-swe-agent and SWE-agent text mode have none);
+* ``pairs`` - tool results whose call id belongs to a call recorded earlier in the run;
+* ``orphan_results`` - tool results whose id matches no earlier call;
+* ``unanswered_calls`` - calls that no later result answers;
+* ``observations`` - tool output recorded as user text (see OBSERVATION_KEY).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+RAW = (ROOT / ".." / "shared" / "transcripts" / "raw").resolve()
+OUT = Path(__file__).with_name("transcript_counts.json")
+
+
+def counts(messages: int, calls: list[Any], results: list[Any], observations: int = 0) -> dict[str, int]:
+    """``calls``: call ids in order; ``results``: ``(result id, ids of calls made before it)``."""
+    answered = {rid for rid, before in results if rid in before}
+    return {
+        "messages": messages,
+        "tool_calls": len(calls),
+        "pairs": sum(1 for rid, before in results if rid in before),
+        "orphan_results": sum(1 for rid, before in results if rid not in before),
+        "unanswered_calls": sum(1 for c in calls if c not in answered),
+        "observations": observations,
+    }
+
+
+# --- F1 SWE-agent -----------------------------------------------------------------------------
+
+
+def count_swe_agent(path: Path) -> dict[str, dict[str, int]]:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    calls: list[str] = []
+    results = []
+    obs = 0
+    seen_assistant = False
+    for m in data["history"]:
+        if m["role"] == "assistant":
+            seen_assistant = True
+            calls += [c["id"] for c in m.get("tool_calls") or []]
+        elif m["role"] == "tool":
+            results.append((m["tool_call_ids"][0], set(calls)))
+        elif m["role"] == "user" and seen_assistant:
+            obs += 1
+    return {path.name: counts(len(data["history"]), calls, results, obs)}
+
+
+# --- F2 mini-swe-agent ------------------------------------------------------------------------
+
+
+def count_mini_swe_agent(path: Path) -> dict[str, dict[str, int]]:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    roles = [m["role"] for m in data["messages"] if m["role"] != "exit"]  # bookkeeping, not sent
+    first_ai = roles.index("assistant")
+    obs = sum(1 for r in roles[first_ai:] if r == "user")
+    return {path.name: counts(len(roles), [], [], obs)}
+
+
+# --- F3 OpenHands -----------------------------------------------------------------------------
+
+OH_SKIP_ACTIONS = {"change_agent_state", "recall", "condensation", "condensation_request", "null"}
+OH_SKIP_OBS = {"agent_state_changed", "null", "recall"}
+
+
+def _count_openhands_events(events: list[dict[str, Any]]) -> dict[str, int]:
+    n = 0
+    obs = 0
+    calls: list[str] = []
+    results = []
+    responses: set[str] = set()
+    for e in events:
+        tcm = e.get("tool_call_metadata")
+        if e.get("action"):
+            if tcm:
+                calls.append(tcm["tool_call_id"])
+                rid = (tcm.get("model_response") or {}).get("id")
+                if rid not in responses:
+                    n += 1
+                if rid:
+                    responses.add(rid)
+            elif e["action"] in OH_SKIP_ACTIONS or e.get("source") == "environment":
+                pass
+            else:
+                n += 1
+        elif "observation" in e:
+            if tcm:
+                n += 1
+                results.append((tcm["tool_call_id"], set(calls)))
+            elif e["observation"] not in OH_SKIP_OBS:
+                n += 1
+                obs += 1
+    return counts(n, calls, results, obs)
+
+
+def count_openhands_events(path: Path) -> dict[str, dict[str, int]]:
+    return {path.name: _count_openhands_events(json.loads(path.read_text(encoding="utf-8")))}
+
+
+def count_openhands_eval(path: Path) -> dict[str, dict[str, int]]:
+    out = {}
+    for line in path.read_text(encoding="utf-8").split("\n"):
+        if line.strip():
+            run = json.loads(line)
+            out[run["instance_id"]] = _count_openhands_events(run["history"])
+    return out
+
+
+# --- F4 / F5 / F6 OpenAI-style message lists --------------------------------------------------
+
+
+def _count_openai(messages: list[dict[str, Any]]) -> dict[str, int]:
+    calls: list[str] = []
+    results = []
+    for i, m in enumerate(messages):
+        if m["role"] == "assistant":
+            calls += [c["id"] for c in m.get("tool_calls") or []]
+            if m.get("function_call"):
+                calls.append(f"fc-{i}")
+        elif m["role"] == "tool":
+            results.append((m["tool_call_id"], set(calls)))
+    return counts(len(messages), calls, results)
+
+
+def count_openai_chat(path: Path) -> dict[str, dict[str, int]]:
+    return {path.name: _count_openai(json.loads(path.read_text(encoding="utf-8")))}
+
+
+def count_litellm(path: Path) -> dict[str, dict[str, int]]:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    response = data["response"]["choices"][0]["message"]
+    return {path.name: _count_openai([*data["messages"], {**response, "role": "assistant"}])}
+
+
+def count_tau_bench(path: Path) -> dict[str, dict[str, int]]:
+    return {
+        f"task{run['task_id']}-trial{run['trial']}": _count_openai(run["traj"])
+        for run in json.loads(path.read_text(encoding="utf-8"))
+    }
+
+
+# --- F7 Claude Code ---------------------------------------------------------------------------
+
+
+def count_claude_code(path: Path) -> dict[str, dict[str, int]]:
+    n = 0
+    last_assistant_id = object()
+    calls: list[str] = []
+    results = []
+    for line in path.read_text(encoding="utf-8").split("\n"):
+        if not line.strip():
+            continue
+        e = json.loads(line)
+        if e.get("type") not in ("user", "assistant"):
+            continue
+        content = e["message"]["content"]
+        if e["type"] == "assistant":
+            mid = e["message"].get("id")
+            if mid is None or mid != last_assistant_id:
+                n += 1
+            last_assistant_id = mid
+            if isinstance(content, list):
+                calls += [b["id"] for b in content if b["type"] == "tool_use"]
+        elif isinstance(content, str):
+            n += 1
+        else:
+            in_text_run = False
+            for b in content:
+                if b["type"] == "tool_result":
+                    n += 1
+                    in_text_run = False
+                    results.append((b["tool_use_id"], set(calls)))
+                elif not in_text_run:
+                    n += 1
+                    in_text_run = True
+    return {path.name: counts(n, calls, results)}
+
+
+# --- F9 DeerFlow SSE --------------------------------------------------------------------------
+
+
+def count_deer_flow(path: Path) -> dict[str, dict[str, int]]:
+    text = path.read_text(encoding="utf-8")
+    payloads = [json.loads(m) for m in re.findall(r"^data: (.*)$", text, flags=re.M)]
+    first_seen: list[str] = []
+    chunk_ids: dict[str, dict[int, str | None]] = {}
+    n_results = 0
+    for d in payloads:
+        if d["id"] not in first_seen:
+            first_seen.append(d["id"])
+        for ch in d.get("tool_call_chunks") or []:
+            slot = chunk_ids.setdefault(d["id"], {})
+            idx = ch.get("index") or 0
+            if not slot.get(idx):
+                slot[idx] = ch.get("id")
+        if "tool_call_id" in d:
+            n_results += 1
+    result_groups = {d["id"] for d in payloads if "tool_call_id" in d}
+    messages = n_results + sum(1 for mid in first_seen if mid not in result_groups)
+    calls: list[str] = []
+    results = []
+    for mid in first_seen:  # in order of first appearance, as the messages are
+        calls += [cid for cid in chunk_ids.get(mid, {}).values() if cid]
+        for d in payloads:
+            if d["id"] == mid and "tool_call_id" in d:
+                results.append((d["tool_call_id"], set(calls)))
+    n_calls = sum(len(v) for v in chunk_ids.values())
+    out = counts(messages, calls, results)
+    out["tool_calls"] = n_calls
+    return {path.name: out}
+
+
+# --- F10 Agent TARS events --------------------------------------------------------------------
+
+
+def count_agent_tars(path: Path) -> dict[str, dict[str, int]]:
+    events = json.loads(path.read_text(encoding="utf-8"))
+    kinds = Counter(e["type"] for e in events)
+    calls: list[str] = []
+    results = []
+    for e in events:
+        if e["type"] == "assistant_message":
+            calls += [c["id"] for c in e.get("toolCalls") or []]
+        elif e["type"] == "tool_result":
+            results.append((e["toolCallId"], set(calls)))
+    n = kinds["user_message"] + kinds["assistant_message"] + kinds["tool_result"]
+    return {path.name: counts(n, calls, results)}
+
+
+# --- F13 OpenCode Markdown --------------------------------------------------------------------
+
+TOOL_BLOCK = re.compile(
+    r"^```\nTool: (?P<name>[^\n]*)\n\n\*\*Input:\*\*\n```json\n.*?\n```\n"
+    r"(?:\*\*(?P<kind>Output|Error):\*\*\n```\n.*?\n```\n)?```$",
+    flags=re.S | re.M,
+)
+
+
+def count_opencode(path: Path) -> dict[str, dict[str, int]]:
+    text = path.read_text(encoding="utf-8")
+    sections = re.split(r"\n---\n\n(?=## User\n|## Assistant \()", text)[1:]
+    n = 0
+    calls: list[str] = []
+    results = []
+    for sec in sections:
+        if sec.startswith("## User"):
+            n += 1
+            continue
+        body = sec.split("\n", 1)[1] if "\n" in sec else ""
+        groups = 0  # AI messages: one per run of tool blocks, plus prose after the last run
+        pos = 0
+        for m in TOOL_BLOCK.finditer(body):
+            if groups == 0 or body[pos : m.start()].strip():
+                groups += 1
+            call_id = f"call{len(calls) + 1}"
+            calls.append(call_id)
+            if m.group("kind"):
+                n += 1
+                results.append((call_id, set(calls)))
+            pos = m.end()
+        rest = re.sub(r"\n---\s*\Z", "", body[pos:])
+        if groups == 0 or rest.strip():
+            groups += 1
+        n += groups
+    return {path.name: counts(n, calls, results)}
+
+
+# --- the set ----------------------------------------------------------------------------------
+
+COUNTERS = [
+    ("swe-agent/", ".traj", "swe_agent", count_swe_agent),
+    ("mini-swe-agent/", ".traj.json", "mini_swe_agent", count_mini_swe_agent),
+    ("openhands/", "output.jsonl", "openhands_eval", count_openhands_eval),
+    ("openhands/", ".json", "openhands_events", count_openhands_events),
+    ("openhands-sdk/", "-llm-message.json", "openai_chat", count_openai_chat),
+    ("openhands-sdk/", ".json", "litellm_log", count_litellm),
+    ("tau-bench/", ".json", "tau_bench", count_tau_bench),
+    ("claude-code/", ".jsonl", "claude_code", count_claude_code),
+    ("deer-flow/", ".txt", "deer_flow", count_deer_flow),
+    ("agent-tars/", "event-stream.jsonl", "agent_tars_events", count_agent_tars),
+    ("opencode/", ".md", "opencode_md", count_opencode),
+]
+
+
+def count_all(raw: Path = RAW) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for path in sorted(p for p in raw.rglob("*") if p.is_file()):
+        rel = path.relative_to(raw).as_posix()
+        for prefix, suffix, fmt, counter in COUNTERS:
+            if rel.startswith(prefix) and rel.endswith(suffix):
+                out[rel] = {"format": fmt, "runs": counter(path)}
+                break
+        else:
+            raise SystemExit(f"no counter for {rel}")
+    return out
+
+
+def main(argv: list[str]) -> int:
+    if not RAW.is_dir():
+        print(f"transcript set not found at {RAW}", file=sys.stderr)
+        return 2
+    data = count_all()
+    text = json.dumps(data, indent=1, sort_keys=True) + "\n"
+    if "--check" in argv:
+        if OUT.read_text(encoding="utf-8") != text:
+            print(f"{OUT} is out of date; rerun tests/count_raw.py", file=sys.stderr)
+            return 1
+        return 0
+    OUT.write_text(text, encoding="utf-8")
+    runs = sum(len(v["runs"]) for v in data.values())
+    print(f"wrote {OUT}: {len(data)} files, {runs} runs")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
