@@ -1,0 +1,68 @@
+# ctxlab developer tasks. The README and CI (.ci/run) both go through these targets, so that
+# "works on my machine" and "works in CI" are the same set-up.
+#
+#   make setup   create .venv (if missing) and install ctxlab[dev] + plugins/*/ editable (idempotent)
+#   make test    setup, then the whole test suite: pytest over tests/ and the shared regression cases
+#   make demo    setup, then replay the bundled sample transcript (no API key, no network)
+#   make lint    ruff check + ruff format --check
+#   make bench   setup, then the estimator/strategy benchmarks
+#   make lab     setup, then JupyterLab on notebooks/
+
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+SHARED ?= ../shared
+# Re-install when pyproject.toml or a plugin's pyproject.toml changes, or when the stamp is missing.
+STAMP := $(VENV)/.ctxlab-setup.stamp
+PLUGIN_PYPROJECTS := $(sort $(wildcard plugins/*/pyproject.toml))
+PLUGIN_DIRS := $(patsubst %/pyproject.toml,%,$(PLUGIN_PYPROJECTS))
+
+export PIP_DISABLE_PIP_VERSION_CHECK := 1
+
+.PHONY: help setup check-shared test demo lint bench lab
+
+help:
+	@sed -n '3,10p' Makefile | sed 's/^# \{0,1\}//'
+
+setup: $(STAMP)
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+
+$(STAMP): pyproject.toml $(PLUGIN_PYPROJECTS) | $(PY)
+	$(PY) -m pip install --progress-bar off -e '.[dev]' $(foreach d,$(PLUGIN_DIRS),-e ./$(d))
+	@touch $(STAMP)
+
+check-shared:
+	@for d in transcripts cases; do \
+	  if [ ! -d "$(SHARED)/$$d" ]; then \
+	    echo "ERROR: $(SHARED)/$$d is missing. ctxlab's tests need the shared data folder beside the repository (../shared, with transcripts/ and cases/)." >&2; \
+	    exit 1; \
+	  fi; \
+	done
+
+# pytest exit code 5 means "no tests collected": that is a failure here, not a pass.
+# Both runners always run, so that one failing does not hide the other's result.
+test: setup check-shared
+	@export MPLBACKEND=Agg; status=0; \
+	$(PY) -m pytest tests/ || { rc=$$?; \
+	  if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests (exit 5): failing" >&2; \
+	  else echo "make test: pytest failed (exit $$rc)" >&2; fi; status=1; }; \
+	$(PY) $(SHARED)/cases/run_cases.py || { echo "make test: regression cases failed (exit $$?)" >&2; status=1; }; \
+	exit $$status
+
+demo: setup
+	$(VENV)/bin/ctxlab replay --out out/demo
+
+lint: setup
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+bench: setup
+	$(VENV)/bin/ctxlab bench
+
+lab: setup
+	$(VENV)/bin/jupyter lab --notebook-dir=notebooks
