@@ -285,11 +285,24 @@ class EstimateCache:
         self._tools_cache: dict[tuple[int, ...], int] = {}
         self._max = max_entries
         self._prefixes: list[tuple[list[BaseMessage], list[int]]] = []
+        # the same message object: no fingerprint needed (the object is kept alive with its entry)
+        self._by_object: dict[int, tuple[BaseMessage, int]] = {}
         self._prefix_slots = 4
         self.hits = 0
         self.misses = 0
 
     def message_tokens(self, message: BaseMessage) -> int:
+        seen = self._by_object.get(id(message))
+        if seen is not None and seen[0] is message:
+            self.hits += 1
+            return seen[1]
+        value = self._message_tokens_by_key(message)
+        if len(self._by_object) >= self._max:
+            self._by_object.clear()
+        self._by_object[id(message)] = (message, value)
+        return value
+
+    def _message_tokens_by_key(self, message: BaseMessage) -> int:
         key = _fingerprint(message)
         if key is not None:
             hit = self._cache.get(key)

@@ -95,6 +95,7 @@ class CompressionMiddleware(AgentMiddleware):
         self._backend = backend
         self._summarizer = summarizer
         self._summarizers: dict[int, Any] = {}
+        self._written: set[tuple[int, str]] = set()
         self._name = name or "CompressionMiddleware"
         self.tools = []
 
@@ -140,7 +141,15 @@ class CompressionMiddleware(AgentMiddleware):
             return backend_holder[0]
 
         def save_tool_result(tool_name: str | None, text: str) -> str:
-            return write_text(backend(), tool_result_path(tool_name, text), text)
+            path = tool_result_path(tool_name, text)
+            target = backend()
+            key = (id(target), path)
+            if key not in self._written:  # content-addressed: the same path holds the same text
+                write_text(target, path, text)
+                if len(self._written) > 100_000:
+                    self._written.clear()
+                self._written.add(key)
+            return path
 
         summarizer, model = self._summarizer_for(request)
         capacity = _max_input_tokens(request.model)

@@ -79,11 +79,21 @@ class ToolResultOffload:
 
     name = "tool-result-offload"
 
+    def __init__(self) -> None:
+        # (id(message), token limit) -> (message, trimmed copy, report entry): a long run does not
+        # re-offload the same state message on every call
+        self._memo: dict[tuple[int, int], tuple[BaseMessage, BaseMessage, dict]] = {}
+
     @hookimpl(trylast=True)
     def ctxlab_l1_trim(self, view: list[BaseMessage], ctx: TrimContext) -> TrimReport:
         report = TrimReport(trimmer=self.name)
         for i, m in enumerate(view):
             if not is_tool_result(m) or _key(m) in ctx.protect_ids:
+                continue
+            memo = self._memo.get((id(m), ctx.token_limit))
+            if memo is not None and memo[0] is m:
+                view[i] = memo[1]
+                report.offloaded.append(memo[2])
                 continue
             before = ctx.estimate(m)
             if before <= ctx.token_limit:
@@ -114,15 +124,18 @@ class ToolResultOffload:
             content: str | list = [{"type": "text", "text": preview}, *images] if images else preview
             new = m.model_copy(update={"content": content})
             view[i] = new
-            report.offloaded.append(
-                {
-                    "path": path,
-                    "tool": getattr(m, "name", None),
-                    "chars": len(text),
-                    "tokens_before": before,
-                    "tokens_after": ctx.estimate(new),
-                    "message_id": m.id,
-                    "tool_call_id": getattr(m, "tool_call_id", None),
-                }
-            )
+            entry = {
+                "path": path,
+                "tool": getattr(m, "name", None),
+                "chars": len(text),
+                "tokens_before": before,
+                "tokens_after": ctx.estimate(new),
+                "message_id": m.id,
+                "tool_call_id": getattr(m, "tool_call_id", None),
+            }
+            report.offloaded.append(entry)
+            if path is not None:  # a failed write is tried again next time
+                if len(self._memo) > 100_000:
+                    self._memo.clear()
+                self._memo[(id(m), ctx.token_limit)] = (m, new, entry)
         return report
