@@ -88,6 +88,9 @@ def _load_entrypoints(pm: pluggy.PluginManager) -> None:
         try:
             plugin = ep.load()
             pm.register(plugin, name=ep.name)
+            dist = getattr(ep, "dist", None)
+            label = f"{dist.name} {dist.version}" if dist is not None else ep.value
+            _sources(pm)[ep.name] = f"entry point ({label})"
         except Exception as exc:  # a broken plugin is reported and skipped
             warnings.warn(f"ctxlab plugin {ep.name!r} ({ep.value}) failed to load: {exc}", stacklevel=2)
 
@@ -106,8 +109,18 @@ def _load_folder(pm: pluggy.PluginManager, folder: Path) -> None:
             sys.modules[name] = module
             spec.loader.exec_module(module)
             pm.register(module, name=f"dir:{path.name}")
+            _sources(pm)[f"dir:{path.name}"] = f"plugins folder ({path})"
         except Exception as exc:
             warnings.warn(f"ctxlab plugin file {path} failed to load: {exc}", stacklevel=2)
+
+
+def _sources(pm: pluggy.PluginManager) -> dict[str, str]:
+    """Where each non-builtin plugin of ``pm`` came from (kept on the manager itself)."""
+    found = getattr(pm, "_ctxlab_sources", None)
+    if found is None:
+        found = {}
+        pm._ctxlab_sources = found  # type: ignore[attr-defined]
+    return found
 
 
 @dataclass(frozen=True)
@@ -121,21 +134,13 @@ class PluginInfo:
 
 def describe_plugins(pm: pluggy.PluginManager) -> list[PluginInfo]:
     """What is loaded in ``pm``: one :class:`PluginInfo` per plugin, registration order."""
-    dist = {id(p): d for p, d in pm.list_plugin_distinfo()}
+    known = _sources(pm)
     out = []
     for name, plugin in pm.list_name_plugin():
         if plugin is None:
             continue
         hooks = tuple(sorted(h.name for h in pm.get_hookcallers(plugin) or []))
-        if name.startswith("ctxlab.builtin."):
-            source = "builtin"
-        elif id(plugin) in dist:
-            d = dist[id(plugin)]
-            source = f"entry point ({d.project_name} {d.version})"
-        elif name.startswith("dir:"):
-            source = "plugins folder"
-        else:
-            source = "explicit"
+        source = "builtin" if name.startswith("ctxlab.builtin.") else known.get(name, "explicit")
         out.append(PluginInfo(name=name, source=source, hooks=hooks))
     return out
 
