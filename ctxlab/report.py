@@ -1,0 +1,314 @@
+"""Tables and the written report of a replay: ``calls.parquet``, ``summary.csv``, ``report.md``
+and the PNG figures (:mod:`ctxlab.plotting`).
+
+One long ("tidy") polars frame per experiment, one row per model call
+(:func:`calls_frame`); side-by-side tables come from ``group_by`` (:func:`summary_frame`,
+:func:`strategy_totals`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import polars as pl
+
+from ctxlab.metrics import METRIC_DEFINITIONS, VIEW_PARTS
+from ctxlab.replay import CALL_COLUMNS
+
+if TYPE_CHECKING:
+    from ctxlab.replay import ReplayResult
+
+__all__ = [
+    "CALLS_SCHEMA",
+    "SUMMARY_COLUMNS",
+    "calls_frame",
+    "markdown_table",
+    "strategy_totals",
+    "summary_frame",
+    "write_report",
+]
+
+#: polars schema of the per-call frame (also for an empty frame)
+CALLS_SCHEMA: dict[str, Any] = {
+    "transcript": pl.String,
+    "strategy": pl.String,
+    "call_index": pl.Int64,
+    "message_index": pl.Int64,
+    "raw_tokens": pl.Int64,
+    "view_tokens": pl.Int64,
+    **{f"view_{p}_tokens": pl.Int64 for p in VIEW_PARTS},
+    "view_messages": pl.Int64,
+    "level": pl.String,
+    "cutoff_index": pl.Int64,
+    "state_cutoff_index": pl.Int64,
+    "offloaded": pl.Int64,
+    "truncated_args": pl.Int64,
+    "summarizer_calls": pl.Int64,
+    "summarizer_input_tokens": pl.Int64,
+    "summarizer_output_tokens": pl.Int64,
+    "summary_error": pl.String,
+    "forced_by_overflow": pl.Boolean,
+    "overhead_ms": pl.Float64,
+    "cache_reusable_tokens": pl.Int64,
+    "cache_reusable_share": pl.Float64,
+    "retention": pl.Float64,
+    "threshold": pl.Int64,
+    "l2_threshold": pl.Float64,
+    "unmatched_tool_pairs": pl.Int64,
+}
+assert tuple(CALLS_SCHEMA) == CALL_COLUMNS
+
+#: columns of ``summary.csv``, one row per transcript × strategy
+SUMMARY_COLUMNS = (
+    "transcript",
+    "strategy",
+    "calls",
+    "raw_tokens_total",
+    "sent_tokens_total",
+    "saving_pct",
+    "l1_rounds",
+    "l2_rounds",
+    "summarizer_calls",
+    "summarizer_input_tokens",
+    "summarizer_output_tokens",
+    "mean_overhead_ms",
+    "mean_cache_reusable_share",
+    "mean_retention",
+    "max_view_tokens",
+    "max_raw_tokens",
+    "unmatched_tool_pairs",
+)
+
+
+def calls_frame(rows: Sequence[dict[str, Any]]) -> pl.DataFrame:
+    """The per-call rows as a DataFrame with the fixed :data:`CALLS_SCHEMA`."""
+    if not rows:
+        return pl.DataFrame(schema=CALLS_SCHEMA)
+    return pl.DataFrame(
+        [{k: r.get(k) for k in CALLS_SCHEMA} for r in rows], schema=CALLS_SCHEMA, orient="row"
+    )
+
+
+def _aggregations() -> list[pl.Expr]:
+    return [
+        pl.len().alias("calls"),
+        pl.col("raw_tokens").sum().alias("raw_tokens_total"),
+        pl.col("view_tokens").sum().alias("sent_tokens_total"),
+        (pl.col("level") == "L1").sum().cast(pl.Int64).alias("l1_rounds"),
+        (pl.col("level") == "L2").sum().cast(pl.Int64).alias("l2_rounds"),
+        pl.col("summarizer_calls").sum().alias("summarizer_calls"),
+        pl.col("summarizer_input_tokens").sum().alias("summarizer_input_tokens"),
+        pl.col("summarizer_output_tokens").sum().alias("summarizer_output_tokens"),
+        pl.col("overhead_ms").mean().alias("mean_overhead_ms"),
+        pl.col("cache_reusable_share").mean().alias("mean_cache_reusable_share"),
+        pl.col("retention").mean().alias("mean_retention"),
+        pl.col("view_tokens").max().alias("max_view_tokens"),
+        pl.col("raw_tokens").max().alias("max_raw_tokens"),
+        pl.col("unmatched_tool_pairs").sum().alias("unmatched_tool_pairs"),
+    ]
+
+
+def _saving() -> pl.Expr:
+    return (
+        pl.when(pl.col("raw_tokens_total") > 0)
+        .then(100.0 * (1.0 - pl.col("sent_tokens_total") / pl.col("raw_tokens_total")))
+        .otherwise(None)
+        .alias("saving_pct")
+    )
+
+
+def summary_frame(calls: pl.DataFrame) -> pl.DataFrame:
+    """One row per transcript × strategy (:data:`SUMMARY_COLUMNS`), in first-seen order.
+
+    ``saving_pct`` = ``100 × (1 − sent_tokens_total / raw_tokens_total)``; means skip empty
+    values (``retention`` is empty where the assistant mentioned no earlier identifier).
+    """
+    if calls.is_empty():
+        return pl.DataFrame(schema={c: pl.Float64 for c in SUMMARY_COLUMNS}).with_columns(
+            pl.col("transcript").cast(pl.String), pl.col("strategy").cast(pl.String)
+        )
+    out = calls.group_by(["transcript", "strategy"], maintain_order=True).agg(_aggregations())
+    return out.with_columns(_saving()).select(SUMMARY_COLUMNS)
+
+
+def strategy_totals(calls: pl.DataFrame) -> pl.DataFrame:
+    """One row per strategy over all transcripts: totals, saving % and means."""
+    if calls.is_empty():
+        return pl.DataFrame(schema={"strategy": pl.String, "transcripts": pl.Int64, "saving_pct": pl.Float64})
+    out = calls.group_by("strategy", maintain_order=True).agg(
+        [pl.col("transcript").n_unique().alias("transcripts"), *_aggregations()]
+    )
+    return out.with_columns(_saving()).select(
+        "strategy", "transcripts", *[c for c in SUMMARY_COLUMNS if c not in ("transcript", "strategy")]
+    )
+
+
+def _fmt(value: Any, column: str = "") -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        if math.isnan(value):
+            return ""
+        if column.endswith("_pct"):
+            return f"{value:.1f}"
+        if "share" in column or column.startswith("mean_retention"):
+            return f"{value:.3f}"
+        if column.endswith("_ms"):
+            return f"{value:.2f}"
+        return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"{value:,}"
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def markdown_table(df: pl.DataFrame, columns: Sequence[str] | None = None) -> str:
+    """A GitHub-flavoured Markdown table of ``df`` (numbers formatted, pipes escaped)."""
+    cols = list(columns or df.columns)
+    lines = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
+    for row in df.select(cols).iter_rows(named=True):
+        lines.append("| " + " | ".join(_fmt(row[c], c) for c in cols) + " |")
+    return "\n".join(lines)
+
+
+def write_report(
+    result: ReplayResult,
+    out_dir: str | Path,
+    *,
+    figures: bool = True,
+    title: str = "ctxlab replay report",
+    command: str | None = None,
+) -> dict[str, Any]:
+    """Write ``calls.parquet``, ``summary.csv``, ``report.md`` and the figures to ``out_dir``.
+
+    Returns:
+        ``{"calls": path, "summary": path, "report": path, "figures": [paths]}``.
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    calls = result.frame()
+    summary = summary_frame(calls)
+    totals = strategy_totals(calls)
+    calls_path = out / "calls.parquet"
+    calls.write_parquet(calls_path)
+    summary_path = out / "summary.csv"
+    summary.write_csv(summary_path)
+    figure_paths: list[Path] = []
+    if figures and not calls.is_empty():
+        from ctxlab.plotting import write_figures
+
+        figure_paths = write_figures(calls, summary, out / "figures", settings=result.settings)
+    report_path = out / "report.md"
+    report_path.write_text(
+        _report_markdown(result, calls, summary, totals, figure_paths, out, title, command), encoding="utf-8"
+    )
+    if result.summaries:
+        with (out / "summaries.jsonl").open("w", encoding="utf-8") as f:
+            for s in result.summaries:
+                f.write(json.dumps(s, ensure_ascii=False, default=str) + "\n")
+    return {"calls": calls_path, "summary": summary_path, "report": report_path, "figures": figure_paths}
+
+
+def _report_markdown(
+    result: ReplayResult,
+    calls: pl.DataFrame,
+    summary: pl.DataFrame,
+    totals: pl.DataFrame,
+    figure_paths: list[Path],
+    out: Path,
+    title: str,
+    command: str | None,
+) -> str:
+    s = result.settings
+    lines = [f"# {title}", ""]
+    lines.append(
+        f"Generated {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}"
+        + (f" by `{command}`." if command else ".")
+    )
+    lines.append("")
+    lines.append(
+        f"Strategies: {', '.join(result.strategies) or '(none)'}. "
+        f"Runs replayed: {result.replayed}. Model calls: {calls.height}. "
+        f"Measuring estimator: `{result.measure}` (one estimator for every strategy)."
+    )
+    lines += ["", "## Settings", ""]
+    lines.append("| field | value |")
+    lines.append("|---|---|")
+    for name, value in s.to_dict().items():
+        if name == "summary_prompt":
+            first = value.strip().splitlines()[0] if value.strip() else ""
+            value = f"{len(value)} characters, starting “{first[:60]}”"
+        lines.append(f"| `{name}` | {_fmt(value)} |")
+    lines.append("")
+    lines.append(
+        f"Entry threshold **T = {s.entry_threshold_tokens:,} tokens** "
+        f"(summary_threshold × 1024); L2 threshold **T2 = {s.l2_threshold_tokens:,.0f} tokens** "
+        f"(T × summary_l2_trigger_ratio)."
+    )
+    lines += ["", "## Per strategy", ""]
+    if totals.height:
+        lines.append(
+            markdown_table(
+                totals,
+                [
+                    "strategy",
+                    "transcripts",
+                    "calls",
+                    "raw_tokens_total",
+                    "sent_tokens_total",
+                    "saving_pct",
+                    "l1_rounds",
+                    "l2_rounds",
+                    "summarizer_calls",
+                    "mean_overhead_ms",
+                    "mean_cache_reusable_share",
+                    "mean_retention",
+                    "unmatched_tool_pairs",
+                ],
+            )
+        )
+    else:
+        lines.append("Nothing was replayed.")
+    lines += ["", "## Per transcript and strategy", ""]
+    if summary.height:
+        lines.append(markdown_table(summary))
+    else:
+        lines.append("Nothing was replayed.")
+    lines += ["", "## Metric definitions", ""]
+    lines.append("All token values are estimates in tokens by the measuring estimator.")
+    lines.append("")
+    for name, text in METRIC_DEFINITIONS.items():
+        lines.append(f"- **{name}**: {text}.")
+    lines += ["", "## Errors and skipped files", ""]
+    if result.errors:
+        for e in result.errors:
+            lines.append(f"- {'skipped file' if e.kind == 'load' else 'failed run'}: `{e}`")
+    else:
+        lines.append("None.")
+    lines += ["", "## Figures", ""]
+    if figure_paths:
+        for p in figure_paths:
+            rel = p.relative_to(out).as_posix()
+            lines.append(f"- [{p.stem}]({rel})")
+        overview = next((p for p in figure_paths if p.name == "saving_by_strategy.png"), None)
+        if overview is not None:
+            lines += ["", f"![saving by strategy]({overview.relative_to(out).as_posix()})"]
+    else:
+        lines.append("No figures.")
+    lines += [
+        "",
+        "## Files",
+        "",
+        "- `calls.parquet`: one row per model call (columns: "
+        + ", ".join(f"`{c}`" for c in CALLS_SCHEMA)
+        + ")",
+        "- `summary.csv`: one row per transcript × strategy",
+        "- `summaries.jsonl`: the L2 summary texts (when any)",
+        "- `files/`: offloaded tool results and conversation histories written by the middlewares",
+        "",
+    ]
+    return "\n".join(lines)
