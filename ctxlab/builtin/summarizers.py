@@ -22,7 +22,9 @@ class StructuredSummarizer:
     """A deterministic summary without a model: task, files touched, commands run, errors seen,
     current state (offline replay default).  Facts of a previous summary are carried over.
 
-    Output sections are capped (items and characters), so its size is bounded (~1,500 tokens).
+    Output sections are capped (25 items each, task and state 1,500 characters), so its size is
+    bounded (~1,500–3,000 tokens) however many rounds run: an earlier summary's sections are
+    merged into the new ones, not nested.
     """
 
     name = "structured"
@@ -73,15 +75,45 @@ class StructuredSummarizer:
                 for p in _PATH.findall(text[:4000]):
                     if len(files) < 200:
                         files[p] = None
-        parts = []
-        if previous:
-            parts.append("Earlier summary:\n" + previous[:6000])
-        parts.append("Task:\n" + (task[:1500] or "(no user request in this part)"))
-        parts.append("Files touched:\n" + _bullets(list(files)[-self.MAX_ITEMS :]))
-        parts.append("Commands run:\n" + _bullets(commands[-self.MAX_ITEMS :]))
-        parts.append("Errors seen:\n" + _bullets(list(errors)[-self.MAX_ITEMS :]))
-        parts.append("Current state:\n" + (state[-1500:] or "(no assistant text)"))
+        prior = _sections(previous) if previous else {}
+        task = prior.get("Task", "").strip() or task
+        files_all = _merge(prior.get("Files touched"), list(files))
+        commands_all = _merge(prior.get("Commands run"), commands)
+        errors_all = _merge(prior.get("Errors seen"), list(errors))
+        state = state or prior.get("Current state", "").strip()
+        parts = [
+            "Task:\n" + (task[:1500] or "(no user request in this part)"),
+            "Files touched:\n" + _bullets(files_all[-self.MAX_ITEMS :]),
+            "Commands run:\n" + _bullets(commands_all[-self.MAX_ITEMS :]),
+            "Errors seen:\n" + _bullets(errors_all[-self.MAX_ITEMS :]),
+            "Current state:\n" + (state[-1500:] or "(no assistant text)"),
+        ]
         return "\n\n".join(parts)
+
+
+_SECTIONS = ("Task", "Files touched", "Commands run", "Errors seen", "Current state")
+
+
+def _sections(text: str) -> dict[str, str]:
+    """The sections of an earlier structured summary (by their headers), so that a new summary
+    merges them instead of nesting the whole earlier text (which would grow every round)."""
+    found: dict[str, str] = {}
+    pattern = re.compile(r"^(" + "|".join(map(re.escape, _SECTIONS)) + r"):\n", re.M)
+    marks = list(pattern.finditer(text))
+    for i, m in enumerate(marks):
+        end = marks[i + 1].start() if i + 1 < len(marks) else len(text)
+        body = text[m.end() : end]
+        if m.group(1) == "Current state":
+            body = body.split("\n\n", 1)[0]  # the framing after the summary is not state
+        found[m.group(1)] = body.strip()
+    return found
+
+
+def _merge(previous: str | None, new: list[str]) -> list[str]:
+    items = [
+        line[2:] for line in (previous or "").splitlines() if line.startswith("- ") and line != "- (none)"
+    ]
+    return list(OrderedDict.fromkeys([*items, *new]))
 
 
 def _bullets(items: list[str]) -> str:
