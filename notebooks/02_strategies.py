@@ -1,0 +1,203 @@
+# ---
+# jupyter:
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% tags=["parameters"]
+# Parameters (papermill/nbmake style): CI=true selects the small size.
+import os
+
+SMALL = os.environ.get("CI") == "true"
+THRESHOLD_K = 16  # summary_threshold in K tokens for every strategy (T = 16,384 tokens)
+STRATEGIES = [
+    "ars",
+    "ars-fast",
+    "ars-tiktoken",
+    "masking",
+    "hybrid",
+    "langchain-summarization",
+    "deepagents-summarization",
+]
+# the transcripts (relative to ../shared/transcripts): under CI a few long runs of different
+# formats; otherwise every public run except the 200 short tau-bench runs, plus the bundled sample
+SMALL_SET = [
+    "raw/mini-swe-agent/swebench_results/20251118_gemini-3-pro-74pct/trajs/pytest-dev__pytest-6197/pytest-dev__pytest-6197.traj.json",
+    "raw/opencode/session-ses_4313.md",
+    "raw/deer-flow/web/public/replay/china-food-delivery.txt",
+]
+# the summary_l2_trigger_ratio sweep (coarser under CI)
+RATIOS = [0.1, 0.4, 0.7, 1.0] if SMALL else [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0]
+FOCUS = "pytest-dev__pytest-6197.traj.json"  # the run shown call by call
+FOCUS_STRATEGIES = ["ars", "masking", "hybrid", "langchain-summarization"]  # its lines
+
+# %% [markdown]
+# # Strategies side by side
+#
+# The same recorded runs, replayed call by call through several compression strategies
+# (`ctxlab.replay.replay_many`). Each strategy is a name registered by a plugin
+# (`ctxlab_register_strategies`): ARS itself and its estimator variants, observation masking,
+# a masking + summary hybrid, and LangChain's and DeepAgents' own summarization middlewares as
+# baselines. All of them get the same settings, and every token number below is measured with one
+# estimator (the default character-class estimator), whatever the strategy uses internally, so
+# the columns compare like with like.
+#
+# The entry threshold is lowered to `summary_threshold` = 16 (T = 16,384 tokens): with the
+# default 100 K almost none of the public runs would be compressed at all (see notebook 01).
+
+# %%
+import polars as pl
+
+from ctxlab import CompressionSettings
+from ctxlab.lab import plot_sweep, save_figure, shared_dir, sweep
+from ctxlab.plotting import plot_savings, plot_strategies
+from ctxlab.plugins import make_plugin_manager, strategies
+from ctxlab.replay import replay_many
+from ctxlab.report import strategy_totals
+from ctxlab.sample import SAMPLE_TRANSCRIPT
+from ctxlab.transcripts import load_many
+
+_ = pl.Config(tbl_rows=50, tbl_cols=-1, fmt_str_lengths=60, tbl_width_chars=220, float_precision=2)
+
+# %% [markdown]
+# ## The strategies
+#
+# Every registered strategy (built-in and from the packages in `plugins/`). Those named in
+# `STRATEGIES` are compared; a name that is not installed is reported here and left out.
+
+# %%
+pm = make_plugin_manager(load_entrypoints=True)
+registered = strategies(pm)
+chosen = [s for s in STRATEGIES if s in registered]
+missing = [s for s in STRATEGIES if s not in registered]
+print("not installed, left out:", missing or "none")
+pl.DataFrame(
+    {
+        "strategy": list(registered),
+        "compared": [n in chosen for n in registered],
+        "description": [s.description for s in registered.values()],
+    }
+)
+
+# %% [markdown]
+# ## The transcripts
+
+# %%
+raw = shared_dir() / "transcripts" / "raw"
+if SMALL:
+    transcripts, load_errors = load_many([shared_dir() / "transcripts" / p for p in SMALL_SET], pm=pm)
+else:
+    everything, load_errors = load_many([raw, SAMPLE_TRANSCRIPT], pm=pm)
+    transcripts = [t for t in everything if t.format != "tau_bench"]
+print(f"{len(transcripts)} transcripts, {len(load_errors)} files not loaded")
+pl.DataFrame(
+    {
+        "transcript": [t.name for t in transcripts],
+        "format": [t.format for t in transcripts],
+        "messages": [len(t.messages) for t in transcripts],
+    }
+)
+
+# %% [markdown]
+# ## Replay every transcript × strategy
+
+# %%
+settings = CompressionSettings(summary_threshold=THRESHOLD_K)
+result = replay_many(transcripts, chosen, settings=settings, pm=pm, progress=False)
+calls = result.frame()
+print(f"{calls.height:,} model calls replayed, {len(result.errors)} runs failed")
+for issue in result.errors:
+    print(" -", issue)
+
+# %% [markdown]
+# ### One row per strategy
+#
+# Over all transcripts: tokens sent vs raw (the uncompressed requests), `saving_pct`
+# = 1 − sent / raw, the compression rounds by level, the summarizer's tokens (L2 summaries; the
+# offline structured summarizer stands in for a model here), the middleware's mean overhead per
+# call in milliseconds, the mean share of each request a provider's prompt cache could reuse
+# from the previous call, and the mean *retention* (of the identifiers the agent went on to
+# mention, the share still in its view). `unmatched_tool_pairs` must be 0: no view ever separated
+# a tool call from its result.
+
+# %%
+totals = strategy_totals(calls).select(
+    "strategy",
+    "transcripts",
+    "calls",
+    "raw_tokens_total",
+    "sent_tokens_total",
+    "saving_pct",
+    "l1_rounds",
+    "l2_rounds",
+    "summarizer_input_tokens",
+    "summarizer_output_tokens",
+    "mean_overhead_ms",
+    "mean_cache_reusable_share",
+    "mean_retention",
+    "unmatched_tool_pairs",
+)
+totals
+
+# %% [markdown]
+# ### Saving % per transcript
+#
+# The same saving, one row per transcript (a `pivot` of the per-run summary). Short runs that
+# never reach T show 0 for every strategy.
+
+# %%
+result.summary().pivot(on="strategy", index="transcript", values="saving_pct").sort("transcript")
+
+# %%
+fig = plot_savings(
+    calls,
+    title=f"saving by strategy ({len(transcripts)} transcripts, T = {settings.entry_threshold_tokens:,} tokens)",
+)
+ax = fig.axes[0]
+ax.set_xticks(ax.get_xticks(), ax.get_xticklabels(), rotation=20, ha="right")  # long strategy names
+save_figure(fig, "nb02_savings")
+fig
+
+# %% [markdown]
+# ### One run, call by call
+#
+# Tokens sent per model call of one long run, one line per strategy (the dashed line is the
+# uncompressed request; the ARS estimator variants are left out, they overlap `ars`).
+# Summarizing strategies drop sharply at each L2 round and grow again; masking replaces old tool
+# results by a placeholder: it grows more slowly but never drops.
+
+# %%
+focus = next(label for label in calls["transcript"].unique(maintain_order=True) if label.endswith(FOCUS))
+fig = plot_strategies(calls, focus, strategies=[s for s in FOCUS_STRATEGIES if s in chosen])
+save_figure(fig, "nb02_strategies")
+fig
+
+# %% [markdown]
+# ## Sweep: `summary_l2_trigger_ratio`
+#
+# T2 = T × `summary_l2_trigger_ratio` decides when the L1-trimmed view goes on to L2. A low ratio
+# summarizes as soon as a round starts; a ratio of 1 lets L1 alone handle every round whose L1
+# view fits under T. The ARS strategy is replayed on the same transcripts once per ratio, with
+# every other setting unchanged.
+
+# %%
+curve = sweep(transcripts, "summary_l2_trigger_ratio", RATIOS, strategy="ars", settings=settings, pm=pm)
+curve.select(
+    "value",
+    "T2",
+    "saving_pct",
+    "l1_rounds",
+    "l2_rounds",
+    "summarizer_input_tokens",
+    "mean_retention",
+    "errors",
+)
+
+# %%
+fig = plot_sweep(
+    curve, title=f"ARS on {len(transcripts)} transcripts, T = {settings.entry_threshold_tokens:,} tokens"
+)
+save_figure(fig, "nb02_sweep")
+fig
