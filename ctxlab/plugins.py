@@ -71,7 +71,11 @@ def make_plugin_manager(
     for plugin in extra:
         if pm.is_registered(plugin):
             continue
-        pm.register(plugin)
+        label = getattr(plugin, "name", None) or getattr(plugin, "__name__", None)
+        if isinstance(label, str) and pm.get_plugin(label) is None:
+            pm.register(plugin, name=label)
+        else:
+            pm.register(plugin)
     return pm
 
 
