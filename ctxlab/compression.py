@@ -128,7 +128,8 @@ def compression_round(inp: RoundInput) -> Generator[Any, Any, tuple[Any, dict[st
     T, T2 = s.entry_threshold_tokens, s.l2_threshold_tokens
     msgs = inp.state_messages
     prev = inp.event if _valid_event(inp.event, len(msgs)) else None
-    eff = effective_messages(msgs, prev)
+    # the state list itself when there is no summary yet: the round never edits it in place
+    eff = msgs if prev is None else effective_messages(msgs, prev)
     has_prev = prev is not None
     tokens = lambda view: inp.estimates.request_tokens(inp.system, inp.tools, view)  # noqa: E731
     est0 = tokens(eff)
@@ -194,26 +195,37 @@ def compression_round(inp: RoundInput) -> Generator[Any, Any, tuple[Any, dict[st
                 emit("completed", level="L1", tokens_after=est1, stats=_public(stats))
                 return response, None
 
-        # R8/R9: L2 cutoff
-        decision: CutoffDecision | None = inp.pm.hook.ctxlab_select_cutoff(
-            messages=list(eff),
-            ctx=CutoffContext(
-                keep_messages=s.summary_keep_messages,
-                has_previous_summary=has_prev,
-                estimate=inp.estimates.message_tokens,
-                target_tokens=T2,
-                min_new_tokens=0.0 if forced else MIN_GAIN_SHARE * max(0.0, est1 - T2),
-            ),
-        )
-        local = decision.index if decision is not None else None
-        if local is not None and not (1 <= local <= len(eff)):
-            raise ValueError(f"cutoff plugin returned index {local} outside 1..{len(eff)}")
-        if local is None:
-            # R13: no valid cutoff -> the L1 view
+        # R8/R9: L2 cutoff; R13: no valid cutoff -> the L1 view.  A cutoff declined for a soft
+        # reason (not worth a summary) is asked again in forced mode after an overflow (R12).
+        while True:
+            decision: CutoffDecision | None = inp.pm.hook.ctxlab_select_cutoff(
+                messages=list(eff),
+                ctx=CutoffContext(
+                    keep_messages=s.summary_keep_messages,
+                    has_previous_summary=has_prev,
+                    estimate=inp.estimates.message_tokens,
+                    target_tokens=T2,
+                    min_new_tokens=0.0 if forced else MIN_GAIN_SHARE * max(0.0, est1 - T2),
+                    forced=forced,
+                ),
+            )
+            local = decision.index if decision is not None else None
+            if local is not None and not (1 <= local <= len(eff)):
+                raise ValueError(f"cutoff plugin returned index {local} outside 1..{len(eff)}")
+            if local is not None:
+                break
             stats["no_cutoff"] = decision.reason if decision else "no cutoff plugin answered"
             if forced and sent_l1_view:
                 raise ContextOverflowError(stats.get("overflow") or "context overflow and no valid cutoff")
-            response = yield CallModel(view1)
+            try:
+                sent_l1_view = True
+                response = yield CallModel(view1)
+            except ContextOverflowError as exc:
+                if forced:
+                    raise
+                forced = True
+                stats["overflow"] = str(exc)
+                continue
             stats["tokens_after"] = est1
             emit("completed", level="L1", tokens_after=est1, stats=_public(stats))
             return response, None
@@ -391,6 +403,9 @@ def build_summary_message(
         parts.append(framing.saved_at.format(path=file_path))
     if result.error and not result.text:
         parts.append(framing.failed.format(error=result.error))
+        if local > 0 and eff[0].additional_kwargs.get("lc_source") == "summarization":
+            # R10: facts of earlier rounds survive a failed round: carry the previous summary
+            parts.append(f"{framing.previous}\n{message_text(eff[0])}")
     else:
         parts.append(result.text.strip())
     latest = _latest_request(eff, local)

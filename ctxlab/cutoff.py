@@ -28,6 +28,7 @@ class CutoffContext:
         target_tokens: the L2 threshold T2 in tokens (a rule may aim the kept part below it).
         min_new_tokens: the fewest tokens of not-yet-summarized messages a cutoff must summarize
             to be worth a summary (0 in an overflow-forced round).
+        forced: the round was forced by a context overflow (R12): a rule should cut if it can.
     """
 
     keep_messages: int
@@ -35,6 +36,7 @@ class CutoffContext:
     estimate: Any
     target_tokens: float
     min_new_tokens: float = 0.0
+    forced: bool = False
 
 
 @dataclass(frozen=True)

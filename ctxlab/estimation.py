@@ -28,7 +28,6 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-import operator
 import re
 import struct
 from collections import OrderedDict
@@ -54,7 +53,7 @@ _W_LONG = 0.257
 _PUNCT = "{}[]()\"':,.;=_/\\<>-*#|`"
 _DIGITS = "0123456789"
 _LONG_RUN = re.compile(r"[A-Za-z0-9+/=_-]{40,}")
-_DATA_URL = re.compile(r"data:image/[a-zA-Z0-9.+-]+;base64,[A-Za-z0-9+/=\s]{64,}")
+_DATA_URL = re.compile(r"data:image/[a-zA-Z0-9.+-]+;base64,[A-Za-z0-9+/=]{64,}")
 
 #: tokens per message for role and framing (OpenAI's chat format costs ~3-4)
 MESSAGE_OVERHEAD = 4
@@ -193,7 +192,16 @@ class CharClassEstimator:
     name = "char-class"
 
     def message_tokens(self, message: BaseMessage) -> int:
-        n = MESSAGE_OVERHEAD + content_tokens(message.content)
+        content = message.content
+        if isinstance(message, AIMessage) and message.tool_calls and isinstance(content, list):
+            # a provider-format tool_use block repeats a tool call: count the call once
+            ids = {tc.get("id") for tc in message.tool_calls}
+            content = [
+                b
+                for b in content
+                if not (isinstance(b, dict) and b.get("type") == "tool_use" and b.get("id") in ids)
+            ]
+        n = MESSAGE_OVERHEAD + content_tokens(content)
         if isinstance(message, AIMessage) and message.tool_calls:
             for tc in message.tool_calls:
                 n += 3 + estimate_text_tokens(tc.get("name") or "")
@@ -248,16 +256,21 @@ def _fingerprint(message: BaseMessage) -> tuple[Any, ...] | None:
 
 
 def _common_prefix(a: Sequence[Any], b: Sequence[Any]) -> int:
-    """Length of the longest prefix of ``a`` and ``b`` made of the same objects."""
+    """Length of the longest common prefix of two message lists.
+
+    List equality skips ``__eq__`` for identical objects, so the common case (the history grew
+    since the previous call) is one C-speed scan (~4 ns a message); equal but distinct messages
+    have equal estimates, so equality is the right test.  Otherwise bisect.
+    """
     n = min(len(a), len(b))
-    if n and a[0] is not b[0]:
+    if n == 0 or (a[0] is not b[0] and a[0] != b[0]):
         return 0
-    if all(map(operator.is_, a[:n], b[:n])):
+    if a[:n] == b[:n]:
         return n
-    lo, hi = 0, n  # the prefix of identical objects is a prefix: bisect on it
+    lo, hi = 1, n - 1  # a[:lo] matches, a[:hi + 1] does not
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        if all(map(operator.is_, a[:mid], b[:mid])):
+        if a[:mid] == b[:mid]:
             lo = mid
         else:
             hi = mid - 1

@@ -28,7 +28,21 @@ EVENT_TYPE = "context_compression"
 SSE_EVENT_NAME = "context_compression"
 PHASES = ("started", "completed", "failed")
 
-__all__ = ["EVENT_TYPE", "PHASES", "SSE_EVENT_NAME", "make_event", "to_sse"]
+__all__ = ["EVENT_ROW_KEYS", "EVENT_TYPE", "PHASES", "SSE_EVENT_NAME", "event_row", "make_event", "to_sse"]
+
+#: the keys of :func:`event_row`, in order
+EVENT_ROW_KEYS = (
+    "phase",
+    "level",
+    "tokens_before",
+    "tokens_after",
+    "threshold",
+    "l2_threshold",
+    "offloaded",
+    "cutoff_index",
+    "file_path",
+    "error",
+)
 
 
 def make_event(phase: str, **fields: Any) -> dict[str, Any]:
@@ -55,6 +69,17 @@ def make_event(phase: str, **fields: Any) -> dict[str, Any]:
     }
     event.update(fields)
     return event
+
+
+def event_row(event: dict[str, Any]) -> dict[str, Any]:
+    """One event flattened for a table (:data:`EVENT_ROW_KEYS`): the scalar fields as they are,
+    ``l2_threshold`` as a float (``None`` stays ``None``), and ``offloaded`` as the number of
+    tool results L1 offloaded (``stats["offloaded"]`` holds their paths)."""
+    stats = event.get("stats") or {}
+    row = {key: event.get(key) for key in EVENT_ROW_KEYS}
+    row["l2_threshold"] = None if row["l2_threshold"] is None else float(row["l2_threshold"])
+    row["offloaded"] = len(stats.get("offloaded") or [])
+    return row
 
 
 def to_sse(event: dict[str, Any]) -> str:

@@ -512,5 +512,9 @@ METRIC_DEFINITIONS: dict[str, str] = {
     "unmatched_tool_pairs": "ToolMessages in the view without an earlier call in the view, plus calls in "
     "the view whose results appear in the transcript before this call but not in the view (must be 0)",
     "summarizer_*": "summarizer calls and tokens of the L2 round of this call (provider usage when "
-    "reported, else estimates), from the completed event's stats",
+    "reported, else estimates); for ctxlab strategies from the completed event's stats, for foreign "
+    "middlewares (the baselines) from a LangChain callback handler that sees every chat-model call made "
+    "during the call (the replayed main model is never called, so these are the summarizer's): the "
+    "provider's usage_metadata when reported, else the measuring estimator's count of the prompt "
+    "messages (input) and of the response (output)",
 }

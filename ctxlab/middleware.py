@@ -163,7 +163,7 @@ class CompressionMiddleware(AgentMiddleware):
 
         state = request.state if isinstance(request.state, dict) else {}
         inp = RoundInput(
-            state_messages=list(request.messages),
+            state_messages=request.messages if isinstance(request.messages, list) else list(request.messages),
             event=state.get(EVENT_KEY),
             system=request.system_message,
             tools=list(request.tools or []),

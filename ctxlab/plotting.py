@@ -1,5 +1,6 @@
-"""Figures of a replay: token budget per call, strategies side by side, saving by strategy, and
-the view split by part.
+"""Figures of a replay: token budget per call, strategies side by side, saving by strategy, the
+view split by part, the two-panel budget figure of the notebooks and the explorer, and the curve
+of a settings sweep.
 
 Every plot function takes the per-call frame (:func:`ctxlab.report.calls_frame`), an optional
 matplotlib ``ax`` to draw into, and returns the figure.  Without ``ax`` a new
@@ -15,8 +16,8 @@ are replaced by ``?`` so that nothing renders as empty boxes.
 from __future__ import annotations
 
 import functools
-import hashlib
-import re
+import itertools
+import math
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -31,11 +32,14 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 __all__ = [
+    "budget_figure",
     "cjk_font",
     "figure_name",
+    "format_tokens",
     "plot_budget",
     "plot_savings",
     "plot_strategies",
+    "plot_sweep",
     "plot_view_parts",
     "write_figures",
 ]
@@ -74,6 +78,10 @@ _PART_COLORS = {
     "summary": "#9467bd",
 }
 _STRATEGY_COLORS = ("#1f77b4", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#ff7f0e")
+#: per strategy line: styles and markers cycle with the colours, so that two strategies whose
+#: lines coincide stay distinguishable (the raw line is the only plain dashed one)
+_STRATEGY_STYLES = ("-", (0, (6, 2)), "-.", (0, (1, 1.5)), (0, (8, 2, 1, 2, 1, 2)), (0, (3, 1)))
+_STRATEGY_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 
 
 @functools.lru_cache(maxsize=1)
@@ -128,26 +136,39 @@ def _use_log(yscale: str, raw_peak: float, sent_peak: float) -> bool:
     return yscale == "log"
 
 
+def format_tokens(value: float, _pos: Any = None) -> str:
+    """A token count as a short tick label: ``950``, ``1.25k``, ``12.5k``, ``20k``, ``1.5M``.
+
+    Thousands and millions keep up to three decimals, trailing zeros dropped, so that a tick is
+    never rounded to a neighbour's label (12,500 is ``12.5k``, not ``12k``).
+    """
+    if not math.isfinite(value):
+        return ""
+    for scale, suffix in ((1_000_000, "M"), (1000, "k")):
+        if abs(value) >= scale:
+            return f"{value / scale:.3f}".rstrip("0").rstrip(".") + suffix
+    return f"{value:.0f}"
+
+
 def _tokens_axis(ax: Axes, log: bool = False) -> None:
     from matplotlib.ticker import FuncFormatter, MaxNLocator, NullFormatter
-
-    def fmt(v: float, _pos: Any) -> str:
-        if abs(v) >= 1_000_000:
-            return f"{v / 1_000_000:.1f}M"
-        if abs(v) >= 1000:
-            return f"{v / 1000:.0f}k" if abs(v) >= 10_000 or v % 1000 == 0 else f"{v / 1000:.1f}k"
-        return f"{v:.0f}"
 
     if log:
         ax.set_yscale("log")
         ax.yaxis.set_minor_formatter(NullFormatter())
-    ax.yaxis.set_major_formatter(FuncFormatter(fmt))
+    ax.yaxis.set_major_formatter(FuncFormatter(format_tokens))
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("model call", fontfamily=_families())
     ax.set_ylabel("tokens (estimate, log scale)" if log else "tokens (estimate)", fontfamily=_families())
     ax.grid(True, alpha=0.3, linewidth=0.6)
     if not log:
         ax.set_ylim(bottom=0)
+
+
+def _title_and_legend(ax: Axes, title: str) -> None:
+    fam = _families()
+    ax.set_title(_text(title), fontfamily=fam, fontsize=11)
+    ax.legend(loc="best", prop={"family": fam, "size": 8.5}, framealpha=0.85)
 
 
 def _select(calls: pl.DataFrame, transcript: str | None, strategy: str | None) -> pl.DataFrame:
@@ -157,6 +178,18 @@ def _select(calls: pl.DataFrame, transcript: str | None, strategy: str | None) -
     if strategy is not None:
         df = df.filter(pl.col("strategy") == strategy)
     return df.sort("call_index")
+
+
+def _pick_run(
+    calls: pl.DataFrame, transcript: str | None, strategy: str | None
+) -> tuple[str | None, str | None, pl.DataFrame]:
+    """``(transcript, strategy, its calls)``: a run named in full, or defaulting to the first
+    transcript of ``calls`` and its first strategy."""
+    if transcript is None and calls.height:
+        transcript = calls["transcript"][0]
+    if strategy is None and calls.height:
+        strategy = _select(calls, transcript, None)["strategy"][0]
+    return transcript, strategy, _select(calls, transcript, strategy)
 
 
 def _one(values: pl.Series) -> float | None:
@@ -187,16 +220,11 @@ def plot_budget(
         yscale: ``"linear"``, ``"log"``, or ``"auto"`` (log when raw peaks above 10x sent, so that
             a heavily compressed run stays readable).
     """
-    if transcript is None and calls.height:
-        transcript = calls["transcript"][0]
-    if strategy is None and calls.height:
-        strategy = _select(calls, transcript, None)["strategy"][0]
-    df = _select(calls, transcript, strategy)
+    transcript, strategy, df = _pick_run(calls, transcript, strategy)
     raw_peak = max(df["raw_tokens"].to_list(), default=0)
     sent_peak = max(df["view_tokens"].to_list(), default=0)
     log = _use_log(yscale, raw_peak, sent_peak)
     fig, ax = _new_axes(ax)
-    fam = _families()
     x = df["call_index"].to_list()
     # raw is drawn dashed on top, so that it stays visible where nothing was compressed
     same = df.height > 0 and (df["view_tokens"] == df["raw_tokens"]).all()
@@ -258,8 +286,7 @@ def plot_budget(
         ax.set_ylim(0, top * 1.08)
     if x:
         ax.set_xlim(min(x) - 0.5, max(x) + 0.5)
-    ax.set_title(_text(title or f"{_shorten(str(transcript))}  [{strategy}]"), fontfamily=fam, fontsize=11)
-    ax.legend(loc="best", prop={"family": fam, "size": 8.5}, framealpha=0.85)
+    _title_and_legend(ax, title or f"{_shorten(str(transcript))}  [{strategy}]")
     return fig
 
 
@@ -273,13 +300,18 @@ def plot_strategies(
     yscale: str = "auto",
 ) -> Figure:
     """Sent tokens per call of one transcript, one line per strategy (raw as a dashed line);
-    ``yscale`` as for :func:`plot_budget`."""
+    ``yscale`` as for :func:`plot_budget`.
+
+    Each strategy has its own colour, line style and marker, and lines drawn first are wider:
+    two strategies that send the same tokens (an estimator variant that never changes a
+    decision, say) show as a wide line with a narrower one of another style inside it, and
+    their markers sit at different calls.
+    """
     if transcript is None and calls.height:
         transcript = calls["transcript"][0]
     df = _select(calls, transcript, None)
     names = list(strategies or df["strategy"].unique(maintain_order=True).to_list())
     fig, ax = _new_axes(ax)
-    fam = _families()
     if df.height:
         first = df.filter(pl.col("strategy") == names[0]) if names else df
         ax.plot(
@@ -290,35 +322,59 @@ def plot_strategies(
             linewidth=1.6,
             label="raw (uncompressed)",
         )
+    n = max(1, len(names))
     for i, name in enumerate(names):
         sel = df.filter(pl.col("strategy") == name)
+        every = max(1, sel.height // 10)  # about ten markers per line, shifted per strategy
         ax.plot(
             sel["call_index"].to_list(),
             sel["view_tokens"].to_list(),
-            linewidth=1.8,
+            linewidth=max(1.2, 1.2 + 2.2 * (n - 1 - i) / n),
+            linestyle=_STRATEGY_STYLES[i % len(_STRATEGY_STYLES)],
+            marker=_STRATEGY_MARKERS[i % len(_STRATEGY_MARKERS)],
+            markersize=5,
+            markevery=((i * every) // n, every),
             color=_STRATEGY_COLORS[i % len(_STRATEGY_COLORS)],
             label=_text(f"{name} (sent)"),
+            zorder=2 + i,
         )
     T = _one(df["threshold"]) if df.height else None
     peak = max([*df["raw_tokens"].to_list(), 1]) if df.height else 1
     log = _use_log(yscale, peak, max(df["view_tokens"].to_list(), default=0))
     if T is not None and (log or peak * 1.6 >= T):
         ax.axhline(T, color=_COLORS["T"], linestyle="-.", linewidth=1.0, label=f"T = {T:,.0f}")
+    elif T is not None:
+        ax.plot(
+            [], [], color=_COLORS["T"], linestyle="-.", linewidth=1.0, label=f"T = {T:,.0f} (above the plot)"
+        )
     _tokens_axis(ax, log)
-    ax.set_title(_text(title or f"{_shorten(str(transcript))}: strategies"), fontfamily=fam, fontsize=11)
-    ax.legend(loc="best", prop={"family": fam, "size": 8.5}, framealpha=0.85)
+    _title_and_legend(ax, title or f"{_shorten(str(transcript))}: strategies")
     return fig
+
+
+#: strategy names longer than this many characters turn the x labels of :func:`plot_savings`
+ROTATE_NAMES_OVER = 10
 
 
 def plot_savings(calls: pl.DataFrame, *, ax: Axes | None = None, title: str | None = None) -> Figure:
     """Bar chart of the overall saving % per strategy: ``100 × (1 − Σ sent / Σ raw)`` over all
-    calls of all transcripts; each bar is labelled with its value and the number of runs."""
+    calls of all transcripts; each bar is labelled with its value and the number of runs.
+
+    Strategy names longer than :data:`ROTATE_NAMES_OVER` characters are written at an angle;
+    on a figure made here, the bottom margin grows to fit them.
+    """
     from ctxlab.report import strategy_totals
 
     totals = strategy_totals(calls)
-    fig, ax = _new_axes(ax, (max(4.5, 1.4 * max(1, totals.height) + 2.5), 4.2))
-    fam = _families()
     names = totals["strategy"].to_list() if totals.height else []
+    longest = max((len(n) for n in names), default=0)
+    rotate = longest > ROTATE_NAMES_OVER
+    own = ax is None
+    size = (max(4.5, (1.1 if rotate else 1.4) * max(1, len(names)) + 2.5), 4.2)
+    if rotate:  # the slanted names take room below the axes: a taller figure keeps the bars' height
+        size = (size[0], size[1] + 0.04 * longest)
+    fig, ax = _new_axes(ax, size)
+    fam = _families()
     values = [v if v is not None else 0.0 for v in (totals["saving_pct"].to_list() if totals.height else [])]
     runs = totals["transcripts"].to_list() if totals.height else []
     bars = ax.bar(
@@ -338,7 +394,13 @@ def plot_savings(calls: pl.DataFrame, *, ax: Axes | None = None, title: str | No
             fontsize=9,
             fontfamily=fam,
         )
-    ax.set_xticks(range(len(names)), [_text(n) for n in names], fontfamily=fam)
+    labels = [_text(n) for n in names]
+    if rotate:
+        ax.set_xticks(
+            range(len(names)), labels, fontfamily=fam, rotation=30, ha="right", rotation_mode="anchor"
+        )
+    else:
+        ax.set_xticks(range(len(names)), labels, fontfamily=fam)
     ax.set_xlim(-0.75, max(1, len(names)) - 0.25)  # a lone bar does not fill the axes
     ax.set_ylabel("tokens saved (% of raw)", fontfamily=fam)
     ax.set_xlabel("strategy", fontfamily=fam)
@@ -348,7 +410,19 @@ def plot_savings(calls: pl.DataFrame, *, ax: Axes | None = None, title: str | No
     ax.axhline(0, color="black", linewidth=0.8)
     ax.grid(True, axis="y", alpha=0.3, linewidth=0.6)
     ax.set_title(_text(title or "Saving by strategy (all transcripts)"), fontfamily=fam, fontsize=11)
+    if own and rotate:
+        _fit_bottom(fig, ax)
     return fig
+
+
+def _fit_bottom(fig: Figure, ax: Axes, pad_inches: float = 0.08) -> None:
+    """Raise the bottom margin of a figure made here so that the x tick labels and the x label
+    fit inside it (measured with an Agg renderer)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    below = ax.get_window_extent(renderer).y0 - ax.xaxis.get_tightbbox(renderer).y0  # pixels
+    fig.subplots_adjust(bottom=min(0.6, (below + pad_inches * fig.dpi) / fig.bbox.height))
 
 
 def plot_view_parts(
@@ -362,13 +436,8 @@ def plot_view_parts(
 ) -> Figure:
     """Stacked areas of the view split by part per call: system (+ tool schemas), user,
     assistant, tool results, summary; ``show_raw`` adds the raw request as a dashed line."""
-    if transcript is None and calls.height:
-        transcript = calls["transcript"][0]
-    if strategy is None and calls.height:
-        strategy = _select(calls, transcript, None)["strategy"][0]
-    df = _select(calls, transcript, strategy)
+    transcript, strategy, df = _pick_run(calls, transcript, strategy)
     fig, ax = _new_axes(ax)
-    fam = _families()
     x = df["call_index"].to_list()
     if df.height:
         ys = [df[f"view_{p}_tokens"].to_list() for p in VIEW_PARTS]
@@ -384,23 +453,115 @@ def plot_view_parts(
             ax.plot(x, df["raw_tokens"].to_list(), color="black", linestyle="--", linewidth=1.0, label="raw")
         ax.set_xlim(min(x), max(x) if len(x) > 1 else min(x) + 1)
     _tokens_axis(ax)
-    ax.set_title(
-        _text(title or f"{_shorten(str(transcript))}  [{strategy}]: view by part"),
-        fontfamily=fam,
-        fontsize=11,
-    )
-    ax.legend(loc="best", prop={"family": fam, "size": 8.5}, framealpha=0.85)
+    _title_and_legend(ax, title or f"{_shorten(str(transcript))}  [{strategy}]: view by part")
     return fig
 
 
+# --- the two-panel budget figure and the sweep curve ----------------------------------------------
+
+
+def budget_figure(
+    calls: pl.DataFrame,
+    transcript: str | None = None,
+    strategy: str | None = None,
+    *,
+    fig: Figure | None = None,
+    title: str | None = None,
+) -> Figure:
+    """The token budget of one run in two panels sharing the x axis (model calls).
+
+    Top: the request view split by part, stacked (:func:`plot_view_parts`).  Bottom: raw vs
+    sent tokens, T and T2, and markers on the calls where L1 and L2 ran (:func:`plot_budget`).
+
+    Args:
+        calls: the per-call frame of a replay (``ReplayResult.frame()``).
+        transcript, strategy: which run (default: the first in ``calls``).
+        fig: redraw into this figure (its two axes are cleared) instead of making a new one;
+            used by :mod:`ctxlab.widgets` to update one figure in place.
+        title: a figure title (default: ``"<transcript>  [<strategy>]"``).
+
+    Returns:
+        The figure (a ``matplotlib.figure.Figure`` not registered with pyplot when new).
+    """
+    from matplotlib.figure import Figure
+
+    if fig is None:
+        fig = Figure(figsize=(10, 7.6), dpi=100, layout="constrained")
+    if len(fig.axes) == 2:
+        top, bottom = fig.axes
+        top.clear()
+        bottom.clear()
+    else:
+        fig.clear()
+        top, bottom = fig.subplots(2, 1, sharex=True)
+    transcript, strategy, _ = _pick_run(calls, transcript, strategy)
+    plot_view_parts(
+        calls, transcript, strategy, ax=top, title="request view by part (stacked)", show_raw=True
+    )
+    plot_budget(calls, transcript, strategy, ax=bottom, title="raw vs sent, thresholds, compression rounds")
+    top.set_xlabel("")
+    top.tick_params(labelbottom=False)
+    fig.suptitle(
+        _text(title or f"{_shorten(str(transcript))}  [{strategy}]"), fontfamily=_families(), fontsize=12
+    )
+    return fig
+
+
+def plot_sweep(
+    frame: pl.DataFrame,
+    *,
+    setting: str = "summary_l2_trigger_ratio",
+    ax: Axes | None = None,
+    title: str | None = None,
+) -> Figure:
+    """The curve of a sweep (:func:`ctxlab.replay.sweep`): saving % (left axis, line) and L2
+    rounds (right axis, bars) against the setting's value.
+
+    Args:
+        frame: the sweep's frame.
+        setting: the swept field (the x label).
+        ax: draw here instead of a new figure.
+        title: the axes title.
+
+    Returns:
+        The figure.
+    """
+    from matplotlib.ticker import MaxNLocator
+
+    if ax is None:
+        from matplotlib.figure import Figure
+
+        fig = Figure(figsize=(9, 4.8), dpi=100, layout="constrained")
+        ax = fig.add_subplot()
+    fig = ax.figure  # type: ignore[assignment]
+    x = frame["value"].to_list()
+    width = 0.6 * (min(b - a for a, b in itertools.pairwise(x)) if len(x) > 1 else 0.1)
+    right = ax.twinx()
+    bars = right.bar(x, frame["l2_rounds"].to_list(), width=width, color=_COLORS["L2"], alpha=0.3)
+    right.set_ylabel("L2 rounds (all transcripts)")
+    right.yaxis.set_major_locator(MaxNLocator(integer=True))
+    (line,) = ax.plot(x, frame["saving_pct"].to_list(), marker="o", color=_COLORS["sent"], linewidth=2)
+    ax.set_zorder(right.get_zorder() + 1)
+    ax.patch.set_visible(False)
+    ax.set_xlabel(f"{setting}" + (" (T2 / T)" if setting == "summary_l2_trigger_ratio" else ""))
+    ax.set_ylabel("tokens saved (% of raw)")
+    ax.set_ylim(0, max(100.0, *(v or 0 for v in frame["saving_pct"].to_list())))
+    ax.set_xticks(x, [f"{v:g}" for v in x])
+    ax.grid(True, alpha=0.3, linewidth=0.6)
+    ax.legend([line, bars], ["saving %", "L2 rounds"], loc="upper right", framealpha=0.85)
+    ax.set_title(_text(title or f"sweep over {setting}"), fontfamily=_families(), fontsize=11)
+    return fig
+
+
+# --- files -------------------------------------------------------------------------------------
+
+
 def figure_name(*parts: str) -> str:
-    """A safe, unique-enough PNG file name for a run: ASCII, at most ~100 characters."""
-    text = "__".join(parts)
-    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("._-") or "figure"
-    if len(safe) > 90 or safe != text:
-        digest = hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()[:8]
-        safe = f"{safe[:90]}-{digest}"
-    return safe + ".png"
+    """A safe, unique-enough PNG file name for a run: ASCII, at most ~100 characters
+    (:func:`ctxlab.replay.safe_name` of the parts joined by ``__``)."""
+    from ctxlab.replay import safe_name
+
+    return safe_name("__".join(parts), limit=99, empty="figure") + ".png"
 
 
 def _save(fig: Figure, path: Path) -> Path:

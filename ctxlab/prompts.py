@@ -55,6 +55,7 @@ class SummaryFraming:
     saved_at: str
     latest_request: str
     failed: str
+    previous: str
 
 
 FRAMING_ZH = SummaryFraming(
@@ -62,12 +63,14 @@ FRAMING_ZH = SummaryFraming(
     saved_at="完整的历史记录已保存到 {path} \n",
     latest_request="用户最近的请求（原文）：",
     failed="[摘要生成失败] 摘要模型出错：{error}",
+    previous="此前的摘要（本轮摘要失败，原样保留）：",
 )
 FRAMING_EN = SummaryFraming(
     header="[Context summary] The earlier part of this conversation was compressed into this summary:",
     saved_at="The full history is saved at {path} \n",
     latest_request="The user's latest request (verbatim):",
     failed="[Summary failed] The summarizer raised an error: {error}",
+    previous="The previous summary, kept as it was because this round's summary failed:",
 )
 
 

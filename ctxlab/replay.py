@@ -12,11 +12,20 @@ it goes to ``ModelRequest.system_message``).  Then, like LangGraph's model node 
 3. the REAL ``middleware.wrap_model_call(request, handler)`` runs; ``handler`` records the
    request view and answers with the recorded ``AIMessage``;
 4. the returned ``Command(update=...)`` is applied (``_summarization_event`` by assignment,
-   ``messages`` through ``add_messages``) and the recorded ``AIMessage`` is appended.
+   ``messages`` through ``add_messages``; a dict or a list of pairs) and the recorded
+   ``AIMessage`` is appended.
 
-The state carries forward to the next call.  Each call yields one row (see
-:data:`ctxlab.metrics.METRIC_DEFINITIONS`); all token columns are measured with one measuring
-estimator for every strategy.
+The state carries forward to the next call.  A ctxlab middleware reports its rounds in
+``context_compression`` events.  A foreign middleware (a baseline) emits none, so its L2 rounds
+are read from the state it changed, whichever hook changed it: a new ``_summarization_event``
+(DeepAgents, from ``wrap_model_call``) or a new summary message in ``messages`` (LangChain, from
+``before_model``).  Its summarizer's calls and tokens are counted by a LangChain callback
+handler active during the call (``register_configure_hook``): provider usage when reported,
+else estimates of the prompt and the response by the measuring estimator.
+
+Each call yields one row (see :data:`ctxlab.metrics.METRIC_DEFINITIONS`); all token columns are
+measured with one measuring estimator for every strategy.  :func:`sweep` replays a set of
+transcripts once per value of one setting.
 
 Strategies are looked up by name in :func:`ctxlab.plugins.strategies`: a factory returning a
 list of plugin objects makes a :class:`~ctxlab.CompressionMiddleware` with those plugins; a
@@ -30,6 +39,7 @@ import re
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -40,9 +50,11 @@ from langchain.agents.middleware.types import (
     ModelRequest,
     ModelResponse,
 )
+from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.language_models.chat_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
-from langchain_core.outputs import ChatResult
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.outputs import ChatResult, LLMResult
+from langchain_core.tracers.context import register_configure_hook
 from langgraph.graph.message import add_messages
 from langgraph.runtime import Runtime
 from langgraph.types import Command
@@ -78,6 +90,8 @@ __all__ = [
     "build_middleware",
     "replay",
     "replay_many",
+    "safe_name",
+    "sweep",
     "transcript_labels",
 ]
 
@@ -225,13 +239,19 @@ class ReplayResult:
 # --- strategies ---------------------------------------------------------------------------------
 
 
-def _safe_name(text: str, limit: int = 80) -> str:
+def safe_name(text: str, limit: int = 80, *, empty: str = "x") -> str:
+    """A file or folder name for ``text``: ASCII letters, digits, ``._-``, at most ``limit``
+    characters.  A name that had to change (other characters, or too long) ends with ``-`` and
+    8 hex digits of the text's SHA-1, so that two texts never share a name.
+
+    Examples: ``safe_name("ars") == "ars"``; ``safe_name("a/b.json")`` is ``"a_b.json-<sha1>"``.
+    """
     import hashlib
 
-    s = re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("._-") or "x"
+    s = re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("._-") or empty
     if len(s) > limit or s != text:
         digest = hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()[:8]
-        s = f"{s[: limit - 9]}-{digest}" if len(s) > limit else s
+        s = f"{s[: limit - 9]}-{digest}"
     return s
 
 
@@ -306,27 +326,92 @@ def _split_system(messages: Sequence[BaseMessage]) -> tuple[SystemMessage | None
     return None, list(messages), 0
 
 
+def _update_items(update: Any) -> list[tuple[str, Any]]:
+    """The ``(key, value)`` pairs of a node or ``Command`` update: a dict, a list of pairs, or a
+    state object (what ``Command.update`` may hold)."""
+    if update is None:
+        return []
+    if isinstance(update, Command):
+        return list(update._update_as_tuples())
+    return list(Command(update=update)._update_as_tuples())
+
+
 def _apply_update(state: dict[str, Any], update: Any) -> None:
-    if not isinstance(update, dict):
-        return
-    for key, value in update.items():
+    """Apply an update as LangGraph would: ``messages`` through ``add_messages``, every other key
+    by assignment."""
+    for key, value in _update_items(update):
         if key == "messages":
             state["messages"] = add_messages(state["messages"], value)
         else:
             state[key] = value
 
 
-def _summary_messages(update: Any) -> list[BaseMessage]:
-    if not isinstance(update, dict):
-        return []
-    msgs = update.get("messages") or []
-    if isinstance(msgs, BaseMessage):
-        msgs = [msgs]
-    return [
-        m
-        for m in msgs
-        if isinstance(m, BaseMessage) and (m.additional_kwargs or {}).get("lc_source") == "summarization"
-    ]
+def _is_summary(message: Any) -> bool:
+    return (
+        isinstance(message, BaseMessage)
+        and (message.additional_kwargs or {}).get("lc_source") == "summarization"
+    )
+
+
+def _summary_ids(messages: Sequence[BaseMessage]) -> set[str | None]:
+    return {m.id for m in messages if _is_summary(m)}
+
+
+class _SummarizerUsage(BaseCallbackHandler):
+    """Counts the chat-model calls made while a foreign middleware handles one model call (its
+    summarizer: the main model of a replay is never called) and their tokens.
+
+    Tokens are the provider's ``usage_metadata`` when the response reports it; otherwise they
+    are estimated with the replay's measuring estimator: the prompt messages as input, the
+    response message as output (``estimated`` is then ``True``).
+    """
+
+    raise_error = False
+
+    def __init__(self, measure: EstimateCache) -> None:
+        self.measure = measure
+        self.calls = 0
+        self.input_tokens = 0
+        self.output_tokens = 0
+        self.estimated = False
+        self._prompts: dict[Any, list[BaseMessage]] = {}
+
+    def on_chat_model_start(
+        self, serialized: Any, messages: list[list[BaseMessage]], *, run_id: Any, **kwargs: Any
+    ) -> None:
+        self._prompts[run_id] = [m for batch in messages for m in batch]
+
+    def on_llm_start(self, serialized: Any, prompts: list[str], *, run_id: Any, **kwargs: Any) -> None:
+        self._prompts[run_id] = [HumanMessage(content=p) for p in prompts]
+
+    def on_llm_end(self, response: LLMResult, *, run_id: Any, **kwargs: Any) -> None:
+        prompt = self._prompts.pop(run_id, [])
+        self.calls += 1
+        for batch in response.generations:
+            for gen in batch:
+                message = getattr(gen, "message", None)
+                usage = getattr(message, "usage_metadata", None)
+                if usage:
+                    self.input_tokens += int(usage.get("input_tokens") or 0)
+                    self.output_tokens += int(usage.get("output_tokens") or 0)
+                    prompt = []  # the prompt is counted in the provider's input tokens
+                    continue
+                self.estimated = True
+                out = message if isinstance(message, BaseMessage) else AIMessage(content=gen.text)
+                self.output_tokens += self.measure.message_tokens(out)
+        if prompt:
+            self.estimated = True
+            self.input_tokens += sum(self.measure.message_tokens(m) for m in prompt)
+
+    def on_llm_error(self, error: BaseException, *, run_id: Any, **kwargs: Any) -> None:
+        self._prompts.pop(run_id, None)
+        self.calls += 1
+
+
+#: the usage counter of the call being replayed; LangChain adds it to the callbacks of every
+#: model invoked in this context (``register_configure_hook``), whatever config the caller passes
+_USAGE: ContextVar[_SummarizerUsage | None] = ContextVar("ctxlab_replay_summarizer_usage", default=None)
+register_configure_hook(_USAGE, inheritable=True)
 
 
 def _offload_bytes(mw: Any, path: str | None) -> int | None:
@@ -415,33 +500,40 @@ def _replay_one(
         runtime = Runtime(context=None, store=None, stream_writer=events.append)
         recorded = original
         recorder = _Recorder(recorded)
-        before_update: Any = None
+        usage = _SummarizerUsage(measure)
+        # what a foreign middleware's L2 round changes: the summary messages in the state
+        # (LangChain) or the _summarization_event (DeepAgents)
+        summaries_before = _summary_ids(state["messages"])
+        event_before = state.get(EVENT_KEY)
 
+        token = _USAGE.set(usage)
         t0 = time.perf_counter()
-        if run_before:
-            before_update = mw.before_model(state, runtime)
-            _apply_update(state, before_update)
-        request = ModelRequest(
-            model=model,
-            messages=list(state["messages"]),
-            system_message=system,
-            tools=tools,
-            tool_choice=None,
-            response_format=None,
-            state=state,  # type: ignore[arg-type]
-            runtime=runtime,
-            model_settings={},
-        )
-        out: Any = mw.wrap_model_call(request, recorder) if run_wrap else recorder(request)
-        elapsed = time.perf_counter() - t0
+        try:
+            if run_before:
+                _apply_update(state, mw.before_model(state, runtime))
+            request = ModelRequest(
+                model=model,
+                messages=list(state["messages"]),
+                system_message=system,
+                tools=tools,
+                tool_choice=None,
+                response_format=None,
+                state=state,  # type: ignore[arg-type]
+                runtime=runtime,
+                model_settings={},
+            )
+            out: Any = mw.wrap_model_call(request, recorder) if run_wrap else recorder(request)
+        finally:
+            elapsed = time.perf_counter() - t0
+            _USAGE.reset(token)
 
         if recorder.view is None:
             raise RuntimeError(f"strategy {strategy_name!r} did not call the model at call {call_index}")
-        update: Any = None
-        if isinstance(out, ExtendedModelResponse):
-            command = out.command
-            update = command.update if isinstance(command, Command) else None
-        _apply_update(state, update)
+        if isinstance(out, ExtendedModelResponse) and isinstance(out.command, Command):
+            _apply_update(state, out.command)
+        new_summaries = [m for m in state["messages"] if _is_summary(m) and m.id not in summaries_before]
+        event_after = state.get(EVENT_KEY)
+        new_event = event_after if isinstance(event_after, dict) and event_after is not event_before else None
         state["messages"] = add_messages(state["messages"], [recorded])
 
         # --- measure ---------------------------------------------------------------------------
@@ -472,29 +564,36 @@ def _replay_one(
         level = (completed or {}).get("level") or "none"
         summary_error = (completed or {}).get("error")
         cutoff_index = (completed or {}).get("cutoff_index")
-        for m in _summary_messages(before_update) + _summary_messages(update):
-            level = "L2"  # a foreign middleware rewrote the history with a summary (LangChain style)
-            result.summaries.append(
-                {
-                    "transcript": label,
-                    "strategy": strategy_name,
-                    "call_index": call_index,
-                    "cutoff_index": None,
-                    "text": m.text if hasattr(m, "text") else str(m.content),
-                    "tokens": measure.message_tokens(m),
-                    "file_path": None,
-                    "error": None,
-                }
-            )
-        event_state = state.get(EVENT_KEY) if isinstance(state.get(EVENT_KEY), dict) else None
-        new_event = update.get(EVENT_KEY) if isinstance(update, dict) else None
-        is_ars_l2 = completed is not None and completed.get("level") == "L2"
-        # a foreign middleware that records its summary in ``_summarization_event`` (DeepAgents)
-        is_foreign_l2 = completed is None and isinstance(new_event, dict) and new_event.get("summary_message")
-        if isinstance(new_event, dict) and (is_ars_l2 or is_foreign_l2):
-            if is_foreign_l2:
-                level = "L2"
+        if completed is None and not is_ars:
+            # a foreign middleware emits no event: its summarizer calls come from the callback
+            # counter, its L2 round from the state it changed
+            summ = {
+                "calls": usage.calls,
+                "input_tokens": usage.input_tokens,
+                "output_tokens": usage.output_tokens,
+            }
+            summary_message = new_event.get("summary_message") if new_event else None
+            if new_event is not None and isinstance(summary_message, BaseMessage):  # DeepAgents
                 cutoff_index = new_event.get("cutoff_index")
+                found = [(summary_message, new_event)]
+            else:  # LangChain: the history rewritten with a summary message
+                found = [(m, {}) for m in new_summaries]
+            if found:
+                level = "L2"
+            for m, ev in found:
+                result.summaries.append(
+                    {
+                        "transcript": label,
+                        "strategy": strategy_name,
+                        "call_index": call_index,
+                        "cutoff_index": ev.get("cutoff_index"),
+                        "text": m.text,
+                        "tokens": measure.message_tokens(m),
+                        "file_path": ev.get("file_path"),
+                        "error": None,
+                    }
+                )
+        elif new_event is not None and level == "L2":  # ARS: the summary is in the new event
             sm = new_event.get("summary_message")
             result.summaries.append(
                 {
@@ -508,6 +607,7 @@ def _replay_one(
                     "error": new_event.get("summary_error"),
                 }
             )
+        event_state = state.get(EVENT_KEY) if isinstance(state.get(EVENT_KEY), dict) else None
         offloaded_paths = (
             [p for p in stats.get("offloaded") or [] if p] if isinstance(stats.get("offloaded"), list) else []
         )
@@ -707,7 +807,7 @@ def replay(
 
 def _files_dir(out_dir: str | Path | None, label: str, strategy: str) -> Path:
     base = Path(out_dir) / "files" if out_dir is not None else Path(tempfile.mkdtemp(prefix="ctxlab-replay-"))
-    return base / _safe_name(label) / _safe_name(strategy)
+    return base / safe_name(label) / safe_name(strategy)
 
 
 def replay_many(
@@ -821,3 +921,69 @@ def replay_many(
     finally:
         outer.close()
     return result
+
+
+# --- a sweep over one setting -------------------------------------------------------------------
+
+
+def sweep(
+    transcripts: Sequence[Transcript | str | Path],
+    setting: str,
+    values: Iterable[Any],
+    *,
+    strategy: str | AgentMiddleware = "ars",
+    settings: CompressionSettings | None = None,
+    pm: pluggy.PluginManager | None = None,
+    out_dir: str | Path | None = None,
+    **replay_options: Any,
+) -> pl.DataFrame:
+    """Replay ``transcripts`` with ``strategy`` once per value of one setting; one row per value.
+
+    Args:
+        transcripts: loaded transcripts or files, as for :func:`replay_many`.
+        setting: a :class:`~ctxlab.CompressionSettings` field, e.g. ``"summary_l2_trigger_ratio"``.
+        values: the values to try, in order.
+        strategy: the strategy name (or middleware).
+        settings: the other fields (default: the ARS defaults).
+        pm: the plugin manager strategies are looked up in.
+        out_dir: root of the files the replays write (a temporary folder when ``None``).
+        **replay_options: more keyword arguments of :func:`replay_many` (``measure``,
+            ``limit_calls``, ``summarizer_model``, ...).
+
+    Returns:
+        Columns: ``value``, ``T`` and ``T2`` (tokens), then the totals over all calls of all
+        transcripts (:data:`ctxlab.report.TOTALS_COLUMNS`: ``calls``, ``raw_tokens_total``,
+        ``sent_tokens_total``, ``saving_pct``, ``l1_rounds``, ``l2_rounds``, the summarizer's
+        calls and tokens, the means), and ``errors`` (failed runs).
+
+    Raises:
+        SettingsError: a value is invalid for the setting.
+    """
+    import warnings
+
+    import polars as pl
+
+    from ctxlab.report import TOTALS_COLUMNS, strategy_totals
+
+    base = settings or CompressionSettings()
+    replay_options.setdefault("progress", False)
+    rows = []
+    for value in values:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # outside the recommended range: intended
+            current = base.replace(**{setting: value})
+        result = replay_many(
+            list(transcripts), [strategy], settings=current, pm=pm, out_dir=out_dir, **replay_options
+        )
+        totals = strategy_totals(result.frame())
+        row = totals.row(0, named=True) if totals.height else {}
+        rows.append(
+            {
+                "value": float(value),
+                "T": current.entry_threshold_tokens,
+                "T2": float(current.l2_threshold_tokens),
+                **{k: row.get(k) for k in TOTALS_COLUMNS},
+                "errors": len(result.errors),
+            }
+        )
+    return pl.DataFrame(rows).with_columns(pl.col("calls").cast(pl.Int64))

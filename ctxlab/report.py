@@ -3,32 +3,48 @@ and the PNG figures (:mod:`ctxlab.plotting`).
 
 One long ("tidy") polars frame per experiment, one row per model call
 (:func:`calls_frame`); side-by-side tables come from ``group_by`` (:func:`summary_frame`,
-:func:`strategy_totals`).
+:func:`strategy_totals`).  Smaller views of a replay or of a live agent, for notebooks and the
+explorer widget: the compression rounds (:func:`rounds_frame`), what L1 offloaded
+(:func:`offloads_frame`), the L2 summaries (:func:`summaries_text`), ``context_compression``
+events (:func:`events_frame`), a message list (:func:`messages_frame`) and the files a
+middleware wrote (:func:`files_frame`).
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+import os
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from ctxlab.events import EVENT_ROW_KEYS, event_row
 from ctxlab.metrics import METRIC_DEFINITIONS, VIEW_PARTS
 from ctxlab.replay import CALL_COLUMNS
 
 if TYPE_CHECKING:
+    from langchain_core.messages import BaseMessage
+
     from ctxlab.replay import ReplayResult
 
 __all__ = [
     "CALLS_SCHEMA",
+    "EVENTS_SCHEMA",
     "SUMMARY_COLUMNS",
+    "TOTALS_COLUMNS",
     "calls_frame",
+    "events_frame",
+    "files_frame",
     "markdown_table",
+    "messages_frame",
+    "offloads_frame",
+    "rounds_frame",
     "strategy_totals",
+    "summaries_text",
     "summary_frame",
     "write_report",
 ]
@@ -83,6 +99,8 @@ SUMMARY_COLUMNS = (
     "max_raw_tokens",
     "unmatched_tool_pairs",
 )
+#: the totals of a group of calls: :data:`SUMMARY_COLUMNS` without ``transcript`` and ``strategy``
+TOTALS_COLUMNS = SUMMARY_COLUMNS[2:]
 
 
 def calls_frame(rows: Sequence[dict[str, Any]]) -> pl.DataFrame:
@@ -143,9 +161,155 @@ def strategy_totals(calls: pl.DataFrame) -> pl.DataFrame:
     out = calls.group_by("strategy", maintain_order=True).agg(
         [pl.col("transcript").n_unique().alias("transcripts"), *_aggregations()]
     )
-    return out.with_columns(_saving()).select(
-        "strategy", "transcripts", *[c for c in SUMMARY_COLUMNS if c not in ("transcript", "strategy")]
+    return out.with_columns(_saving()).select("strategy", "transcripts", *TOTALS_COLUMNS)
+
+
+# --- views of one replay -------------------------------------------------------------------------
+
+
+def rounds_frame(calls: pl.DataFrame) -> pl.DataFrame:
+    """The calls where a compression round ran (``level`` L1 or L2), with what it did.
+
+    Columns: ``transcript``, ``strategy``, ``call_index``, ``level``, ``raw_tokens``,
+    ``view_tokens``, ``saved_pct`` (of this call's raw request), ``offloaded``,
+    ``truncated_args``, ``cutoff_index``, ``summarizer_calls``, ``summarizer_input_tokens``,
+    ``summarizer_output_tokens``.
+    """
+    return calls.filter(pl.col("level").is_in(["L1", "L2"])).select(
+        "transcript",
+        "strategy",
+        "call_index",
+        "level",
+        "raw_tokens",
+        "view_tokens",
+        (100.0 * (1 - pl.col("view_tokens") / pl.col("raw_tokens"))).round(1).alias("saved_pct"),
+        "offloaded",
+        "truncated_args",
+        "cutoff_index",
+        "summarizer_calls",
+        "summarizer_input_tokens",
+        "summarizer_output_tokens",
     )
+
+
+def offloads_frame(result: ReplayResult) -> pl.DataFrame:
+    """What L1 offloaded in a replay: one row per file, in the order first offloaded.
+
+    Columns: ``transcript``, ``strategy``, ``path`` (virtual, as the model sees it), ``bytes``
+    (size of the saved file), ``first_call`` (the call that first offloaded it), ``calls``
+    (how many calls sent its preview instead of the full text).
+    """
+    schema = {
+        "transcript": pl.String,
+        "strategy": pl.String,
+        "path": pl.String,
+        "bytes": pl.Int64,
+        "call_index": pl.Int64,
+    }
+    rows = [{k: o.get(k) for k in schema} for o in result.offloads]
+    return (
+        pl.DataFrame(rows, schema=schema)
+        .group_by("transcript", "strategy", "path", maintain_order=True)
+        .agg(
+            pl.col("bytes").first(),
+            pl.col("call_index").min().alias("first_call"),
+            pl.len().cast(pl.Int64).alias("calls"),
+        )
+        .sort("transcript", "strategy", "first_call", maintain_order=True)
+    )
+
+
+def summaries_text(result: ReplayResult, *, max_chars: int | None = 2500) -> str:
+    """The summary of every L2 round of a replay, as readable text (one block per round).
+
+    Each block names the transcript, the call, the cutoff and the summary's size in tokens;
+    texts longer than ``max_chars`` are cut (``None``: never), the full text stays in
+    ``result.summaries``.
+    """
+    blocks = []
+    for s in result.summaries:
+        text = s.get("text") or ""
+        if max_chars is not None and len(text) > max_chars:
+            text = text[:max_chars] + f"\n[... {len(text) - max_chars:,} more characters]"
+        head = (
+            f"=== {s.get('transcript')} [{s.get('strategy')}] call {s.get('call_index')}: "
+            f"cutoff_index={s.get('cutoff_index')}, {s.get('tokens')} tokens"
+        )
+        if s.get("error"):
+            head += f", summarizer error: {s['error']}"
+        blocks.append(head + " ===\n" + text)
+    return "\n\n".join(blocks) if blocks else "(no L2 round: no summary)"
+
+
+# --- views of a live agent -----------------------------------------------------------------------
+
+#: polars schema of :func:`events_frame` (the keys of :func:`ctxlab.events.event_row`)
+EVENTS_SCHEMA: dict[str, Any] = {
+    "phase": pl.String,
+    "level": pl.String,
+    "tokens_before": pl.Int64,
+    "tokens_after": pl.Int64,
+    "threshold": pl.Int64,
+    "l2_threshold": pl.Float64,
+    "offloaded": pl.Int64,
+    "cutoff_index": pl.Int64,
+    "file_path": pl.String,
+    "error": pl.String,
+}
+assert tuple(EVENTS_SCHEMA) == EVENT_ROW_KEYS
+
+
+def events_frame(events: Iterable[dict[str, Any]]) -> pl.DataFrame:
+    """``context_compression`` events (spec R14) as a table, one row per event, in order.
+
+    Columns (:func:`ctxlab.events.event_row`): ``phase``, ``level``, ``tokens_before``,
+    ``tokens_after``, ``threshold`` (T), ``l2_threshold`` (T2), ``offloaded`` (count),
+    ``cutoff_index``, ``file_path``, ``error``.
+    """
+    return pl.DataFrame([event_row(e) for e in events], schema=EVENTS_SCHEMA)
+
+
+def _preview(text: str, width: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def messages_frame(messages: Sequence[BaseMessage], *, preview: int = 70) -> pl.DataFrame:
+    """One row per message: position, type, estimated tokens (ARS default estimator), preview.
+
+    Columns: ``i`` (position), ``type`` (``human``/``ai``/``tool``/``system``; ``summary`` for
+    an L2 summary message), ``tool_calls`` (count), ``tokens`` (estimate), ``text`` (preview).
+    """
+    from ctxlab.estimation import CharClassEstimator
+    from ctxlab.messages import message_text
+
+    est = CharClassEstimator()
+    rows = [
+        {
+            "i": i,
+            "type": "summary" if m.additional_kwargs.get("lc_source") == "summarization" else m.type,
+            "tool_calls": len(getattr(m, "tool_calls", None) or []),
+            "tokens": est.message_tokens(m),
+            "text": _preview(message_text(m), preview),
+        }
+        for i, m in enumerate(messages)
+    ]
+    schema = {"i": pl.Int64, "type": pl.String, "tool_calls": pl.Int64, "tokens": pl.Int64, "text": pl.String}
+    return pl.DataFrame(rows, schema=schema)
+
+
+def files_frame(root: str | os.PathLike[str]) -> pl.DataFrame:
+    """Every file under ``root`` (a file backend's root folder): virtual path and size in bytes.
+
+    Paths are shown as the model sees them (``/outputs/...``), sorted.
+    """
+    base = Path(root)
+    rows = [
+        {"path": "/" + p.relative_to(base).as_posix(), "bytes": p.stat().st_size}
+        for p in sorted(base.rglob("*"))
+        if p.is_file()
+    ]
+    return pl.DataFrame(rows, schema={"path": pl.String, "bytes": pl.Int64})
 
 
 def _fmt(value: Any, column: str = "") -> str:
@@ -251,26 +415,7 @@ def _report_markdown(
     )
     lines += ["", "## Per strategy", ""]
     if totals.height:
-        lines.append(
-            markdown_table(
-                totals,
-                [
-                    "strategy",
-                    "transcripts",
-                    "calls",
-                    "raw_tokens_total",
-                    "sent_tokens_total",
-                    "saving_pct",
-                    "l1_rounds",
-                    "l2_rounds",
-                    "summarizer_calls",
-                    "mean_overhead_ms",
-                    "mean_cache_reusable_share",
-                    "mean_retention",
-                    "unmatched_tool_pairs",
-                ],
-            )
-        )
+        lines.append(markdown_table(totals, [c for c in totals.columns if not c.startswith("max_")]))
     else:
         lines.append("Nothing was replayed.")
     lines += ["", "## Per transcript and strategy", ""]

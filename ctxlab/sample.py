@@ -53,7 +53,14 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import BaseTool, StructuredTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
-__all__ = ["SAMPLE_TRANSCRIPT", "ScriptedChatModel", "main", "record_sample", "to_openai_messages"]
+__all__ = [
+    "SAMPLE_TRANSCRIPT",
+    "ScriptedChatModel",
+    "main",
+    "record_sample",
+    "scripted_tool_model",
+    "to_openai_messages",
+]
 
 #: The recorded sample shipped with the package (regenerate with ``python -m ctxlab.sample record``).
 SAMPLE_TRANSCRIPT: Path = Path(__file__).resolve().parent / "data" / "sample_run.json"
@@ -386,6 +393,40 @@ class ScriptedChatModel(BaseChatModel):
             raise RuntimeError("the scripted plan has no more assistant turns") from exc
         self.calls += 1
         return ChatResult(generations=[ChatGeneration(message=message.model_copy(deep=True))])
+
+
+def scripted_tool_model(
+    turns: Sequence[Sequence[tuple[str, dict[str, Any]]]],
+    *,
+    final: str = "Done.",
+    say: str = "",
+) -> ScriptedChatModel:
+    """A fake chat model for agent prototypes: each call returns the next scripted turn.
+
+    Args:
+        turns: one entry per model call; each a list of ``(tool name, args)`` calls made in that
+            turn (several calls in one turn are parallel tool calls).
+        final: the text of the last turn (no tool calls), which ends the agent loop.
+        say: text the model says with each tool-calling turn (``{i}`` is the turn number).
+
+    Returns:
+        A :class:`ScriptedChatModel` (``bind_tools`` returns itself) whose plan ignores the tool
+        results; tool-call ids are ``call_001``, ``call_002``, ...
+    """
+
+    def plan() -> Iterator[AIMessage]:
+        n = 0
+        for i, calls in enumerate(turns, 1):
+            tool_calls = []
+            for name, args in calls:
+                n += 1
+                tool_calls.append(
+                    {"name": name, "args": dict(args), "id": f"call_{n:03d}", "type": "tool_call"}
+                )
+            yield AIMessage(content=say.format(i=i), tool_calls=tool_calls)
+        yield AIMessage(content=final)
+
+    return ScriptedChatModel(plan=plan())
 
 
 def _results_of_last_ai(messages: list[BaseMessage]) -> list[str]:

@@ -11,7 +11,7 @@ transcript and a strategy, move the sliders of the settings (``summary_threshold
 and the summary prompt (zh/en), and the run is replayed (:func:`ctxlab.replay.replay`) and
 redrawn **in place**:
 
-* one matplotlib figure is created once (:func:`ctxlab.lab.budget_figure`); each update clears
+* one matplotlib figure is created once (:func:`ctxlab.plotting.budget_figure`); each update clears
   its axes, redraws them and calls ``fig.canvas.draw_idle()``.  With the ``ipympl`` backend
   (``%matplotlib widget``) the figure's canvas is the chart widget; otherwise the chart is an
   ``ipywidgets.Image`` holding the same figure rendered as PNG;
@@ -41,6 +41,8 @@ from typing import Any
 import ipywidgets as widgets
 import polars as pl
 
+from ctxlab.plotting import budget_figure
+from ctxlab.report import rounds_frame, summary_frame
 from ctxlab.settings import SUMMARY_PROMPT_EN, SUMMARY_PROMPT_ZH, CompressionSettings
 
 __all__ = ["BudgetExplorer", "default_transcripts", "explore"]
@@ -124,7 +126,6 @@ class BudgetExplorer(widgets.VBox):
         limit_calls: int | None = None,
         auto_update: bool = True,
     ) -> None:
-        from ctxlab.lab import budget_figure
         from ctxlab.plugins import make_plugin_manager
         from ctxlab.plugins import strategies as registered
 
@@ -185,7 +186,6 @@ class BudgetExplorer(widgets.VBox):
 
             self.fig = Figure(figsize=(10, 7.6), dpi=100, layout="constrained")
             self.chart = widgets.Image(format="png", layout=widgets.Layout(width="100%", max_width="1000px"))
-        self._budget_figure = budget_figure
 
         controls = widgets.VBox(
             [
@@ -294,7 +294,7 @@ class BudgetExplorer(widgets.VBox):
         return result
 
     def _draw(self, calls: pl.DataFrame, settings: CompressionSettings) -> None:
-        self._budget_figure(calls, fig=self.fig)
+        budget_figure(calls, fig=self.fig)
         self.fig.canvas.draw_idle()
         if isinstance(self.chart, widgets.Image):
             buf = io.BytesIO()
@@ -304,9 +304,6 @@ class BudgetExplorer(widgets.VBox):
 
 
 def _tables_html(calls: pl.DataFrame, settings: CompressionSettings) -> str:
-    from ctxlab.lab import rounds_frame
-    from ctxlab.report import summary_frame
-
     totals = summary_frame(calls).select(
         "calls",
         "raw_tokens_total",
@@ -315,6 +312,7 @@ def _tables_html(calls: pl.DataFrame, settings: CompressionSettings) -> str:
         "l1_rounds",
         "l2_rounds",
         pl.lit(int(calls["offloaded"].sum() or 0)).alias("offloads"),
+        "summarizer_calls",
         "summarizer_input_tokens",
         "summarizer_output_tokens",
         "max_view_tokens",

@@ -113,11 +113,6 @@ def test_overflow_of_a_view_within_t2_forces_the_ars_summary(tmp_path):
     assert views[-1][0].additional_kwargs.get("lc_source") == "summarization"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core: after a cutoff plugin declined L2, an overflow of the L1 view propagates (R13) instead of "
-    "re-asking the cutoff in forced mode; the hybrid's band between T2 and T needs that core change",
-)
 def test_overflow_of_a_view_between_t2_and_t_forces_the_ars_summary(tmp_path):
     _views, result, completed = run(tmp_path, history(ai_chars=500), overflow_first=True)
     assert isinstance(result, ExtendedModelResponse)

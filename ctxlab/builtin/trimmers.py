@@ -6,6 +6,7 @@ import logging
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
+from ctxlab.estimation import estimate_text_tokens
 from ctxlab.files import FileWriteError
 from ctxlab.hookspecs import hookimpl
 from ctxlab.l1 import TrimContext, TrimReport, fit_preview
@@ -33,6 +34,15 @@ def is_tool_result(message: BaseMessage) -> bool:
     return isinstance(message, ToolMessage) or bool(message.additional_kwargs.get("ctxlab_observation"))
 
 
+def text_only(content: list) -> str:
+    """The text blocks of a list content, joined (no image placeholders)."""
+    return "\n".join(
+        b if isinstance(b, str) else str(b.get("text", ""))
+        for b in content
+        if isinstance(b, str) or (isinstance(b, dict) and b.get("type") == "text")
+    )
+
+
 def _key(message: BaseMessage) -> object:
     return message.id if message.id is not None else id(message)
 
@@ -47,29 +57,41 @@ class ArgumentTruncation:
     def ctxlab_l1_trim(self, view: list[BaseMessage], ctx: TrimContext) -> TrimReport:
         report = TrimReport(trimmer=self.name)
         for i, m in enumerate(view):
-            if not isinstance(m, AIMessage) or not m.tool_calls or _key(m) in ctx.protect_ids:
+            if not isinstance(m, AIMessage) or _key(m) in ctx.protect_ids:
                 continue
-            changed = False
-            calls = []
-            for tc in m.tool_calls:
-                args = tc.get("args") or {}
-                if tc.get("name") in TRUNCATED_TOOLS and any(
-                    isinstance(v, str) and len(v) > ARG_TRUNCATE_CHARS for v in args.values()
-                ):
-                    new_args = dict(args)
-                    for k, v in args.items():
-                        if isinstance(v, str) and len(v) > ARG_TRUNCATE_CHARS:
-                            new_args[k] = truncation_marker(len(v))
-                            report.truncated_args.append(
-                                {"call_id": tc.get("id"), "tool": tc.get("name"), "arg": k, "chars": len(v)}
-                            )
-                    calls.append({**tc, "args": new_args})
-                    changed = True
-                else:
-                    calls.append(tc)
-            if changed:
-                view[i] = m.model_copy(update={"tool_calls": calls})
+            update: dict = {}
+            calls = [self._trim_call(tc, "args", report) for tc in m.tool_calls]
+            if any(a is not b for a, b in zip(calls, m.tool_calls, strict=True)):
+                update["tool_calls"] = calls
+            # provider-format content (Anthropic ``tool_use`` blocks) carries the same call again
+            if isinstance(m.content, list):
+                blocks = [
+                    self._trim_call(b, "input", None)
+                    if isinstance(b, dict) and b.get("type") == "tool_use"
+                    else b
+                    for b in m.content
+                ]
+                if any(a is not b for a, b in zip(blocks, m.content, strict=True)):
+                    update["content"] = blocks
+            if update:
+                view[i] = m.model_copy(update=update)
         return report
+
+    @staticmethod
+    def _trim_call(call: dict, key: str, report: TrimReport | None) -> dict:
+        """The call (a tool call or a ``tool_use`` block) with long string arguments replaced."""
+        args = call.get(key) or {}
+        if call.get("name") not in TRUNCATED_TOOLS or not isinstance(args, dict):
+            return call
+        long = {k: v for k, v in args.items() if isinstance(v, str) and len(v) > ARG_TRUNCATE_CHARS}
+        if not long:
+            return call
+        if report is not None:
+            for k, v in long.items():
+                report.truncated_args.append(
+                    {"call_id": call.get("id"), "tool": call.get("name"), "arg": k, "chars": len(v)}
+                )
+        return {**call, key: {**args, **{k: truncation_marker(len(v)) for k, v in long.items()}}}
 
 
 class ToolResultOffload:
@@ -99,6 +121,8 @@ class ToolResultOffload:
             if before <= ctx.token_limit:
                 continue
             text = message_text(m)
+            if isinstance(m.content, list) and estimate_text_tokens(text_only(m.content)) <= ctx.token_limit:
+                continue  # what is large is not text (images): offloading text would not shrink it
             if text.startswith(OFFLOAD_MARKER) or any(k in text[:400] for k in _FOREIGN_MARKERS):
                 continue  # already saved: not written again
             images = (

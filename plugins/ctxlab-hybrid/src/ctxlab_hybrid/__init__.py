@@ -92,7 +92,7 @@ class HybridMasking(ObservationMasking):
 
     @hookimpl(tryfirst=True)
     def ctxlab_select_cutoff(self, messages: list[BaseMessage], ctx: CutoffContext) -> CutoffDecision | None:
-        if ctx.min_new_tokens <= 0:  # forced by a context overflow: ARS decides
+        if ctx.forced:  # forced by a context overflow (R12): ARS decides
             return None
         with self._lock:
             masked = self._masked_tokens.get(_fingerprint(messages))
