@@ -127,6 +127,8 @@ class CompressionMiddleware(AgentMiddleware):
         model = given if given is not None else request.model
         key = id(model)
         if key not in self._summarizers:
+            if len(self._summarizers) >= 16:  # models made per request must not pile up
+                self._summarizers.clear()
             self._summarizers[key] = self.plugin_manager.hook.ctxlab_get_summarizer(
                 model=model, settings=self.settings
             )
@@ -159,7 +161,10 @@ class CompressionMiddleware(AgentMiddleware):
         def emit(event: dict[str, Any]) -> None:
             if writer is not None:
                 writer(event)
-            hook.ctxlab_on_event(event=event)
+            try:
+                hook.ctxlab_on_event(event=event)
+            except Exception as exc:  # an observer never aborts the model call
+                logger.warning("a ctxlab_on_event observer raised: %s", exc)
 
         state = request.state if isinstance(request.state, dict) else {}
         inp = RoundInput(
@@ -206,7 +211,7 @@ class CompressionMiddleware(AgentMiddleware):
                     value = (path, _safe_summarize(summarizer, effect.job))
                 else:  # pragma: no cover
                     raise TypeError(f"unknown effect {effect!r}")
-            except Exception as exc:
+            except BaseException as exc:  # cancellation too: the round emits ``failed``
                 error = exc
 
     async def awrap_model_call(
@@ -238,7 +243,7 @@ class CompressionMiddleware(AgentMiddleware):
                     value = (path, summary)
                 else:  # pragma: no cover
                     raise TypeError(f"unknown effect {effect!r}")
-            except Exception as exc:
+            except BaseException as exc:  # cancellation too: the round emits ``failed``
                 error = exc
 
 

@@ -1,0 +1,491 @@
+"""Shared test helpers.
+
+Sections are owned by different test areas; append a new section rather than rewriting one.
+"""
+
+from __future__ import annotations
+
+# =================================================================================================
+# Compression middleware helpers (prefix ``mw_`` / ``Mw``): offline fake chat models, a driver that
+# runs ``wrap_model_call`` / ``awrap_model_call`` with a real ``ModelRequest`` and applies the
+# returned ``Command`` the way LangGraph's model node does, backends with injected failures.
+# Tests get them through the session fixture ``mw_kit`` (a namespace), so no test imports conftest.
+# =================================================================================================
+import asyncio
+import copy
+import hashlib
+import json
+import re
+import types
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain.agents.middleware import ModelRequest, ModelResponse
+from langchain.agents.middleware.types import ExtendedModelResponse
+from langchain_core.exceptions import ContextOverflowError
+from langchain_core.language_models.chat_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.runnables.config import var_child_runnable_config
+from langgraph.graph.message import add_messages
+from langgraph.runtime import Runtime
+from langgraph.types import Command
+from pydantic import ConfigDict, Field
+
+MW_SENTENCE = (
+    "the report lists each step of the build and the test run with its result and the time it took "
+    "so that a reader can compare one run against the next values are rounded and every line ends "
+    "with a short status word such as done or pending while the final line gives the total count"
+)
+MW_WORDS = MW_SENTENCE.split()
+MW_CJK = "今天的会议记录整理完毕下一步需要核对每一项测试结果并在周五之前提交报告所有数据均已按时间顺序排列"
+MW_FACT_RE = re.compile(r"FACT-[A-Z0-9]+")
+
+
+def mw_fill(chars: int, marker: str = "", seed: int = 0) -> str:
+    """Deterministic English filler of exactly ``chars`` characters, ``marker`` first."""
+    out = [marker] if marker else []
+    total = len(marker)
+    i = seed
+    while total < chars:
+        w = MW_WORDS[i % len(MW_WORDS)]
+        out.append(w)
+        total += len(w) + 1
+        i += 1
+    text = " ".join(out)[:chars]
+    return text[:-1] + "." if text.endswith(" ") else text
+
+
+def mw_cjk(n: int) -> str:
+    return (MW_CJK * (n // len(MW_CJK) + 1))[:n]
+
+
+def mw_text(m: Any) -> str:
+    """The readable text of a message (str content or text blocks)."""
+    c = getattr(m, "content", m)
+    if isinstance(c, str):
+        return c
+    if isinstance(c, list):
+        return "\n".join(
+            b if isinstance(b, str) else str(b.get("text", "")) for b in c if isinstance(b, (str, dict))
+        )
+    return str(c)
+
+
+def mw_dump(m: BaseMessage) -> str:
+    return json.dumps(m.model_dump(), sort_keys=True, default=repr)
+
+
+class MwFakeSummarizer(BaseChatModel):
+    """Recording summarizer model.  ``mode``: ``echo`` (repeats every ``FACT-xxx`` marker it was
+    shown), ``fixed`` or ``raises``.  ``barrier``: an ``asyncio.Barrier`` awaited in the async
+    path before answering (used to prove concurrency)."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+    mode: str = "echo"
+    calls: list = Field(default_factory=list)
+    barrier: Any = None
+    barrier_passed: list = Field(default_factory=list)
+
+    @property
+    def _llm_type(self) -> str:
+        return "mw-fake-summarizer"
+
+    def bind_tools(self, tools, *, tool_choice=None, **kwargs):
+        return self
+
+    def _answer(self, messages, run_manager, is_async: bool) -> ChatResult:
+        text = "\n".join(mw_text(m) for m in messages)
+        self.calls.append(
+            {
+                "input": text,
+                "tags": list(run_manager.tags or []) if run_manager is not None else None,
+                "metadata": dict(run_manager.metadata or {}) if run_manager is not None else None,
+                "async": is_async,
+            }
+        )
+        if self.mode == "raises":
+            raise RuntimeError("injected summarizer failure: upstream returned 429 Too Many Requests")
+        n = len(self.calls)
+        if self.mode == "fixed":
+            out = f"SUMMARY-{n}: the earlier part of the conversation was condensed."
+        else:
+            facts: list[str] = []
+            for f in MW_FACT_RE.findall(text):
+                if f not in facts:
+                    facts.append(f)
+            out = f"SUMMARY-{n}: condensed notes. " + " ".join(facts)
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(content=out, id=f"mw-summ-{n}"))])
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs) -> ChatResult:
+        return self._answer(messages, run_manager, False)
+
+    async def _agenerate(self, messages, stop=None, run_manager=None, **kwargs) -> ChatResult:
+        if self.barrier is not None:
+            await asyncio.wait_for(self.barrier.wait(), timeout=5)
+            self.barrier_passed.append(True)
+        return self._answer(messages, run_manager, True)
+
+
+class MwScriptedModel(BaseChatModel):
+    """A chat model that answers with scripted ``AIMessage`` s (tool calls included) and records
+    every message list it receives; ``bind_tools`` returns itself.  After the script: ``"done"``."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+    script: list = Field(default_factory=list)
+    received: list = Field(default_factory=list)
+    tags_seen: list = Field(default_factory=list)
+    answered: int = 0
+
+    @property
+    def _llm_type(self) -> str:
+        return "mw-scripted"
+
+    def bind_tools(self, tools, *, tool_choice=None, **kwargs):
+        return self
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs) -> ChatResult:
+        self.received.append([m.model_copy(deep=True) for m in messages])
+        self.tags_seen.append(list(run_manager.tags or []) if run_manager is not None else None)
+        i = self.answered
+        self.answered += 1
+        if i < len(self.script):
+            msg = self.script[i]
+            msg = msg.model_copy(deep=True) if isinstance(msg, BaseMessage) else AIMessage(content=str(msg))
+        else:
+            msg = AIMessage(content=f"done ({i})")
+        return ChatResult(generations=[ChatGeneration(message=msg)])
+
+
+def mw_backend(root: Path | str):
+    from deepagents.backends import FilesystemBackend
+
+    return FilesystemBackend(root_dir=str(root), virtual_mode=True)
+
+
+def mw_failing_backend(root: Path | str, substring: str = "conversation_history", how: str = "error"):
+    """A ``FilesystemBackend`` whose writes to paths containing ``substring`` fail: ``how="error"``
+    returns ``WriteResult(error=...)``, ``how="raise"`` raises ``OSError``.  ``.writes`` records
+    every attempted path."""
+    from deepagents.backends import FilesystemBackend
+    from deepagents.backends.protocol import WriteResult
+
+    class MwFailingBackend(FilesystemBackend):
+        def __init__(self, *a, **kw):
+            super().__init__(*a, **kw)
+            self.writes: list[str] = []
+
+        def write(self, file_path, content):
+            self.writes.append(file_path)
+            if substring in str(file_path):
+                if how == "raise":
+                    raise OSError(28, "No space left on device (injected)")
+                return WriteResult(error="permission_denied (injected write failure)")
+            return super().write(file_path, content)
+
+        async def awrite(self, file_path, content):
+            return self.write(file_path, content)
+
+    return MwFailingBackend(root_dir=str(root), virtual_mode=True)
+
+
+def mw_counting_backend(root: Path | str):
+    """A ``FilesystemBackend`` that records every ``write`` (path, content)."""
+    from deepagents.backends import FilesystemBackend
+
+    class MwCountingBackend(FilesystemBackend):
+        def __init__(self, *a, **kw):
+            super().__init__(*a, **kw)
+            self.writes: list[tuple[str, str]] = []
+
+        def write(self, file_path, content):
+            self.writes.append((file_path, content))
+            return super().write(file_path, content)
+
+        async def awrite(self, file_path, content):
+            return self.write(file_path, content)
+
+    return MwCountingBackend(root_dir=str(root), virtual_mode=True)
+
+
+def mw_files(root: Path | str) -> dict[str, str]:
+    """Every file under ``root``: relative POSIX path -> text."""
+    root = Path(root)
+    return {
+        p.relative_to(root).as_posix(): p.read_text(encoding="utf-8", errors="replace")
+        for p in root.rglob("*")
+        if p.is_file()
+    }
+
+
+def mw_sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+class MwDriver:
+    """Runs a middleware round by round with a real ``ModelRequest`` and applies each result the
+    way LangGraph's model node does (``messages`` through ``add_messages``, other keys assigned).
+    ``reducer="concat"`` appends new messages without ``add_messages`` (which would give every
+    message an id), so that id-less messages stay id-less across rounds.
+
+    ``overflow(call_no, view, system)`` decides whether a handler call raises ``overflow_exc``
+    (truthy) or returns an exception instance to raise (``call_no`` counts calls within the round
+    from 1).  ``rec["timeline"]`` interleaves handler calls and events in the order they happened.
+    """
+
+    def __init__(
+        self,
+        mw: Any,
+        messages: list[BaseMessage],
+        *,
+        mode: str = "sync",
+        model: Any = None,
+        system: SystemMessage | None = None,
+        tools: list | None = None,
+        max_input_tokens: int | None = None,
+        reducer: str = "add_messages",
+        overflow_exc: type[BaseException] = ContextOverflowError,
+        thread_id: str | None = None,
+    ) -> None:
+        self.mw = mw
+        self.thread_id = thread_id
+        self.overflow_exc = overflow_exc
+        self.mode = mode
+        profile = {"max_input_tokens": max_input_tokens} if max_input_tokens else None
+        self.model = model if model is not None else MwScriptedModel(profile=profile)
+        self.system = system
+        self.tools = list(tools or [])
+        self.state: dict[str, Any] = {"messages": list(messages)}
+        self.reducer = reducer
+        self.records: list[dict[str, Any]] = []
+
+    @property
+    def event(self) -> dict | None:
+        return self.state.get("_summarization_event")
+
+    def append(self, *msgs: BaseMessage) -> None:
+        new = [m.model_copy(deep=True) for m in msgs]
+        if self.reducer == "add_messages":
+            self.state["messages"] = add_messages(
+                [m.model_copy(deep=True) for m in self.state["messages"]], new
+            )
+        else:
+            self.state["messages"] = [*self.state["messages"], *new]
+
+    def round(
+        self,
+        *,
+        overflow: Callable[[int, list, Any], bool] | None = None,
+        response: AIMessage | None = None,
+        append_response: bool = True,
+    ) -> dict[str, Any]:
+        state_msgs = self.state["messages"]
+        rec: dict[str, Any] = {
+            "calls": [],
+            "events": [],
+            "exc": None,
+            "update": None,
+            "state_before": [m.model_copy(deep=True) for m in state_msgs],
+            "state_dump_before": [mw_dump(m) for m in state_msgs],
+            "event_before": copy.deepcopy(self.event),
+            "timeline": [],
+        }
+        self.records.append(rec)
+
+        def handle(req: ModelRequest) -> ModelResponse:
+            call = {
+                "messages": [m.model_copy(deep=True) for m in req.messages],
+                "system": req.system_message,
+                "tools": list(req.tools or []),
+                "raised": None,
+            }
+            rec["calls"].append(call)
+            outcome = (
+                overflow(len(rec["calls"]), list(req.messages), req.system_message) if overflow else False
+            )
+            if isinstance(outcome, BaseException):
+                call["raised"] = type(outcome).__name__
+                rec["timeline"].append(("call", call["raised"]))
+                raise outcome
+            if outcome:
+                call["raised"] = "overflow"
+                rec["timeline"].append(("call", "overflow"))
+                raise self.overflow_exc("prompt is too long: 212345 tokens > 200000 maximum (injected)")
+            rec["timeline"].append(("call", "ok"))
+            n = sum(len(r["calls"]) for r in self.records)
+            resp = (response or AIMessage(content=f"answer {n}")).model_copy(deep=True)
+            if resp.id is None:
+                resp.id = f"mw-resp-{n}"
+            return ModelResponse(result=[resp])
+
+        def writer(ev: Any) -> None:
+            rec["events"].append(copy.deepcopy(ev))
+            rec["timeline"].append(("event", ev.get("phase") if isinstance(ev, dict) else ev))
+
+        runtime = Runtime(context=None, store=None, stream_writer=writer)
+        request = ModelRequest(
+            model=self.model,
+            messages=list(state_msgs),
+            system_message=self.system,
+            tools=list(self.tools),
+            state={**self.state, "messages": state_msgs},
+            runtime=runtime,
+        )
+        # the LangGraph config of the model node (thread_id names the history file)
+        token = (
+            var_child_runnable_config.set({"configurable": {"thread_id": self.thread_id}})
+            if self.thread_id
+            else None
+        )
+        try:
+            if self.mode == "sync":
+                result = self.mw.wrap_model_call(request, handle)
+            else:
+
+                async def ahandle(req):
+                    return handle(req)
+
+                result = asyncio.run(self.mw.awrap_model_call(request, ahandle))
+        except Exception as exc:
+            rec["exc"] = exc
+            rec["state_dump_after"] = [mw_dump(m) for m in state_msgs]
+            return rec
+        finally:
+            if token is not None:
+                var_child_runnable_config.reset(token)
+        rec["state_dump_after"] = [mw_dump(m) for m in state_msgs]
+        rec["result"] = result
+        if isinstance(result, ExtendedModelResponse):
+            resp, cmd = result.model_response, result.command
+        else:
+            resp, cmd = result, None
+        assert isinstance(resp, ModelResponse), f"middleware returned {type(resp).__name__}"
+        rec["response"] = resp
+        new_msgs = [m.model_copy(deep=True) for m in state_msgs]
+        if append_response:
+            added = [m.model_copy(deep=True) for m in resp.result]
+            new_msgs = (
+                add_messages(new_msgs, added) if self.reducer == "add_messages" else [*new_msgs, *added]
+            )
+        if cmd is not None:
+            assert isinstance(cmd, Command)
+            rec["update"] = cmd.update
+            for k, v in cmd.update.items():
+                if k == "messages":
+                    new_msgs = add_messages(new_msgs, copy.deepcopy(v if isinstance(v, list) else [v]))
+                else:
+                    self.state[k] = copy.deepcopy(v)
+        self.state["messages"] = new_msgs
+        rec["event_after"] = copy.deepcopy(self.event)
+        return rec
+
+
+def mw_ctx_events(rec_or_events: Any) -> list[dict]:
+    evs = rec_or_events["events"] if isinstance(rec_or_events, dict) else rec_or_events
+    return [e for e in evs if isinstance(e, dict) and e.get("type") == "context_compression"]
+
+
+def mw_pairing_problems(view: list[BaseMessage], state_msgs: list[BaseMessage]) -> list[str]:
+    """R9 in a request view: no ToolMessage without an earlier call in the view; every call in
+    the view has all its results that exist in the state."""
+    probs: list[str] = []
+    called: set = set()
+    in_state: dict = {}
+    for m in state_msgs:
+        if isinstance(m, ToolMessage):
+            in_state[m.tool_call_id] = in_state.get(m.tool_call_id, 0) + 1
+    in_view: dict = {}
+    for i, m in enumerate(view):
+        if isinstance(m, AIMessage):
+            called |= {tc.get("id") for tc in m.tool_calls}
+        elif isinstance(m, ToolMessage):
+            in_view[m.tool_call_id] = in_view.get(m.tool_call_id, 0) + 1
+            if m.tool_call_id not in called:
+                probs.append(f"ToolMessage #{i} answers {m.tool_call_id!r} with no earlier call in the view")
+    for m in view:
+        if isinstance(m, AIMessage):
+            for tc in m.tool_calls:
+                cid = tc.get("id")
+                if in_view.get(cid, 0) < in_state.get(cid, 0):
+                    probs.append(f"call {cid!r} is in the view without all of its results")
+    return probs
+
+
+def mw_same(a: BaseMessage, b: BaseMessage) -> bool:
+    """The same message modulo L1 edits: ids when both have one, else type and tool-call ids."""
+    if a.id is not None and b.id is not None:
+        return a.id == b.id and a.type == b.type
+    return (
+        a.type == b.type
+        and getattr(a, "tool_call_id", None) == getattr(b, "tool_call_id", None)
+        and [tc.get("id") for tc in getattr(a, "tool_calls", [])]
+        == [tc.get("id") for tc in getattr(b, "tool_calls", [])]
+    )
+
+
+def mw_view_matches(view: list[BaseMessage], state_msgs: list[BaseMessage], event: dict | None) -> str | None:
+    """``None`` when ``view`` is ``[event.summary_message, *state[cutoff:]]`` (or the state messages
+    without an event) modulo L1 edits; else the first difference."""
+    if event:
+        summary = event["summary_message"]
+        if not view or view[0].id != summary.id or mw_text(view[0]) != mw_text(summary):
+            return "view does not open with the event's summary message"
+        rest, tail = view[1:], state_msgs[event["cutoff_index"] :]
+    else:
+        rest, tail = view, state_msgs
+    if len(rest) != len(tail):
+        return f"{len(rest)} view messages vs {len(tail)} state messages"
+    for i, (a, b) in enumerate(zip(rest, tail, strict=True)):
+        if not mw_same(a, b):
+            return f"view message {i} ({a.type} {a.id}) is not state message ({b.type} {b.id})"
+    return None
+
+
+def mw_tool_pair(
+    call_id: str,
+    name: str,
+    result: str,
+    *,
+    args: dict | None = None,
+    ai_id=None,
+    tool_id=None,
+    status: str = "success",
+) -> list[BaseMessage]:
+    return [
+        AIMessage(
+            content="",
+            id=ai_id,
+            tool_calls=[{"name": name, "args": args or {}, "id": call_id, "type": "tool_call"}],
+        ),
+        ToolMessage(content=result, tool_call_id=call_id, name=name, id=tool_id, status=status),
+    ]
+
+
+@pytest.fixture(scope="session")
+def mw_kit() -> types.SimpleNamespace:
+    """The compression-middleware test helpers as one namespace."""
+    return types.SimpleNamespace(
+        fill=mw_fill,
+        cjk=mw_cjk,
+        text=mw_text,
+        dump=mw_dump,
+        sha=mw_sha,
+        FakeSummarizer=MwFakeSummarizer,
+        ScriptedModel=MwScriptedModel,
+        backend=mw_backend,
+        failing_backend=mw_failing_backend,
+        counting_backend=mw_counting_backend,
+        files=mw_files,
+        Driver=MwDriver,
+        ctx_events=mw_ctx_events,
+        pairing_problems=mw_pairing_problems,
+        same=mw_same,
+        view_matches=mw_view_matches,
+        tool_pair=mw_tool_pair,
+        AIMessage=AIMessage,
+        HumanMessage=HumanMessage,
+        SystemMessage=SystemMessage,
+        ToolMessage=ToolMessage,
+    )

@@ -1,0 +1,269 @@
+"""Property tests of CompressionMiddleware over generated histories and many rounds.
+
+Histories mix user and assistant text (English and CJK), parallel tool calls, the results of
+several AIMessages interleaved, out-of-order results, dead calls (never answered), error results,
+messages with and without ids.  Each example runs several rounds with tiny thresholds, appends
+messages between rounds and applies every ``Command`` update the way LangGraph does
+(``_summarization_event`` by assignment, ``messages`` through ``add_messages``).  In EVERY view:
+
+* tool pairing is intact (R9);
+* the view is ``[summary, *state[cutoff:]]`` modulo L1 edits (R11), the system message is not in it;
+* ``cutoff_index`` never decreases, and keeps ``summary_keep_messages`` (R9, R11);
+* every state message is in the view or before the cutoff, where the history files hold it and the
+  current summary still carries its fact (R10);
+* L1 never changes the state messages (R6).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from langchain_core.exceptions import ContextOverflowError
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+
+from ctxlab import CompressionMiddleware, CompressionSettings
+
+#: raise for a deeper search: ``MW_HYPOTHESIS_EXAMPLES=1000 pytest tests/test_middleware_properties.py``
+EXAMPLES = int(os.environ.get("MW_HYPOTHESIS_EXAMPLES", "60"))
+PROPS = settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+
+# --- history generation -------------------------------------------------------------------------
+
+size = st.integers(min_value=10, max_value=1400)
+text_block = st.tuples(
+    st.sampled_from(["human", "ai"]), size, st.booleans(), st.booleans()
+)  # kind, size, cjk, id
+tool_block = st.tuples(
+    st.just("tools"),
+    st.lists(
+        st.integers(min_value=1, max_value=4), min_size=1, max_size=2
+    ),  # calls per AIMessage (interleaved)
+    st.randoms(use_true_random=False),
+    st.lists(st.integers(min_value=10, max_value=3000), min_size=8, max_size=8),  # result sizes
+    st.floats(min_value=0, max_value=0.3),  # share of dead calls
+    st.floats(min_value=0, max_value=0.3),  # share of error results
+    st.booleans(),  # ids
+)
+block = st.one_of(text_block, text_block, tool_block)
+
+
+class Builder:
+    """Turns block specs into messages; every message carries a unique ``FACT-Kn`` marker."""
+
+    def __init__(self, kit):
+        self.kit = kit
+        self.n = 0
+
+    def marker(self):
+        self.n += 1
+        return f"FACT-K{self.n}"
+
+    def body(self, n, cjk, marker):
+        return f"{marker} " + (self.kit.cjk(n) if cjk else self.kit.fill(n, seed=self.n))
+
+    def build(self, blocks):
+        out = []
+        for b in blocks:
+            if b[0] in ("human", "ai"):
+                kind, n, cjk, with_id = b
+                m = self.marker()
+                cls = HumanMessage if kind == "human" else AIMessage
+                out.append(cls(self.body(n, cjk, m), id=f"id-{m}" if with_id else None))
+                continue
+            self.tool_block(out, *b[1:])
+        return out
+
+    def tool_block(self, out, per_ai, rnd, sizes, dead_share, err_share, with_id):
+        """One or more AIMessages with parallel calls; their results follow out of order, some
+        before the next AIMessage (interleaved), some never (dead calls), some with error status."""
+        pending = []  # (call id, tool name) not yet answered
+        sizes_iter = iter(sizes * 4)
+
+        def answer(k):
+            rnd.shuffle(pending)  # out of order
+            for _ in range(k):
+                if not pending:
+                    return
+                cid, name = pending.pop()
+                if rnd.random() < dead_share:
+                    continue  # a dead call: never answered
+                m = self.marker()
+                body = self.body(next(sizes_iter), rnd.random() < 0.3, m)
+                content = [{"type": "text", "text": body}] if rnd.random() < 0.2 else body
+                status = "error" if rnd.random() < err_share else "success"
+                copies = 2 if rnd.random() < 0.05 else 1  # rarely: two results for one call
+                for c in range(copies):
+                    out.append(
+                        ToolMessage(
+                            content,
+                            tool_call_id=cid,
+                            name=name,
+                            status=status,
+                            id=f"id-{m}-{c}" if with_id else None,
+                        )
+                    )
+
+        for k in per_ai:
+            m = self.marker()
+            tcs = []
+            for _j in range(k):
+                cid = f"call-{self.marker()}"
+                name = rnd.choice(["read_file", "grep", "bash", "write_file", "工具"])
+                args = {"q": cid}
+                if name == "write_file":
+                    args = {"file_path": "/w.txt", "content": "W" * rnd.choice([10, 2500])}
+                tcs.append({"name": name, "args": args, "id": cid, "type": "tool_call"})
+                pending.append((cid, name))
+            out.append(AIMessage(m, tool_calls=tcs, id=f"id-{m}" if with_id else None))
+            answer(rnd.randint(0, len(pending)))  # some results before the next AIMessage: interleaved
+        answer(len(pending))
+
+
+def marker_of(m):
+    text = m.content if isinstance(m.content, str) else "".join(b.get("text", "") for b in m.content)
+    return text.split(" ", 1)[0] if text.startswith("FACT-K") else None
+
+
+settings_st = st.builds(
+    CompressionSettings,
+    summary_threshold=st.sampled_from([0.25, 0.5, 1.0]),
+    summary_keep_messages=st.integers(min_value=0, max_value=5),
+    summary_tool_result_token_limit=st.sampled_from([30, 60, 150]),
+    summary_l2_trigger_ratio=st.sampled_from([0.2, 0.4, 0.8]),
+)
+
+
+# --- the properties -------------------------------------------------------------------------------
+
+
+def check_round(kit, d, rec, prev_cutoff, keep, files_root):
+    assert rec["exc"] is None, repr(rec["exc"])
+    # R6: the state messages passed in are never changed (deep compare)
+    assert rec["state_dump_after"] == rec["state_dump_before"]
+    state = rec["state_before"]
+    event = rec["event_after"]
+    assert rec["calls"], "the model was not called"
+    for call in rec["calls"]:
+        view = call["messages"]
+        # R9: tool pairing intact
+        assert kit.pairing_problems(view, state) == []
+        # R11: the view is [summary, *state[cutoff:]] modulo L1 edits
+        assert kit.view_matches(view, state, event) is None, kit.view_matches(view, state, event)
+        assert not any(isinstance(m, SystemMessage) for m in view)
+        assert not any("SYSTEM-PROP" in kit.text(m) for m in view)
+    cutoff = event["cutoff_index"] if event else 0
+    # R11: cutoff_index never decreases
+    assert cutoff >= prev_cutoff
+    if rec["update"] is not None:
+        # R9: at least summary_keep_messages kept after a new cutoff
+        assert len(state) - cutoff >= keep
+        assert not isinstance(state[cutoff] if cutoff < len(state) else None, ToolMessage)
+    if cutoff:
+        # R10: everything before the cutoff is in a history file; text facts survive in the summary
+        hist = "\n".join(
+            v for k, v in kit.files(files_root).items() if k.startswith("outputs/conversation_history/")
+        )
+        summary = event["summary_message"].content
+        for m in state[:cutoff]:
+            mk = marker_of(m)
+            if mk is None:
+                continue
+            fact = re.compile(rf"{mk}(?!\d)")
+            assert fact.search(hist), f"{mk} is neither in the view nor in a history file"
+            if not isinstance(m, ToolMessage):
+                assert fact.search(summary), f"{mk} was lost from the summary"
+    return cutoff
+
+
+@PROPS
+@given(
+    initial=st.lists(block, min_size=3, max_size=20),
+    appends=st.lists(st.lists(block, min_size=0, max_size=6), min_size=2, max_size=5),
+    cfg=settings_st,
+    mode=st.sampled_from(["sync", "async"]),
+    reducer=st.sampled_from(["add_messages", "concat"]),
+)
+def test_every_view_is_consistent_over_many_rounds(mw_kit, initial, appends, cfg, mode, reducer):
+    b = Builder(mw_kit)
+    with tempfile.TemporaryDirectory() as root:
+        mw = CompressionMiddleware(
+            settings=cfg, backend=mw_kit.backend(root), summarizer=mw_kit.FakeSummarizer()
+        )
+        d = mw_kit.Driver(
+            mw,
+            b.build(initial),
+            mode=mode,
+            reducer=reducer,
+            system=SystemMessage("SYSTEM-PROP you are terse"),
+        )
+        cutoff = 0
+        for r in range(len(appends) + 1):
+            if r:
+                d.append(*b.build(appends[r - 1]))
+            rec = d.round()
+            cutoff = check_round(mw_kit, d, rec, cutoff, cfg.summary_keep_messages, root)
+
+
+@PROPS
+@given(
+    initial=st.lists(block, min_size=4, max_size=20),
+    appends=st.lists(st.lists(block, min_size=0, max_size=5), min_size=1, max_size=3),
+    cfg=settings_st,
+    mode=st.sampled_from(["sync", "async"]),
+    capacity=st.integers(min_value=300, max_value=3000),
+    limit_chars=st.integers(min_value=1500, max_value=12000),
+)
+def test_overflow_rounds_keep_views_consistent(mw_kit, initial, appends, cfg, mode, capacity, limit_chars):
+    # spec: R12 — with a model that overflows above a size, a round either succeeds after at most
+    # one retry, or propagates ContextOverflowError with a failed event; every view (also the
+    # rejected ones) keeps tool pairing; a successful round's checkpoint matches what the model saw
+    b = Builder(mw_kit)
+
+    def too_big(n, view, system):
+        return sum(len(mw_kit.text(m)) for m in view) > limit_chars
+
+    with tempfile.TemporaryDirectory() as root:
+        mw = CompressionMiddleware(
+            settings=cfg, backend=mw_kit.backend(root), summarizer=mw_kit.FakeSummarizer()
+        )
+        d = mw_kit.Driver(mw, b.build(initial), mode=mode, max_input_tokens=capacity)
+        cutoff = 0
+        for r in range(len(appends) + 1):
+            if r:
+                d.append(*b.build(appends[r - 1]))
+            rec = d.round(overflow=too_big)
+            assert rec["state_dump_after"] == rec["state_dump_before"]
+            assert 1 <= len(rec["calls"]) <= 2
+            for call in rec["calls"]:
+                assert mw_kit.pairing_problems(call["messages"], rec["state_before"]) == []
+            evs = mw_kit.ctx_events(rec)
+            if rec["exc"] is not None:
+                assert isinstance(rec["exc"], ContextOverflowError)
+                assert evs and evs[-1]["phase"] == "failed"
+                assert d.event == rec["event_before"]
+                break
+            assert rec["calls"][-1]["raised"] is None
+            assert not evs or evs[-1]["phase"] == "completed"
+            event = d.event
+            cut = event["cutoff_index"] if event else 0
+            assert cut >= cutoff
+            cutoff = cut
+            # the checkpoint (state after the update, response excluded) matches the view sent
+            view = rec["calls"][-1]["messages"]
+            state_after = d.state["messages"][: len(rec["state_before"])]
+            # nothing deleted (add_messages gives id-less messages an id: compare modulo ids)
+            assert len(d.state["messages"]) == len(rec["state_before"]) + 1
+            assert all(mw_kit.same(a, b) for a, b in zip(state_after, rec["state_before"], strict=True))
+            assert mw_kit.view_matches(view, state_after, event) is None
+            if rec["update"] and "messages" in rec["update"]:
+                by_id = {m.id: m for m in view}
+                for m in rec["update"]["messages"]:
+                    assert m.content == by_id[m.id].content

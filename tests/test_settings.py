@@ -1,0 +1,188 @@
+"""The five "Agent Context" fields (spec R1, R2): defaults, validation messages, admin flag,
+templates."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+import warnings
+
+import pytest
+
+from ctxlab import (
+    SUMMARY_PROMPT_EN,
+    SUMMARY_PROMPT_ZH,
+    CompressionMiddleware,
+    CompressionSettings,
+    SettingsError,
+)
+from ctxlab.settings import ADMIN_ONLY, ARG_TRUNCATE_CHARS
+
+FIELDS = [
+    "summary_threshold",
+    "summary_keep_messages",
+    "summary_prompt",
+    "summary_tool_result_token_limit",
+    "summary_l2_trigger_ratio",
+]
+
+
+def test_defaults():
+    # spec: R1 — the five fields and their defaults
+    s = CompressionSettings()
+    assert [f.name for f in dataclasses.fields(s)] == FIELDS
+    assert s.summary_threshold == 100
+    assert s.summary_keep_messages == 10
+    assert s.summary_prompt == SUMMARY_PROMPT_ZH
+    assert s.summary_tool_result_token_limit == 300
+    assert s.summary_l2_trigger_ratio == 0.4
+    assert s.entry_threshold_tokens == 100 * 1024  # T
+    assert s.l2_threshold_tokens == pytest.approx(100 * 1024 * 0.4)  # T2
+
+
+def test_admin_only_fields():
+    # spec: R1 — metadata marks every field administrator-only; the toolkit exposes the flag
+    assert CompressionSettings.admin_only_fields() == FIELDS
+    assert all(f.metadata[ADMIN_ONLY] is True for f in dataclasses.fields(CompressionSettings))
+
+
+def test_argument_limit_is_an_internal_constant():
+    # spec: R1/R5 — the 2,000-character limit is a constant, not a setting
+    assert ARG_TRUNCATE_CHARS == 2000
+    assert not any(
+        "2000" in str(f.default) or "arg" in f.name for f in dataclasses.fields(CompressionSettings)
+    )
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "range_words"),
+    [
+        ("summary_threshold", 0, "positive"),
+        ("summary_threshold", -5, "positive"),
+        ("summary_threshold", math.nan, "positive"),
+        ("summary_threshold", math.inf, "positive"),
+        ("summary_threshold", "100", "positive"),
+        ("summary_threshold", True, "positive"),
+        ("summary_threshold", None, "positive"),
+        ("summary_keep_messages", -1, ">= 0"),
+        ("summary_keep_messages", 1.5, ">= 0"),
+        ("summary_keep_messages", "10", ">= 0"),
+        ("summary_keep_messages", True, ">= 0"),
+        ("summary_prompt", "Summarize the conversation.", "{messages}"),
+        ("summary_prompt", "Summarize {message}", "{messages}"),
+        ("summary_prompt", None, "{messages}"),
+        ("summary_tool_result_token_limit", 0, "> 0"),
+        ("summary_tool_result_token_limit", -300, "> 0"),
+        ("summary_tool_result_token_limit", 2.5, "> 0"),
+        ("summary_l2_trigger_ratio", 0, "> 0"),
+        ("summary_l2_trigger_ratio", -0.4, "> 0"),
+        ("summary_l2_trigger_ratio", math.nan, "finite"),
+        ("summary_l2_trigger_ratio", math.inf, "finite"),
+        ("summary_l2_trigger_ratio", "0.4", "> 0"),
+    ],
+)
+def test_invalid_values_name_the_field_and_the_range(field, value, range_words):
+    # spec: R1/R2 — invalid input is a clear error at construction naming the field and range
+    with pytest.raises(SettingsError) as info:
+        CompressionSettings(**{field: value})
+    err = info.value
+    assert isinstance(err, ValueError)
+    assert err.field == field
+    assert field in str(err)
+    assert range_words in str(err), str(err)
+    # the same through the config-mapping path
+    with pytest.raises(SettingsError, match=re.escape(field)):
+        CompressionSettings.from_mapping({field: value})
+
+
+@pytest.mark.parametrize("ratio", [0.05, 1.5, 5.0])
+def test_ratio_outside_recommended_range_warns(ratio):
+    # spec: settings table — outside 0.1-1.0 is allowed with a warning that names the field
+    with pytest.warns(UserWarning) as rec:
+        s = CompressionSettings(summary_l2_trigger_ratio=ratio)
+    assert s.summary_l2_trigger_ratio == ratio
+    msg = str(rec[0].message)
+    assert "summary_l2_trigger_ratio" in msg and "0.1" in msg and "1.0" in msg
+
+
+@pytest.mark.parametrize("ratio", [0.1, 0.4, 1.0])
+def test_ratio_inside_recommended_range_is_silent(ratio):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        CompressionSettings(summary_l2_trigger_ratio=ratio)
+
+
+def test_valid_edges():
+    s = CompressionSettings(
+        summary_threshold=0.5,
+        summary_keep_messages=0,
+        summary_tool_result_token_limit=1,
+        summary_l2_trigger_ratio=1.0,
+    )
+    assert s.entry_threshold_tokens == 512 and s.summary_keep_messages == 0
+    # integral floats are accepted for the integer fields and stored as ints
+    s2 = CompressionSettings(summary_keep_messages=3.0, summary_tool_result_token_limit=200.0)
+    assert s2.summary_keep_messages == 3 and isinstance(s2.summary_keep_messages, int)
+    assert s2.summary_tool_result_token_limit == 200 and isinstance(s2.summary_tool_result_token_limit, int)
+
+
+def test_frozen_replace_and_mapping():
+    s = CompressionSettings()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        s.summary_threshold = 5  # type: ignore[misc]
+    assert s.replace(summary_threshold=5).summary_threshold == 5
+    with pytest.raises(SettingsError, match="summary_threshold"):
+        s.replace(summary_threshold=-1)
+    with pytest.raises(SettingsError, match="summary_treshold"):
+        s.replace(summary_treshold=5)
+    with pytest.raises(SettingsError, match="unknown_field"):
+        CompressionSettings.from_mapping({"unknown_field": 1})
+    assert CompressionSettings.from_mapping(s.to_dict()) == s
+
+
+def test_middleware_refuses_something_that_is_not_settings():
+    with pytest.raises(TypeError, match="CompressionSettings"):
+        CompressionMiddleware(settings={"summary_threshold": 10})
+
+
+def test_english_template_ships_beside_the_chinese_default():
+    # spec: R2
+    assert "{messages}" in SUMMARY_PROMPT_EN and "{messages}" in SUMMARY_PROMPT_ZH
+    assert SUMMARY_PROMPT_EN != SUMMARY_PROMPT_ZH
+    assert SUMMARY_PROMPT_EN.isascii()
+    assert sum("\u4e00" <= ch <= "\u9fff" for ch in SUMMARY_PROMPT_ZH) > 50
+    assert "summary" in SUMMARY_PROMPT_EN.lower()
+    assert CompressionSettings(summary_prompt=SUMMARY_PROMPT_EN).summary_prompt == SUMMARY_PROMPT_EN
+
+
+@pytest.mark.parametrize(
+    ("prompt", "header", "must_not"),
+    [
+        (SUMMARY_PROMPT_EN, "[Context summary]", "上下文摘要"),
+        (SUMMARY_PROMPT_ZH, "[上下文摘要]", "Context summary"),
+    ],
+)
+def test_template_language_reaches_the_summarizer_and_the_summary(mw_kit, tmp_path, prompt, header, must_not):
+    # spec: R2/R10 — the chosen template is what the summarizer is given; the summary framing
+    # follows its language
+    settings = CompressionSettings(
+        summary_threshold=1,
+        summary_keep_messages=2,
+        summary_tool_result_token_limit=100,
+        summary_prompt=prompt,
+    )
+    summ = mw_kit.FakeSummarizer()
+    mw = CompressionMiddleware(settings=settings, backend=mw_kit.backend(tmp_path), summarizer=summ)
+    msgs = [
+        (mw_kit.HumanMessage if i % 2 == 0 else mw_kit.AIMessage)(
+            mw_kit.fill(600, f"FACT-M{i}", i), id=f"m{i}"
+        )
+        for i in range(12)
+    ]
+    rec = mw_kit.Driver(mw, msgs).round()
+    summary = rec["update"]["_summarization_event"]["summary_message"].content
+    assert summary.startswith(header) and must_not not in summary
+    before = prompt.split("{messages}")[0]
+    assert summ.calls[0]["input"].startswith(before.strip()[:40])
+    assert "FACT-M0" in summ.calls[0]["input"]
