@@ -31,7 +31,7 @@ __all__ = [
 ]
 
 #: the longest real mini-swe-agent run in tokens (SOURCES.md #21: pytest-dev__pytest-6197, 186
-#: messages, 92 model calls, its last request ~81k tokens by the default estimator)
+#: messages, 92 model calls, its last request ~78k tokens by the default estimator)
 LONG_MINI_SWE_AGENT_RUN = (
     "raw/mini-swe-agent/swebench_results/20251118_gemini-3-pro-74pct/trajs/"
     "pytest-dev__pytest-6197/pytest-dev__pytest-6197.traj.json"

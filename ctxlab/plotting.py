@@ -80,7 +80,7 @@ _PART_COLORS = {
 _STRATEGY_COLORS = ("#1f77b4", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#ff7f0e")
 #: per strategy line: styles and markers cycle with the colours, so that two strategies whose
 #: lines coincide stay distinguishable (the raw line is the only plain dashed one)
-_STRATEGY_STYLES = ("-", (0, (6, 2)), "-.", (0, (1, 1.5)), (0, (8, 2, 1, 2, 1, 2)), (0, (3, 1)))
+_STRATEGY_STYLES = ("-", (0, (6, 2)), "-.", (0, (2, 1)), (0, (8, 2, 1, 2, 1, 2)), (0, (3, 1)))
 _STRATEGY_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 
 
@@ -171,6 +171,25 @@ def _title_and_legend(ax: Axes, title: str) -> None:
     ax.legend(loc="best", prop={"family": fam, "size": 8.5}, framealpha=0.85)
 
 
+def _threshold_lines(ax: Axes, T: float | None, T2: float | None, peak: float, log: bool) -> float:
+    """T (dash-dot) and T2 (dotted) as labelled horizontal lines; a threshold far above the data
+    (over 1.6 × ``peak`` on a linear axis) would squash the lines, so it is only named in the
+    legend, "(above the plot)".  Returns the highest value drawn (at least ``peak``)."""
+    top = peak
+    for value, key, style, width in ((T, "T", "-.", 1.2), (T2, "T2", ":", 1.4)):
+        if value is None:
+            continue
+        if log or value <= peak * 1.6:
+            ax.axhline(
+                value, color=_COLORS[key], linestyle=style, linewidth=width, label=f"{key} = {value:,.0f}"
+            )
+            top = max(top, value)
+        else:
+            label = f"{key} = {value:,.0f} (above the plot)"
+            ax.plot([], [], color=_COLORS[key], linestyle=style, linewidth=width, label=label)
+    return top
+
+
 def _select(calls: pl.DataFrame, transcript: str | None, strategy: str | None) -> pl.DataFrame:
     df = calls
     if transcript is not None:
@@ -242,25 +261,7 @@ def plot_budget(
     T = threshold if threshold is not None else (_one(df["threshold"]) if df.height else None)
     T2 = l2_threshold if l2_threshold is not None else (_one(df["l2_threshold"]) if df.height else None)
     peak = max([*df["raw_tokens"].to_list(), *df["view_tokens"].to_list(), 1])
-    # a threshold far above the run would squash the lines: name it in the legend instead
-    top = peak
-    for value, key, style, width in ((T, "T", "-.", 1.2), (T2, "T2", ":", 1.4)):
-        if value is None:
-            continue
-        if log or value <= peak * 1.6:
-            ax.axhline(
-                value, color=_COLORS[key], linestyle=style, linewidth=width, label=f"{key} = {value:,.0f}"
-            )
-            top = max(top, value)
-        else:
-            ax.plot(
-                [],
-                [],
-                color=_COLORS[key],
-                linestyle=style,
-                linewidth=width,
-                label=f"{key} = {value:,.0f} (above the plot)",
-            )
+    top = _threshold_lines(ax, T, T2, peak, log)
     size = 60 if len(x) <= 80 else 34  # smaller markers on long runs
     for level, marker in (("L1", "^"), ("L2", "D")):
         sel = df.filter(pl.col("level") == level)
@@ -319,8 +320,9 @@ def plot_strategies(
             first["raw_tokens"].to_list(),
             color=_COLORS["raw"],
             linestyle="--",
-            linewidth=1.6,
+            linewidth=1.4,
             label="raw (uncompressed)",
+            zorder=3 + len(names),  # on top: visible where a strategy sends everything
         )
     n = max(1, len(names))
     for i, name in enumerate(names):
@@ -329,7 +331,7 @@ def plot_strategies(
         ax.plot(
             sel["call_index"].to_list(),
             sel["view_tokens"].to_list(),
-            linewidth=max(1.2, 1.2 + 2.2 * (n - 1 - i) / n),
+            linewidth=1.5 + 1.5 * (n - 1 - i) / max(1, n - 1),  # 3.0 down to 1.5
             linestyle=_STRATEGY_STYLES[i % len(_STRATEGY_STYLES)],
             marker=_STRATEGY_MARKERS[i % len(_STRATEGY_MARKERS)],
             markersize=5,
@@ -341,12 +343,7 @@ def plot_strategies(
     T = _one(df["threshold"]) if df.height else None
     peak = max([*df["raw_tokens"].to_list(), 1]) if df.height else 1
     log = _use_log(yscale, peak, max(df["view_tokens"].to_list(), default=0))
-    if T is not None and (log or peak * 1.6 >= T):
-        ax.axhline(T, color=_COLORS["T"], linestyle="-.", linewidth=1.0, label=f"T = {T:,.0f}")
-    elif T is not None:
-        ax.plot(
-            [], [], color=_COLORS["T"], linestyle="-.", linewidth=1.0, label=f"T = {T:,.0f} (above the plot)"
-        )
+    _threshold_lines(ax, T, None, peak, log)
     _tokens_axis(ax, log)
     _title_and_legend(ax, title or f"{_shorten(str(transcript))}: strategies")
     return fig
@@ -385,7 +382,7 @@ def plot_savings(calls: pl.DataFrame, *, ax: Axes | None = None, title: str | No
     )
     for rect, v, n in zip(bars, values, runs, strict=True):
         ax.annotate(
-            f"{v:.1f} %\n({n} runs)",
+            f"{v:.1f} %\n({n} run{'s' if n != 1 else ''})",
             (rect.get_x() + rect.get_width() / 2, max(v, 0)),
             xytext=(0, 3),
             textcoords="offset points",
@@ -407,22 +404,27 @@ def plot_savings(calls: pl.DataFrame, *, ax: Axes | None = None, title: str | No
     hi = max([*values, 0.0])
     lo = min([*values, 0.0])
     ax.set_ylim(min(lo * 1.15, 0), max(hi * 1.25, 10))
+    ax.set_yticks([t for t in ax.get_yticks() if min(lo * 1.15, 0) <= t <= 100])  # room, not a 120 %
     ax.axhline(0, color="black", linewidth=0.8)
     ax.grid(True, axis="y", alpha=0.3, linewidth=0.6)
     ax.set_title(_text(title or "Saving by strategy (all transcripts)"), fontfamily=fam, fontsize=11)
     if own and rotate:
-        _fit_bottom(fig, ax)
+        _fit_margins(fig, ax)
     return fig
 
 
-def _fit_bottom(fig: Figure, ax: Axes, pad_inches: float = 0.08) -> None:
-    """Raise the bottom margin of a figure made here so that the x tick labels and the x label
-    fit inside it (measured with an Agg renderer)."""
+def _fit_margins(fig: Figure, ax: Axes, pad_inches: float = 0.08) -> None:
+    """Widen the bottom (and, if need be, the left) margin of a figure made here so that the
+    slanted x tick labels and the x label fit inside it (measured with an Agg renderer)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
     renderer = FigureCanvasAgg(fig).get_renderer()
-    below = ax.get_window_extent(renderer).y0 - ax.xaxis.get_tightbbox(renderer).y0  # pixels
-    fig.subplots_adjust(bottom=min(0.6, (below + pad_inches * fig.dpi) / fig.bbox.height))
+    pad = pad_inches * fig.dpi
+    box, labels = ax.get_window_extent(renderer), ax.xaxis.get_tightbbox(renderer)
+    below = box.y0 - labels.y0  # pixels under the axes
+    fig.subplots_adjust(bottom=min(0.6, (below + pad) / fig.bbox.height))
+    left_of = box.x0 - min(labels.x0, ax.yaxis.get_tightbbox(renderer).x0)  # pixels left of the axes
+    fig.subplots_adjust(left=min(0.5, max(fig.subplotpars.left, (left_of + pad) / fig.bbox.width)))
 
 
 def plot_view_parts(
@@ -433,9 +435,11 @@ def plot_view_parts(
     ax: Axes | None = None,
     title: str | None = None,
     show_raw: bool = False,
+    thresholds: bool = False,
 ) -> Figure:
     """Stacked areas of the view split by part per call: system (+ tool schemas), user,
-    assistant, tool results, summary; ``show_raw`` adds the raw request as a dashed line."""
+    assistant, tool results, summary; ``show_raw`` adds the raw request as a dashed line,
+    ``thresholds`` the T and T2 lines (as in :func:`plot_budget`)."""
     transcript, strategy, df = _pick_run(calls, transcript, strategy)
     fig, ax = _new_axes(ax)
     x = df["call_index"].to_list()
@@ -452,6 +456,10 @@ def plot_view_parts(
         if show_raw:
             ax.plot(x, df["raw_tokens"].to_list(), color="black", linestyle="--", linewidth=1.0, label="raw")
         ax.set_xlim(min(x), max(x) if len(x) > 1 else min(x) + 1)
+        if thresholds:
+            peak = max([*df["view_tokens"].to_list(), *(df["raw_tokens"].to_list() if show_raw else []), 1])
+            top = _threshold_lines(ax, _one(df["threshold"]), _one(df["l2_threshold"]), peak, False)
+            ax.set_ylim(0, top * 1.08)
     _tokens_axis(ax)
     _title_and_legend(ax, title or f"{_shorten(str(transcript))}  [{strategy}]: view by part")
     return fig
@@ -496,7 +504,13 @@ def budget_figure(
         top, bottom = fig.subplots(2, 1, sharex=True)
     transcript, strategy, _ = _pick_run(calls, transcript, strategy)
     plot_view_parts(
-        calls, transcript, strategy, ax=top, title="request view by part (stacked)", show_raw=True
+        calls,
+        transcript,
+        strategy,
+        ax=top,
+        title="request view by part (stacked), thresholds",
+        show_raw=True,
+        thresholds=True,
     )
     plot_budget(calls, transcript, strategy, ax=bottom, title="raw vs sent, thresholds, compression rounds")
     top.set_xlabel("")
@@ -543,10 +557,15 @@ def plot_sweep(
     (line,) = ax.plot(x, frame["saving_pct"].to_list(), marker="o", color=_COLORS["sent"], linewidth=2)
     ax.set_zorder(right.get_zorder() + 1)
     ax.patch.set_visible(False)
-    ax.set_xlabel(f"{setting}" + (" (T2 / T)" if setting == "summary_l2_trigger_ratio" else ""))
+    ratio = setting == "summary_l2_trigger_ratio"
+    if ratio and "T2" in frame.columns:  # each ratio with the T2 it makes, in tokens
+        ax.set_xticks(x, [f"{v:g}\n{t2:,.0f}" for v, t2 in zip(x, frame["T2"].to_list(), strict=True)])
+        ax.set_xlabel("summary_l2_trigger_ratio (T2 / T), and below it T2 in tokens")
+    else:
+        ax.set_xticks(x, [f"{v:g}" for v in x])
+        ax.set_xlabel(setting + (" (T2 / T)" if ratio else ""))
     ax.set_ylabel("tokens saved (% of raw)")
     ax.set_ylim(0, max(100.0, *(v or 0 for v in frame["saving_pct"].to_list())))
-    ax.set_xticks(x, [f"{v:g}" for v in x])
     ax.grid(True, alpha=0.3, linewidth=0.6)
     ax.legend([line, bars], ["saving %", "L2 rounds"], loc="upper right", framealpha=0.85)
     ax.set_title(_text(title or f"sweep over {setting}"), fontfamily=_families(), fontsize=11)

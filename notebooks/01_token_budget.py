@@ -41,15 +41,10 @@ SHOW_EXPLORER = True  # build the interactive explorer at the end
 import polars as pl
 
 from ctxlab import CompressionSettings
-from ctxlab.lab import (
-    budget_figure,
-    offloads_frame,
-    rounds_frame,
-    save_figure,
-    summaries_text,
-    transcript_path,
-)
+from ctxlab.lab import save_figure, transcript_path
+from ctxlab.plotting import budget_figure
 from ctxlab.replay import replay
+from ctxlab.report import offloads_frame, rounds_frame, summaries_text
 from ctxlab.sample import SAMPLE_TRANSCRIPT
 from ctxlab.transcripts import load_transcripts
 
@@ -69,7 +64,7 @@ print(f"{run.name}: {len(run.messages)} messages, format {run.format}, model {ru
 # %% [markdown]
 # ### With the ARS defaults
 #
-# T = 100 × 1024 = 102,400 tokens. This run's last request is about 81k tokens: the requests stay
+# T = 100 × 1024 = 102,400 tokens. This run's last request is about 78k tokens: the requests stay
 # below T (the orange dash-dot line) for the whole run, so under the defaults **nothing is
 # compressed** and every call is sent as recorded (sent = raw). T2 (red dotted) only matters once
 # a round has started.

@@ -198,7 +198,7 @@ strategy_totals(calls).select(
 result.summary().pivot(on="strategy", index="transcript", values="saving_pct").sort("transcript")
 
 # %% [markdown]
-# One run call by call: the flat estimator reaches T three calls later than the default; after
+# One run call by call: the flat estimator reaches T a few calls later than the default; after
 # the L2 round, the token-budget rule keeps more recent messages, so its requests stay larger.
 
 # %%

@@ -46,8 +46,9 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 
 from ctxlab import SUMMARY_PROMPT_EN, CompressionMiddleware, CompressionSettings, to_sse
 from ctxlab.builtin.summarizers import StructuredSummarizer
-from ctxlab.lab import events_frame, files_frame, messages_frame, scripted_tool_model
 from ctxlab.messages import effective_messages
+from ctxlab.report import events_frame, files_frame, messages_frame
+from ctxlab.sample import scripted_tool_model
 
 _ = pl.Config(tbl_rows=30, tbl_cols=-1, fmt_str_lengths=90, tbl_width_chars=200)
 

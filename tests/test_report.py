@@ -260,3 +260,167 @@ def test_import_ctxlab_does_not_load_the_lab() -> None:
         "assert not bad, bad\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+# --- figures: tick labels, line styles, slanted names ------------------------------------------------
+
+
+def test_token_tick_labels_are_exact() -> None:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from ctxlab.plotting import format_tokens, plot_budget
+
+    assert [format_tokens(v) for v in (0, 950, 1000, 1250, 12_500, 17_500, 20_000, 1_500_000)] == [
+        "0",
+        "950",
+        "1k",
+        "1.25k",
+        "12.5k",
+        "17.5k",
+        "20k",
+        "1.5M",
+    ]
+    df = calls_frame(
+        [
+            rows(call_index=i, raw_tokens=v, view_tokens=v, threshold=None)
+            for i, v in enumerate([10_000, 20_000])
+        ]
+    )
+    fig = plot_budget(df, yscale="linear")
+    ax = fig.axes[0]
+    ax.set_yticks([10_000, 12_500, 15_000, 17_500, 20_000])
+    FigureCanvasAgg(fig).draw()
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["10k", "12.5k", "15k", "17.5k", "20k"]
+
+
+def test_strategy_lines_differ_in_style_and_marker(tmp_path: Path) -> None:
+    from ctxlab.plotting import plot_strategies
+
+    openai_transcript(tmp_path / "run.json", calls=4)
+    df = replay_many([tmp_path / "run.json"], ["ars"], settings=SETTINGS, progress=False).frame()
+    # three strategies that send exactly the same tokens
+    df = pl.concat([df.with_columns(pl.lit(name).alias("strategy")) for name in ("a", "b", "c")])
+    fig = plot_strategies(df)
+    lines = {ln.get_label(): ln for ln in fig.axes[0].lines}
+    sent = [lines[f"{n} (sent)"] for n in ("a", "b", "c")]
+    # get_linestyle() names every custom dash pattern "--": compare the patterns themselves
+    assert len({(ln.get_linestyle(), str(ln._unscaled_dash_pattern)) for ln in sent}) == 3
+    assert len({ln.get_marker() for ln in sent}) == 3
+    # the line drawn first is the widest, so it shows around the ones drawn on top of it
+    assert sent[0].get_linewidth() > sent[1].get_linewidth() > sent[2].get_linewidth()
+    assert lines["raw (uncompressed)"].get_linestyle() == "--"
+
+
+def test_savings_slants_long_names_and_keeps_them_inside(tmp_path: Path) -> None:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from ctxlab.plotting import plot_savings
+
+    openai_transcript(tmp_path / "run.json", calls=3)
+    df = replay_many([tmp_path / "run.json"], ["ars"], settings=SETTINGS, progress=False).frame()
+
+    short = plot_savings(df)
+    assert all(t.get_rotation() == 0 for t in short.axes[0].get_xticklabels())
+
+    long_names = ["deepagents-summarization", "langchain-summarization", "ars"]
+    many = pl.concat([df.with_columns(pl.lit(n).alias("strategy")) for n in long_names])
+    fig = plot_savings(many)
+    ax = fig.axes[0]
+    assert all(t.get_rotation() == 30 for t in ax.get_xticklabels())
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    fig.draw(renderer)
+    names = ax.xaxis.get_tightbbox(renderer)  # the slanted names and the x label, in pixels
+    assert names.y0 >= 0 and names.x0 >= 0, "a strategy name is cut off at the figure's edge"
+
+
+def test_budget_figure_and_sweep_curve(tmp_path: Path) -> None:
+    from matplotlib.figure import Figure
+
+    from ctxlab.plotting import budget_figure, plot_sweep
+    from ctxlab.replay import sweep
+
+    openai_transcript(tmp_path / "run.json", calls=4)
+    df = replay_many([tmp_path / "run.json"], ["ars"], settings=SETTINGS, progress=False).frame()
+    fig = budget_figure(df)
+    top, bottom = fig.axes
+    assert fig.get_suptitle() == "run.json  [ars]"
+    assert top.get_xlabel() == "" and bottom.get_xlabel() == "model call"
+    assert budget_figure(df, fig=fig) is fig and list(fig.axes) == [top, bottom]  # redrawn in place
+
+    curve = sweep([tmp_path / "run.json"], "summary_l2_trigger_ratio", [0.2, 0.6], settings=SETTINGS)
+    fig = plot_sweep(curve)
+    assert isinstance(fig, Figure)
+    left, right = fig.axes
+    assert (
+        left.get_ylabel() == "tokens saved (% of raw)" and right.get_ylabel() == "L2 rounds (all transcripts)"
+    )
+    assert left.get_xlabel() == "summary_l2_trigger_ratio (T2 / T), and below it T2 in tokens"
+    assert [t.get_text() for t in left.get_xticklabels()] == ["0.2\n205", "0.6\n614"]
+    assert [t.get_text() for t in left.get_legend().get_texts()] == ["saving %", "L2 rounds"]
+
+
+# --- tables of a replay and of a live agent -----------------------------------------------------------
+
+
+def test_rounds_offloads_and_summaries_of_a_replay(tmp_path: Path) -> None:
+    from ctxlab.report import offloads_frame, rounds_frame, summaries_text
+
+    openai_transcript(tmp_path / "run.json", calls=5)
+    result = replay_many([tmp_path / "run.json"], ["ars"], settings=SETTINGS, progress=False)
+    calls = result.frame()
+    rounds = rounds_frame(calls)
+    assert set(rounds["level"].to_list()) <= {"L1", "L2"}
+    assert rounds.height == calls.filter(pl.col("level") != "none").height > 0
+    assert all(0 <= v <= 100 for v in rounds["saved_pct"].to_list())
+    offloads = offloads_frame(result)
+    assert offloads.columns == ["transcript", "strategy", "path", "bytes", "first_call", "calls"]
+    assert offloads.height > 0 and offloads["path"].str.starts_with("/").all()
+    assert offloads["calls"].min() >= 1 and offloads["bytes"].min() > 0
+    text = summaries_text(result, max_chars=50)
+    if result.summaries:
+        assert text.startswith("=== run.json [ars] call ") and "more characters]" in text
+    else:
+        assert text == "(no L2 round: no summary)"
+
+
+def test_tables_of_a_live_agent(tmp_path: Path) -> None:
+    from deepagents.backends import FilesystemBackend
+    from langchain.agents import create_agent
+    from langchain_core.tools import tool
+
+    from ctxlab import CompressionMiddleware
+    from ctxlab.builtin import StructuredSummarizer
+    from ctxlab.report import events_frame, files_frame, messages_frame
+    from ctxlab.sample import scripted_tool_model
+
+    @tool
+    def read_file(path: str) -> str:
+        """Read a file."""
+        return f"{path}: " + " ".join(f"line{j} value_{j}" for j in range(900))
+
+    model = scripted_tool_model([[("read_file", {"path": f"f{i}.py"})] for i in range(4)], final="Done.")
+    mw = CompressionMiddleware(
+        settings=SETTINGS,
+        backend=FilesystemBackend(root_dir=str(tmp_path / "files"), virtual_mode=True),
+        summarizer=StructuredSummarizer(),
+    )
+    agent = create_agent(model, tools=[read_file], middleware=[mw])
+    events, state = [], None
+    for mode, chunk in agent.stream(
+        {"messages": [{"role": "user", "content": "read them"}]}, stream_mode=["custom", "values"]
+    ):
+        if mode == "custom":
+            events.append(chunk)
+        else:
+            state = chunk
+    frame = events_frame(events)
+    assert frame.height == len(events) > 0
+    assert set(frame["phase"].to_list()) <= {"started", "completed", "failed"}
+    assert frame.filter(pl.col("phase") == "completed")["offloaded"].sum() > 0
+    assert frame["threshold"].drop_nulls().unique().to_list() == [1024]
+    msgs = messages_frame(state["messages"])
+    assert msgs.columns == ["i", "type", "tool_calls", "tokens", "text"]
+    assert msgs["tool_calls"].to_list()[1:3] == [1, 0] and msgs["text"].str.len_chars().max() <= 70
+    files = files_frame(tmp_path / "files")
+    assert files.height > 0 and files["path"].str.starts_with("/").all()
+    assert model.calls == 5
