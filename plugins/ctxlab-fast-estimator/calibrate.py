@@ -1,15 +1,21 @@
-"""Fit the constants of ctxlab_fast_estimator against tiktoken cl100k_base.
+"""Fit the constants of the core token estimate (``ctxlab/estimation.py``) against tiktoken cl100k_base.
 
     .venv/bin/python plugins/ctxlab-fast-estimator/calibrate.py [--transcripts DIR] [--chars N]
+
+One set of constants exists: ``ctxlab.estimation.COEFFICIENTS``, used exactly by the core default
+(:func:`ctxlab.estimation.estimate_text_tokens`) and on a sample of the bytes by this plugin
+(:func:`ctxlab_fast_estimator.fast_text_tokens`).  The fit uses the exact features
+(:func:`ctxlab.estimation.features`).
 
 Samples: :func:`ctxlab.bench.collect_samples` (six content classes from the public transcripts,
 the Chinese prose sample and synthetic base64).  For each ramp (RAMP_LO, RAMP_HI) on a grid,
 the linear weights are fitted by weighted least squares on a blend of two objectives, each class
 weighted equally: the relative error of each sample (weight 1/tokens²) and the class aggregate
 (weight 1/class tokens).  ``C_N2`` is fixed (no 2-byte scripts in the transcripts, see the
-package docstring).  The ramp with the lowest mean per-sample error wins.  Prints the in-sample
-error per class (aggregate and mean absolute per sample), a leave-sources-out check (5 folds of
-source files: fit on four, measure on the fifth) and the constants to paste into the module.
+``ctxlab.estimation`` docstring).  The ramp with the lowest mean per-sample error wins.  Prints
+the in-sample error per class (aggregate and mean absolute per sample), a leave-sources-out
+check (5 folds of source files: fit on four, measure on the fifth), the error of the sampled
+variant with the fitted constants, and the constants to paste into ``ctxlab/estimation.py``.
 """
 
 from __future__ import annotations
@@ -18,12 +24,13 @@ import argparse
 import sys
 from collections import defaultdict
 
-import ctxlab_fast_estimator as fe
 import numpy as np
+from ctxlab_fast_estimator import SAMPLE_FROM, STRIDE
 
+from ctxlab import estimation as core
 from ctxlab.bench import CLASSES, cl100k_encoding, collect_samples, default_transcripts_dir
 
-FITTED = [k for k in fe.WEIGHTS if k != "n2"]
+FITTED = [k for k in core.WEIGHTS if k != "n2"]
 GRID_LO = (6.0, 10.0, 15.0, 20.0)
 GRID_SPAN = (10.0, 20.0, 40.0, 60.0)
 ALPHA = 0.5
@@ -49,6 +56,12 @@ def errors(pred: np.ndarray, T: np.ndarray, cls: np.ndarray) -> dict[str, tuple[
     return out
 
 
+def show(title: str, err: dict[str, tuple[float, float]]) -> None:
+    print(f"{title} (aggregate / mean |per sample|):")
+    for c, (agg, mae) in err.items():
+        print(f"  {c:7s} {agg:+7.1%} / {mae:6.1%}")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--transcripts", default=None, help="the shared transcripts folder")
@@ -64,9 +77,9 @@ def main() -> int:
     best = None
     for lo in GRID_LO:
         for span in GRID_SPAN:
-            F = [fe.features(s.text, lo, lo + span) for s in samples]
+            F = [core.features(s.text, lo, lo + span) for s in samples]
             A = np.array([[f[k] for k in FITTED] for f in F], float)
-            fixed = np.array([fe.C_N2 * f["n2"] for f in F])
+            fixed = np.array([core.C_N2 * f["n2"] for f in F])
             coef = fit(A, T, fixed, cls)
             pred = A @ coef + fixed
             err = errors(pred, T, cls)
@@ -75,9 +88,8 @@ def main() -> int:
                 best = (score, lo, lo + span, coef, A, fixed, pred)
     assert best is not None
     _, lo, hi, coef, A, fixed, pred = best
-    print(f"\nramp {lo:g}..{hi:g}; in-sample error per class (aggregate / mean |per sample|):")
-    for c, (agg, mae) in errors(pred, T, cls).items():
-        print(f"  {c:7s} {agg:+7.1%} / {mae:6.1%}")
+    print(f"\nramp {lo:g}..{hi:g}")
+    show("in-sample error per class", errors(pred, T, cls))
 
     # leave-sources-out: 5 folds of source files
     groups = sorted(set(sources))
@@ -88,17 +100,23 @@ def main() -> int:
         test = folds == k
         c_k = fit(A[~test], T[~test], fixed[~test], cls[~test])
         cv[test] = A[test] @ c_k + fixed[test]
-    print("leave-sources-out error per class (aggregate / mean |per sample|):")
-    for c, (agg, mae) in errors(cv, T, cls).items():
-        print(f"  {c:7s} {agg:+7.1%} / {mae:6.1%}")
+    show("leave-sources-out error per class", errors(cv, T, cls))
+
+    # the plugin's sampled variant with the same constants
+    Fs = [core.features(s.text, lo, hi, stride=STRIDE, sample_from=SAMPLE_FROM) for s in samples]
+    As = np.array([[f[k] for k in FITTED] for f in Fs], float)
+    fixed_s = np.array([core.C_N2 * f["n2"] for f in Fs])
+    show(
+        f"sampled variant (stride {STRIDE} on ASCII parts of {SAMPLE_FROM}+ characters) per class",
+        errors(As @ coef + fixed_s, T, cls),
+    )
 
     names = dict(zip(FITTED, coef, strict=True))
-    print("\n# --- paste into ctxlab_fast_estimator/__init__.py ---")
-    for k in fe.WEIGHTS:
-        const = fe.WEIGHTS[k]
-        value = fe.C_N2 if k == "n2" else names[k]
+    print("\n# --- paste into ctxlab/estimation.py (calibrated constants) ---")
+    for k, const in core.WEIGHTS.items():
+        value = core.C_N2 if k == "n2" else names[k]
         print(f"{const} = {value:.4g}")
-    print(f"RAMP_LO = {lo:g}\nRAMP_HI = {hi:g}")
+    print(f"RAMP_LO = {lo:.1f}\nRAMP_HI = {hi:.1f}")
     by_source: dict[str, list[float]] = defaultdict(list)
     for s, p, t in zip(sources, pred, T, strict=True):
         by_source[s].append(p / t - 1)
