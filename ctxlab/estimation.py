@@ -497,7 +497,7 @@ class EstimateCache:
         self._message_fn = message_fn
         self._tools_fn = tools_fn
         self._cache: OrderedDict[tuple[Any, ...], int] = OrderedDict()
-        self._tools_cache: dict[tuple[int, ...], int] = {}
+        self._tools_cache: dict[tuple[int, ...], tuple[tuple[Any, ...], int]] = {}
         self._max = max_entries
         self._prefixes: list[tuple[list[BaseMessage], list[int]]] = []
         # the same message object: no fingerprint needed (the object is kept alive with its entry)
@@ -561,16 +561,19 @@ class EstimateCache:
         return running
 
     def tools_tokens(self, tools: Sequence[Any]) -> int:
+        """Tokens of the tool schemas, cached by the tool objects themselves (kept alive with
+        the entry, so a recycled ``id()`` can never hit a stale estimate)."""
         if not tools:
             return 0
         key = tuple(id(t) for t in tools)
         hit = self._tools_cache.get(key)
-        if hit is None:
-            hit = int(self._tools_fn(tools))
-            if len(self._tools_cache) > 64:
-                self._tools_cache.clear()
-            self._tools_cache[key] = hit
-        return hit
+        if hit is not None and all(a is b for a, b in zip(hit[0], tools, strict=True)):
+            return hit[1]
+        value = int(self._tools_fn(tools))
+        if len(self._tools_cache) > 64:
+            self._tools_cache.clear()
+        self._tools_cache[key] = (tuple(tools), value)
+        return value
 
     def request_tokens(
         self, system: BaseMessage | None, tools: Sequence[Any], messages: Sequence[BaseMessage]

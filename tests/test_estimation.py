@@ -8,7 +8,6 @@ import struct
 import zlib
 from pathlib import Path
 
-import pytest
 import tiktoken
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.tools import StructuredTool
@@ -230,12 +229,6 @@ def test_cache_estimates_only_new_messages(mw_kit, tmp_path):
     assert counter.tool_calls == 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG ctxlab/estimation.py EstimateCache.tools_tokens caches by id() of the tool objects "
-    "without keeping them alive: a freed tool's id is reused by a new tool with another schema, "
-    "which then gets the stale estimate (R16)",
-)
 def test_tools_estimate_is_not_stale_when_tool_objects_are_recreated():
     cache = EstimateCache(EST.message_tokens, EST.tools_tokens)
     wrong = []
