@@ -86,7 +86,9 @@ class CompressionMiddleware(AgentMiddleware):
         if not isinstance(settings, CompressionSettings):
             raise TypeError(f"settings must be a CompressionSettings, not {type(settings).__name__}")
         self.settings = settings
-        self.plugin_manager = make_plugin_manager(plugins, load_entrypoints=load_entrypoints)
+        self.plugin_manager = make_plugin_manager(
+            plugins, load_entrypoints=load_entrypoints, registries=False
+        )
         hook = self.plugin_manager.hook
         self.estimates = EstimateCache(
             lambda m: hook.ctxlab_estimate_message(message=m),

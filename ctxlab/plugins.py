@@ -44,6 +44,7 @@ def make_plugin_manager(
     load_entrypoints: bool = False,
     plugins_dir: str | os.PathLike[str] | None = None,
     defaults: bool = True,
+    registries: bool = True,
 ) -> pluggy.PluginManager:
     """A fresh plugin manager with the ARS defaults and the given plugins.
 
@@ -52,6 +53,8 @@ def make_plugin_manager(
         load_entrypoints: also load installed plugins of the ``ctxlab`` entry-point group.
         plugins_dir: a folder of ``.py`` plugin files; ``None`` reads ``$CTXLAB_PLUGINS_DIR``.
         defaults: register the built-in ARS plugins (``False`` only for tests of the hooks).
+        registries: with the defaults, also the built-in registries (the ``ars`` strategy and the
+            transcript formats); a middleware's own manager leaves them out.
 
     Returns:
         A ``pluggy.PluginManager`` for project ``ctxlab``.
@@ -61,7 +64,7 @@ def make_plugin_manager(
     if defaults:
         from ctxlab.builtin import default_plugins
 
-        for plugin in default_plugins():
+        for plugin in default_plugins(registries=registries):
             pm.register(plugin, name=f"ctxlab.builtin.{_plugin_label(plugin)}")
     if load_entrypoints:
         _load_entrypoints(pm)

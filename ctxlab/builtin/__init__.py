@@ -40,17 +40,23 @@ class BuiltinStrategies:
         register("ars", lambda settings: [], "ARS two-level compression (L1 trim + L2 summary), the defaults")
 
 
-def default_plugins() -> list[object]:
+def default_plugins(registries: bool = True) -> list[object]:
     """Fresh instances of the built-in plugins (registration order: later runs first within
-    ``trylast``, so argument truncation is registered last to run first)."""
+    ``trylast``, so argument truncation is registered last to run first).
+
+    ``registries=False`` leaves out the lab's registries (the ``ars`` strategy and the transcript
+    formats): a middleware's own plugin manager needs only the compression hooks.
+    """
     plugins: list[object] = [
         DefaultEstimator(),
         ToolResultOffload(),
         ArgumentTruncation(),
         KeepRecentCutoff(),
         DefaultSummarizer(),
-        BuiltinStrategies(),
     ]
+    if not registries:
+        return plugins
+    plugins.append(BuiltinStrategies())
     try:
         from ctxlab.transcripts import formats_plugin
     except ImportError:  # transcripts not importable: the middleware still works
