@@ -41,7 +41,13 @@ import pluggy
 
 from ctxlab import hookspecs
 from ctxlab.hookspecs import hookimpl
-from ctxlab.transcripts._util import HEAD_BYTES, describe_shape, json_decode_error, read_text
+from ctxlab.transcripts._util import (
+    HEAD_BYTES,
+    check_text_bytes,
+    describe_shape,
+    json_decode_error,
+    read_text,
+)
 from ctxlab.transcripts.base import OBSERVATION_KEY, Transcript, TranscriptError, TranscriptFormat
 
 __all__ = [
@@ -165,17 +171,7 @@ def _read_head(path: Path) -> str:
         raise TranscriptError(path, "", "no such file") from exc
     except OSError as exc:
         raise TranscriptError(path, "", f"cannot read file: {exc.strerror or exc}") from exc
-    if not raw.strip():
-        raise TranscriptError(path, "byte 0", "empty file")
-    nul = raw.find(b"\x00")
-    if nul >= 0:
-        raise TranscriptError(path, f"byte {nul}", "binary file (NUL byte), not a text transcript")
-    try:
-        raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        if exc.start < len(raw) - 4 or len(raw) < HEAD_BYTES:  # not just a character cut at the end
-            raise TranscriptError(path, f"byte {exc.start}", "binary file (not valid UTF-8)") from exc
-    return raw.decode("utf-8", errors="replace")
+    return check_text_bytes(path, raw, head_only=len(raw) >= HEAD_BYTES)
 
 
 def _sniff(formats: dict[str, TranscriptFormat], path: Path, head: str) -> TranscriptFormat | None:

@@ -33,16 +33,27 @@ def read_text(path: Path) -> str:
         raw = path.read_bytes()
     except OSError as exc:
         raise TranscriptError(path, "", f"cannot read file: {exc.strerror or exc}") from exc
+    text = check_text_bytes(path, raw)
+    return text[1:] if text.startswith("\ufeff") else text
+
+
+def check_text_bytes(path: Path, raw: bytes, *, head_only: bool = False) -> str:
+    """``raw`` decoded as UTF-8, or a :class:`TranscriptError` for an empty or binary file.
+
+    ``head_only``: ``raw`` is the first bytes of a longer file, so a character cut at the very
+    end is not an error (it is decoded with replacement).
+    """
     if not raw.strip():
         raise TranscriptError(path, "byte 0", "empty file")
     nul = raw.find(b"\x00")
     if nul >= 0:
         raise TranscriptError(path, f"byte {nul}", "binary file (NUL byte), not a text transcript")
     try:
-        text = raw.decode("utf-8")
+        return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise TranscriptError(path, f"byte {exc.start}", "binary file (not valid UTF-8)") from exc
-    return text[1:] if text.startswith("\ufeff") else text
+        if not head_only or exc.start < len(raw) - 4:
+            raise TranscriptError(path, f"byte {exc.start}", "binary file (not valid UTF-8)") from exc
+        return raw.decode("utf-8", errors="replace")
 
 
 def json_error_where(exc: json.JSONDecodeError) -> str:
