@@ -219,7 +219,34 @@ def settings_from_args(args: argparse.Namespace) -> Any:
 def _plugin_manager(args: argparse.Namespace) -> Any:
     from ctxlab.plugins import make_plugin_manager
 
-    return make_plugin_manager(load_entrypoints=True, plugins_dir=getattr(args, "plugins_dir", None))
+    folder = getattr(args, "plugins_dir", None)
+    if folder is not None and not Path(folder).is_dir():
+        raise CliError(f"--plugins-dir {folder}: no such folder")
+    return make_plugin_manager(load_entrypoints=True, plugins_dir=folder)
+
+
+#: what a run writes into its output folder; removed first so no stale result survives
+_OUTPUTS = ("calls.parquet", "summary.csv", "report.md", "summaries.jsonl", "figures", "files")
+
+
+def _prepare_out(out: Path) -> None:
+    import shutil
+
+    if out.exists() and not out.is_dir():
+        raise CliError(f"--out {out}: exists and is not a folder")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / ".ctxlab-write-check"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as exc:
+        raise CliError(f"--out {out}: cannot write there ({exc.strerror or exc})") from exc
+    for name in _OUTPUTS:
+        target = out / name
+        if target.is_dir():
+            shutil.rmtree(target)
+        elif target.exists():
+            target.unlink()
 
 
 def _console(stderr: bool = False) -> Any:
@@ -263,6 +290,13 @@ def _run(args: argparse.Namespace, argv: Sequence[str]) -> int:
         if value is not None and value <= 0:
             raise CliError(f"{name}={value} is invalid: allowed an integer > 0")
     out = Path(args.out) if args.out else Path("out") / args.command
+    if args.format is not None:
+        from ctxlab.transcripts import available_formats
+
+        formats = available_formats(pm)
+        if args.format not in formats:
+            raise CliError(f"--format {args.format}: unknown format; known: {', '.join(sorted(formats))}")
+    _prepare_out(out)
     if args.measure == "tiktoken":
         try:
             import tiktoken  # noqa: F401

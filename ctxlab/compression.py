@@ -401,19 +401,26 @@ def build_summary_message(
     parts = [framing.header]
     if file_path:
         parts.append(framing.saved_at.format(path=file_path))
-    if result.error and not result.text:
+    body = result.text.strip()
+    if result.error and not body:
         parts.append(framing.failed.format(error=result.error))
         if local > 0 and eff[0].additional_kwargs.get("lc_source") == "summarization":
-            # R10: facts of earlier rounds survive a failed round: carry the previous summary
-            parts.append(f"{framing.previous}\n{message_text(eff[0])}")
+            # R10: facts of earlier rounds survive a failed round: carry the previous summary's
+            # body (not its framing), so repeated failures do not nest and grow
+            body = eff[0].additional_kwargs.get("ctxlab_summary_body") or message_text(eff[0])
+            parts.append(f"{framing.previous}\n{body}")
     else:
-        parts.append(result.text.strip())
+        parts.append(body)
     latest = _latest_request(eff, local)
     if latest:
         parts.append(f"{framing.latest_request}\n{latest}")
     text = "\n\n".join(p for p in parts if p)
     digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:12]
-    kwargs: dict[str, Any] = {"lc_source": "summarization", "ctxlab_summary": True}
+    kwargs: dict[str, Any] = {
+        "lc_source": "summarization",
+        "ctxlab_summary": True,
+        "ctxlab_summary_body": body,
+    }
     if latest:
         kwargs["ctxlab_latest_request"] = latest
     return HumanMessage(content=text, id=f"ctxlab-summary-{global_cut}-{digest}", additional_kwargs=kwargs)

@@ -51,7 +51,8 @@ def make_plugin_manager(
     Args:
         extra: plugin objects (modules, classes or instances with ``@hookimpl`` methods).
         load_entrypoints: also load installed plugins of the ``ctxlab`` entry-point group.
-        plugins_dir: a folder of ``.py`` plugin files; ``None`` reads ``$CTXLAB_PLUGINS_DIR``.
+        plugins_dir: a folder of ``.py`` plugin files (``FileNotFoundError`` when missing);
+            ``None`` reads ``$CTXLAB_PLUGINS_DIR`` (a missing folder there only warns).
         defaults: register the built-in ARS plugins (``False`` only for tests of the hooks).
         registries: with the defaults, also the built-in registries (the ``ars`` strategy and the
             transcript formats); a middleware's own manager leaves them out.
@@ -68,9 +69,16 @@ def make_plugin_manager(
             pm.register(plugin, name=f"ctxlab.builtin.{_plugin_label(plugin)}")
     if load_entrypoints:
         _load_entrypoints(pm)
-    folder = plugins_dir if plugins_dir is not None else os.environ.get("CTXLAB_PLUGINS_DIR")
-    if folder:
-        _load_folder(pm, Path(folder))
+    if plugins_dir is not None:
+        _load_folder(pm, Path(plugins_dir))
+    elif os.environ.get("CTXLAB_PLUGINS_DIR"):
+        env_dir = Path(os.environ["CTXLAB_PLUGINS_DIR"])
+        if env_dir.is_dir():
+            _load_folder(pm, env_dir)
+        else:
+            warnings.warn(
+                f"$CTXLAB_PLUGINS_DIR={env_dir} is not a folder; no folder plugins loaded", stacklevel=2
+            )
     for plugin in extra:
         if pm.is_registered(plugin):
             continue

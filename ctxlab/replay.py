@@ -301,8 +301,10 @@ def build_middleware(
         root = Path(files_dir) if files_dir is not None else Path(tempfile.mkdtemp(prefix="ctxlab-replay-"))
         root.mkdir(parents=True, exist_ok=True)
         backend = FilesystemBackend(root_dir=str(root.resolve()), virtual_mode=True)
+        # plugins loaded from a plugins folder into ``pm`` apply to the replayed middleware too
+        folder_plugins = [p for n, p in pm.list_name_plugin() if n.startswith("dir:") and p is not None]
         mw = CompressionMiddleware(
-            settings=settings, backend=backend, summarizer=summarizer, plugins=list(made)
+            settings=settings, backend=backend, summarizer=summarizer, plugins=[*made, *folder_plugins]
         )
         mw._ctxlab_files_root = root.resolve()  # type: ignore[attr-defined]
         return strategy, mw

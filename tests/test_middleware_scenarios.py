@@ -1197,3 +1197,26 @@ def test_overflow_after_a_declined_cutoff_forces_l2(mw_kit, tmp_path, mode):
     assert [m.id for m in rec["calls"][1]["messages"][1:]] == ["h1", "a1"]
     done = mw_kit.ctx_events(rec)[-1]
     assert done["phase"] == "completed" and done["level"] == "L2" and done["forced_by_overflow"] is True
+
+
+def test_repeated_summarizer_failures_do_not_grow_the_summary(mw_kit, tmp_path, mode):
+    # spec: R10 — earlier facts survive failed rounds, and a summarizer outage must not make
+    # "compression" inflate the context round after round (the previous body is carried once)
+    mw, summ = make_mw(mw_kit, tmp_path)
+    request = HumanMessage("FACT-REQ " + "please keep this request " * 100, id="req")
+    d = mw_kit.Driver(mw, [request, *conversation(mw_kit, prefix="A")], mode=mode)
+    rec = d.round()
+    assert rec["exc"] is None, rec["exc"]
+    first = rec["update"]["_summarization_event"]["summary_message"].content
+    assert "FACT-A3" in first
+    summ.mode = "raises"
+    sizes = []
+    for r in range(4):
+        d.append(*conversation(mw_kit, prefix=f"B{r}"))
+        rec = d.round()
+        assert rec["exc"] is None
+        summary = rec["update"]["_summarization_event"]["summary_message"].content
+        assert "FACT-A3" in summary  # the first round's facts are still carried
+        assert summary.count("FACT-REQ") <= 1  # the request is carried once, not once per round
+        sizes.append(len(summary))
+    assert max(sizes) - min(sizes) < 200, sizes  # bounded: no nesting growth per failed round

@@ -189,6 +189,8 @@ def _by_shape(formats: dict[str, TranscriptFormat], path: Path) -> tuple[Transcr
     text = read_text(path)
     try:
         data = json.loads(text)
+    except RecursionError as exc:
+        raise TranscriptError(path, "top level", "JSON nested too deeply to be a transcript") from exc
     except json.JSONDecodeError as exc:
         if exc.msg != "Extra data":
             raise json_decode_error(path, text, exc) from exc
@@ -351,4 +353,6 @@ def load_many(
             errors.append(exc)
         except OSError as exc:
             errors.append(TranscriptError(f, "", f"cannot read file: {exc}"))
+        except (RecursionError, MemoryError, ValueError) as exc:  # one bad file never stops the batch
+            errors.append(TranscriptError(f, "", f"cannot load: {type(exc).__name__}: {exc}"))
     return transcripts, errors
