@@ -39,7 +39,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
 
-from ctxlab.estimation import MESSAGE_OVERHEAD, CharClassEstimator, EstimateCache, estimate_image_tokens
+from ctxlab.estimation import CharClassEstimator, EstimateCache
 from ctxlab.messages import message_text
 
 __all__ = [
@@ -394,7 +394,7 @@ def unmatched_tool_pairs(view: Sequence[BaseMessage], answered: Iterable[str] | 
 # --- measuring estimators -----------------------------------------------------------------------
 
 
-class TiktokenEstimator:
+class TiktokenEstimator(CharClassEstimator):
     """Counts tokens with a tiktoken encoding (``cl100k_base``), framed like the default
     estimator: a per-message overhead, tool calls as name + JSON arguments, images by size.
 
@@ -417,54 +417,6 @@ class TiktokenEstimator:
         if not text:
             return 0
         return len(self._enc.encode(text, disallowed_special=()))
-
-    def _content(self, content: Any) -> int:
-        if isinstance(content, str):
-            return self.text_tokens(content)
-        if not isinstance(content, list):
-            return self.text_tokens(str(content)) if content else 0
-        total = 0
-        for block in content:
-            if isinstance(block, str):
-                total += self.text_tokens(block)
-            elif isinstance(block, dict) and block.get("type") in ("image_url", "image", "input_image"):
-                src = block.get("image_url")
-                if isinstance(src, dict):
-                    src = src.get("url")
-                src = src or block.get("url") or block.get("data") or block.get("base64")
-                total += estimate_image_tokens(src) if isinstance(src, str) and src else 0
-            elif isinstance(block, dict) and block.get("type") == "text":
-                total += self.text_tokens(str(block.get("text") or ""))
-            else:
-                total += self.text_tokens(json.dumps(block, ensure_ascii=False, default=str))
-        return total
-
-    def message_tokens(self, message: BaseMessage) -> int:
-        n = MESSAGE_OVERHEAD + self._content(message.content)
-        if isinstance(message, AIMessage) and message.tool_calls:
-            for tc in message.tool_calls:
-                n += 3 + self.text_tokens(tc.get("name") or "")
-                n += self.text_tokens(json.dumps(tc.get("args") or {}, ensure_ascii=False, default=str))
-        elif isinstance(message, ToolMessage) and message.name:
-            n += 1
-        return n
-
-    def tools_tokens(self, tools: Sequence[Any]) -> int:
-        total = 0
-        for tool in tools:
-            schema = tool
-            if not isinstance(tool, dict):
-                try:
-                    from langchain_core.utils.function_calling import convert_to_openai_tool
-
-                    schema = convert_to_openai_tool(tool)
-                except Exception:
-                    schema = {
-                        "name": getattr(tool, "name", ""),
-                        "description": getattr(tool, "description", ""),
-                    }
-            total += self.text_tokens(json.dumps(schema, ensure_ascii=False, default=str))
-        return total
 
 
 def make_measure(measure: str = "char-class") -> EstimateCache:

@@ -31,7 +31,6 @@ the strategy.  ``$CTXLAB_TIKTOKEN_ENCODING`` sets the strategy's encoding (defau
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import tempfile
@@ -42,9 +41,9 @@ from typing import Any
 
 import tiktoken
 import tiktoken.load
-from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.messages import BaseMessage
 
-from ctxlab.estimation import MESSAGE_OVERHEAD, UNKNOWN_IMAGE_TOKENS, estimate_image_tokens
+from ctxlab.estimation import CharClassEstimator, estimate_image_tokens
 from ctxlab.hookspecs import hookimpl
 
 __all__ = [
@@ -177,8 +176,12 @@ def load_encoding(
         raise EncodingUnavailableError(name, cache, f"{type(exc).__name__}: {exc}") from exc
 
 
-class TiktokenEstimator:
+class TiktokenEstimator(CharClassEstimator):
     """Estimator plugin counting with a tiktoken encoding (exact for OpenAI-style text).
+
+    The message framing (overhead, tool calls, images by size, ``tool_use`` blocks counted once)
+    is the core estimator's (:class:`ctxlab.estimation.CharClassEstimator`); only the text count
+    differs.
 
     Args:
         encoding: an encoding or model name, or a loaded ``tiktoken.Encoding``.
@@ -210,70 +213,6 @@ class TiktokenEstimator:
                 images += estimate_image_tokens(m.group(0))
             text = _DATA_URL.sub(" ", text)
         return len(self.encoding.encode_ordinary(text)) + images
-
-    def _block_tokens(self, block: Any) -> int:
-        if isinstance(block, str):
-            return self.text_tokens(block)
-        if not isinstance(block, dict):
-            return self.text_tokens(str(block))
-        kind = block.get("type")
-        if kind == "text":
-            return self.text_tokens(str(block.get("text") or ""))
-        if kind in ("reasoning", "thinking"):
-            return self.text_tokens(str(block.get(kind) or block.get("text") or ""))
-        if kind in ("image_url", "image", "input_image"):
-            src = block.get("image_url")
-            if isinstance(src, dict):
-                src = src.get("url")
-            if src is None:
-                src = block.get("url") or block.get("data") or block.get("base64")
-                source = block.get("source")
-                if src is None and isinstance(source, dict):
-                    src = source.get("data") or source.get("url")
-            if isinstance(src, str) and (src.startswith("data:") or len(src) > 200):
-                return estimate_image_tokens(src)
-            return UNKNOWN_IMAGE_TOKENS if src else 0
-        if kind == "redacted_thinking":
-            return 100
-        return self.text_tokens(json.dumps(block, ensure_ascii=False, default=str))
-
-    def content_tokens(self, content: Any) -> int:
-        """Tokens of a message ``content`` (str or list of blocks)."""
-        if isinstance(content, str):
-            return self.text_tokens(content)
-        if isinstance(content, list):
-            return sum(self._block_tokens(b) for b in content)
-        return self.text_tokens(str(content)) if content else 0
-
-    def message_tokens(self, message: BaseMessage) -> int:
-        """Overhead + content + tool calls (3 + name + JSON args each) + ToolMessage name."""
-        n = MESSAGE_OVERHEAD + self.content_tokens(message.content)
-        if isinstance(message, AIMessage) and message.tool_calls:
-            for tc in message.tool_calls:
-                n += 3 + self.text_tokens(tc.get("name") or "")
-                n += self.text_tokens(json.dumps(tc.get("args") or {}, ensure_ascii=False, default=str))
-        elif isinstance(message, ToolMessage) and message.name:
-            n += 1
-        return n
-
-    def tools_tokens(self, tools: Sequence[Any]) -> int:
-        """Tokens of the tool schemas (OpenAI function format, JSON)."""
-        total = 0
-        for tool in tools:
-            if isinstance(tool, dict):
-                schema: Any = tool
-            else:
-                try:
-                    from langchain_core.utils.function_calling import convert_to_openai_tool
-
-                    schema = convert_to_openai_tool(tool)
-                except Exception:
-                    schema = {
-                        "name": getattr(tool, "name", ""),
-                        "description": getattr(tool, "description", ""),
-                    }
-            total += self.text_tokens(json.dumps(schema, ensure_ascii=False, default=str))
-        return total
 
     # --- hooks ----------------------------------------------------------------------------------
 
