@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.exceptions import ContextOverflowError
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from ctxlab.cutoff import CutoffContext, CutoffDecision, to_global
 from ctxlab.estimation import EstimateCache
@@ -441,15 +441,3 @@ def _latest_request(eff: list[BaseMessage], local: int) -> str | None:
     if len(text) > LATEST_REQUEST_CHARS:
         text = text[:LATEST_REQUEST_CHARS] + f"\n[... {len(text) - LATEST_REQUEST_CHARS} more characters]"
     return text
-
-
-def is_tool_pairing_intact(view: list[BaseMessage]) -> bool:
-    """True when every ToolMessage follows a call with its id and every call in the view that
-    has results has them in the view (used by tests and replay checks)."""
-    called: set[str] = set()
-    for m in view:
-        if isinstance(m, AIMessage):
-            called.update(tc["id"] for tc in m.tool_calls if tc.get("id"))
-        elif isinstance(m, ToolMessage) and m.tool_call_id not in called:
-            return False
-    return True

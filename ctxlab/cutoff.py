@@ -11,8 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from langchain_core.messages import BaseMessage
-
 __all__ = ["CutoffContext", "CutoffDecision", "to_global"]
 
 
@@ -58,7 +56,3 @@ def to_global(local: int, previous_cutoff: int | None, has_previous_summary: boo
 def first_new_position(has_previous_summary: bool) -> int:
     """The smallest local cutoff that summarizes at least one message not yet summarized."""
     return 2 if has_previous_summary else 1
-
-
-def kept_messages(messages: list[BaseMessage], local: int) -> list[BaseMessage]:
-    return messages[local:]

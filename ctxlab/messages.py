@@ -15,7 +15,6 @@ __all__ = [
     "effective_messages",
     "message_text",
     "tool_pair_spans",
-    "unmatched_in_view",
     "valid_cut_positions",
 ]
 
@@ -118,19 +117,6 @@ def valid_cut_positions(messages: Sequence[BaseMessage]) -> list[bool]:
         if running > 0 or (c < n and isinstance(messages[c], (ToolMessage, SystemMessage))):
             ok[c] = False
     return ok
-
-
-def unmatched_in_view(view: Sequence[BaseMessage]) -> list[str]:
-    """Problems of tool pairing in a request view: results without an earlier call, calls whose
-    results appear nowhere in the view though they appear later (checked by callers)."""
-    problems: list[str] = []
-    called: set[str] = set()
-    for i, m in enumerate(view):
-        if isinstance(m, AIMessage):
-            called.update(tc.get("id") for tc in m.tool_calls if tc.get("id"))
-        elif isinstance(m, ToolMessage) and m.tool_call_id not in called:
-            problems.append(f"ToolMessage #{i} answers {m.tool_call_id!r} with no earlier call in the view")
-    return problems
 
 
 def last_human_index(messages: Sequence[BaseMessage]) -> int | None:

@@ -124,23 +124,7 @@ for issue in result.errors:
 # view). `unmatched_tool_pairs` must be 0: no view ever separated a tool call from its result.
 
 # %%
-totals = strategy_totals(calls).select(
-    "strategy",
-    "transcripts",
-    "calls",
-    "raw_tokens_total",
-    "sent_tokens_total",
-    "saving_pct",
-    "l1_rounds",
-    "l2_rounds",
-    "summarizer_calls",
-    "summarizer_input_tokens",
-    "summarizer_output_tokens",
-    "mean_overhead_ms",
-    "mean_cache_reusable_share",
-    "mean_retention",
-    "unmatched_tool_pairs",
-)
+totals = strategy_totals(calls).drop("max_view_tokens", "max_raw_tokens")
 totals
 
 # %% [markdown]
