@@ -1,25 +1,59 @@
 """ctxlab: context compression for LLM agents.
 
-The middleware floor is what ``import ctxlab`` gives a prototype::
+The middleware is what a prototype imports::
 
     from ctxlab import CompressionMiddleware, CompressionSettings
 
-Lab modules (replay, plots, widgets, CLI) import polars/matplotlib only when used.
+The package is built in floors, each importing only the floors below it (checked by
+import-linter, see ``docs/architecture.md``):
+
+1. :mod:`ctxlab.core` — settings, estimation, L1, cutoff, summarizing, the round, the middleware,
+   hook specifications, the plugin manager and the built-in ARS plugins;
+2. :mod:`ctxlab.transcripts` — loaders of recorded agent runs;
+3. :mod:`ctxlab.replay` — the model-node harness, strategies, the replay engine, metrics;
+4. :mod:`ctxlab.analysis` — frames, plots, reports, widgets (what notebooks import);
+5. :mod:`ctxlab.cli` — the ``ctxlab`` command, benchmarks, the sample recorder.
+
+The names below are loaded on first use (PEP 562), so ``import ctxlab`` alone imports no
+LangChain, polars or matplotlib.
 """
 
 from __future__ import annotations
 
-from ctxlab.events import to_sse
-from ctxlab.middleware import CompressionMiddleware, CompressionState
-from ctxlab.plugins import describe_plugins, make_plugin_manager
-from ctxlab.settings import (
-    SUMMARY_PROMPT_EN,
-    SUMMARY_PROMPT_ZH,
-    CompressionSettings,
-    SettingsError,
-)
+import importlib
+from importlib.metadata import PackageNotFoundError, version
+from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+try:
+    __version__ = version("ctxlab")
+except PackageNotFoundError:  # running from a source tree that was never installed
+    __version__ = "0.0.0+unknown"
+
+if TYPE_CHECKING:
+    from ctxlab.core.events import to_sse
+    from ctxlab.core.hookspecs import hookimpl
+    from ctxlab.core.middleware import CompressionMiddleware, CompressionState
+    from ctxlab.core.plugins import describe_plugins, make_plugin_manager
+    from ctxlab.core.settings import (
+        SUMMARY_PROMPT_EN,
+        SUMMARY_PROMPT_ZH,
+        CompressionSettings,
+        SettingsError,
+    )
+
+#: public name -> module that defines it
+_EXPORTS: dict[str, str] = {
+    "SUMMARY_PROMPT_EN": "ctxlab.core.settings",
+    "SUMMARY_PROMPT_ZH": "ctxlab.core.settings",
+    "CompressionSettings": "ctxlab.core.settings",
+    "SettingsError": "ctxlab.core.settings",
+    "CompressionMiddleware": "ctxlab.core.middleware",
+    "CompressionState": "ctxlab.core.middleware",
+    "describe_plugins": "ctxlab.core.plugins",
+    "make_plugin_manager": "ctxlab.core.plugins",
+    "hookimpl": "ctxlab.core.hookspecs",
+    "to_sse": "ctxlab.core.events",
+}
 
 __all__ = [
     "SUMMARY_PROMPT_EN",
@@ -30,6 +64,20 @@ __all__ = [
     "SettingsError",
     "__version__",
     "describe_plugins",
+    "hookimpl",
     "make_plugin_manager",
     "to_sse",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'ctxlab' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -12,7 +12,7 @@ import os
 
 SMALL = os.environ.get("CI") == "true"
 # the real run: the longest mini-swe-agent transcript of the shared set (relative to
-# ../shared/transcripts); see ctxlab.lab.LONG_MINI_SWE_AGENT_RUN
+# ../shared/transcripts); see ctxlab.transcripts.locate.LONG_MINI_SWE_AGENT_RUN
 RUN = "raw/mini-swe-agent/swebench_results/20251118_gemini-3-pro-74pct/trajs/pytest-dev__pytest-6197/pytest-dev__pytest-6197.traj.json"
 SCALED_THRESHOLD_K = 32  # summary_threshold for a run that never reaches the default 100 K
 SAMPLE_CALLS = 160 if SMALL else None  # model calls of the bundled sample to replay (None: all 225)
@@ -23,7 +23,7 @@ SHOW_EXPLORER = True  # build the interactive explorer at the end
 #
 # A compression strategy decides, before every model call, what the model receives. This
 # notebook replays a recorded agent run call by call through ctxlab's ARS strategy
-# (`ctxlab.replay.replay`: the real `CompressionMiddleware`, fed the transcript one model call at
+# (`ctxlab.replay.engine.replay`: the real `CompressionMiddleware`, fed the transcript one model call at
 # a time, no model and no network) and shows for each call:
 #
 # * the **request size split by part**: system message + tool schemas, user, assistant, tool
@@ -41,12 +41,12 @@ SHOW_EXPLORER = True  # build the interactive explorer at the end
 import polars as pl
 
 from ctxlab import CompressionSettings
-from ctxlab.lab import save_figure, transcript_path
-from ctxlab.plotting import budget_figure
+from ctxlab.analysis.export import save_figure
+from ctxlab.analysis.plotting import budget_figure
+from ctxlab.analysis.report import offloads_frame, rounds_frame, summaries_text
 from ctxlab.replay import replay
-from ctxlab.report import offloads_frame, rounds_frame, summaries_text
-from ctxlab.sample import SAMPLE_TRANSCRIPT
 from ctxlab.transcripts import load_transcripts
+from ctxlab.transcripts.locate import SAMPLE_TRANSCRIPT, transcript_path
 
 _ = pl.Config(tbl_rows=16, tbl_cols=-1, fmt_str_lengths=100, tbl_width_chars=180)
 
@@ -175,14 +175,14 @@ print(summaries_text(sample_result, max_chars=1500))
 # %% [markdown]
 # ## Explore
 #
-# `ctxlab.widgets.explore()` replays a run again whenever a setting changes and redraws this
+# `ctxlab.analysis.widgets.explore()` replays a run again whenever a setting changes and redraws this
 # chart in place: pick a transcript and a strategy, move the sliders, switch the summary prompt
 # between Chinese and English. An invalid value (a threshold of 0, say) shows its error above
 # the chart. Each change replays the whole run (a few seconds for the sample).
 
 # %%
 if SHOW_EXPLORER:
-    from ctxlab.widgets import explore
+    from ctxlab.analysis.widgets import explore
 
     explorer = explore([run], settings=settings)
     print(f"explorer ready: {explorer.calls.height} calls, error: {explorer.error}")

@@ -37,7 +37,7 @@ FOCUS_STRATEGIES = ["ars", "masking", "hybrid", "langchain-summarization"]  # it
 # # Strategies side by side
 #
 # The same recorded runs, replayed call by call through several compression strategies
-# (`ctxlab.replay.replay_many`). Each strategy is a name registered by a plugin
+# (`ctxlab.replay.engine.replay_many`). Each strategy is a name registered by a plugin
 # (`ctxlab_register_strategies`): ARS itself and its estimator variants, observation masking,
 # a masking + summary hybrid, and LangChain's and DeepAgents' own summarization middlewares as
 # baselines. All of them get the same settings, and every token number below is measured with one
@@ -51,13 +51,12 @@ FOCUS_STRATEGIES = ["ars", "masking", "hybrid", "langchain-summarization"]  # it
 import polars as pl
 
 from ctxlab import CompressionSettings
-from ctxlab.lab import save_figure, shared_dir
-from ctxlab.plotting import plot_savings, plot_strategies, plot_sweep
-from ctxlab.plugins import make_plugin_manager, strategies
-from ctxlab.replay import replay_many, sweep
-from ctxlab.report import strategy_totals
-from ctxlab.sample import SAMPLE_TRANSCRIPT
+from ctxlab.analysis.export import save_figure
+from ctxlab.analysis.plotting import plot_savings, plot_strategies, plot_sweep
+from ctxlab.analysis.report import strategy_totals
+from ctxlab.replay import make_lab_manager, replay_many, strategies, sweep
 from ctxlab.transcripts import load_many
+from ctxlab.transcripts.locate import SAMPLE_TRANSCRIPT, shared_dir
 
 _ = pl.Config(tbl_rows=50, tbl_cols=-1, fmt_str_lengths=60, tbl_width_chars=220, float_precision=2)
 
@@ -68,7 +67,7 @@ _ = pl.Config(tbl_rows=50, tbl_cols=-1, fmt_str_lengths=60, tbl_width_chars=220,
 # `STRATEGIES` are compared; a name that is not installed is reported here and left out.
 
 # %%
-pm = make_plugin_manager(load_entrypoints=True)
+pm = make_lab_manager(load_entrypoints=True)
 registered = strategies(pm)
 chosen = [s for s in STRATEGIES if s in registered]
 missing = [s for s in STRATEGIES if s not in registered]

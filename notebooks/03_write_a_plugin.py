@@ -40,18 +40,17 @@ import tempfile
 
 import polars as pl
 
-from ctxlab import CompressionMiddleware, CompressionSettings, describe_plugins
-from ctxlab.builtin import StructuredSummarizer
-from ctxlab.cutoff import CutoffDecision
-from ctxlab.files import default_backend
-from ctxlab.hookspecs import hookimpl
-from ctxlab.lab import save_figure, shared_dir
-from ctxlab.messages import message_text, valid_cut_positions
-from ctxlab.plotting import plot_savings, plot_strategies
-from ctxlab.plugins import make_plugin_manager
-from ctxlab.replay import replay, replay_many
-from ctxlab.report import strategy_totals
+from ctxlab import CompressionMiddleware, CompressionSettings, describe_plugins, hookimpl
+from ctxlab.analysis.export import save_figure
+from ctxlab.analysis.plotting import plot_savings, plot_strategies
+from ctxlab.analysis.report import strategy_totals
+from ctxlab.core.builtin import StructuredSummarizer
+from ctxlab.core.cutoff import CutoffDecision
+from ctxlab.core.files import default_backend
+from ctxlab.core.messages import message_text, valid_cut_positions
+from ctxlab.replay import make_lab_manager, replay, replay_many
 from ctxlab.transcripts import load_many
+from ctxlab.transcripts.locate import shared_dir
 
 _ = pl.Config(tbl_rows=40, tbl_cols=-1, fmt_str_lengths=60, tbl_width_chars=200, float_precision=2)
 
@@ -157,7 +156,7 @@ class MyStrategies:
         )
 
 
-pm = make_plugin_manager([MyStrategies()])
+pm = make_lab_manager([MyStrategies()])
 STRATEGIES = ["ars", "ars-token-budget", "ars-4chars"]
 
 # %% [markdown]

@@ -25,7 +25,7 @@ THRESHOLD_K = 8  # summary_threshold in K tokens: T = 8 × 1024 tokens, small on
 #    (spec R14) while the agent runs;
 # 2. the **checkpointed `_summarization_event`** in a SQLite checkpoint (spec R11) — the
 #    recoverable truth, readable after a restart;
-# 3. the **effective messages** rebuilt from that event (`ctxlab.messages.effective_messages`):
+# 3. the **effective messages** rebuilt from that event (`ctxlab.core.messages.effective_messages`):
 #    what the model sees on the next call;
 # 4. the **files** the middleware wrote: offloaded tool results and the conversation history.
 #
@@ -45,10 +45,10 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from ctxlab import SUMMARY_PROMPT_EN, CompressionMiddleware, CompressionSettings, to_sse
-from ctxlab.builtin.summarizers import StructuredSummarizer
-from ctxlab.messages import effective_messages
-from ctxlab.report import events_frame, files_frame, messages_frame
-from ctxlab.sample import scripted_tool_model
+from ctxlab.analysis.report import events_frame, files_frame, messages_frame
+from ctxlab.core.builtin.summarizers import StructuredSummarizer
+from ctxlab.core.messages import effective_messages
+from ctxlab.replay import scripted_tool_model
 
 _ = pl.Config(tbl_rows=30, tbl_cols=-1, fmt_str_lengths=90, tbl_width_chars=200)
 

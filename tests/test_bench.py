@@ -8,8 +8,8 @@ import random
 import pytest
 from langchain_core.messages import AIMessage, ToolMessage
 
-from ctxlab import bench
-from ctxlab.bench import CLASSES, fit_exponent, label_block, segment, synthetic_history
+from ctxlab.cli import bench
+from ctxlab.cli.bench import CLASSES, fit_exponent, label_block, segment, synthetic_history
 
 
 @pytest.mark.parametrize(

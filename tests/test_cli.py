@@ -13,9 +13,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from ctxlab.cli import main
+from ctxlab.analysis.report import SUMMARY_COLUMNS
+from ctxlab.cli.main import main
 from ctxlab.replay import CALL_COLUMNS
-from ctxlab.report import SUMMARY_COLUMNS
 
 REPO = Path(__file__).resolve().parents[1]
 RAW = REPO.parent / "shared" / "transcripts" / "raw"
@@ -36,7 +36,7 @@ def shared() -> Path:
 def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "MPLBACKEND": "Agg", "COLUMNS": "160"}
     return subprocess.run(
-        [sys.executable, "-m", "ctxlab.cli", *args],
+        [sys.executable, "-m", "ctxlab.cli.main", *args],
         capture_output=True,
         text=True,
         env=env,
@@ -80,14 +80,14 @@ def test_replay_end_to_end_on_real_transcripts(shared: Path, tmp_path: Path) -> 
 def test_compare_two_strategies(shared: Path, tmp_path: Path) -> None:
     (tmp_path / "plugins").mkdir()
     (tmp_path / "plugins" / "tight.py").write_text(
-        "from ctxlab.hookspecs import hookimpl\n"
+        "from ctxlab.core.hookspecs import hookimpl\n"
         "@hookimpl\n"
         "def ctxlab_register_strategies(register):\n"
         "    register('never-cut', lambda settings: [NeverCut()], 'no L2')\n"
         "class NeverCut:\n"
         "    @hookimpl\n"
         "    def ctxlab_select_cutoff(self, messages, ctx):\n"
-        "        from ctxlab.cutoff import CutoffDecision\n"
+        "        from ctxlab.core.cutoff import CutoffDecision\n"
         "        return CutoffDecision(None, 'never')\n",
         encoding="utf-8",
     )
@@ -200,7 +200,7 @@ def test_unknown_strategy_exits_2(capsys) -> None:
 
 
 def test_replay_without_path_uses_the_bundled_sample(tmp_path: Path) -> None:
-    from ctxlab.sample import SAMPLE_TRANSCRIPT
+    from ctxlab.transcripts.locate import SAMPLE_TRANSCRIPT
 
     assert Path(SAMPLE_TRANSCRIPT).is_file(), f"bundled sample missing: {SAMPLE_TRANSCRIPT}"
     out = tmp_path / "demo"
@@ -218,9 +218,9 @@ def test_plugins_listing(capsys) -> None:
 
 def test_bench_dispatch(monkeypatch, capsys) -> None:
     seen = []
-    fake = types.ModuleType("ctxlab.bench")
+    fake = types.ModuleType("ctxlab.cli.bench")
     fake.main = lambda argv: seen.append(argv) or 3  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "ctxlab.bench", fake)
+    monkeypatch.setitem(sys.modules, "ctxlab.cli.bench", fake)
     assert main(["bench", "--quick", "x"]) == 3
     assert seen == [["--quick", "x"]]
 
@@ -231,14 +231,14 @@ def test_bench_missing_module(monkeypatch, capsys) -> None:
     real = importlib.import_module
 
     def fake_import(name, *a, **k):
-        if name == "ctxlab.bench":
-            raise ModuleNotFoundError("No module named 'ctxlab.bench'", name="ctxlab.bench")
+        if name == "ctxlab.cli.bench":
+            raise ModuleNotFoundError("No module named 'ctxlab.cli.bench'", name="ctxlab.cli.bench")
         return real(name, *a, **k)
 
-    monkeypatch.delitem(sys.modules, "ctxlab.bench", raising=False)
+    monkeypatch.delitem(sys.modules, "ctxlab.cli.bench", raising=False)
     monkeypatch.setattr(importlib, "import_module", fake_import)
     assert main(["bench"]) == 1
-    assert "ctxlab.bench is missing" in capsys.readouterr().err
+    assert "ctxlab.cli.bench is missing" in capsys.readouterr().err
 
 
 def test_bad_summarizer_model_is_a_clear_error(capsys) -> None:

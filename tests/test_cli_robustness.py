@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ctxlab.cli import main
+from ctxlab.cli.main import main
 from ctxlab.transcripts import load_many
 
 REPO = Path(__file__).resolve().parents[1]
@@ -59,8 +59,8 @@ def test_plugins_dir_hooks_apply_to_the_replayed_middleware(tmp_path: Path, monk
     plug = tmp_path / "plug"
     plug.mkdir()
     (plug / "no_l2.py").write_text(
-        "from ctxlab.cutoff import CutoffDecision\n"
-        "from ctxlab.hookspecs import hookimpl\n\n"
+        "from ctxlab.core.cutoff import CutoffDecision\n"
+        "from ctxlab.core.hookspecs import hookimpl\n\n"
         "@hookimpl(tryfirst=True)\n"
         "def ctxlab_select_cutoff(messages, ctx):\n"
         "    return CutoffDecision(None, 'plugins-dir rule: never summarize')\n"

@@ -13,7 +13,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 from langchain_core.tools import StructuredTool
 
 from ctxlab import CompressionMiddleware, CompressionSettings
-from ctxlab.estimation import (
+from ctxlab.core.estimation import (
     MESSAGE_OVERHEAD,
     UNKNOWN_IMAGE_TOKENS,
     CharClassEstimator,
@@ -22,7 +22,7 @@ from ctxlab.estimation import (
     estimate_image_tokens,
     estimate_text_tokens,
 )
-from ctxlab.hookspecs import hookimpl
+from ctxlab.core.hookspecs import hookimpl
 
 ROOT = Path(__file__).resolve().parents[1]
 ZH_PROSE = ROOT.parent / "shared" / "transcripts" / "samples" / "zh-prose.txt"

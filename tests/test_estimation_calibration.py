@@ -1,8 +1,8 @@
 """The core default estimate (spec R16) against cl100k_base, per content class.
 
-``ctxlab.estimation.estimate_text_tokens`` weighs calibrated character classes; this checks the
+``ctxlab.core.estimation.estimate_text_tokens`` weighs calibrated character classes; this checks the
 calibration on the shared public transcripts (``../shared/transcripts`` beside the repository,
-labeled per class by ``ctxlab.bench.collect_samples``/``label_block``) and the Chinese prose
+labeled per class by ``ctxlab.cli.bench.collect_samples``/``label_block``) and the Chinese prose
 sample.  The shared folder is required: a missing folder is a failure, never a skip.
 """
 
@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 import tiktoken
 
-from ctxlab.bench import CLASSES, Sample, collect_samples
-from ctxlab.estimation import (
+from ctxlab.cli.bench import CLASSES, Sample, collect_samples
+from ctxlab.core.estimation import (
     COEFFICIENTS,
     WEIGHTS,
     char_class_tokens,

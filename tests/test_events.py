@@ -8,7 +8,7 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 
 from ctxlab import CompressionMiddleware, CompressionSettings, to_sse
-from ctxlab.events import EVENT_TYPE, PHASES, make_event
+from ctxlab.core.events import EVENT_TYPE, PHASES, make_event
 
 KEYS = {
     "type",

@@ -6,7 +6,21 @@ import json
 import subprocess
 import sys
 
-LAB_MODULES = ("polars", "matplotlib", "ipywidgets", "IPython", "jupyterlab", "rich", "tqdm", "tiktoken")
+# ``rich`` is not listed: httpx (under langgraph_sdk, under langchain.agents) imports it by itself
+# whenever it is installed, so its presence says nothing about ctxlab's floors.
+LAB_MODULES = (
+    "polars",
+    "matplotlib",
+    "ipywidgets",
+    "IPython",
+    "jupyterlab",
+    "tqdm",
+    "tiktoken",
+    "ctxlab.transcripts",
+    "ctxlab.replay",
+    "ctxlab.analysis",
+    "ctxlab.cli",
+)
 
 
 def test_import_ctxlab_does_not_load_lab_packages() -> None:
@@ -23,8 +37,15 @@ def test_import_ctxlab_does_not_load_lab_packages() -> None:
 
 def test_public_surface_names() -> None:
     import ctxlab
-    from ctxlab.events import to_sse
+    from ctxlab.core.events import to_sse
 
     assert ctxlab.CompressionMiddleware.__name__ == "CompressionMiddleware"
     assert ctxlab.CompressionSettings.__name__ == "CompressionSettings"
     assert ctxlab.to_sse is to_sse
+
+
+def test_import_ctxlab_alone_defers_langchain() -> None:
+    """``import ctxlab`` loads no LangChain until a middleware name is used (PEP 562 exports)."""
+    code = "import json, sys; import ctxlab; print(json.dumps(sorted(m for m in sys.modules if m.startswith(('langchain', 'langgraph')))))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == []

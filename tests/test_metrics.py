@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
-from ctxlab.estimation import CharClassEstimator
-from ctxlab.metrics import (
+from ctxlab.core.estimation import CharClassEstimator
+from ctxlab.replay.metrics import (
     RequestView,
     TiktokenEstimator,
     cache_reusable_tokens,

@@ -21,8 +21,8 @@ from langchain_core.tools import StructuredTool
 from langgraph.constants import TAG_NOSTREAM
 
 from ctxlab import CompressionMiddleware, CompressionSettings
-from ctxlab.estimation import CharClassEstimator, estimate_text_tokens
-from ctxlab.hookspecs import hookimpl
+from ctxlab.core.estimation import CharClassEstimator, estimate_text_tokens
+from ctxlab.core.hookspecs import hookimpl
 
 MODES = ["sync", "async"]
 EST = CharClassEstimator()
@@ -711,7 +711,7 @@ def test_write_and_edit_args_truncated_in_every_call(mw_kit, tmp_path, mode):
 def test_same_content_same_path_and_saved_marker_not_rewritten(mw_kit, tmp_path, mode):
     # spec: R6 — same content, same path; a message that already carries the saved marker is
     # not written again
-    from ctxlab.builtin.trimmers import OFFLOAD_MARKER
+    from ctxlab.core.builtin.trimmers import OFFLOAD_MARKER
 
     same = mw_kit.fill(6000, "SAME-RESULT", seed=11)
     already = (
@@ -997,7 +997,7 @@ def test_offload_write_failure_keeps_a_preview_and_names_no_path(mw_kit, tmp_pat
 )
 def test_file_layer_writes_only_under_outputs(mw_kit, tmp_path, path):
     # spec: R17 — paths are validated: nothing outside the virtual outputs/ folder is written
-    from ctxlab.files import FileWriteError, write_text
+    from ctxlab.core.files import FileWriteError, write_text
 
     with pytest.raises(FileWriteError):
         write_text(mw_kit.backend(tmp_path), path, "x")

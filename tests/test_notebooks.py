@@ -129,7 +129,7 @@ def test_notebook_executes(
 
 def test_notebooks_do_not_set_up_their_own_env() -> None:
     """Notebooks find their data from their working directory (``notebooks/`` in the checkout,
-    through ``ctxlab.lab``), never from a hard-coded host path."""
+    through ``ctxlab.transcripts.locate``), never from a hard-coded host path."""
     for py in NOTEBOOKS:
         text = py.read_text(encoding="utf-8")
         assert "/work/" not in text and "/home/" not in text, f"{py.name} hard-codes a host path"

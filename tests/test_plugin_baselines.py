@@ -14,7 +14,7 @@ from langchain_core.tools import tool
 from pydantic import Field
 
 from ctxlab import CompressionSettings
-from ctxlab.plugins import make_plugin_manager, strategies
+from ctxlab.replay import make_lab_manager, strategies
 
 pytest.importorskip("ctxlab_baselines")
 from ctxlab_baselines import (
@@ -156,7 +156,7 @@ def test_strategies_are_registered_and_replay(tmp_path):
     from ctxlab.replay import replay_many
     from ctxlab.transcripts.base import Transcript
 
-    pm = make_plugin_manager(load_entrypoints=True)
+    pm = make_lab_manager(load_entrypoints=True)
     known = strategies(pm)
     for name in ("langchain-summarization", "deepagents-summarization"):
         assert isinstance(known[name].factory(SETTINGS), AgentMiddleware)

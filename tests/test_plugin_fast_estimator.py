@@ -9,16 +9,16 @@ import random
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
-from ctxlab import estimation
-from ctxlab.bench import CLASSES, collect_samples, default_transcripts_dir
-from ctxlab.estimation import (
+from ctxlab.cli.bench import CLASSES, collect_samples, default_transcripts_dir
+from ctxlab.core import estimation
+from ctxlab.core.estimation import (
     BLOCK,
     MESSAGE_OVERHEAD,
     CharClassEstimator,
     estimate_image_tokens,
     estimate_text_tokens,
 )
-from ctxlab.plugins import make_plugin_manager, strategies
+from ctxlab.replay import make_lab_manager, strategies
 
 fe = pytest.importorskip("ctxlab_fast_estimator")
 from ctxlab_fast_estimator import (  # noqa: E402
@@ -135,13 +135,13 @@ def test_within_ten_percent_of_cl100k_on_every_content_class(enc, samples):
 def test_registered_explicitly_it_overrides_the_default_estimator():
     text = _texts()["cjk"]
     msg = HumanMessage(content=text)
-    pm = make_plugin_manager([FastEstimator()])
+    pm = make_lab_manager([FastEstimator()])
     assert pm.hook.ctxlab_estimate_message(message=msg) == MESSAGE_OVERHEAD + fast_text_tokens(text)
 
 
 def test_installed_it_only_registers_the_strategy():
     msg = HumanMessage(content=_texts()["cjk"])
-    pm = make_plugin_manager(load_entrypoints=True)
+    pm = make_lab_manager(load_entrypoints=True)
     assert pm.hook.ctxlab_estimate_message(message=msg) == CharClassEstimator().message_tokens(msg)
     info = strategies(pm)["ars-fast"]
     plugins = info.factory(None)

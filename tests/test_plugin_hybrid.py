@@ -13,8 +13,8 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langgraph.runtime import Runtime
 
 from ctxlab import CompressionMiddleware, CompressionSettings
-from ctxlab.builtin import StructuredSummarizer
-from ctxlab.plugins import make_plugin_manager, strategies
+from ctxlab.core.builtin import StructuredSummarizer
+from ctxlab.replay import make_lab_manager, strategies
 
 pytest.importorskip("ctxlab_masking")
 ch = pytest.importorskip("ctxlab_hybrid")
@@ -120,7 +120,7 @@ def test_overflow_of_a_view_between_t2_and_t_forces_the_ars_summary(tmp_path):
 
 
 def test_strategy_uses_the_settings_threshold():
-    pm = make_plugin_manager(load_entrypoints=True)
+    pm = make_lab_manager(load_entrypoints=True)
     assert not any(isinstance(p, HybridMasking) for p in pm.get_plugins())
     (plugin,) = strategies(pm)["hybrid"].factory(SETTINGS)
     assert isinstance(plugin, HybridMasking)

@@ -14,7 +14,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langgraph.runtime import Runtime
 
 from ctxlab import CompressionMiddleware, CompressionSettings
-from ctxlab.plugins import make_plugin_manager, strategies
+from ctxlab.replay import make_lab_manager, strategies
 
 cm = pytest.importorskip("ctxlab_masking")
 from ctxlab_masking import (  # noqa: E402
@@ -190,7 +190,7 @@ def test_keep_from_the_environment(monkeypatch):
 
 
 def test_entry_point_registers_only_the_strategy():
-    pm = make_plugin_manager(load_entrypoints=True)
+    pm = make_lab_manager(load_entrypoints=True)
     names = {type(p).__name__ for p in pm.get_plugins()}
     assert "ObservationMasking" not in names and "NoSummaryCutoff" not in names
     plugins = strategies(pm)["masking"].factory(CompressionSettings())

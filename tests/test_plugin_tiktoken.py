@@ -12,8 +12,8 @@ import pytest
 import tiktoken
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
-from ctxlab.estimation import MESSAGE_OVERHEAD, CharClassEstimator
-from ctxlab.plugins import make_plugin_manager, strategies
+from ctxlab.core.estimation import MESSAGE_OVERHEAD, CharClassEstimator
+from ctxlab.replay import make_lab_manager, strategies
 
 ctxlab_tiktoken = pytest.importorskip("ctxlab_tiktoken")
 from ctxlab_tiktoken import EncodingUnavailableError, TiktokenEstimator, load_encoding  # noqa: E402
@@ -65,18 +65,18 @@ def test_tool_schemas_are_counted_as_json(enc):
 
 def test_registered_explicitly_it_overrides_the_default_estimator(enc):
     msg = HumanMessage(content=TEXT)
-    pm = make_plugin_manager([TiktokenEstimator(enc)])
+    pm = make_lab_manager([TiktokenEstimator(enc)])
     assert pm.hook.ctxlab_estimate_message(message=msg) == MESSAGE_OVERHEAD + n(enc, TEXT)
 
 
 def test_installed_it_only_registers_the_strategy(enc):
     msg = HumanMessage(content=TEXT)
-    pm = make_plugin_manager(load_entrypoints=True)
+    pm = make_lab_manager(load_entrypoints=True)
     assert pm.hook.ctxlab_estimate_message(message=msg) == CharClassEstimator().message_tokens(msg)
     strategy = strategies(pm)["ars-tiktoken"]
     plugins = strategy.factory(None)
     assert [type(p).__name__ for p in plugins] == ["TiktokenEstimator"]
-    pm2 = make_plugin_manager(plugins)
+    pm2 = make_lab_manager(plugins)
     assert pm2.hook.ctxlab_estimate_message(message=msg) == MESSAGE_OVERHEAD + n(enc, TEXT)
 
 
@@ -148,7 +148,7 @@ def test_allowed_download_failure_is_reported_not_hung(monkeypatch, tmp_path):
 
 
 def test_data_url_images_count_as_images(enc):
-    from ctxlab.estimation import estimate_image_tokens
+    from ctxlab.core.estimation import estimate_image_tokens
 
     png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
     url = "data:image/png;base64," + png * 3

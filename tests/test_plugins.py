@@ -11,11 +11,11 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 
 from ctxlab import CompressionMiddleware, CompressionSettings, describe_plugins, make_plugin_manager
-from ctxlab.builtin.cutoff_rule import KeepRecentCutoff
-from ctxlab.cutoff import CutoffDecision
-from ctxlab.estimation import CharClassEstimator
-from ctxlab.hookspecs import hookimpl
-from ctxlab.l1 import TrimReport
+from ctxlab.core.builtin.cutoff_rule import KeepRecentCutoff
+from ctxlab.core.cutoff import CutoffDecision
+from ctxlab.core.estimation import CharClassEstimator
+from ctxlab.core.hookspecs import hookimpl
+from ctxlab.core.l1 import TrimReport
 
 #: T = 1024 tokens, T2 = 409.6, offload above 100 tokens, keep 2
 SETTINGS = CompressionSettings(
@@ -272,7 +272,7 @@ def test_describe_plugins_lists_builtins_with_their_hooks():
 
 
 GOOD = """
-from ctxlab.hookspecs import hookimpl
+from ctxlab.core.hookspecs import hookimpl
 SEEN = []
 
 @hookimpl

@@ -26,12 +26,19 @@ from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langgraph.types import Command
 
-from ctxlab.cutoff import CutoffDecision
-from ctxlab.estimation import CharClassEstimator
-from ctxlab.hookspecs import hookimpl
-from ctxlab.plugins import make_plugin_manager
-from ctxlab.replay import CALL_COLUMNS, ReplayModel, build_middleware, replay, replay_many, transcript_labels
-from ctxlab.settings import CompressionSettings
+from ctxlab.core.cutoff import CutoffDecision
+from ctxlab.core.estimation import CharClassEstimator
+from ctxlab.core.hookspecs import hookimpl
+from ctxlab.core.settings import CompressionSettings
+from ctxlab.replay import (
+    CALL_COLUMNS,
+    ReplayModel,
+    build_middleware,
+    make_lab_manager,
+    replay,
+    replay_many,
+    transcript_labels,
+)
 from ctxlab.transcripts.base import Transcript
 
 SETTINGS = CompressionSettings(
@@ -247,7 +254,7 @@ class TestStrategies:
 
 @pytest.fixture
 def pm():
-    return make_plugin_manager([TestStrategies()])
+    return make_lab_manager([TestStrategies()])
 
 
 def test_plugin_list_strategy(pm, tmp_path: Path) -> None:
@@ -298,7 +305,7 @@ def test_bad_factory_result(tmp_path: Path) -> None:
             register("bad", lambda settings: 42)
 
     with pytest.raises(TypeError, match="expected a list of plugin objects or an AgentMiddleware"):
-        build_middleware("bad", settings=SETTINGS, pm=make_plugin_manager([Bad()]))
+        build_middleware("bad", settings=SETTINGS, pm=make_lab_manager([Bad()]))
 
 
 # --- batches -------------------------------------------------------------------------------------
@@ -417,7 +424,7 @@ def test_foreign_event_in_any_command_update_shape(tmp_path: Path, as_tuples: bo
 @pytest.fixture(scope="module")
 def baselines() -> dict:
     """Replays of the handmade transcript (T = 1,024 tokens, keep 4) through both baselines."""
-    pm = make_plugin_manager(load_entrypoints=True)
+    pm = make_lab_manager(load_entrypoints=True)
     names = ["langchain-summarization", "deepagents-summarization"]
     r = replay_many([handmade()], names, settings=SETTINGS, pm=pm, progress=False)
     assert not r.errors, r.errors
@@ -475,8 +482,8 @@ def test_foreign_summarizer_usage_is_taken_from_the_provider(tmp_path: Path) -> 
 
 
 def test_sweep_one_row_per_value(tmp_path: Path) -> None:
+    from ctxlab.analysis.report import TOTALS_COLUMNS
     from ctxlab.replay import sweep
-    from ctxlab.report import TOTALS_COLUMNS
 
     curve = sweep([handmade()], "summary_l2_trigger_ratio", [0.4, 1.0], settings=SETTINGS, out_dir=tmp_path)
     assert curve.columns == ["value", "T", "T2", *TOTALS_COLUMNS, "errors"]

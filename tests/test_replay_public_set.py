@@ -17,8 +17,8 @@ import polars as pl
 import pytest
 from langchain_core.messages import AIMessage
 
+from ctxlab.core.settings import CompressionSettings
 from ctxlab.replay import replay_many, transcript_labels
-from ctxlab.settings import CompressionSettings
 from ctxlab.transcripts import load_many
 
 pytestmark = pytest.mark.slow

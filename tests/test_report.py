@@ -11,8 +11,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from ctxlab.replay import CALL_COLUMNS, replay_many
-from ctxlab.report import (
+from ctxlab.analysis.report import (
     SUMMARY_COLUMNS,
     calls_frame,
     markdown_table,
@@ -20,7 +19,8 @@ from ctxlab.report import (
     summary_frame,
     write_report,
 )
-from ctxlab.settings import CompressionSettings
+from ctxlab.core.settings import CompressionSettings
+from ctxlab.replay import CALL_COLUMNS, replay_many
 
 SETTINGS = CompressionSettings(
     summary_threshold=1, summary_keep_messages=2, summary_tool_result_token_limit=100
@@ -201,7 +201,7 @@ def test_write_report_end_to_end(tmp_path: Path) -> None:
 def test_strategy_figure_only_with_several_strategies(tmp_path: Path) -> None:
     openai_transcript(tmp_path / "run.json", calls=3)
     result = replay_many([tmp_path / "run.json"], ["ars", "ars"], settings=SETTINGS, progress=False)
-    from ctxlab.plotting import write_figures
+    from ctxlab.analysis.plotting import write_figures
 
     df = result.frame().with_columns(
         pl.when(pl.int_range(pl.len()) < pl.len() // 2)
@@ -221,7 +221,7 @@ def test_strategy_figure_only_with_several_strategies(tmp_path: Path) -> None:
 def test_plot_functions_draw_into_a_given_ax(tmp_path: Path) -> None:
     from matplotlib.figure import Figure
 
-    from ctxlab.plotting import plot_budget, plot_savings, plot_strategies, plot_view_parts
+    from ctxlab.analysis.plotting import plot_budget, plot_savings, plot_strategies, plot_view_parts
 
     openai_transcript(tmp_path / "run.json", calls=4)
     df = replay_many([tmp_path / "run.json"], ["ars"], settings=SETTINGS, progress=False).frame()
@@ -245,7 +245,7 @@ def test_plot_functions_draw_into_a_given_ax(tmp_path: Path) -> None:
 
 
 def test_cjk_labels_render_or_fall_back() -> None:
-    from ctxlab.plotting import _text, cjk_font
+    from ctxlab.analysis.plotting import _text, cjk_font
 
     if cjk_font() is None:
         assert _text("如何更换玻璃水.txt") == "???????.txt"
@@ -268,7 +268,7 @@ def test_import_ctxlab_does_not_load_the_lab() -> None:
 def test_token_tick_labels_are_exact() -> None:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
-    from ctxlab.plotting import format_tokens, plot_budget
+    from ctxlab.analysis.plotting import format_tokens, plot_budget
 
     assert [format_tokens(v) for v in (0, 950, 1000, 1250, 12_500, 17_500, 20_000, 1_500_000)] == [
         "0",
@@ -294,7 +294,7 @@ def test_token_tick_labels_are_exact() -> None:
 
 
 def test_strategy_lines_differ_in_style_and_marker(tmp_path: Path) -> None:
-    from ctxlab.plotting import plot_strategies
+    from ctxlab.analysis.plotting import plot_strategies
 
     openai_transcript(tmp_path / "run.json", calls=4)
     df = replay_many([tmp_path / "run.json"], ["ars"], settings=SETTINGS, progress=False).frame()
@@ -314,7 +314,7 @@ def test_strategy_lines_differ_in_style_and_marker(tmp_path: Path) -> None:
 def test_savings_slants_long_names_and_keeps_them_inside(tmp_path: Path) -> None:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
-    from ctxlab.plotting import plot_savings
+    from ctxlab.analysis.plotting import plot_savings
 
     openai_transcript(tmp_path / "run.json", calls=3)
     df = replay_many([tmp_path / "run.json"], ["ars"], settings=SETTINGS, progress=False).frame()
@@ -336,7 +336,7 @@ def test_savings_slants_long_names_and_keeps_them_inside(tmp_path: Path) -> None
 def test_budget_figure_and_sweep_curve(tmp_path: Path) -> None:
     from matplotlib.figure import Figure
 
-    from ctxlab.plotting import budget_figure, plot_sweep
+    from ctxlab.analysis.plotting import budget_figure, plot_sweep
     from ctxlab.replay import sweep
 
     openai_transcript(tmp_path / "run.json", calls=4)
@@ -363,7 +363,7 @@ def test_budget_figure_and_sweep_curve(tmp_path: Path) -> None:
 
 
 def test_rounds_offloads_and_summaries_of_a_replay(tmp_path: Path) -> None:
-    from ctxlab.report import offloads_frame, rounds_frame, summaries_text
+    from ctxlab.analysis.report import offloads_frame, rounds_frame, summaries_text
 
     openai_transcript(tmp_path / "run.json", calls=5)
     result = replay_many([tmp_path / "run.json"], ["ars"], settings=SETTINGS, progress=False)
@@ -389,9 +389,9 @@ def test_tables_of_a_live_agent(tmp_path: Path) -> None:
     from langchain_core.tools import tool
 
     from ctxlab import CompressionMiddleware
-    from ctxlab.builtin import StructuredSummarizer
-    from ctxlab.report import events_frame, files_frame, messages_frame
-    from ctxlab.sample import scripted_tool_model
+    from ctxlab.analysis.report import events_frame, files_frame, messages_frame
+    from ctxlab.core.builtin import StructuredSummarizer
+    from ctxlab.replay import scripted_tool_model
 
     @tool
     def read_file(path: str) -> str:

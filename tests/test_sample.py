@@ -1,4 +1,4 @@
-"""The bundled sample transcript (ctxlab/data/sample_run.json) and its recorder (ctxlab.sample).
+"""The bundled sample transcript (ctxlab/data/sample_run.json) and its recorder (ctxlab.cli.sample).
 
 The committed sample must be long and varied enough for the demo to show both ARS levels (many
 tool calls, parallel calls, a long write_file argument) and must not reveal host paths.
@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from ctxlab.sample import GENERATOR, MODEL_NAME, SAMPLE_TRANSCRIPT, record_sample
+from ctxlab.cli.sample import GENERATOR, MODEL_NAME, SAMPLE_TRANSCRIPT, record_sample
 
 ROLES = {"system", "user", "assistant", "tool"}
 #: absolute-path prefixes that must never appear in the committed sample

@@ -17,7 +17,7 @@ from ctxlab import (
     CompressionSettings,
     SettingsError,
 )
-from ctxlab.settings import ADMIN_ONLY, ARG_TRUNCATE_CHARS
+from ctxlab.core.settings import ADMIN_ONLY, ARG_TRUNCATE_CHARS
 
 FIELDS = [
     "summary_threshold",

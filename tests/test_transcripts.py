@@ -20,8 +20,8 @@ import pluggy
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
-import ctxlab.hookspecs
-from ctxlab.hookspecs import hookimpl
+import ctxlab.core.hookspecs
+from ctxlab.core.hookspecs import hookimpl
 from ctxlab.transcripts import (
     OBSERVATION_KEY,
     Transcript,
@@ -72,7 +72,7 @@ def _require_raw() -> Path:
 @pytest.fixture(scope="session")
 def pm() -> pluggy.PluginManager:
     manager = pluggy.PluginManager("ctxlab")
-    manager.add_hookspecs(ctxlab.hookspecs)
+    manager.add_hookspecs(ctxlab.core.hookspecs)
     manager.register(formats_plugin)
     return manager
 
@@ -337,7 +337,7 @@ def test_plugin_format_is_registered_and_sniffed_first(tmp_path: Path) -> None:
             register(Lines())
 
     manager = pluggy.PluginManager("ctxlab")
-    manager.add_hookspecs(ctxlab.hookspecs)
+    manager.add_hookspecs(ctxlab.core.hookspecs)
     manager.register(formats_plugin)
     manager.register(Plugin())
     assert next(iter(available_formats(manager))) == "lines"
@@ -347,7 +347,7 @@ def test_plugin_format_is_registered_and_sniffed_first(tmp_path: Path) -> None:
     assert t.format == "lines" and len(t.messages) == 2
     # a manager without formats_plugin still gets the built-ins
     bare = pluggy.PluginManager("ctxlab")
-    bare.add_hookspecs(ctxlab.hookspecs)
+    bare.add_hookspecs(ctxlab.core.hookspecs)
     bare.register(Plugin())
     assert set(available_formats(bare)) == ALL_FORMATS | {"lines"}
 

@@ -1,7 +1,7 @@
-"""The explorer widget (``ctxlab.widgets``): updates in place, shows errors, no display needed.
+"""The explorer widget (``ctxlab.analysis.widgets``): updates in place, shows errors, no display needed.
 
 The controls are changed programmatically, as a user moving a slider would; every change
-replays the run (``ctxlab.replay``) and redraws the one figure.  The run is the longest real
+replays the run (``ctxlab.replay.engine``) and redraws the one figure.  The run is the longest real
 mini-swe-agent transcript of the shared set, cut to its first 60 model calls, with a 32 K-token
 entry threshold so that L2 fires inside the slice.
 """
@@ -17,11 +17,11 @@ import pytest
 from ipywidgets import HTML, Image, Widget
 
 from ctxlab import CompressionSettings
-from ctxlab.hookspecs import hookimpl
-from ctxlab.lab import LONG_MINI_SWE_AGENT_RUN, transcript_path
-from ctxlab.plugins import make_plugin_manager
+from ctxlab.analysis.widgets import BudgetExplorer, explore
+from ctxlab.core.hookspecs import hookimpl
+from ctxlab.replay import make_lab_manager
 from ctxlab.transcripts import load_transcripts
-from ctxlab.widgets import BudgetExplorer, explore
+from ctxlab.transcripts.locate import LONG_MINI_SWE_AGENT_RUN, transcript_path
 
 LIMIT = 60
 
@@ -41,7 +41,7 @@ def run():
 
 @pytest.fixture()
 def ex(run) -> BudgetExplorer:
-    pm = make_plugin_manager([BrokenStrategy()])
+    pm = make_lab_manager([BrokenStrategy()])
     return explore(
         [run],
         ["ars", "broken"],

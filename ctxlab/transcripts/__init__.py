@@ -39,8 +39,9 @@ from typing import Any
 
 import pluggy
 
-from ctxlab import hookspecs
-from ctxlab.hookspecs import hookimpl
+from ctxlab.core.hookspecs import hookimpl
+from ctxlab.core.plugins import make_plugin_manager
+from ctxlab.transcripts import hookspecs
 from ctxlab.transcripts._util import (
     HEAD_BYTES,
     check_text_bytes,
@@ -62,6 +63,7 @@ __all__ = [
     "iter_transcript_files",
     "load_many",
     "load_transcripts",
+    "make_formats_manager",
 ]
 
 #: file names never loaded when walking folders (besides hidden files and README*)
@@ -117,19 +119,16 @@ class BuiltinTranscriptFormats:
 formats_plugin = BuiltinTranscriptFormats()
 
 
-def _default_pm() -> pluggy.PluginManager:
-    """``ctxlab.plugins.make_plugin_manager()``, or just the formats while ``ctxlab.builtin``
-    cannot be imported."""
-    try:
-        from ctxlab.builtin import default_plugins  # noqa: F401  (what make_plugin_manager needs)
-    except Exception:  # not written yet or broken: the transcript formats alone
-        pm = pluggy.PluginManager(hookspecs.PROJECT)
-        pm.add_hookspecs(hookspecs)
-        pm.register(formats_plugin, name="ctxlab.builtin.transcript_formats")
-        return pm
-    from ctxlab.plugins import make_plugin_manager
+def make_formats_manager(extra: Iterable[object] = ()) -> pluggy.PluginManager:
+    """A plugin manager holding the transcript hook spec, the built-in formats and ``extra``.
 
-    return make_plugin_manager()
+    Compression plugins are not registered (``defaults=False``): only formats matter here.
+    """
+    pm = make_plugin_manager(defaults=False, specs=[hookspecs])
+    pm.register(formats_plugin, name="ctxlab.builtin.transcript_formats")
+    for plugin in extra:
+        pm.register(plugin)
+    return pm
 
 
 def available_formats(pm: pluggy.PluginManager | None = None) -> dict[str, TranscriptFormat]:
@@ -144,7 +143,7 @@ def available_formats(pm: pluggy.PluginManager | None = None) -> dict[str, Trans
         TypeError: a plugin registered something without ``name``, ``sniff`` and ``load``.
     """
     if pm is None:
-        pm = _default_pm()
+        pm = make_formats_manager()
     found: dict[str, TranscriptFormat] = {}
 
     def register(fmt: Any) -> None:

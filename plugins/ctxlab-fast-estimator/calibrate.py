@@ -2,17 +2,17 @@
 
     .venv/bin/python plugins/ctxlab-fast-estimator/calibrate.py [--transcripts DIR] [--chars N]
 
-One set of constants exists: ``ctxlab.estimation.COEFFICIENTS``, used exactly by the core default
-(:func:`ctxlab.estimation.estimate_text_tokens`) and on a sample of the bytes by this plugin
+One set of constants exists: ``ctxlab.core.estimation.COEFFICIENTS``, used exactly by the core default
+(:func:`ctxlab.core.estimation.estimate_text_tokens`) and on a sample of the bytes by this plugin
 (:func:`ctxlab_fast_estimator.fast_text_tokens`).  The fit uses the exact features
-(:func:`ctxlab.estimation.features`).
+(:func:`ctxlab.core.estimation.features`).
 
-Samples: :func:`ctxlab.bench.collect_samples` (six content classes from the public transcripts,
+Samples: :func:`ctxlab.cli.bench.collect_samples` (six content classes from the public transcripts,
 the Chinese prose sample and synthetic base64).  For each ramp (RAMP_LO, RAMP_HI) on a grid,
 the linear weights are fitted by weighted least squares on a blend of two objectives, each class
 weighted equally: the relative error of each sample (weight 1/tokens²) and the class aggregate
 (weight 1/class tokens).  ``C_N2`` is fixed (no 2-byte scripts in the transcripts, see the
-``ctxlab.estimation`` docstring).  The ramp with the lowest mean per-sample error wins.  Prints
+``ctxlab.core.estimation`` docstring).  The ramp with the lowest mean per-sample error wins.  Prints
 the in-sample error per class (aggregate and mean absolute per sample), a leave-sources-out
 check (5 folds of source files: fit on four, measure on the fifth), the error of the sampled
 variant with the fitted constants, and the constants to paste into ``ctxlab/estimation.py``.
@@ -27,8 +27,8 @@ from collections import defaultdict
 import numpy as np
 from ctxlab_fast_estimator import SAMPLE_FROM, STRIDE
 
-from ctxlab import estimation as core
-from ctxlab.bench import CLASSES, cl100k_encoding, collect_samples, default_transcripts_dir
+from ctxlab.cli.bench import CLASSES, cl100k_encoding, collect_samples, default_transcripts_dir
+from ctxlab.core import estimation as core
 
 FITTED = [k for k in core.WEIGHTS if k != "n2"]
 GRID_LO = (6.0, 10.0, 15.0, 20.0)

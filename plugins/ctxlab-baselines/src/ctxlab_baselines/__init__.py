@@ -23,7 +23,7 @@ a model without a profile (from 20 messages on, outside the last 20).  DeepAgent
 folder is removed when the middleware is garbage-collected (or at exit).
 
 Both summarize with :class:`OfflineSummaryModel`, a deterministic chat model that builds a
-structured summary (:class:`ctxlab.builtin.StructuredSummarizer`) from the messages in the prompt
+structured summary (:class:`ctxlab.core.builtin.StructuredSummarizer`) from the messages in the prompt
 it receives — the same summarizer ARS uses offline, so a comparison measures the strategy, not
 the model.  Pass ``model=`` to the factories to summarize with a real chat model instead.
 
@@ -45,8 +45,8 @@ from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 
-from ctxlab.hookspecs import hookimpl
-from ctxlab.settings import CompressionSettings
+from ctxlab import hookimpl
+from ctxlab.core.settings import CompressionSettings
 
 __all__ = [
     "OfflineSummaryModel",
@@ -125,7 +125,7 @@ class OfflineSummaryModel(BaseChatModel):
     """A deterministic, offline summarizer model for the baselines.
 
     It reads the messages out of the summary prompt (:func:`parse_prompt_messages`) and answers
-    with :class:`ctxlab.builtin.StructuredSummarizer`'s summary of them (task, files touched,
+    with :class:`ctxlab.core.builtin.StructuredSummarizer`'s summary of them (task, files touched,
     commands run, errors seen, current state).  ``bind_tools`` returns the model itself; no
     profile, so triggers are absolute token counts.
     """
@@ -144,9 +144,9 @@ class OfflineSummaryModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        from ctxlab.builtin import StructuredSummarizer
-        from ctxlab.messages import message_text
-        from ctxlab.summarize import SummaryJob
+        from ctxlab.core.builtin import StructuredSummarizer
+        from ctxlab.core.messages import message_text
+        from ctxlab.core.summarize import SummaryJob
 
         prompt = "\n".join(message_text(m) for m in messages if not isinstance(m, SystemMessage))
         parsed = parse_prompt_messages(prompt)

@@ -1,13 +1,13 @@
 """ctxlab-fast-estimator: the core token estimate on a sample of the bytes; strategy ``ars-fast``.
 
-The core default estimate (:func:`ctxlab.estimation.estimate_text_tokens`) weighs character
+The core default estimate (:func:`ctxlab.core.estimation.estimate_text_tokens`) weighs character
 classes with constants calibrated against ``cl100k_base`` per content class (prose, code, JSON,
 logs, CJK, base64), counted exactly, block by block.  This plugin keeps what is specific to it:
 
 * :func:`fast_text_tokens` — the same features and the same constants
-  (:data:`ctxlab.estimation.COEFFICIENTS`; one set exists), with the ASCII part of a block of
+  (:data:`ctxlab.core.estimation.COEFFICIENTS`; one set exists), with the ASCII part of a block of
   :data:`SAMPLE_FROM` characters or more counted on every :data:`STRIDE`-th character and scaled
-  (:func:`ctxlab.estimation.char_class_tokens`); the non-ASCII counts stay exact, shorter texts
+  (:func:`ctxlab.core.estimation.char_class_tokens`); the non-ASCII counts stay exact, shorter texts
   are counted exactly (there the per-call overhead costs more than the passes).  The speed
   trade-off: a long ASCII text costs about half as much; over the public transcripts' message
   texts (mostly short) the gain is ~1.2–1.3×.  One text's estimate moves by ~1 % on average
@@ -17,7 +17,7 @@ logs, CJK, base64), counted exactly, block by block.  This plugin keeps what is 
 * ``calibrate.py`` — re-fits the constants against tiktoken on the shared transcripts and prints
   them to paste into ``ctxlab/estimation.py``.
 * :class:`FastEstimator` — an estimator plugin framed like the built-in one
-  (:class:`ctxlab.estimation.CharClassEstimator`: per-message overhead, tool calls as name + JSON
+  (:class:`ctxlab.core.estimation.CharClassEstimator`: per-message overhead, tool calls as name + JSON
   arguments, the name of a ToolMessage, images by size) with :func:`fast_text_tokens` for text.
 
 The entry point registers the ``ars-fast`` strategy only — ARS with the sampled estimator;
@@ -32,14 +32,14 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage
 
-from ctxlab.estimation import (
+from ctxlab import hookimpl
+from ctxlab.core.estimation import (
     COEFFICIENTS,
     WEIGHTS,
     CharClassEstimator,
     char_class_tokens,
     features,
 )
-from ctxlab.hookspecs import hookimpl
 
 __all__ = [
     "COEFFICIENTS",
@@ -63,7 +63,7 @@ def fast_text_tokens(text: str, _count: Any = char_class_tokens) -> int:
 
 
 def fast_features(text: str) -> dict[str, float]:
-    """The sampled features behind :func:`fast_text_tokens` (:func:`ctxlab.estimation.features`)."""
+    """The sampled features behind :func:`fast_text_tokens` (:func:`ctxlab.core.estimation.features`)."""
     return features(text, stride=STRIDE, sample_from=SAMPLE_FROM)
 
 

@@ -47,9 +47,9 @@ from typing import Any
 from ctxlab_masking import ObservationMasking, keep_from_env
 from langchain_core.messages import BaseMessage
 
-from ctxlab.cutoff import CutoffContext, CutoffDecision
-from ctxlab.hookspecs import hookimpl
-from ctxlab.l1 import TrimContext, TrimReport
+from ctxlab import hookimpl
+from ctxlab.core.cutoff import CutoffContext, CutoffDecision
+from ctxlab.core.l1 import TrimContext, TrimReport
 
 __all__ = ["HybridMasking", "entry_point", "hybrid_plugins"]
 
@@ -105,7 +105,7 @@ class HybridMasking(ObservationMasking):
 
 def hybrid_plugins(settings: Any = None, keep: int | None = None) -> list[object]:
     """The plugins of the ``hybrid`` strategy (on top of the ARS defaults)."""
-    from ctxlab.settings import CompressionSettings
+    from ctxlab.core.settings import CompressionSettings
 
     s = settings if isinstance(settings, CompressionSettings) else CompressionSettings()
     return [

@@ -41,10 +41,10 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
-from ctxlab.cutoff import CutoffContext, CutoffDecision
-from ctxlab.hookspecs import hookimpl
-from ctxlab.l1 import TrimContext, TrimReport
-from ctxlab.messages import message_text
+from ctxlab import hookimpl
+from ctxlab.core.cutoff import CutoffContext, CutoffDecision
+from ctxlab.core.l1 import TrimContext, TrimReport
+from ctxlab.core.messages import message_text
 
 __all__ = [
     "DEFAULT_KEEP",
@@ -93,7 +93,7 @@ def _key(message: BaseMessage) -> object:
 
 @dataclass
 class MaskReport(TrimReport):
-    """A :class:`ctxlab.l1.TrimReport` with the masked messages: one dict per placeholder
+    """A :class:`ctxlab.core.l1.TrimReport` with the masked messages: one dict per placeholder
     (``message_id``, ``tool``, ``chars``)."""
 
     masked: list[dict[str, Any]] = field(default_factory=list)

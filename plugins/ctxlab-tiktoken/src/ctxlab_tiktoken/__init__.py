@@ -6,7 +6,7 @@ registered).  It counts a message the way the built-in estimator structures it â
 per-message overhead, the content, each tool call's name and JSON arguments, the name of a
 ToolMessage â€” but every text is counted exactly: ``len(enc.encode_ordinary(text))`` (special-token
 text such as ``<|endoftext|>`` is counted as ordinary text, never refused).  Images are counted by
-their size (:func:`ctxlab.estimation.estimate_image_tokens`), not by their base64 length.
+their size (:func:`ctxlab.core.estimation.estimate_image_tokens`), not by their base64 length.
 
 Loading an encoding never hangs on the network (:func:`load_encoding`):
 
@@ -43,8 +43,8 @@ import tiktoken
 import tiktoken.load
 from langchain_core.messages import BaseMessage
 
-from ctxlab.estimation import CharClassEstimator, estimate_image_tokens
-from ctxlab.hookspecs import hookimpl
+from ctxlab import hookimpl
+from ctxlab.core.estimation import CharClassEstimator, estimate_image_tokens
 
 __all__ = [
     "DEFAULT_ENCODING",
@@ -180,7 +180,7 @@ class TiktokenEstimator(CharClassEstimator):
     """Estimator plugin counting with a tiktoken encoding (exact for OpenAI-style text).
 
     The message framing (overhead, tool calls, images by size, ``tool_use`` blocks counted once)
-    is the core estimator's (:class:`ctxlab.estimation.CharClassEstimator`); only the text count
+    is the core estimator's (:class:`ctxlab.core.estimation.CharClassEstimator`); only the text count
     differs.
 
     Args:

@@ -1,0 +1,351 @@
+"""Tables and the written report of a replay: ``calls.parquet``, ``summary.csv``, ``report.md``
+and the PNG figures (:mod:`ctxlab.analysis.plotting`).
+
+One long ("tidy") polars frame per experiment, one row per model call
+(:func:`calls_frame`); side-by-side tables come from ``group_by`` (:func:`summary_frame`,
+:func:`strategy_totals`).  Smaller views of a replay or of a live agent, for notebooks and the
+explorer widget: the compression rounds (:func:`rounds_frame`), what L1 offloaded
+(:func:`offloads_frame`), the L2 summaries (:func:`summaries_text`), ``context_compression``
+events (:func:`events_frame`), a message list (:func:`messages_frame`) and the files a
+middleware wrote (:func:`files_frame`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import polars as pl
+
+from ctxlab.core.events import EVENT_ROW_KEYS, event_row
+from ctxlab.replay.metrics import METRIC_DEFINITIONS
+from ctxlab.replay.table import (
+    CALLS_SCHEMA,
+    SUMMARY_COLUMNS,
+    TOTALS_COLUMNS,
+    calls_frame,
+    strategy_totals,
+    summary_frame,
+)
+
+if TYPE_CHECKING:
+    from langchain_core.messages import BaseMessage
+
+    from ctxlab.replay import ReplayResult
+
+__all__ = [
+    "CALLS_SCHEMA",
+    "EVENTS_SCHEMA",
+    "SUMMARY_COLUMNS",
+    "TOTALS_COLUMNS",
+    "calls_frame",
+    "events_frame",
+    "files_frame",
+    "markdown_table",
+    "messages_frame",
+    "offloads_frame",
+    "rounds_frame",
+    "strategy_totals",
+    "summaries_text",
+    "summary_frame",
+    "write_report",
+]
+
+# --- views of one replay -------------------------------------------------------------------------
+
+
+def rounds_frame(calls: pl.DataFrame) -> pl.DataFrame:
+    """The calls where a compression round ran (``level`` L1 or L2), with what it did.
+
+    Columns: ``transcript``, ``strategy``, ``call_index``, ``level``, ``raw_tokens``,
+    ``view_tokens``, ``saved_pct`` (of this call's raw request), ``offloaded``,
+    ``truncated_args``, ``cutoff_index``, ``summarizer_calls``, ``summarizer_input_tokens``,
+    ``summarizer_output_tokens``.
+    """
+    return calls.filter(pl.col("level").is_in(["L1", "L2"])).select(
+        "transcript",
+        "strategy",
+        "call_index",
+        "level",
+        "raw_tokens",
+        "view_tokens",
+        (100.0 * (1 - pl.col("view_tokens") / pl.col("raw_tokens"))).round(1).alias("saved_pct"),
+        "offloaded",
+        "truncated_args",
+        "cutoff_index",
+        "summarizer_calls",
+        "summarizer_input_tokens",
+        "summarizer_output_tokens",
+    )
+
+
+def offloads_frame(result: ReplayResult) -> pl.DataFrame:
+    """What L1 offloaded in a replay: one row per file, in the order first offloaded.
+
+    Columns: ``transcript``, ``strategy``, ``path`` (virtual, as the model sees it), ``bytes``
+    (size of the saved file), ``first_call`` (the call that first offloaded it), ``calls``
+    (how many calls sent its preview instead of the full text).
+    """
+    schema = {
+        "transcript": pl.String,
+        "strategy": pl.String,
+        "path": pl.String,
+        "bytes": pl.Int64,
+        "call_index": pl.Int64,
+    }
+    rows = [{k: o.get(k) for k in schema} for o in result.offloads]
+    return (
+        pl.DataFrame(rows, schema=schema)
+        .group_by("transcript", "strategy", "path", maintain_order=True)
+        .agg(
+            pl.col("bytes").first(),
+            pl.col("call_index").min().alias("first_call"),
+            pl.len().cast(pl.Int64).alias("calls"),
+        )
+        .sort("transcript", "strategy", "first_call", maintain_order=True)
+    )
+
+
+def summaries_text(result: ReplayResult, *, max_chars: int | None = 2500) -> str:
+    """The summary of every L2 round of a replay, as readable text (one block per round).
+
+    Each block names the transcript, the call, the cutoff and the summary's size in tokens;
+    texts longer than ``max_chars`` are cut (``None``: never), the full text stays in
+    ``result.summaries``.
+    """
+    blocks = []
+    for s in result.summaries:
+        text = s.get("text") or ""
+        if max_chars is not None and len(text) > max_chars:
+            text = text[:max_chars] + f"\n[... {len(text) - max_chars:,} more characters]"
+        head = (
+            f"=== {s.get('transcript')} [{s.get('strategy')}] call {s.get('call_index')}: "
+            f"cutoff_index={s.get('cutoff_index')}, {s.get('tokens')} tokens"
+        )
+        if s.get("error"):
+            head += f", summarizer error: {s['error']}"
+        blocks.append(head + " ===\n" + text)
+    return "\n\n".join(blocks) if blocks else "(no L2 round: no summary)"
+
+
+# --- views of a live agent -----------------------------------------------------------------------
+
+#: polars schema of :func:`events_frame` (the keys of :func:`ctxlab.core.events.event_row`)
+EVENTS_SCHEMA: dict[str, Any] = {
+    "phase": pl.String,
+    "level": pl.String,
+    "tokens_before": pl.Int64,
+    "tokens_after": pl.Int64,
+    "threshold": pl.Int64,
+    "l2_threshold": pl.Float64,
+    "offloaded": pl.Int64,
+    "cutoff_index": pl.Int64,
+    "file_path": pl.String,
+    "error": pl.String,
+}
+assert tuple(EVENTS_SCHEMA) == EVENT_ROW_KEYS
+
+
+def events_frame(events: Iterable[dict[str, Any]]) -> pl.DataFrame:
+    """``context_compression`` events (spec R14) as a table, one row per event, in order.
+
+    Columns (:func:`ctxlab.core.events.event_row`): ``phase``, ``level``, ``tokens_before``,
+    ``tokens_after``, ``threshold`` (T), ``l2_threshold`` (T2), ``offloaded`` (count),
+    ``cutoff_index``, ``file_path``, ``error``.
+    """
+    return pl.DataFrame([event_row(e) for e in events], schema=EVENTS_SCHEMA)
+
+
+def _preview(text: str, width: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def messages_frame(messages: Sequence[BaseMessage], *, preview: int = 70) -> pl.DataFrame:
+    """One row per message: position, type, estimated tokens (ARS default estimator), preview.
+
+    Columns: ``i`` (position), ``type`` (``human``/``ai``/``tool``/``system``; ``summary`` for
+    an L2 summary message), ``tool_calls`` (count), ``tokens`` (estimate), ``text`` (preview).
+    """
+    from ctxlab.core.estimation import CharClassEstimator
+    from ctxlab.core.messages import message_text
+
+    est = CharClassEstimator()
+    rows = [
+        {
+            "i": i,
+            "type": "summary" if m.additional_kwargs.get("lc_source") == "summarization" else m.type,
+            "tool_calls": len(getattr(m, "tool_calls", None) or []),
+            "tokens": est.message_tokens(m),
+            "text": _preview(message_text(m), preview),
+        }
+        for i, m in enumerate(messages)
+    ]
+    schema = {"i": pl.Int64, "type": pl.String, "tool_calls": pl.Int64, "tokens": pl.Int64, "text": pl.String}
+    return pl.DataFrame(rows, schema=schema)
+
+
+def files_frame(root: str | os.PathLike[str]) -> pl.DataFrame:
+    """Every file under ``root`` (a file backend's root folder): virtual path and size in bytes.
+
+    Paths are shown as the model sees them (``/outputs/...``), sorted.
+    """
+    base = Path(root)
+    rows = [
+        {"path": "/" + p.relative_to(base).as_posix(), "bytes": p.stat().st_size}
+        for p in sorted(base.rglob("*"))
+        if p.is_file()
+    ]
+    return pl.DataFrame(rows, schema={"path": pl.String, "bytes": pl.Int64})
+
+
+def _fmt(value: Any, column: str = "") -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        if math.isnan(value):
+            return ""
+        if column.endswith("_pct"):
+            return f"{value:.1f}"
+        if "share" in column or column.startswith("mean_retention"):
+            return f"{value:.3f}"
+        if column.endswith("_ms"):
+            return f"{value:.2f}"
+        return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"{value:,}"
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def markdown_table(df: pl.DataFrame, columns: Sequence[str] | None = None) -> str:
+    """A GitHub-flavoured Markdown table of ``df`` (numbers formatted, pipes escaped)."""
+    cols = list(columns or df.columns)
+    lines = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
+    for row in df.select(cols).iter_rows(named=True):
+        lines.append("| " + " | ".join(_fmt(row[c], c) for c in cols) + " |")
+    return "\n".join(lines)
+
+
+def write_report(
+    result: ReplayResult,
+    out_dir: str | Path,
+    *,
+    figures: bool = True,
+    title: str = "ctxlab replay report",
+    command: str | None = None,
+) -> dict[str, Any]:
+    """Write ``calls.parquet``, ``summary.csv``, ``report.md`` and the figures to ``out_dir``.
+
+    Returns:
+        ``{"calls": path, "summary": path, "report": path, "figures": [paths]}``.
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    calls = result.frame()
+    summary = summary_frame(calls)
+    totals = strategy_totals(calls)
+    calls_path = out / "calls.parquet"
+    calls.write_parquet(calls_path)
+    summary_path = out / "summary.csv"
+    summary.write_csv(summary_path)
+    figure_paths: list[Path] = []
+    if figures and not calls.is_empty():
+        from ctxlab.analysis.plotting import write_figures
+
+        figure_paths = write_figures(calls, summary, out / "figures", settings=result.settings)
+    report_path = out / "report.md"
+    report_path.write_text(
+        _report_markdown(result, calls, summary, totals, figure_paths, out, title, command), encoding="utf-8"
+    )
+    if result.summaries:
+        with (out / "summaries.jsonl").open("w", encoding="utf-8") as f:
+            for s in result.summaries:
+                f.write(json.dumps(s, ensure_ascii=False, default=str) + "\n")
+    return {"calls": calls_path, "summary": summary_path, "report": report_path, "figures": figure_paths}
+
+
+def _report_markdown(
+    result: ReplayResult,
+    calls: pl.DataFrame,
+    summary: pl.DataFrame,
+    totals: pl.DataFrame,
+    figure_paths: list[Path],
+    out: Path,
+    title: str,
+    command: str | None,
+) -> str:
+    s = result.settings
+    lines = [f"# {title}", ""]
+    lines.append(
+        f"Generated {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}"
+        + (f" by `{command}`." if command else ".")
+    )
+    lines.append("")
+    lines.append(
+        f"Strategies: {', '.join(result.strategies) or '(none)'}. "
+        f"Runs replayed: {result.replayed}. Model calls: {calls.height}. "
+        f"Measuring estimator: `{result.measure}` (one estimator for every strategy)."
+    )
+    lines += ["", "## Settings", ""]
+    lines.append("| field | value |")
+    lines.append("|---|---|")
+    for name, value in s.to_dict().items():
+        if name == "summary_prompt":
+            first = value.strip().splitlines()[0] if value.strip() else ""
+            value = f"{len(value)} characters, starting “{first[:60]}”"
+        lines.append(f"| `{name}` | {_fmt(value)} |")
+    lines.append("")
+    lines.append(
+        f"Entry threshold **T = {s.entry_threshold_tokens:,} tokens** "
+        f"(summary_threshold × 1024); L2 threshold **T2 = {s.l2_threshold_tokens:,.0f} tokens** "
+        f"(T × summary_l2_trigger_ratio)."
+    )
+    lines += ["", "## Per strategy", ""]
+    if totals.height:
+        lines.append(markdown_table(totals, [c for c in totals.columns if not c.startswith("max_")]))
+    else:
+        lines.append("Nothing was replayed.")
+    lines += ["", "## Per transcript and strategy", ""]
+    if summary.height:
+        lines.append(markdown_table(summary))
+    else:
+        lines.append("Nothing was replayed.")
+    lines += ["", "## Metric definitions", ""]
+    lines.append("All token values are estimates in tokens by the measuring estimator.")
+    lines.append("")
+    for name, text in METRIC_DEFINITIONS.items():
+        lines.append(f"- **{name}**: {text}.")
+    lines += ["", "## Errors and skipped files", ""]
+    if result.errors:
+        for e in result.errors:
+            lines.append(f"- {'skipped file' if e.kind == 'load' else 'failed run'}: `{e}`")
+    else:
+        lines.append("None.")
+    lines += ["", "## Figures", ""]
+    if figure_paths:
+        for p in figure_paths:
+            rel = p.relative_to(out).as_posix()
+            lines.append(f"- [{p.stem}]({rel})")
+        overview = next((p for p in figure_paths if p.name == "saving_by_strategy.png"), None)
+        if overview is not None:
+            lines += ["", f"![saving by strategy]({overview.relative_to(out).as_posix()})"]
+    else:
+        lines.append("No figures.")
+    lines += [
+        "",
+        "## Files",
+        "",
+        "- `calls.parquet`: one row per model call (columns: "
+        + ", ".join(f"`{c}`" for c in CALLS_SCHEMA)
+        + ")",
+        "- `summary.csv`: one row per transcript × strategy",
+        "- `summaries.jsonl`: the L2 summary texts (when any)",
+        "- `files/`: offloaded tool results and conversation histories written by the middlewares",
+        "",
+    ]
+    return "\n".join(lines)

@@ -1,0 +1,443 @@
+"""One compression round: a single control flow for the sync and async drivers (spec R3–R14).
+
+:func:`compression_round` is a generator.  It never does model or history I/O itself: it yields
+*effects* and receives their results, so the sync middleware, the async middleware and replay
+drive the very same logic:
+
+* :class:`CallModel` — send ``messages`` as the request view; the driver sends back the model
+  response, or throws the model's exception into the generator;
+* :class:`RunL1` — run the L1 trimmers (they write offload files; async drivers run it in a
+  worker thread); the driver sends back ``(view, reports)``;
+* :class:`RunL2` — write the history file and summarize (sync: write first, then summarize;
+  async: both concurrently with ``asyncio.gather``, R10); the driver sends back
+  ``(file_path | None, SummaryResult)``.
+
+The generator's return value is the driver's result: a ``ModelResponse`` (no state change) or
+an ``ExtendedModelResponse`` carrying ``Command(update={"_summarization_event": ...})`` (R11).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Callable, Generator
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.exceptions import ContextOverflowError
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+
+from ctxlab.core.cutoff import CutoffContext, CutoffDecision, to_global
+from ctxlab.core.estimation import EstimateCache
+from ctxlab.core.events import make_event
+from ctxlab.core.l1 import TrimContext, TrimReport
+from ctxlab.core.messages import effective_messages, last_human_index, message_text
+from ctxlab.core.prompts import framing_for
+from ctxlab.core.settings import CompressionSettings
+from ctxlab.core.summarize import LATEST_REQUEST_CHARS, SummaryJob, SummaryResult, history_text
+
+logger = logging.getLogger("ctxlab.core.compression")
+
+EVENT_KEY = "_summarization_event"
+#: a non-forced L2 must summarize at least this share of the excess of the L1 view over T2
+MIN_GAIN_SHARE = 0.1
+
+__all__ = ["EVENT_KEY", "CallModel", "RoundInput", "RunL1", "RunL2", "compression_round"]
+
+
+@dataclass
+class CallModel:
+    messages: list[BaseMessage]
+
+
+@dataclass
+class RunL1:
+    effective: list[BaseMessage]
+    ctx: TrimContext
+
+
+@dataclass
+class RunL2:
+    job: SummaryJob
+    history_path: str
+    history_content: str
+
+
+@dataclass
+class RoundInput:
+    """Everything one round needs, independent of the driver.
+
+    Attributes:
+        state_messages: the full persisted history (``request.messages``).
+        event: the current ``_summarization_event`` (``None`` before the first L2).
+        system: the system message (counted, never summarized, never copied into messages).
+        tools: tool schemas of the request (counted, R16).
+        settings: the five fields.
+        estimates: the cached estimator.
+        pm: the plugin manager (cutoff and trimmer hooks).
+        save_tool_result: the file writer handed to trimmers.
+        capacity_tokens: the main model's ``max_input_tokens`` if known, else ``None``.
+        summarizer_budget: tokens one summarizer input may use.
+        thread_id: names the history file.
+        emit: writes one event to the stream (and to observers).
+    """
+
+    state_messages: list[BaseMessage]
+    event: dict[str, Any] | None
+    system: BaseMessage | None
+    tools: list[Any]
+    settings: CompressionSettings
+    estimates: EstimateCache
+    pm: Any
+    save_tool_result: Callable[[str | None, str], str]
+    capacity_tokens: int | None
+    summarizer_budget: int
+    thread_id: str | None
+    emit: Callable[[dict[str, Any]], None]
+    stats: dict[str, Any] = field(default_factory=dict)
+
+
+def _valid_event(event: Any, n: int) -> bool:
+    return (
+        isinstance(event, dict)
+        and isinstance(event.get("cutoff_index"), int)
+        and not isinstance(event.get("cutoff_index"), bool)
+        and 0 <= event["cutoff_index"] <= n
+        and event.get("summary_message") is not None
+    )
+
+
+def _key(m: BaseMessage) -> Any:
+    return m.id if m.id is not None else id(m)
+
+
+def compression_round(inp: RoundInput) -> Generator[Any, Any, tuple[Any, dict[str, Any] | None]]:
+    """Run one model call under ARS compression.
+
+    Yields effects (see module docstring).  Returns ``(response, update)`` where ``update`` is
+    ``None`` (no state change: below T, or L1 only, R3/R7) or the dict for
+    ``Command(update=...)``: ``_summarization_event`` and, after overflow tail trimming (R12),
+    ``messages`` replacing trimmed messages by id.
+
+    Raises:
+        ContextOverflowError: the retry after forced compression overflowed again (R12), or the
+            L1 view sent for lack of a cutoff overflowed (R13); ``failed`` is emitted first.
+        Exception: any other error of the main model after a round started (``failed`` emitted).
+    """
+    s = inp.settings
+    T, T2 = s.entry_threshold_tokens, s.l2_threshold_tokens
+    msgs = inp.state_messages
+    prev = inp.event if _valid_event(inp.event, len(msgs)) else None
+    # the state list itself when there is no summary yet: the round never edits it in place
+    eff = msgs if prev is None else effective_messages(msgs, prev)
+    has_prev = prev is not None
+    tokens = lambda view: inp.estimates.request_tokens(inp.system, inp.tools, view)  # noqa: E731
+    est0 = tokens(eff)
+    stats = inp.stats
+    stats.update(tokens_before=est0, level="none", offloaded=[], truncated_args=[], summarizer=None)
+    base = {"threshold": T, "l2_threshold": T2, "tokens_before": est0}
+    forced = False
+    started = False
+    sent_l1_view = False
+
+    def emit(phase: str, **fields: Any) -> None:
+        inp.emit(make_event(phase, **{**base, "forced_by_overflow": forced, **fields}))
+
+    def fail(exc: BaseException) -> None:
+        if started or forced:
+            emit(
+                "failed",
+                level=stats.get("level") if stats.get("level") != "none" else None,
+                error=f"{type(exc).__name__}: {exc}",
+            )
+
+    # R3: below the entry threshold the effective messages go as they are
+    if est0 < T:
+        try:
+            response = yield CallModel(eff)
+            stats["tokens_after"] = est0
+            return response, None
+        except ContextOverflowError as exc:
+            logger.warning(
+                "context overflow below the entry threshold (%s < %s tokens): forcing compression", est0, T
+            )
+            forced = True
+            stats["overflow"] = str(exc)
+    else:
+        started = True
+        emit("started")  # R4
+
+    try:
+        # L1 (R5, R6)
+        trim_ctx = TrimContext(
+            settings=s,
+            estimate=inp.estimates.message_tokens,
+            save_tool_result=inp.save_tool_result,
+            token_limit=s.summary_tool_result_token_limit,
+        )
+        view1, reports = yield RunL1(eff, trim_ctx)
+        _record_trims(stats, reports)
+        est1 = tokens(view1)
+        stats["tokens_l1"] = est1
+        stats["level"] = "L1"
+
+        # R7: L1 only
+        if not forced and est1 <= T2:
+            try:
+                sent_l1_view = True
+                response = yield CallModel(view1)
+            except ContextOverflowError as exc:
+                logger.warning("context overflow after L1 (%s tokens): forcing L2", est1)
+                forced = True
+                stats["overflow"] = str(exc)
+            else:
+                stats["tokens_after"] = est1
+                emit("completed", level="L1", tokens_after=est1, stats=_public(stats))
+                return response, None
+
+        # R8/R9: L2 cutoff; R13: no valid cutoff -> the L1 view.  A cutoff declined for a soft
+        # reason (not worth a summary) is asked again in forced mode after an overflow (R12).
+        while True:
+            decision: CutoffDecision | None = inp.pm.hook.ctxlab_select_cutoff(
+                messages=list(eff),
+                ctx=CutoffContext(
+                    keep_messages=s.summary_keep_messages,
+                    has_previous_summary=has_prev,
+                    estimate=inp.estimates.message_tokens,
+                    target_tokens=T2,
+                    min_new_tokens=0.0 if forced else MIN_GAIN_SHARE * max(0.0, est1 - T2),
+                    forced=forced,
+                ),
+            )
+            local = decision.index if decision is not None else None
+            if local is not None and not (1 <= local <= len(eff)):
+                raise ValueError(f"cutoff plugin returned index {local} outside 1..{len(eff)}")
+            if local is not None:
+                break
+            stats["no_cutoff"] = decision.reason if decision else "no cutoff plugin answered"
+            if forced and sent_l1_view:
+                raise ContextOverflowError(stats.get("overflow") or "context overflow and no valid cutoff")
+            try:
+                sent_l1_view = True
+                response = yield CallModel(view1)
+            except ContextOverflowError as exc:
+                if forced:
+                    raise
+                forced = True
+                stats["overflow"] = str(exc)
+                continue
+            stats["tokens_after"] = est1
+            emit("completed", level="L1", tokens_after=est1, stats=_public(stats))
+            return response, None
+
+        # L2 (R10)
+        if not started:
+            started = True
+            emit("started")  # R14: overflow-forced round that began below T
+        stats["level"] = "L2"
+        global_cut = to_global(local, prev["cutoff_index"] if prev else None, has_prev)
+        start = prev["cutoff_index"] if prev else 0
+        previous_summary = message_text(eff[0]) if has_prev else None
+        job = SummaryJob(
+            messages=list(view1[:local]),
+            prompt=s.summary_prompt,
+            budget_tokens=inp.summarizer_budget,
+            previous_summary=previous_summary,
+        )
+        history = _history_document(eff[:local], start, global_cut, previous_summary)
+        from ctxlab.core.files import history_path
+
+        path = history_path(inp.thread_id, start, global_cut, history)
+        file_path, result = yield RunL2(job, path, history)
+        stats["summarizer"] = {
+            "calls": result.calls,
+            "input_tokens": result.input_tokens,
+            "output_tokens": result.output_tokens,
+            "usage_reported": result.usage_reported,
+            "error": result.error,
+        }
+        summary_msg = build_summary_message(eff, local, result, file_path, s.summary_prompt, global_cut)
+        view2 = [summary_msg, *view1[local:]]
+        est2 = tokens(view2)
+        replaced: list[BaseMessage] = []
+        if inp.capacity_tokens is not None and est2 > inp.capacity_tokens:
+            view2, replaced = yield from _tail_trim(
+                inp, eff[local:], view2, inp.capacity_tokens, tokens, stats
+            )
+            est2 = tokens(view2)
+        try:
+            response = yield CallModel(view2)
+        except ContextOverflowError as exc:
+            if forced:
+                raise  # R12: the retry overflowed again
+            forced = True
+            stats["overflow"] = str(exc)
+            target = inp.capacity_tokens or int(est2 * 0.75)
+            view2, more = yield from _tail_trim(
+                inp, eff[local:], view2, min(target, int(est2 * 0.75)), tokens, stats
+            )
+            replaced = _merge_replaced(replaced, more)
+            est2 = tokens(view2)
+            response = yield CallModel(view2)
+        stats["tokens_after"] = est2
+        event = {
+            "cutoff_index": global_cut,
+            "summary_message": summary_msg,
+            "file_path": file_path,
+            "summary_error": result.error,
+        }
+        update: dict[str, Any] = {EVENT_KEY: event}
+        if replaced:
+            update["messages"] = replaced
+        emit(
+            "completed",
+            level="L2",
+            tokens_after=est2,
+            cutoff_index=global_cut,
+            file_path=file_path,
+            error=result.error,
+            stats=_public(stats),
+        )
+        return response, update
+    except BaseException as exc:
+        fail(exc)
+        raise
+
+
+def _record_trims(stats: dict[str, Any], reports: list[TrimReport]) -> None:
+    for r in reports:
+        stats["offloaded"].extend(r.offloaded)
+        stats["truncated_args"].extend(r.truncated_args)
+        if r.errors:
+            stats.setdefault("trim_errors", []).extend(r.errors)
+
+
+def _public(stats: dict[str, Any]) -> dict[str, Any]:
+    out = dict(stats)
+    out["offloaded"] = [o.get("path") for o in stats.get("offloaded", [])]
+    out["truncated_args"] = len(stats.get("truncated_args", []))
+    return out
+
+
+def _merge_replaced(a: list[BaseMessage], b: list[BaseMessage]) -> list[BaseMessage]:
+    by_id = {m.id: m for m in a}
+    by_id.update({m.id: m for m in b})
+    return list(by_id.values())
+
+
+def _tail_trim(
+    inp: RoundInput,
+    kept_original: list[BaseMessage],
+    view: list[BaseMessage],
+    capacity: int,
+    tokens: Callable[[list[BaseMessage]], int],
+    stats: dict[str, Any],
+):
+    """R12: trim the kept tail further until the view fits ``capacity`` tokens.
+
+    Re-runs the L1 trimmers on the original kept messages with a halving per-message limit.
+    Returns the new view and the kept messages that now differ from the L1 view: the state
+    update replaces those by id (messages without an id are left untrimmed so the checkpoint
+    always matches what the model saw).  Generator: yields :class:`RunL1` effects.
+    """
+    summary, current = view[0], view[1:]
+    protect = {id(m) for m in kept_original if m.id is None}
+    limit = inp.settings.summary_tool_result_token_limit
+    trimmed = current
+    while tokens([summary, *trimmed]) > capacity and limit > 24:
+        limit //= 2
+        ctx = TrimContext(
+            settings=inp.settings,
+            estimate=inp.estimates.message_tokens,
+            save_tool_result=inp.save_tool_result,
+            token_limit=limit,
+            protect_ids=protect,
+        )
+        trimmed, reports = yield RunL1(list(kept_original), ctx)
+        trimmed = [
+            t if t is not k and not _same_payload(t, c) else c
+            for t, k, c in zip(trimmed, kept_original, current, strict=True)
+        ]
+        _record_trims(stats, reports)
+    replaced = [t for t, c in zip(trimmed, current, strict=True) if t is not c and t.id is not None]
+    stats["tail_trimmed"] = len(replaced)
+    return [summary, *trimmed], replaced
+
+
+def _same_payload(a: BaseMessage, b: BaseMessage) -> bool:
+    if a.content != b.content:
+        return False
+    if isinstance(a, AIMessage) and isinstance(b, AIMessage):
+        return a.tool_calls == b.tool_calls
+    return True
+
+
+def _history_document(messages: list[BaseMessage], start: int, end: int, previous_summary: str | None) -> str:
+    """The history file's text: the summarized state messages ``[start, end)`` in full."""
+    head = f"# Conversation history: state messages {start}..{end - 1}\n\n"
+    body = history_text(
+        [m for m in messages if m.additional_kwargs.get("lc_source") != "summarization"], cap=10**9
+    )
+    if previous_summary:
+        head += "## Previous summary\n\n" + previous_summary + "\n\n## Messages\n\n"
+    return head + body + "\n"
+
+
+def build_summary_message(
+    eff: list[BaseMessage],
+    local: int,
+    result: SummaryResult,
+    file_path: str | None,
+    prompt: str,
+    global_cut: int,
+) -> HumanMessage:
+    """The summary message: a ``HumanMessage`` (never an assistant message at the end of a view,
+    and accepted by every provider right after the system message).
+
+    It carries the summarizer's text (or the error text, R10), the history file path when it was
+    written, and the latest user request verbatim when that request falls before the cutoff.
+    """
+    framing = framing_for(prompt)
+    parts = [framing.header]
+    if file_path:
+        parts.append(framing.saved_at.format(path=file_path))
+    body = result.text.strip()
+    if result.error and not body:
+        parts.append(framing.failed.format(error=result.error))
+        if local > 0 and eff[0].additional_kwargs.get("lc_source") == "summarization":
+            # R10: facts of earlier rounds survive a failed round: carry the previous summary's
+            # body (not its framing), so repeated failures do not nest and grow
+            body = eff[0].additional_kwargs.get("ctxlab_summary_body") or message_text(eff[0])
+            parts.append(f"{framing.previous}\n{body}")
+    else:
+        parts.append(body)
+    latest = _latest_request(eff, local)
+    if latest:
+        parts.append(f"{framing.latest_request}\n{latest}")
+    text = "\n\n".join(p for p in parts if p)
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    kwargs: dict[str, Any] = {
+        "lc_source": "summarization",
+        "ctxlab_summary": True,
+        "ctxlab_summary_body": body,
+    }
+    if latest:
+        kwargs["ctxlab_latest_request"] = latest
+    return HumanMessage(content=text, id=f"ctxlab-summary-{global_cut}-{digest}", additional_kwargs=kwargs)
+
+
+def _latest_request(eff: list[BaseMessage], local: int) -> str | None:
+    """The latest user request text if it lies in the summarized part ``eff[:local]``."""
+    idx = last_human_index(eff)
+    if idx is not None and idx >= local:
+        return None  # kept verbatim in the view
+    if idx is not None and eff[idx].additional_kwargs.get("lc_source") != "summarization":
+        text = message_text(eff[idx])
+    else:
+        first = eff[0] if eff else None
+        text = first.additional_kwargs.get("ctxlab_latest_request") if first is not None else None
+        if not text:
+            return None
+    if len(text) > LATEST_REQUEST_CHARS:
+        text = text[:LATEST_REQUEST_CHARS] + f"\n[... {len(text) - LATEST_REQUEST_CHARS} more characters]"
+    return text

@@ -1,0 +1,97 @@
+"""ctxlab's hook specifications (pluggy, project name ``ctxlab``).
+
+Every step of a compression round is a hook, and the ARS behaviour is itself a set of plugins
+(:mod:`ctxlab.core.builtin`) registered ``trylast`` so that any other plugin overrides it the same way.
+Each :class:`~ctxlab.core.middleware.CompressionMiddleware` (and each replay) owns its own plugin
+manager (:func:`ctxlab.core.plugins.make_plugin_manager`), so instances with different plugins can
+run side by side in one process.
+
+Hooks marked *firstresult* stop at the first implementation that returns a value other than
+``None``.  Units: every ``*_tokens`` value is an estimate in tokens (spec R16).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import pluggy
+
+if TYPE_CHECKING:
+    from langchain_core.messages import BaseMessage
+
+    from ctxlab.core.cutoff import CutoffContext, CutoffDecision
+    from ctxlab.core.l1 import TrimContext, TrimReport
+    from ctxlab.core.summarize import Summarizer
+
+PROJECT = "ctxlab"
+hookspec = pluggy.HookspecMarker(PROJECT)
+hookimpl = pluggy.HookimplMarker(PROJECT)
+
+
+# --- estimation ---------------------------------------------------------------------------------
+
+
+@hookspec(firstresult=True)
+def ctxlab_estimate_message(message: BaseMessage) -> int | None:
+    """Estimate the tokens one message costs in a request (content, tool calls, overhead).
+
+    Called once per distinct message: results are cached by the caller
+    (:class:`ctxlab.core.estimation.EstimateCache`), so an implementation must be a pure function of
+    the message.  Return ``None`` to defer to the next implementation.  firstresult.
+    Default: :class:`ctxlab.core.estimation.CharClassEstimator` (spec R16).
+    """
+
+
+@hookspec(firstresult=True)
+def ctxlab_estimate_tools(tools: Sequence[Any]) -> int | None:
+    """Estimate the tokens the tool schemas of a request cost (R16: they count).
+
+    ``tools`` holds LangChain ``BaseTool`` objects or provider dicts.  firstresult.
+    """
+
+
+# --- L1 trimming --------------------------------------------------------------------------------
+
+
+@hookspec
+def ctxlab_l1_trim(view: list[BaseMessage], ctx: TrimContext) -> TrimReport | None:
+    """Trim the request view in place (spec R5, R6).  Every implementation runs.
+
+    ``view`` is the round's own list: replace entries (``view[i] = edited_copy``), never edit a
+    message object in place (state messages share those objects).  Files go through
+    ``ctx.save_tool_result`` (R17).  Return a :class:`ctxlab.core.l1.TrimReport` of what was done, or
+    ``None``.  Built-ins: argument truncation (R5), tool-result offload (R6), in that order.
+    """
+
+
+# --- L2 cutoff and summary ----------------------------------------------------------------------
+
+
+@hookspec(firstresult=True)
+def ctxlab_select_cutoff(messages: list[BaseMessage], ctx: CutoffContext) -> CutoffDecision | None:
+    """Choose where L2 cuts the effective messages (spec R9).
+
+    ``messages`` are the effective messages (``messages[0]`` is the previous summary message when
+    ``ctx.has_previous_summary``).  Return a :class:`ctxlab.core.cutoff.CutoffDecision` whose
+    ``index`` is local to ``messages`` (everything before it is summarized), or a decision with
+    ``index=None`` to say that no valid cutoff exists (R13).  firstresult.
+    """
+
+
+@hookspec(firstresult=True)
+def ctxlab_get_summarizer(model: Any, settings: Any) -> Summarizer | None:
+    """Return the summarizer for L2 (spec R10).
+
+    ``model`` is the chat model that should summarize (the middleware's ``summarizer=`` model or
+    the agent's own model, R10), or ``None`` when no model is available (offline replay).
+    firstresult; default: the LLM summarizer when a model is given.
+    """
+
+
+# --- events -------------------------------------------------------------------------------------
+
+
+@hookspec
+def ctxlab_on_event(event: dict[str, Any]) -> None:
+    """Observe a ``context_compression`` event (spec R14) after it is written to the stream."""

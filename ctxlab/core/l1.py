@@ -1,0 +1,102 @@
+"""L1: structural trimming of the request view (spec R5, R6, R7).
+
+L1 works on a fresh list built for one model call: trimmers replace entries with edited copies
+and never touch a state message object (state messages keep their full text, R6).  The trimmers
+themselves are plugins (hook ``ctxlab_l1_trim``); the built-in two are in
+:mod:`ctxlab.core.builtin.trimmers`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.messages import BaseMessage
+
+from ctxlab.core.estimation import estimate_text_tokens
+from ctxlab.core.settings import CompressionSettings
+
+logger = logging.getLogger("ctxlab.core.l1")
+
+__all__ = ["TrimContext", "TrimReport", "fit_preview", "run_l1"]
+
+
+@dataclass
+class TrimReport:
+    """What one trimmer did to one view.
+
+    ``offloaded``: one dict per offloaded ToolMessage (``path``, ``tool``, ``chars``,
+    ``tokens_before``, ``tokens_after``, ``message_id``); ``truncated_args``: one dict per
+    truncated argument (``call_id``, ``tool``, ``arg``, ``chars``); ``errors``: texts of
+    problems that were handled (for instance a failed offload write).
+    """
+
+    trimmer: str
+    offloaded: list[dict[str, Any]] = field(default_factory=list)
+    truncated_args: list[dict[str, Any]] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+
+@dataclass
+class TrimContext:
+    """What a trimmer may use.
+
+    Attributes:
+        settings: the compression settings.
+        estimate: tokens of one message (cached estimator).
+        save_tool_result: ``(tool_name, text) -> virtual path``; writes the full text to
+            ``/outputs/large_tool_results/<tool>-<sha256>.txt`` through the backend and raises
+            :class:`ctxlab.core.files.FileWriteError` when it cannot.
+        token_limit: the per-ToolMessage limit in tokens (``summary_tool_result_token_limit``
+            in L1; smaller when the overflow tail trimming of R12 calls the trimmers again).
+        protect_ids: message ids (or ``id()`` of id-less messages) a trimmer must leave alone.
+    """
+
+    settings: CompressionSettings
+    estimate: Callable[[BaseMessage], int]
+    save_tool_result: Callable[[str | None, str], str]
+    token_limit: int
+    protect_ids: set[Any] = field(default_factory=set)
+
+
+def fit_preview(text: str, budget_tokens: int, header: str) -> str:
+    """``header`` plus the head (and a short tail) of ``text`` within ``budget_tokens``.
+
+    The result's estimate (:func:`ctxlab.core.estimation.estimate_text_tokens`) is at most the budget,
+    or the header alone when even that does not fit.  Units: tokens in, text out.
+    """
+    room = budget_tokens - estimate_text_tokens(header) - 8
+    if room <= 0 or not text:
+        return header
+    chars = min(len(text), max(16, room * 4))
+    for _ in range(8):
+        head_n = int(chars * 0.8)
+        tail_n = chars - head_n
+        if chars >= len(text):
+            body = text
+        else:
+            body = text[:head_n] + "\n[...]\n" + (text[-tail_n:] if tail_n > 0 else "")
+        if estimate_text_tokens(body) <= room:
+            return f"{header}\n{body}"
+        chars = int(chars * max(0.3, room / max(1, estimate_text_tokens(body))) * 0.95)
+        if chars < 16:
+            break
+    return header
+
+
+def run_l1(
+    pm: Any, effective: Sequence[BaseMessage], ctx: TrimContext
+) -> tuple[list[BaseMessage], list[TrimReport]]:
+    """Build a fresh view of ``effective`` and let every ``ctxlab_l1_trim`` plugin trim it.
+
+    Returns:
+        (view, reports): the trimmed view (same length and order as ``effective``; unchanged
+        entries are the original objects) and the trimmers' reports.
+    """
+    view = list(effective)
+    reports = pm.hook.ctxlab_l1_trim(view=view, ctx=ctx)
+    if len(view) != len(effective):
+        raise RuntimeError("an L1 trimmer changed the number of messages; trimmers may only replace entries")
+    return view, [r for r in reports if r is not None]

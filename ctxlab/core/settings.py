@@ -1,0 +1,166 @@
+"""The five "Agent Context" fields of ARS summary compression (spec R1, R2).
+
+``CompressionSettings`` is frozen and validated at construction: a bad value raises
+:class:`SettingsError` (a ``ValueError``) whose message names the field and the allowed range.
+A ``summary_l2_trigger_ratio`` outside the recommended 0.1–1.0 emits a ``UserWarning``.
+
+Units: ``summary_threshold`` is in K tokens (×1024); ``summary_tool_result_token_limit`` is in
+tokens; ``summary_keep_messages`` counts messages (the summary message is not counted).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from ctxlab.core.prompts import SUMMARY_PROMPT_EN, SUMMARY_PROMPT_ZH
+
+#: R5: the argument limit is an internal constant, not a setting (characters).
+ARG_TRUNCATE_CHARS = 2000
+#: Metadata flag on every field: only an administrator may change it (R1).
+ADMIN_ONLY = "admin_only"
+
+__all__ = [
+    "ADMIN_ONLY",
+    "ARG_TRUNCATE_CHARS",
+    "SUMMARY_PROMPT_EN",
+    "SUMMARY_PROMPT_ZH",
+    "CompressionSettings",
+    "SettingsError",
+]
+
+
+class SettingsError(ValueError):
+    """An invalid compression setting; ``field`` names it, ``allowed`` states the range."""
+
+    def __init__(self, field_name: str, value: Any, allowed: str) -> None:
+        self.field = field_name
+        self.value = value
+        self.allowed = allowed
+        super().__init__(f"{field_name}={value!r} is invalid: allowed {allowed}")
+
+
+def _meta(doc: str, unit: str) -> dict[str, Any]:
+    return {ADMIN_ONLY: True, "doc": doc, "unit": unit}
+
+
+@dataclass(frozen=True)
+class CompressionSettings:
+    """ARS compression settings, shared by a main agent and its sub-agents (R1).
+
+    Attributes:
+        summary_threshold: entry threshold T in K tokens; T = value × 1024 tokens. Any positive
+            finite number (0.5 is allowed).
+        summary_keep_messages: messages kept verbatim after an L2 cutoff (≥ 0), besides the
+            summary message.
+        summary_prompt: summarizer prompt; must contain ``{messages}``. Default: the Chinese
+            template (``SUMMARY_PROMPT_ZH``); ``SUMMARY_PROMPT_EN`` ships beside it.
+        summary_tool_result_token_limit: L1 offloads a ToolMessage whose estimate exceeds this
+            many tokens; also the preview budget (> 0).
+        summary_l2_trigger_ratio: T2 / T, in (0, ∞) and finite; recommended 0.1–1.0 (warns
+            outside).
+
+    Raises:
+        SettingsError: a field is of the wrong type or outside its allowed range.
+    """
+
+    summary_threshold: float = field(default=100, metadata=_meta("entry threshold", "K tokens (x1024)"))
+    summary_keep_messages: int = field(default=10, metadata=_meta("messages kept by L2", "messages"))
+    summary_prompt: str = field(default=SUMMARY_PROMPT_ZH, metadata=_meta("summarizer prompt", "text"))
+    summary_tool_result_token_limit: int = field(
+        default=300, metadata=_meta("L1 tool-result limit and preview budget", "tokens")
+    )
+    summary_l2_trigger_ratio: float = field(default=0.4, metadata=_meta("T2 / T", "ratio"))
+
+    def __post_init__(self) -> None:
+        for name in ("summary_keep_messages", "summary_tool_result_token_limit"):
+            value = getattr(self, name)
+            if isinstance(value, float) and value.is_integer():
+                object.__setattr__(self, name, int(value))
+        _check_number("summary_threshold", self.summary_threshold, "a positive finite number (K tokens)")
+        if self.summary_threshold <= 0:
+            raise SettingsError(
+                "summary_threshold", self.summary_threshold, "a positive finite number (K tokens)"
+            )
+        _check_int("summary_keep_messages", self.summary_keep_messages, "an integer >= 0")
+        if self.summary_keep_messages < 0:
+            raise SettingsError("summary_keep_messages", self.summary_keep_messages, "an integer >= 0")
+        if not isinstance(self.summary_prompt, str) or "{messages}" not in self.summary_prompt:
+            raise SettingsError(
+                "summary_prompt",
+                _short(self.summary_prompt),
+                "a string containing the {messages} placeholder",
+            )
+        _check_int("summary_tool_result_token_limit", self.summary_tool_result_token_limit, "an integer > 0")
+        if self.summary_tool_result_token_limit <= 0:
+            raise SettingsError(
+                "summary_tool_result_token_limit",
+                self.summary_tool_result_token_limit,
+                "an integer > 0 (tokens)",
+            )
+        _check_number("summary_l2_trigger_ratio", self.summary_l2_trigger_ratio, "a finite number > 0")
+        if self.summary_l2_trigger_ratio <= 0:
+            raise SettingsError(
+                "summary_l2_trigger_ratio", self.summary_l2_trigger_ratio, "a finite number > 0"
+            )
+        if not 0.1 <= self.summary_l2_trigger_ratio <= 1.0:
+            warnings.warn(
+                f"summary_l2_trigger_ratio={self.summary_l2_trigger_ratio} is outside the recommended range "
+                "0.1-1.0",
+                UserWarning,
+                stacklevel=3,
+            )
+
+    @property
+    def entry_threshold_tokens(self) -> int:
+        """T in tokens: ``summary_threshold × 1024``."""
+        return int(self.summary_threshold * 1024)
+
+    @property
+    def l2_threshold_tokens(self) -> float:
+        """T2 in tokens: ``T × summary_l2_trigger_ratio``."""
+        return self.entry_threshold_tokens * self.summary_l2_trigger_ratio
+
+    def replace(self, **changes: Any) -> CompressionSettings:
+        """A validated copy with some fields changed."""
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        unknown = set(changes) - set(data)
+        if unknown:
+            raise SettingsError(sorted(unknown)[0], changes[sorted(unknown)[0]], f"one of {sorted(data)}")
+        data.update(changes)
+        return CompressionSettings(**data)
+
+    @classmethod
+    def from_mapping(cls, data: dict[str, Any]) -> CompressionSettings:
+        """Build from a config mapping; an unknown key raises :class:`SettingsError`."""
+        names = {f.name for f in fields(cls)}
+        for key in data:
+            if key not in names:
+                raise SettingsError(key, data[key], f"a known field: {sorted(names)}")
+        return cls(**data)
+
+    @classmethod
+    def admin_only_fields(cls) -> list[str]:
+        """Names of the fields whose metadata marks them administrator-only (R1)."""
+        return [f.name for f in fields(cls) if f.metadata.get(ADMIN_ONLY)]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+def _short(value: Any) -> Any:
+    return value[:40] + "..." if isinstance(value, str) and len(value) > 40 else value
+
+
+def _check_number(name: str, value: Any, allowed: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise SettingsError(name, value, allowed)
+
+
+def _check_int(name: str, value: Any, allowed: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        if isinstance(value, float) and value.is_integer():
+            return
+        raise SettingsError(name, value, allowed)

@@ -1,0 +1,44 @@
+"""Floor 3, replay: drive a middleware through recorded transcripts as a live agent would have.
+
+* :mod:`~ctxlab.replay.harness` — one LangGraph model-node harness (request, runtime, config,
+  ``Command`` updates), public so that a middleware can be driven by hand;
+* :mod:`~ctxlab.replay.models` — offline chat models (the replay placeholder, a scripted model);
+* :mod:`~ctxlab.replay.strategies` — named strategies and the lab's plugin manager;
+* :mod:`~ctxlab.replay.engine` — replay of transcripts × strategies, sweeps;
+* :mod:`~ctxlab.replay.metrics` — per-call measures (cache-reusable prefix, retention, pairing);
+* :mod:`~ctxlab.replay.table` — the per-call table's columns, schema and aggregations.
+"""
+
+from __future__ import annotations
+
+from ctxlab.replay.engine import (
+    ReplayIssue,
+    ReplayResult,
+    build_middleware,
+    replay,
+    replay_many,
+    safe_name,
+    sweep,
+    transcript_labels,
+)
+from ctxlab.replay.models import ReplayModel, ScriptedChatModel, scripted_tool_model
+from ctxlab.replay.strategies import Strategy, make_lab_manager, strategies
+from ctxlab.replay.table import CALL_COLUMNS
+
+__all__ = [
+    "CALL_COLUMNS",
+    "ReplayIssue",
+    "ReplayModel",
+    "ReplayResult",
+    "ScriptedChatModel",
+    "Strategy",
+    "build_middleware",
+    "make_lab_manager",
+    "replay",
+    "replay_many",
+    "safe_name",
+    "scripted_tool_model",
+    "strategies",
+    "sweep",
+    "transcript_labels",
+]

@@ -1,0 +1,23 @@
+"""The replay floor's hook specification (pluggy project ``ctxlab``): named strategies.
+
+Added to a plugin manager by :func:`ctxlab.replay.strategies.make_lab_manager`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ctxlab.core.hookspecs import hookspec
+
+
+@hookspec
+def ctxlab_register_strategies(register: Callable[..., None]) -> None:
+    """Register named strategies: call ``register(name, factory, description="")`` per strategy.
+
+    ``factory(settings) -> list[object] | AgentMiddleware``: a list of plugin objects that, added
+    on top of the ARS defaults in a fresh :class:`~ctxlab.CompressionMiddleware`, make up the
+    strategy (an empty list is ARS itself); or a ready ``AgentMiddleware`` (a baseline from
+    another framework), driven as is.  Every implementation runs; a name registered twice is an
+    error (``ValueError``).  Replay and ``ctxlab compare`` look strategies up by name.  Returns
+    nothing.
+    """

@@ -1,0 +1,142 @@
+"""The per-call table of a replay: its columns, its polars schema and its aggregations.
+
+One row per model call (:data:`CALL_COLUMNS`, typed as :class:`CallRow`); ``summary.csv`` has
+one row per transcript × strategy (:data:`SUMMARY_COLUMNS`).  Token columns are estimates in
+tokens by the run's measuring estimator; ``overhead_ms`` is milliseconds of wall time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import polars as pl
+
+from ctxlab.replay.metrics import VIEW_PARTS
+
+__all__ = [
+    "CALLS_SCHEMA",
+    "CALL_COLUMNS",
+    "SUMMARY_COLUMNS",
+    "TOTALS_COLUMNS",
+    "calls_frame",
+    "strategy_totals",
+    "summary_frame",
+]
+
+#: polars schema of the per-call frame (also for an empty frame)
+CALLS_SCHEMA: dict[str, Any] = {
+    "transcript": pl.String,
+    "strategy": pl.String,
+    "call_index": pl.Int64,
+    "message_index": pl.Int64,
+    "raw_tokens": pl.Int64,
+    "view_tokens": pl.Int64,
+    **{f"view_{p}_tokens": pl.Int64 for p in VIEW_PARTS},
+    "view_messages": pl.Int64,
+    "level": pl.String,
+    "cutoff_index": pl.Int64,
+    "state_cutoff_index": pl.Int64,
+    "offloaded": pl.Int64,
+    "truncated_args": pl.Int64,
+    "summarizer_calls": pl.Int64,
+    "summarizer_input_tokens": pl.Int64,
+    "summarizer_output_tokens": pl.Int64,
+    "summary_error": pl.String,
+    "forced_by_overflow": pl.Boolean,
+    "overhead_ms": pl.Float64,
+    "cache_reusable_tokens": pl.Int64,
+    "cache_reusable_share": pl.Float64,
+    "retention": pl.Float64,
+    "threshold": pl.Int64,
+    "l2_threshold": pl.Float64,
+    "unmatched_tool_pairs": pl.Int64,
+}
+
+#: columns of ``summary.csv``, one row per transcript × strategy
+SUMMARY_COLUMNS = (
+    "transcript",
+    "strategy",
+    "calls",
+    "raw_tokens_total",
+    "sent_tokens_total",
+    "saving_pct",
+    "l1_rounds",
+    "l2_rounds",
+    "summarizer_calls",
+    "summarizer_input_tokens",
+    "summarizer_output_tokens",
+    "mean_overhead_ms",
+    "mean_cache_reusable_share",
+    "mean_retention",
+    "max_view_tokens",
+    "max_raw_tokens",
+    "unmatched_tool_pairs",
+)
+#: the totals of a group of calls: :data:`SUMMARY_COLUMNS` without ``transcript`` and ``strategy``
+TOTALS_COLUMNS = SUMMARY_COLUMNS[2:]
+
+
+def calls_frame(rows: Sequence[dict[str, Any]]) -> pl.DataFrame:
+    """The per-call rows as a DataFrame with the fixed :data:`CALLS_SCHEMA`."""
+    if not rows:
+        return pl.DataFrame(schema=CALLS_SCHEMA)
+    return pl.DataFrame(
+        [{k: r.get(k) for k in CALLS_SCHEMA} for r in rows], schema=CALLS_SCHEMA, orient="row"
+    )
+
+
+def _aggregations() -> list[pl.Expr]:
+    return [
+        pl.len().alias("calls"),
+        pl.col("raw_tokens").sum().alias("raw_tokens_total"),
+        pl.col("view_tokens").sum().alias("sent_tokens_total"),
+        (pl.col("level") == "L1").sum().cast(pl.Int64).alias("l1_rounds"),
+        (pl.col("level") == "L2").sum().cast(pl.Int64).alias("l2_rounds"),
+        pl.col("summarizer_calls").sum().alias("summarizer_calls"),
+        pl.col("summarizer_input_tokens").sum().alias("summarizer_input_tokens"),
+        pl.col("summarizer_output_tokens").sum().alias("summarizer_output_tokens"),
+        pl.col("overhead_ms").mean().alias("mean_overhead_ms"),
+        pl.col("cache_reusable_share").mean().alias("mean_cache_reusable_share"),
+        pl.col("retention").mean().alias("mean_retention"),
+        pl.col("view_tokens").max().alias("max_view_tokens"),
+        pl.col("raw_tokens").max().alias("max_raw_tokens"),
+        pl.col("unmatched_tool_pairs").sum().alias("unmatched_tool_pairs"),
+    ]
+
+
+def _saving() -> pl.Expr:
+    return (
+        pl.when(pl.col("raw_tokens_total") > 0)
+        .then(100.0 * (1.0 - pl.col("sent_tokens_total") / pl.col("raw_tokens_total")))
+        .otherwise(None)
+        .alias("saving_pct")
+    )
+
+
+def summary_frame(calls: pl.DataFrame) -> pl.DataFrame:
+    """One row per transcript × strategy (:data:`SUMMARY_COLUMNS`), in first-seen order.
+
+    ``saving_pct`` = ``100 × (1 − sent_tokens_total / raw_tokens_total)``; means skip empty
+    values (``retention`` is empty where the assistant mentioned no earlier identifier).
+    """
+    if calls.is_empty():
+        return pl.DataFrame(schema={c: pl.Float64 for c in SUMMARY_COLUMNS}).with_columns(
+            pl.col("transcript").cast(pl.String), pl.col("strategy").cast(pl.String)
+        )
+    out = calls.group_by(["transcript", "strategy"], maintain_order=True).agg(_aggregations())
+    return out.with_columns(_saving()).select(SUMMARY_COLUMNS)
+
+
+def strategy_totals(calls: pl.DataFrame) -> pl.DataFrame:
+    """One row per strategy over all transcripts: totals, saving % and means."""
+    if calls.is_empty():
+        return pl.DataFrame(schema={"strategy": pl.String, "transcripts": pl.Int64, "saving_pct": pl.Float64})
+    out = calls.group_by("strategy", maintain_order=True).agg(
+        [pl.col("transcript").n_unique().alias("transcripts"), *_aggregations()]
+    )
+    return out.with_columns(_saving()).select("strategy", "transcripts", *TOTALS_COLUMNS)
+
+
+#: the per-call row's columns, in order
+CALL_COLUMNS: tuple[str, ...] = tuple(CALLS_SCHEMA)
