@@ -3,8 +3,6 @@ tool calls stay paired with their results; each adds a section to the report."""
 
 from __future__ import annotations
 
-import shlex
-
 from ctxlab.cli.sample.probes import (
     PY_ASYNC_EXPERIMENT,
     PY_SUMMARIZATION_SIGNATURES,
@@ -23,14 +21,18 @@ from ctxlab.cli.sample.script import (
     LC_SUMM,
     MSG_UTILS,
     MW,
+    OPEN_QUESTIONS,
     REPORT,
     TYPES,
     Plan,
     Turns,
+    add_section,
     edit,
     line_of,
     lines_of,
+    python,
     read,
+    read_around,
     run,
     window,
 )
@@ -43,7 +45,7 @@ def turn_summarization(t: Turns) -> Plan:
     r = yield t.say(
         "I'll read both summarization middlewares. Sizes and the signatures of both constructors first.",
         run(f"wc -l -c {LC_SUMM} {DA_SUMM}"),
-        run("python -c " + shlex.quote(PY_SUMMARIZATION_SIGNATURES)),
+        python(PY_SUMMARIZATION_SIGNATURES),
     )
     signatures = r[1]
     r = yield t.say(
@@ -55,17 +57,19 @@ def turn_summarization(t: Turns) -> Plan:
         "Reading LangChain's `SummarizationMiddleware` in full; it is under the tool's output cap.",
         read(LC_SUMM),
     )
-    for needle in (
-        "def _should_summarize",
-        "def _determine_cutoff_index",
-        "def _partition_messages",
-        "def before_model",
-    ):
-        line = line_of(lc_defs, needle, 1)
-        r = yield t.say(
-            f"Zooming in on `{needle[4:]}` (line {line}) to quote it precisely.",
-            window(LC_SUMM, line, size=16),
-        )
+    yield from read_around(
+        t,
+        LC_SUMM,
+        lc_defs,
+        (
+            "def _should_summarize",
+            "def _determine_cutoff_index",
+            "def _partition_messages",
+            "def before_model",
+        ),
+        lambda needle, line: f"Zooming in on `{needle[4:]}` (line {line}) to quote it precisely.",
+        size=16,
+    )
     r = yield t.say(
         "Now DeepAgents' version, which is more than twice as long. Its definitions first.",
         run(f"grep -n '^class \\|^def \\|    def ' {DA_SUMM}"),
@@ -92,13 +96,14 @@ def turn_summarization(t: Turns) -> Plan:
             f"grep -n 'history_path_prefix\\|conversation_history\\|def _offload\\|backend.write\\|awrite' {DA_SUMM}"
         ),
     )
-    off = r[0]
-    for needle in ("conversation_history", "def _offload", "backend.write", "awrite"):
-        line = line_of(off, needle, 1)
-        r = yield t.say(
-            f"Reading the lines around `{needle}` (line {line}).",
-            window(DA_SUMM, line, before=4, size=14),
-        )
+    yield from read_around(
+        t,
+        DA_SUMM,
+        r[0],
+        ("conversation_history", "def _offload", "backend.write", "awrite"),
+        lambda needle, line: f"Reading the lines around `{needle}` (line {line}).",
+        before=4,
+    )
     r = yield t.say(
         'The trigger: DeepAgents accepts the same `("tokens", n)` / `("fraction", f)` / '
         '`("messages", n)` tuples. Let me find the defaults it computes from the model profile.',
@@ -119,11 +124,13 @@ def turn_summarization(t: Turns) -> Plan:
         "And the argument truncation (DeepAgents' counterpart of ARS L1 for `write_file`/`edit_file`).",
         run(f"grep -n 'truncate_args\\|max_length\\|def _truncate' {DA_SUMM}"),
     )
-    for needle in ("def _truncate", "truncate_args", "max_length"):
-        yield t.say(
-            f"Reading the `{needle}` lines.",
-            window(DA_SUMM, line_of(r[0], needle, 1), size=14),
-        )
+    yield from read_around(
+        t,
+        DA_SUMM,
+        r[0],
+        ("def _truncate", "truncate_args", "max_length"),
+        lambda needle, _line: f"Reading the `{needle}` lines.",
+    )
     r = yield t.say(
         "How does DeepAgents mark an offloaded result so that it is not offloaded twice? Searching "
         "across the middleware package.",
@@ -140,11 +147,7 @@ def turn_summarization(t: Turns) -> Plan:
     )
     r = yield t.say(
         "I have what I need. Adding the comparison section to the report.",
-        edit(
-            REPORT,
-            "## 5. Open questions",
-            summarization_section(signatures, lc_defs, da_defs) + "\n## 5. Open questions",
-        ),
+        add_section(summarization_section(signatures, lc_defs, da_defs)),
     )
     r = yield t.say(
         "Checking the section landed where intended.",
@@ -173,13 +176,13 @@ def turn_sync_async(t: Turns) -> Plan:
         batch = specs[i : i + 4]
         r = yield t.say(
             f"Computing sync (S) / async (A) overrides for classes {i + 1}–{i + len(batch)} of {len(specs)}.",
-            run("python -c " + shlex.quote(PY_SYNC_ASYNC_BATCH.format(specs=batch))),
+            python(PY_SYNC_ASYNC_BATCH.format(specs=batch)),
         )
         rows.extend(line for line in r[0].splitlines() if line.strip())
     r = yield t.say(
         "Now the key question: what does the agent do under `ainvoke` when a middleware only has a "
         "sync `wrap_model_call`? An experiment with a sync-only and a dual middleware.",
-        run("python -c " + shlex.quote(PY_ASYNC_EXPERIMENT)),
+        python(PY_ASYNC_EXPERIMENT),
     )
     experiment = r[0]
     r = yield t.say(
@@ -197,11 +200,15 @@ def turn_sync_async(t: Turns) -> Plan:
             f"grep -n 'async def awrap_model_call\\|async def awrap_tool_call\\|async def abefore_model' {TYPES}"
         ),
     )
-    for needle in ("async def awrap_model_call", "async def awrap_tool_call"):
-        yield t.say(
-            f"Reading the default `{needle[10:]}` body.",
-            window(TYPES, line_of(r[0], needle, 1), before=0, size=18),
-        )
+    yield from read_around(
+        t,
+        TYPES,
+        r[0],
+        ("async def awrap_model_call", "async def awrap_tool_call"),
+        lambda needle, _line: f"Reading the default `{needle[10:]}` body.",
+        before=0,
+        size=18,
+    )
     for folder, modules, size in ((MW, LC_MODULES, 2), (DA, DA_MODULES, 3)):
         for i in range(0, len(modules), size):
             group = modules[i : i + size]
@@ -244,7 +251,7 @@ def turn_sync_async(t: Turns) -> Plan:
     )
     r = yield t.say(
         "Adding the sync/async table to the report.",
-        edit(REPORT, "## 5. Open questions", sync_async_section(rows, experiment) + "\n## 5. Open questions"),
+        add_section(sync_async_section(rows, experiment)),
     )
     r = yield t.say(
         "Verifying the table renders as intended (first rows).",
@@ -272,21 +279,28 @@ def turn_pairing(t: Turns) -> Plan:
     )
     hits = r[0]
     safe = r[1]
-    for needle in ("def _find_safe_cutoff", "def _is_safe_cutoff", "safe"):
-        yield t.say(
-            f"Reading LangChain's `{needle.replace('def ', '')}` logic.",
-            window(LC_SUMM, line_of(safe, needle, 1), size=18),
-        )
+    yield from read_around(
+        t,
+        LC_SUMM,
+        safe,
+        ("def _find_safe_cutoff", "def _is_safe_cutoff", "safe"),
+        lambda needle, _line: f"Reading LangChain's `{needle.replace('def ', '')}` logic.",
+        size=18,
+    )
     r = yield t.say(
         "DeepAgents' equivalent.",
         run(f"grep -n 'safe\\|AIMessage\\|ToolMessage' {DA_SUMM}"),
     )
     da_safe = r[0]
-    for needle in ("safe", "ToolMessage", "AIMessage"):
-        yield t.say(
-            f"Reading DeepAgents' summarization around `{needle}`.",
-            window(DA_SUMM, line_of(da_safe, needle, 1), before=4, size=16),
-        )
+    yield from read_around(
+        t,
+        DA_SUMM,
+        da_safe,
+        ("safe", "ToolMessage", "AIMessage"),
+        lambda needle, _line: f"Reading DeepAgents' summarization around `{needle}`.",
+        before=4,
+        size=16,
+    )
     r = yield t.say(
         "`trim_messages` in langchain_core is what many users reach for instead; reading its "
         "implementation of the `last` strategy.",
@@ -302,7 +316,7 @@ def turn_pairing(t: Turns) -> Plan:
     r = yield t.say(
         "An experiment: does `trim_messages` keep an AIMessage with two tool calls together with "
         "both ToolMessages at different budgets?",
-        run("python -c " + shlex.quote(PY_TRIM_EXPERIMENT)),
+        python(PY_TRIM_EXPERIMENT),
     )
     trim = r[0]
     r = yield t.say(
@@ -312,7 +326,7 @@ def turn_pairing(t: Turns) -> Plan:
     )
     r = yield t.say(
         "Writing the pairing section.",
-        edit(REPORT, "## 5. Open questions", pairing_section(hits, trim) + "\n## 5. Open questions"),
+        add_section(pairing_section(hits, trim)),
     )
     r = yield t.say(
         "Reading the whole report once more before summarizing it.",
@@ -320,7 +334,7 @@ def turn_pairing(t: Turns) -> Plan:
     )
     r = yield t.say(
         "Renumbering: the open-questions section should come last with its own number.",
-        edit(REPORT, "## 5. Open questions", "## 9. Open questions"),
+        edit(REPORT, OPEN_QUESTIONS, "## 9. Open questions"),
     )
     r = yield t.say(
         "Final size of the deliverables.",

@@ -4,8 +4,6 @@ first version."""
 
 from __future__ import annotations
 
-import shlex
-
 from ctxlab.cli.sample.probes import PY_HOOK_SIGNATURES, PY_ORDER_EXPERIMENT, PY_OVERRIDES, PY_VERSIONS
 from ctxlab.cli.sample.sandbox import WORKSPACE
 from ctxlab.cli.sample.script import (
@@ -25,12 +23,14 @@ from ctxlab.cli.sample.script import (
     TYPES,
     Plan,
     Turns,
+    add_section,
     edit,
     grep_hits,
-    hook_names,
+    hook_list,
     line_of,
     lines_of,
     observe,
+    python,
     read,
     run,
     window,
@@ -46,7 +46,7 @@ def turn_survey(t: Turns) -> Plan:
         "I'll start with a map of the middleware package and the exact versions installed, so that "
         "every line reference in the report is tied to a version.",
         run(f"ls {MW}"),
-        run("python -c " + shlex.quote(PY_VERSIONS)),
+        python(PY_VERSIONS),
     )
     versions = r[1]
     r = yield t.say(
@@ -92,7 +92,7 @@ def turn_survey(t: Turns) -> Plan:
     r = yield t.say(
         "Let me confirm the hook surface at runtime rather than from the source alone: parameter "
         "names and whether each default is a coroutine.",
-        run("python -c " + shlex.quote(PY_HOOK_SIGNATURES)),
+        python(PY_HOOK_SIGNATURES),
     )
     signatures = r[0]
     r = yield t.say(
@@ -112,7 +112,7 @@ def turn_survey(t: Turns) -> Plan:
     r = yield t.say(
         "Next, which built-in middleware overrides which hook. I'll compute it instead of grepping "
         "each file: compare every class's attributes with `AgentMiddleware`'s.",
-        run("python -c " + shlex.quote(PY_OVERRIDES)),
+        python(PY_OVERRIDES),
     )
     overrides = r[0]
 
@@ -187,7 +187,7 @@ def turn_survey(t: Turns) -> Plan:
         "The static picture is clear. Now an experiment to pin the runtime order: three probe "
         "middlewares, each logging `before_model`, `after_model` and entering/leaving "
         "`wrap_model_call`, on an agent with a fake model.",
-        run("python -c " + shlex.quote(PY_ORDER_EXPERIMENT)),
+        python(PY_ORDER_EXPERIMENT),
     )
     order = r[0]
     r = yield t.say(
@@ -214,7 +214,7 @@ def turn_survey(t: Turns) -> Plan:
             hook_table[mod] = grep_hits(outs[mod], limit=10)
             class_line = line_of(outs[mod], "class ", 1)
             defs = lines_of(outs[mod], "def ") or [class_line]
-            hooks = ", ".join(f"`{h}`" for h in hook_names(outs[mod])) or "no hook methods"
+            hooks = hook_list(outs[mod])
             r = yield t.say(
                 f"`{mod}.py` defines {hooks}; the class starts at line {class_line}. Reading its header "
                 "and constructor arguments to see what it is configured with.",
@@ -269,7 +269,7 @@ def turn_survey(t: Turns) -> Plan:
             da_table[mod] = grep_hits(outs[mod], limit=10)
             class_line = line_of(outs[mod], "Middleware(", line_of(outs[mod], "class ", 1))
             defs = lines_of(outs[mod], "def ") or [class_line]
-            hooks = ", ".join(f"`{h}`" for h in hook_names(outs[mod])) or "no hook methods"
+            hooks = hook_list(outs[mod])
             r = yield t.say(
                 f"`{mod}.py` implements {hooks}. Reading the middleware class header (line "
                 f"{class_line}) for its state schema and tools.",
@@ -347,7 +347,7 @@ def turn_survey(t: Turns) -> Plan:
     )
     r = yield t.say(
         "I'll add a section on the DeepAgents stack order, which the first draft only mentioned in passing.",
-        edit(REPORT, "## 5. Open questions", deepagents_stack_section(stack) + "\n## 5. Open questions"),
+        add_section(deepagents_stack_section(stack)),
     )
     r = yield t.say(
         "Final check of the report size.",

@@ -8,7 +8,8 @@ and receives the texts of that turn's tool results (one string per tool call, in
 from __future__ import annotations
 
 import re
-from collections.abc import Generator
+import shlex
+from collections.abc import Callable, Generator
 from typing import Any
 
 from langchain_core.messages import AIMessage
@@ -51,6 +52,11 @@ def write(path: str, content: str) -> Call:
 
 def edit(path: str, old: str, new: str) -> Call:
     return ("edit_file", {"file_path": path, "old_string": old, "new_string": new})
+
+
+def python(code: str) -> Call:
+    """``run_command`` of ``python -c CODE``, the code shell-quoted as one argument."""
+    return run("python -c " + shlex.quote(code))
 
 
 _GREP_LINE = re.compile(r"^(?:[^:\n]*:)?(\d+)[:-](.*)$")
@@ -118,7 +124,31 @@ def grep_hits(grep_output: str, limit: int = 12) -> list[str]:
 
 
 def window(path: str, line: int, before: int = 2, size: int = 14) -> Call:
+    """``read_file`` of ``size`` lines starting ``before`` lines above ``line`` (1-based, at least 1)."""
     return read(path, offset=max(1, line - before), limit=size)
+
+
+def hook_list(grep_output: str) -> str:
+    """The hooks defined in ``grep -n`` output as inline code (`` `before_model`, ... ``), or
+    ``"no hook methods"``."""
+    return ", ".join(f"`{h}`" for h in hook_names(grep_output)) or "no hook methods"
+
+
+def read_around(
+    t: Turns,
+    path: str,
+    grep_output: str,
+    needles: tuple[str, ...],
+    text: Callable[[str, int], str],
+    *,
+    before: int = 2,
+    size: int = 14,
+) -> Plan:
+    """One turn per needle: ``text(needle, line)`` and a :func:`window` of ``path`` around the
+    needle's first hit in ``grep_output`` (line 1 when it has none); the results are not used."""
+    for needle in needles:
+        line = line_of(grep_output, needle, 1)
+        yield t.say(text(needle, line), window(path, line, before=before, size=size))
 
 
 MW = "langchain/agents/middleware"
@@ -132,6 +162,8 @@ STATE_GRAPH = "langgraph/graph/state.py"
 MSG_UTILS = "langchain_core/messages/utils.py"
 NOTES = "notes"
 REPORT = "report/middleware_survey.md"
+#: the report's last heading; sections are inserted before it (:func:`add_section`)
+OPEN_QUESTIONS = "## 5. Open questions"
 
 _HOOK_ALT = r"a\?\(before_agent\|before_model\|after_model\|after_agent\|wrap_model_call\|wrap_tool_call\)\b"
 #: grep -n for class lines and hook definitions (sync and async)
@@ -201,3 +233,9 @@ DA_CLASSES = (
     "UnsupportedContentMiddleware",
     "RubricMiddleware",
 )
+
+
+def add_section(section: str) -> Call:
+    """``edit_file`` of the report that inserts ``section`` (Markdown ending with a newline) before
+    :data:`OPEN_QUESTIONS`."""
+    return edit(REPORT, OPEN_QUESTIONS, section + "\n" + OPEN_QUESTIONS)

@@ -66,17 +66,20 @@ def notes_builtins(table: dict[str, list[str]]) -> str:
     return "\n".join(parts)
 
 
+def _hook_rows(table: dict[str, list[str]]) -> str:
+    """One Markdown table row per module: its ``def`` hits (from :func:`grep_hits`), each cut to
+    60 characters, or ``-``."""
+    return "\n".join(
+        f"| `{mod}` | {'; '.join(h.split(': ', 1)[1][:60] for h in hits if ' def ' in ' ' + h) or '-'} |"
+        for mod, hits in table.items()
+    )
+
+
 def report_v1(
     versions: str, order: str, overrides: str, lc: dict[str, list[str]], da: dict[str, list[str]]
 ) -> str:
-    lc_rows = "\n".join(
-        f"| `{mod}` | {'; '.join(h.split(': ', 1)[1][:60] for h in hits if ' def ' in ' ' + h) or '-'} |"
-        for mod, hits in lc.items()
-    )
-    da_rows = "\n".join(
-        f"| `{mod}` | {'; '.join(h.split(': ', 1)[1][:60] for h in hits if ' def ' in ' ' + h) or '-'} |"
-        for mod, hits in da.items()
-    )
+    lc_rows = _hook_rows(lc)
+    da_rows = _hook_rows(da)
     return f"""# How LangChain v1 agent middleware works
 
 Survey of the installed packages:
