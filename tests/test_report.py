@@ -245,12 +245,12 @@ def test_plot_functions_draw_into_a_given_ax(tmp_path: Path) -> None:
 
 
 def test_cjk_labels_render_or_fall_back() -> None:
-    from ctxlab.analysis.plotting import _text, cjk_font
+    from ctxlab.analysis.plotting.style import cjk_font, label_text
 
     if cjk_font() is None:
-        assert _text("如何更换玻璃水.txt") == "???????.txt"
+        assert label_text("如何更换玻璃水.txt") == "???????.txt"
     else:
-        assert _text("如何更换玻璃水.txt") == "如何更换玻璃水.txt"
+        assert label_text("如何更换玻璃水.txt") == "如何更换玻璃水.txt"
 
 
 def test_import_ctxlab_does_not_load_the_lab() -> None:

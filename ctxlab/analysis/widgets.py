@@ -38,7 +38,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import ipywidgets as widgets
+import ipywidgets as widgets  # type: ignore[import-untyped,unused-ignore]
 import polars as pl
 
 from ctxlab.analysis.plotting import budget_figure
@@ -93,7 +93,7 @@ def _interactive_canvas() -> bool:
     return "ipympl" in backend or backend == "widget"
 
 
-class BudgetExplorer(widgets.VBox):
+class BudgetExplorer(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no types
     """The explorer widget (see the module docstring).
 
     Args:

@@ -1,0 +1,46 @@
+"""Figures of a replay: token budget per call, strategies side by side, saving by strategy, the
+view split by part, the two-panel budget figure of the notebooks and the explorer, and the curve
+of a settings sweep.
+
+Every plot function takes the per-call frame (:func:`ctxlab.analysis.report.calls_frame`), an optional
+matplotlib ``ax`` to draw into, and returns the figure.  Without ``ax`` a new
+``matplotlib.figure.Figure`` is made that is *not* registered with pyplot: in Jupyter it shows
+once when it is the cell's value, and it never leaks into pyplot's figure list.  Files are
+rendered with the Agg canvas (no GUI backend is touched).
+
+Labels with CJK text render with a CJK font when one is installed; without one, non-ASCII
+characters in labels are replaced by ``?`` (:mod:`~ctxlab.analysis.plotting.style`).
+
+The package, by job: :mod:`~ctxlab.analysis.plotting.style` (fonts, colours, axes),
+:mod:`~ctxlab.analysis.plotting.runs` (which rows a plot draws),
+:mod:`~ctxlab.analysis.plotting.plots` (the plots into one axes each),
+:mod:`~ctxlab.analysis.plotting.figures` (the two-panel budget figure and the report's PNG files).
+"""
+
+from __future__ import annotations
+
+from ctxlab.analysis.plotting.figures import budget_figure, figure_name, write_figures
+from ctxlab.analysis.plotting.plots import (
+    ROTATE_NAMES_OVER,
+    plot_budget,
+    plot_savings,
+    plot_strategies,
+    plot_sweep,
+    plot_view_parts,
+)
+from ctxlab.analysis.plotting.style import LOG_RATIO, cjk_font, format_tokens
+
+__all__ = [
+    "LOG_RATIO",
+    "ROTATE_NAMES_OVER",
+    "budget_figure",
+    "cjk_font",
+    "figure_name",
+    "format_tokens",
+    "plot_budget",
+    "plot_savings",
+    "plot_strategies",
+    "plot_sweep",
+    "plot_view_parts",
+    "write_figures",
+]

@@ -1,0 +1,122 @@
+"""Whole figures and files: the two-panel budget figure of the notebooks and the explorer
+(:func:`budget_figure`), and the report's PNG files (:func:`figure_name`, :func:`write_figures`)."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import polars as pl
+
+from ctxlab.analysis.plotting.plots import plot_budget, plot_savings, plot_strategies, plot_view_parts
+from ctxlab.analysis.plotting.runs import pick_run
+from ctxlab.analysis.plotting.style import font_families, label_text, shorten
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+__all__ = ["budget_figure", "figure_name", "save_png", "write_figures"]
+
+
+def budget_figure(
+    calls: pl.DataFrame,
+    transcript: str | None = None,
+    strategy: str | None = None,
+    *,
+    fig: Figure | None = None,
+    title: str | None = None,
+) -> Figure:
+    """The token budget of one run in two panels sharing the x axis (model calls).
+
+    Top: the request view split by part, stacked (:func:`plot_view_parts`).  Bottom: raw vs
+    sent tokens, T and T2, and markers on the calls where L1 and L2 ran (:func:`plot_budget`).
+
+    Args:
+        calls: the per-call frame of a replay (``ReplayResult.frame()``).
+        transcript, strategy: which run (default: the first in ``calls``).
+        fig: redraw into this figure (its two axes are cleared) instead of making a new one;
+            used by :mod:`ctxlab.analysis.widgets` to update one figure in place.
+        title: a figure title (default: ``"<transcript>  [<strategy>]"``).
+
+    Returns:
+        The figure (a ``matplotlib.figure.Figure`` not registered with pyplot when new).
+    """
+    from matplotlib.figure import Figure
+
+    if fig is None:
+        fig = Figure(figsize=(10, 7.6), dpi=100, layout="constrained")
+    if len(fig.axes) == 2:
+        top, bottom = fig.axes
+        top.clear()
+        bottom.clear()
+    else:
+        fig.clear()
+        top, bottom = fig.subplots(2, 1, sharex=True)
+    transcript, strategy, _ = pick_run(calls, transcript, strategy)
+    plot_view_parts(
+        calls,
+        transcript,
+        strategy,
+        ax=top,
+        title="request view by part (stacked), thresholds",
+        show_raw=True,
+        thresholds=True,
+    )
+    plot_budget(calls, transcript, strategy, ax=bottom, title="raw vs sent, thresholds, compression rounds")
+    top.set_xlabel("")
+    top.tick_params(labelbottom=False)
+    fig.suptitle(
+        label_text(title or f"{shorten(str(transcript))}  [{strategy}]"),
+        fontfamily=font_families(),
+        fontsize=12,
+    )
+    return fig
+
+
+def figure_name(*parts: str) -> str:
+    """A safe, unique-enough PNG file name for a run: ASCII, at most ~100 characters
+    (:func:`ctxlab.replay.engine.safe_name` of the parts joined by ``__``)."""
+    from ctxlab.replay import safe_name
+
+    return safe_name("__".join(parts), limit=99, empty="figure") + ".png"
+
+
+def save_png(fig: Figure, path: Path) -> Path:
+    """Render ``fig`` with the Agg canvas to ``path`` as PNG (100 dpi) and return ``path``;
+    warnings about glyphs missing from the font are silenced."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    FigureCanvasAgg(fig)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Glyph .* missing from")
+        fig.savefig(path, dpi=100, pil_kwargs={"compress_level": 3})
+    return path
+
+
+def write_figures(
+    calls: pl.DataFrame, summary: pl.DataFrame | None, out_dir: str | Path, *, settings: Any = None
+) -> list[Path]:
+    """Write the report's PNGs (Agg canvas) and return their paths:
+
+    * ``budget/<transcript>__<strategy>.png`` per run (:func:`plot_budget`);
+    * ``strategies/<transcript>.png`` per transcript when there are several strategies
+      (:func:`plot_strategies`);
+    * ``saving_by_strategy.png`` (:func:`plot_savings`).
+    """
+    out = Path(out_dir)
+    (out / "budget").mkdir(parents=True, exist_ok=True)
+    paths: list[Path] = []
+    if calls.is_empty():
+        return paths
+    paths.append(save_png(plot_savings(calls), out / "saving_by_strategy.png"))
+    runs = calls.select("transcript", "strategy").unique(maintain_order=True).iter_rows()
+    for transcript, strategy in runs:
+        fig = plot_budget(calls, transcript, strategy)
+        paths.append(save_png(fig, out / "budget" / figure_name(transcript, strategy)))
+    if calls["strategy"].n_unique() > 1:
+        (out / "strategies").mkdir(parents=True, exist_ok=True)
+        for transcript in calls["transcript"].unique(maintain_order=True).to_list():
+            fig = plot_strategies(calls, transcript)
+            paths.append(save_png(fig, out / "strategies" / figure_name(transcript)))
+    return paths

@@ -1,0 +1,330 @@
+"""The plots of a replay into one axes each: one run's token budget (:func:`plot_budget`) and
+its view split by part (:func:`plot_view_parts`), strategies side by side (:func:`plot_strategies`),
+the saving by strategy (:func:`plot_savings`) and the curve of a settings sweep (:func:`plot_sweep`).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import polars as pl
+
+from ctxlab.analysis.plotting.runs import one_value, pick_run, select_calls
+from ctxlab.analysis.plotting.style import (
+    COLORS,
+    PART_COLORS,
+    STRATEGY_COLORS,
+    STRATEGY_MARKERS,
+    STRATEGY_STYLES,
+    fit_margins,
+    font_families,
+    label_text,
+    new_axes,
+    shorten,
+    threshold_lines,
+    title_and_legend,
+    tokens_axis,
+    use_log,
+)
+from ctxlab.replay.metrics import VIEW_PARTS
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+__all__ = [
+    "ROTATE_NAMES_OVER",
+    "plot_budget",
+    "plot_savings",
+    "plot_strategies",
+    "plot_sweep",
+    "plot_view_parts",
+]
+
+
+def plot_budget(
+    calls: pl.DataFrame,
+    transcript: str | None = None,
+    strategy: str | None = None,
+    *,
+    ax: Axes | None = None,
+    threshold: float | None = None,
+    l2_threshold: float | None = None,
+    title: str | None = None,
+    yscale: str = "auto",
+) -> Figure:
+    """Token budget per model call of one run: raw vs sent lines, horizontal T and T2 lines,
+    markers on the calls that ran L1 and L2.
+
+    Args:
+        calls: the per-call frame (filtered to one run, or name it with ``transcript``/``strategy``).
+        transcript, strategy: which run (default: the first of each in ``calls``).
+        ax: draw here instead of a new figure.
+        threshold, l2_threshold: T and T2 in tokens (default: the rows' ``threshold`` columns).
+        title: the axes title (default: ``"<transcript> - <strategy>"``).
+        yscale: ``"linear"``, ``"log"``, or ``"auto"`` (log when raw peaks above 10x sent, so that
+            a heavily compressed run stays readable).
+    """
+    transcript, strategy, df = pick_run(calls, transcript, strategy)
+    raw_peak = max(df["raw_tokens"].to_list(), default=0)
+    sent_peak = max(df["view_tokens"].to_list(), default=0)
+    log = use_log(yscale, raw_peak, sent_peak)
+    fig, ax = new_axes(ax)
+    x = df["call_index"].to_list()
+    # raw is drawn dashed on top, so that it stays visible where nothing was compressed
+    same = df.height > 0 and (df["view_tokens"] == df["raw_tokens"]).all()
+    sent_label = "sent (view) = raw: nothing compressed" if same else "sent (view)"
+    ax.plot(x, df["view_tokens"].to_list(), color=COLORS["sent"], linewidth=2.2, label=sent_label, zorder=2)
+    ax.plot(
+        x,
+        df["raw_tokens"].to_list(),
+        color=COLORS["raw"],
+        linestyle="--",
+        linewidth=1.4,
+        label="raw (uncompressed)",
+        zorder=3,
+    )
+    T = threshold if threshold is not None else (one_value(df["threshold"]) if df.height else None)
+    T2 = l2_threshold if l2_threshold is not None else (one_value(df["l2_threshold"]) if df.height else None)
+    peak = max([*df["raw_tokens"].to_list(), *df["view_tokens"].to_list(), 1])
+    top = threshold_lines(ax, T, T2, peak, log)
+    size = 60 if len(x) <= 80 else 34  # smaller markers on long runs
+    for level, marker in (("L1", "^"), ("L2", "D")):
+        sel = df.filter(pl.col("level") == level)
+        if sel.height:
+            ax.scatter(
+                sel["call_index"].to_list(),
+                sel["view_tokens"].to_list(),
+                marker=marker,
+                s=size,
+                color=COLORS[level],
+                edgecolor="black",
+                linewidth=0.6,
+                zorder=5,
+                label=f"{level} call ({sel.height})",
+            )
+    tokens_axis(ax, log)
+    if log:
+        low = min(
+            [v for v in (*df["view_tokens"].to_list(), *(t for t in (T, T2) if t)) if v and v > 0], default=1
+        )
+        ax.set_ylim(max(1.0, low * 0.6), top * 1.5)
+    else:
+        ax.set_ylim(0, top * 1.08)
+    if x:
+        ax.set_xlim(min(x) - 0.5, max(x) + 0.5)
+    title_and_legend(ax, title or f"{shorten(str(transcript))}  [{strategy}]")
+    return fig
+
+
+def plot_view_parts(
+    calls: pl.DataFrame,
+    transcript: str | None = None,
+    strategy: str | None = None,
+    *,
+    ax: Axes | None = None,
+    title: str | None = None,
+    show_raw: bool = False,
+    thresholds: bool = False,
+) -> Figure:
+    """Stacked areas of the view split by part per call: system (+ tool schemas), user,
+    assistant, tool results, summary; ``show_raw`` adds the raw request as a dashed line,
+    ``thresholds`` the T and T2 lines (as in :func:`plot_budget`)."""
+    transcript, strategy, df = pick_run(calls, transcript, strategy)
+    fig, ax = new_axes(ax)
+    x = df["call_index"].to_list()
+    if df.height:
+        ys = [df[f"view_{p}_tokens"].to_list() for p in VIEW_PARTS]
+        ax.stackplot(
+            x,
+            *ys,
+            labels=[p if p != "system" else "system + tools" for p in VIEW_PARTS],
+            colors=[PART_COLORS[p] for p in VIEW_PARTS],
+            alpha=0.85,
+            linewidth=0,
+        )
+        if show_raw:
+            ax.plot(x, df["raw_tokens"].to_list(), color="black", linestyle="--", linewidth=1.0, label="raw")
+        ax.set_xlim(min(x), max(x) if len(x) > 1 else min(x) + 1)
+        if thresholds:
+            peak = max([*df["view_tokens"].to_list(), *(df["raw_tokens"].to_list() if show_raw else []), 1])
+            top = threshold_lines(ax, one_value(df["threshold"]), one_value(df["l2_threshold"]), peak, False)
+            ax.set_ylim(0, top * 1.08)
+    tokens_axis(ax)
+    title_and_legend(ax, title or f"{shorten(str(transcript))}  [{strategy}]: view by part")
+    return fig
+
+
+def plot_strategies(
+    calls: pl.DataFrame,
+    transcript: str | None = None,
+    *,
+    ax: Axes | None = None,
+    strategies: Sequence[str] | None = None,
+    title: str | None = None,
+    yscale: str = "auto",
+) -> Figure:
+    """Sent tokens per call of one transcript, one line per strategy (raw as a dashed line);
+    ``yscale`` as for :func:`plot_budget`.
+
+    Each strategy has its own colour, line style and marker, and lines drawn first are wider:
+    two strategies that send the same tokens (an estimator variant that never changes a
+    decision, say) show as a wide line with a narrower one of another style inside it, and
+    their markers sit at different calls.
+    """
+    if transcript is None and calls.height:
+        transcript = calls["transcript"][0]
+    df = select_calls(calls, transcript, None)
+    names = list(strategies or df["strategy"].unique(maintain_order=True).to_list())
+    fig, ax = new_axes(ax)
+    if df.height:
+        first = df.filter(pl.col("strategy") == names[0]) if names else df
+        ax.plot(
+            first["call_index"].to_list(),
+            first["raw_tokens"].to_list(),
+            color=COLORS["raw"],
+            linestyle="--",
+            linewidth=1.4,
+            label="raw (uncompressed)",
+            zorder=3 + len(names),  # on top: visible where a strategy sends everything
+        )
+    n = max(1, len(names))
+    for i, name in enumerate(names):
+        sel = df.filter(pl.col("strategy") == name)
+        every = max(1, sel.height // 10)  # about ten markers per line, shifted per strategy
+        ax.plot(
+            sel["call_index"].to_list(),
+            sel["view_tokens"].to_list(),
+            linewidth=1.5 + 1.5 * (n - 1 - i) / max(1, n - 1),  # 3.0 down to 1.5
+            linestyle=STRATEGY_STYLES[i % len(STRATEGY_STYLES)],
+            marker=STRATEGY_MARKERS[i % len(STRATEGY_MARKERS)],
+            markersize=5,
+            markevery=((i * every) // n, every),
+            color=STRATEGY_COLORS[i % len(STRATEGY_COLORS)],
+            label=label_text(f"{name} (sent)"),
+            zorder=2 + i,
+        )
+    T = one_value(df["threshold"]) if df.height else None
+    peak = max([*df["raw_tokens"].to_list(), 1]) if df.height else 1
+    log = use_log(yscale, peak, max(df["view_tokens"].to_list(), default=0))
+    threshold_lines(ax, T, None, peak, log)
+    tokens_axis(ax, log)
+    title_and_legend(ax, title or f"{shorten(str(transcript))}: strategies")
+    return fig
+
+
+#: strategy names longer than this many characters turn the x labels of :func:`plot_savings`
+ROTATE_NAMES_OVER = 10
+
+
+def plot_savings(calls: pl.DataFrame, *, ax: Axes | None = None, title: str | None = None) -> Figure:
+    """Bar chart of the overall saving % per strategy: ``100 × (1 − Σ sent / Σ raw)`` over all
+    calls of all transcripts; each bar is labelled with its value and the number of runs.
+
+    Strategy names longer than :data:`ROTATE_NAMES_OVER` characters are written at an angle;
+    on a figure made here, the bottom margin grows to fit them.
+    """
+    from ctxlab.replay.table import strategy_totals
+
+    totals = strategy_totals(calls)
+    names = totals["strategy"].to_list() if totals.height else []
+    longest = max((len(n) for n in names), default=0)
+    rotate = longest > ROTATE_NAMES_OVER
+    own = ax is None
+    size = (max(4.5, (1.1 if rotate else 1.4) * max(1, len(names)) + 2.5), 4.2)
+    if rotate:  # the slanted names take room below the axes: a taller figure keeps the bars' height
+        size = (size[0], size[1] + 0.04 * longest)
+    fig, ax = new_axes(ax, size)
+    fam = font_families()
+    values = [v if v is not None else 0.0 for v in (totals["saving_pct"].to_list() if totals.height else [])]
+    runs = totals["transcripts"].to_list() if totals.height else []
+    bars = ax.bar(
+        range(len(names)),
+        values,
+        color=[STRATEGY_COLORS[i % len(STRATEGY_COLORS)] for i in range(len(names))],
+        width=0.6,
+    )
+    for rect, v, n in zip(bars, values, runs, strict=True):
+        ax.annotate(
+            f"{v:.1f} %\n({n} run{'s' if n != 1 else ''})",
+            (rect.get_x() + rect.get_width() / 2, max(v, 0)),
+            xytext=(0, 3),
+            textcoords="offset points",
+            ha="center",
+            va="bottom",
+            fontsize=9,
+            fontfamily=fam,
+        )
+    labels = [label_text(n) for n in names]
+    if rotate:
+        ax.set_xticks(
+            range(len(names)), labels, fontfamily=fam, rotation=30, ha="right", rotation_mode="anchor"
+        )
+    else:
+        ax.set_xticks(range(len(names)), labels, fontfamily=fam)
+    ax.set_xlim(-0.75, max(1, len(names)) - 0.25)  # a lone bar does not fill the axes
+    ax.set_ylabel("tokens saved (% of raw)", fontfamily=fam)
+    ax.set_xlabel("strategy", fontfamily=fam)
+    hi = max([*values, 0.0])
+    lo = min([*values, 0.0])
+    ax.set_ylim(min(lo * 1.15, 0), max(hi * 1.25, 10))
+    ax.set_yticks([t for t in ax.get_yticks() if min(lo * 1.15, 0) <= t <= 100])  # room, not a 120 %
+    ax.axhline(0, color="black", linewidth=0.8)
+    ax.grid(True, axis="y", alpha=0.3, linewidth=0.6)
+    ax.set_title(label_text(title or "Saving by strategy (all transcripts)"), fontfamily=fam, fontsize=11)
+    if own and rotate:
+        fit_margins(fig, ax)
+    return fig
+
+
+def plot_sweep(
+    frame: pl.DataFrame,
+    *,
+    setting: str = "summary_l2_trigger_ratio",
+    ax: Axes | None = None,
+    title: str | None = None,
+) -> Figure:
+    """The curve of a sweep (:func:`ctxlab.replay.engine.sweep`): saving % (left axis, line) and L2
+    rounds (right axis, bars) against the setting's value.
+
+    Args:
+        frame: the sweep's frame.
+        setting: the swept field (the x label).
+        ax: draw here instead of a new figure.
+        title: the axes title.
+
+    Returns:
+        The figure.
+    """
+    from matplotlib.ticker import MaxNLocator
+
+    if ax is None:
+        from matplotlib.figure import Figure
+
+        fig = Figure(figsize=(9, 4.8), dpi=100, layout="constrained")
+        ax = fig.add_subplot()
+    fig = ax.figure  # type: ignore[assignment]
+    x = frame["value"].to_list()
+    width = 0.6 * (min(b - a for a, b in itertools.pairwise(x)) if len(x) > 1 else 0.1)
+    right = ax.twinx()
+    bars = right.bar(x, frame["l2_rounds"].to_list(), width=width, color=COLORS["L2"], alpha=0.3)
+    right.set_ylabel("L2 rounds (all transcripts)")
+    right.yaxis.set_major_locator(MaxNLocator(integer=True))
+    (line,) = ax.plot(x, frame["saving_pct"].to_list(), marker="o", color=COLORS["sent"], linewidth=2)
+    ax.set_zorder(right.get_zorder() + 1)
+    ax.patch.set_visible(False)
+    ratio = setting == "summary_l2_trigger_ratio"
+    if ratio and "T2" in frame.columns:  # each ratio with the T2 it makes, in tokens
+        ax.set_xticks(x, [f"{v:g}\n{t2:,.0f}" for v, t2 in zip(x, frame["T2"].to_list(), strict=True)])
+        ax.set_xlabel("summary_l2_trigger_ratio (T2 / T), and below it T2 in tokens")
+    else:
+        ax.set_xticks(x, [f"{v:g}" for v in x])
+        ax.set_xlabel(setting + (" (T2 / T)" if ratio else ""))
+    ax.set_ylabel("tokens saved (% of raw)")
+    ax.set_ylim(0, max(100.0, *(v or 0 for v in frame["saving_pct"].to_list())))
+    ax.grid(True, alpha=0.3, linewidth=0.6)
+    ax.legend([line, bars], ["saving %", "L2 rounds"], loc="upper right", framealpha=0.85)
+    ax.set_title(label_text(title or f"sweep over {setting}"), fontfamily=font_families(), fontsize=11)
+    return fig
