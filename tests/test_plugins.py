@@ -18,6 +18,7 @@ from ctxlab.core.estimation import CharClassEstimator
 from ctxlab.core.hookspecs import hookimpl
 from ctxlab.core.l1 import TrimReport
 from ctxlab.core.plugins import PluginWarning
+from ctxlab.core.summarize import LLMSummarizer, SummaryResult
 
 #: T = 1024 tokens, T2 = 409.6, offload above 100 tokens, keep 2
 SETTINGS = CompressionSettings(
@@ -247,6 +248,63 @@ def test_custom_trimmer_adds_its_edit_and_defaults_still_run(mw_kit, tmp_path):
     assert "original length 2500" in view["aw"].tool_calls[0]["args"]["content"]  # R5 default
     assert f"read_log-{mw_kit.sha(log)}.txt" in view["t1"].content  # R6 default
     assert msgs[1].content == "thinking about it"  # state untouched
+
+
+class NoteSummarizer:
+    """A summarizer (the ``ctxlab.core.summarize.Summarizer`` protocol) that records its jobs."""
+
+    name = "note-summarizer"
+
+    def __init__(self):
+        self.jobs = []
+
+    def summarize(self, job):
+        self.jobs.append(job)
+        return SummaryResult(text=f"NOTE-SUMMARY of {len(job.messages)} messages")
+
+    async def asummarize(self, job):
+        return self.summarize(job)
+
+
+class SummarizerPlugin:
+    name = "summarizer-plugin"
+
+    def __init__(self, answer=True):
+        self.answer = answer
+        self.asked = []
+        self.summarizer = NoteSummarizer()
+
+    @hookimpl
+    def ctxlab_get_summarizer(self, model, settings):
+        self.asked.append((model, settings))
+        return self.summarizer if self.answer else None
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_custom_summarizer_writes_the_summary(mw_kit, tmp_path, mode):
+    # spec: R10 — without summarizer=, the agent's own model is offered to the summarizer hook
+    plugin = SummarizerPlugin()
+    mw = CompressionMiddleware(settings=SETTINGS, backend=mw_kit.backend(tmp_path), plugins=[plugin])
+    driver = mw_kit.Driver(mw, history(mw_kit), mode=mode)
+    rec = driver.round()
+    assert rec["exc"] is None
+    ((model, settings),) = plugin.asked
+    assert model is driver.model and settings is SETTINGS
+    (job,) = plugin.summarizer.jobs
+    cut = rec["update"]["_summarization_event"]["cutoff_index"]
+    assert [m.id for m in job.messages] == [f"m{i}" for i in range(cut)]
+    summary = rec["calls"][0]["messages"][0]
+    assert f"NOTE-SUMMARY of {cut} messages" in summary.content
+
+
+def test_a_summarizer_plugin_returning_none_defers_to_the_default(mw_kit, tmp_path):
+    # firstresult: None passes on; the built-in answers with the LLM summarizer of the given model
+    plugin = SummarizerPlugin(answer=False)
+    pm = make_plugin_manager([plugin])
+    model = mw_kit.ScriptedModel()
+    summarizer = pm.hook.ctxlab_get_summarizer(model=model, settings=SETTINGS)
+    assert plugin.asked == [(model, SETTINGS)]
+    assert isinstance(summarizer, LLMSummarizer) and summarizer.model is model
 
 
 # ------------------------------------------------------------------------------------------------

@@ -268,12 +268,17 @@ def _declared_hooks(module_name: str) -> frozenset[str]:
         resource = importlib.resources.files(package)
         for part in parts[:-1]:
             resource = resource.joinpath(part)
-        tree = ast.parse(resource.joinpath(f"{parts[-1]}.py").read_text(encoding="utf-8"))
+        return _hooks_in_source(resource.joinpath(f"{parts[-1]}.py").read_text(encoding="utf-8"))
     except (OSError, SyntaxError, ModuleNotFoundError, IndexError):
         return frozenset()
+
+
+def _hooks_in_source(source: str) -> frozenset[str]:
+    """Names of the top-level functions decorated ``@hookspec`` (or ``@hookspec(...)``) in a
+    module's source text."""
     return frozenset(
         node.name
-        for node in tree.body
+        for node in ast.parse(source).body
         if isinstance(node, ast.FunctionDef) and any(_is_hookspec(d) for d in node.decorator_list)
     )
 
