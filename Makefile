@@ -1,12 +1,6 @@
 # ctxlab developer tasks. The README and CI (.ci/run) both go through these targets, so that
-# "works on my machine" and "works in CI" are the same set-up.
-#
-#   make setup   create .venv (if missing) and install ctxlab[dev] + plugins/*/ editable (idempotent)
-#   make test    setup, then the whole test suite: pytest over tests/ and the shared regression cases
-#   make demo    setup, then replay the bundled sample transcript (no API key, no network)
-#   make lint    ruff check + ruff format --check
-#   make bench   setup, then the estimator/strategy benchmarks
-#   make lab     setup, then JupyterLab on notebooks/
+# "works on my machine" and "works in CI" are the same set-up. `make help` lists the targets from
+# the `## ` comment after each one.
 
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
@@ -24,10 +18,10 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 .PHONY: help setup check-shared test demo lint bench lab
 
-help:
-	@sed -n '3,10p' Makefile | sed 's/^# \{0,1\}//'
+help: ## list the targets
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  make %-13s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-setup: $(STAMP)
+setup: $(STAMP) ## create .venv (if missing) and install ctxlab[dev] + plugins/*/ editable (idempotent)
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -36,7 +30,7 @@ $(STAMP): pyproject.toml $(PLUGIN_PYPROJECTS) | $(PY)
 	$(PY) -m pip install --progress-bar off -e '.[dev]' $(foreach d,$(PLUGIN_DIRS),-e ./$(d))
 	@touch $(STAMP)
 
-check-shared:
+check-shared: ## fail early when ../shared (transcripts/, cases/) is missing
 	@for d in transcripts cases; do \
 	  if [ ! -d "$(SHARED)/$$d" ]; then \
 	    echo "ERROR: $(SHARED)/$$d is missing. ctxlab's tests need the shared data folder beside the repository (../shared, with transcripts/ and cases/)." >&2; \
@@ -44,26 +38,28 @@ check-shared:
 	  fi; \
 	done
 
+# pytest runs its testpaths (pyproject.toml): tests/ and every plugins/*/tests.
 # pytest exit code 5 means "no tests collected": that is a failure here, not a pass.
 # Both runners always run, so that one failing does not hide the other's result.
-test: setup check-shared
+test: setup check-shared ## the whole suite: pytest over tests/ and plugins/*/tests, and ../shared/cases
 	@export MPLBACKEND=Agg; status=0; \
-	$(PY) -m pytest tests/ || { rc=$$?; \
+	$(PY) -m pytest || { rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests (exit 5): failing" >&2; \
 	  else echo "make test: pytest failed (exit $$rc)" >&2; fi; status=1; }; \
 	$(PY) $(SHARED)/cases/run_cases.py || { echo "make test: regression cases failed (exit $$?)" >&2; status=1; }; \
 	exit $$status
 
-demo: setup
+demo: setup ## replay the bundled sample transcript into out/demo (no API key, no network)
 	$(VENV)/bin/ctxlab replay --out out/demo
 
-lint: setup
+lint: setup ## ruff check, ruff format --check, the import contracts (lint-imports), mypy --strict ctxlab
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports
+	$(VENV)/bin/mypy --strict ctxlab
 
-bench: setup
+bench: setup ## the estimator/strategy benchmarks -> docs/benchmarks.md
 	$(VENV)/bin/ctxlab bench
 
-lab: setup
+lab: setup ## JupyterLab on notebooks/
 	$(VENV)/bin/jupyter lab --notebook-dir=notebooks

@@ -148,6 +148,7 @@ def check_continuation(values_before, model2):
 
 
 def test_create_agent_sqlite_stream_and_resume(mw_kit, tmp_path):
+    # spec: R6, R10, R11, R14, R15 (check_first_run: events, checkpoint, files); R11 again on resume
     files_root = tmp_path / "files"
     db = tmp_path / "checkpoints.sqlite"
     config = {"configurable": {"thread_id": "thread-e2e"}}
@@ -187,6 +188,7 @@ def test_create_agent_sqlite_stream_and_resume(mw_kit, tmp_path):
 
 
 async def test_create_agent_async_sqlite_astream_and_resume(mw_kit, tmp_path):
+    # spec: R6, R10, R11, R14, R15 through astream (awrap_model_call), as the sync test above
     files_root = tmp_path / "files"
     db = str(tmp_path / "checkpoints.sqlite")
     config = {"configurable": {"thread_id": "thread-async"}}

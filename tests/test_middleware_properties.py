@@ -192,6 +192,7 @@ def check_round(kit, d, rec, prev_cutoff, keep, files_root):
     reducer=st.sampled_from(["add_messages", "concat"]),
 )
 def test_every_view_is_consistent_over_many_rounds(mw_kit, initial, appends, cfg, mode, reducer):
+    # spec: R6, R9, R10, R11 — check_round checks them after every round (see the module docstring)
     b = Builder(mw_kit)
     with tempfile.TemporaryDirectory() as root:
         mw = CompressionMiddleware(

@@ -1,5 +1,6 @@
 """The plugin system of ctxlab: one plugin manager per middleware instance, replaceable steps,
-plugin listing, plugins folder and entry points (hookspecs in ``ctxlab/hookspecs.py``)."""
+plugin listing, plugins folder and entry points, refused plugins (hookspecs in
+``ctxlab/core/hookspecs.py``, documented in ``docs/plugins.md``)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ from ctxlab.core.cutoff import CutoffDecision
 from ctxlab.core.estimation import CharClassEstimator
 from ctxlab.core.hookspecs import hookimpl
 from ctxlab.core.l1 import TrimReport
+from ctxlab.core.plugins import PluginWarning
+from ctxlab.core.summarize import LLMSummarizer, SummaryResult
 
 #: T = 1024 tokens, T2 = 409.6, offload above 100 tokens, keep 2
 SETTINGS = CompressionSettings(
@@ -247,6 +250,63 @@ def test_custom_trimmer_adds_its_edit_and_defaults_still_run(mw_kit, tmp_path):
     assert msgs[1].content == "thinking about it"  # state untouched
 
 
+class NoteSummarizer:
+    """A summarizer (the ``ctxlab.core.summarize.Summarizer`` protocol) that records its jobs."""
+
+    name = "note-summarizer"
+
+    def __init__(self):
+        self.jobs = []
+
+    def summarize(self, job):
+        self.jobs.append(job)
+        return SummaryResult(text=f"NOTE-SUMMARY of {len(job.messages)} messages")
+
+    async def asummarize(self, job):
+        return self.summarize(job)
+
+
+class SummarizerPlugin:
+    name = "summarizer-plugin"
+
+    def __init__(self, answer=True):
+        self.answer = answer
+        self.asked = []
+        self.summarizer = NoteSummarizer()
+
+    @hookimpl
+    def ctxlab_get_summarizer(self, model, settings):
+        self.asked.append((model, settings))
+        return self.summarizer if self.answer else None
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_custom_summarizer_writes_the_summary(mw_kit, tmp_path, mode):
+    # spec: R10 — without summarizer=, the agent's own model is offered to the summarizer hook
+    plugin = SummarizerPlugin()
+    mw = CompressionMiddleware(settings=SETTINGS, backend=mw_kit.backend(tmp_path), plugins=[plugin])
+    driver = mw_kit.Driver(mw, history(mw_kit), mode=mode)
+    rec = driver.round()
+    assert rec["exc"] is None
+    ((model, settings),) = plugin.asked
+    assert model is driver.model and settings is SETTINGS
+    (job,) = plugin.summarizer.jobs
+    cut = rec["update"]["_summarization_event"]["cutoff_index"]
+    assert [m.id for m in job.messages] == [f"m{i}" for i in range(cut)]
+    summary = rec["calls"][0]["messages"][0]
+    assert f"NOTE-SUMMARY of {cut} messages" in summary.content
+
+
+def test_a_summarizer_plugin_returning_none_defers_to_the_default(mw_kit, tmp_path):
+    # firstresult: None passes on; the built-in answers with the LLM summarizer of the given model
+    plugin = SummarizerPlugin(answer=False)
+    pm = make_plugin_manager([plugin])
+    model = mw_kit.ScriptedModel()
+    summarizer = pm.hook.ctxlab_get_summarizer(model=model, settings=SETTINGS)
+    assert plugin.asked == [(model, SETTINGS)]
+    assert isinstance(summarizer, LLMSummarizer) and summarizer.model is model
+
+
 # ------------------------------------------------------------------------------------------------
 # listing, plugins folder, entry points
 # ------------------------------------------------------------------------------------------------
@@ -386,3 +446,181 @@ def test_a_raising_event_observer_does_not_break_the_model_call(mw_kit, tmp_path
     rec = mw_kit.Driver(mw_with(mw_kit, tmp_path, [BadObserver()]), history(mw_kit)).round()
     assert rec["exc"] is None  # fails today: RuntimeError('observer bug')
     assert len(rec["calls"]) == 1
+
+
+# ------------------------------------------------------------------------------------------------
+# refused plugins: misspelt hooks, wrong arguments (reported, skipped, never a crash)
+# ------------------------------------------------------------------------------------------------
+
+
+def plugin_warnings(record) -> list[str]:
+    return [str(w.message) for w in record if issubclass(w.category, PluginWarning)]
+
+
+class MisspeltCutoff:
+    """``ctxlab_select_cutof``: a typo pluggy alone would accept silently (no spec, no call)."""
+
+    name = "misspelt-cutoff"
+
+    @hookimpl
+    def ctxlab_select_cutof(self, messages, ctx):
+        return CutoffDecision(1, "never used")
+
+
+class ExtraArgumentTrimmer:
+    """``ctxlab_l1_trim`` with an argument the hookspec does not have."""
+
+    name = "extra-argument-trimmer"
+
+    @hookimpl
+    def ctxlab_l1_trim(self, view, ctx, budget):
+        return None
+
+
+def test_misspelt_hook_is_reported_and_the_plugin_skipped(mw_kit, tmp_path):
+    tagger = Tagger("KEPT")
+    with pytest.warns(PluginWarning) as record:
+        mw = mw_with(mw_kit, tmp_path, [MisspeltCutoff(), tagger])
+    (message,) = plugin_warnings(record)
+    assert "'misspelt-cutoff'" in message and "ctxlab_select_cutof" in message
+    names = {p.name for p in describe_plugins(mw.plugin_manager)}
+    assert "misspelt-cutoff" not in names and "tagger-KEPT" in names  # only the bad one is dropped
+    rec = mw_kit.Driver(mw, history(mw_kit)).round()
+    assert rec["exc"] is None
+    assert rec["update"]["_summarization_event"]["cutoff_index"] == len(history(mw_kit)) - 2  # default
+
+
+def test_hook_with_an_argument_its_spec_lacks_is_reported_and_skipped(mw_kit, tmp_path):
+    with pytest.warns(PluginWarning) as record:
+        mw = mw_with(mw_kit, tmp_path, [ExtraArgumentTrimmer()])
+    (message,) = plugin_warnings(record)
+    assert "'extra-argument-trimmer'" in message and "ctxlab_l1_trim" in message and "budget" in message
+    assert "extra-argument-trimmer" not in {p.name for p in describe_plugins(mw.plugin_manager)}
+    assert all(
+        impl.plugin_name != "extra-argument-trimmer"
+        for impl in mw.plugin_manager.hook.ctxlab_l1_trim.get_hookimpls()
+    )
+    assert mw_kit.Driver(mw, history(mw_kit)).round()["exc"] is None
+
+
+class LabStrategies:
+    """A strategy plugin: implements a replay-floor hook, unknown to a middleware's manager."""
+
+    name = "lab-strategies"
+
+    @hookimpl
+    def ctxlab_register_strategies(self, register):
+        register("lab-test", lambda settings: [])
+
+
+class FutureHook:
+    """A hook ctxlab may add later, marked optional: pluggy's way to say "fine if unknown"."""
+
+    name = "future-hook"
+
+    @hookimpl(optionalhook=True)
+    def ctxlab_some_future_hook(self, event):
+        return None
+
+
+def test_hooks_of_the_upper_floors_and_optional_hooks_are_not_misspellings():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # any warning fails the test
+        mw = CompressionMiddleware(plugins=[LabStrategies(), FutureHook()])
+    infos = {p.name: p.hooks for p in describe_plugins(mw.plugin_manager)}
+    assert infos["lab-strategies"] == ("ctxlab_register_strategies",)
+    assert infos["future-hook"] == ("ctxlab_some_future_hook",)
+
+
+def test_a_misspelt_upper_floor_hook_is_reported_in_the_middleware_and_the_lab():
+    from ctxlab.replay import make_lab_manager, strategies
+
+    class Typo:
+        name = "typo-strategies"
+
+        @hookimpl
+        def ctxlab_register_strategy(self, register):  # the spec is ctxlab_register_strategies
+            register("typo", lambda settings: [])
+
+    for make in (
+        lambda: CompressionMiddleware(plugins=[Typo()]).plugin_manager,
+        lambda: make_lab_manager([Typo()]),
+    ):
+        with pytest.warns(PluginWarning, match="ctxlab_register_strategy") as record:
+            pm = make()
+        assert "'typo-strategies'" in plugin_warnings(record)[0]
+        assert "typo-strategies" not in {p.name for p in describe_plugins(pm)}
+    assert "typo" not in strategies(pm) and "ars" in strategies(pm)
+
+
+def test_wrong_argument_in_a_lab_hook_is_refused_by_the_lab_manager():
+    from ctxlab.replay import make_lab_manager, strategies
+
+    class Wrong:
+        name = "wrong-strategies"
+
+        @hookimpl
+        def ctxlab_register_strategies(self, register, settings):
+            register("wrong", lambda s: [])
+
+    with pytest.warns(PluginWarning, match="ctxlab_register_strategies") as record:
+        pm = make_lab_manager([Wrong()])
+    assert "'wrong-strategies'" in plugin_warnings(record)[0] and "settings" in plugin_warnings(record)[0]
+    assert "wrong" not in strategies(pm)
+
+
+INSTANCE = """
+from ctxlab import hookimpl
+
+class Recorder:
+    def __init__(self):
+        self.phases = []
+
+    @hookimpl
+    def ctxlab_on_event(self, event):
+        self.phases.append(event["phase"])
+
+plugin = Recorder()
+_hidden = Recorder()  # private: not registered
+"""
+
+CLASS_ONLY = """
+from ctxlab import hookimpl
+
+class NeverInstantiated:
+    @hookimpl
+    def ctxlab_on_event(self, event):
+        raise AssertionError("a class is not a plugin; an instance is")
+"""
+
+MISSPELT_FILE = """
+from ctxlab import hookimpl
+
+@hookimpl
+def ctxlab_on_evnt(event):
+    pass
+"""
+
+
+def test_class_instance_in_a_plugins_folder_registers_like_a_module(mw_kit, tmp_path, monkeypatch):
+    folder = tmp_path / "plugins"
+    folder.mkdir()
+    (folder / "recorder.py").write_text(textwrap.dedent(INSTANCE))
+    (folder / "class_only.py").write_text(textwrap.dedent(CLASS_ONLY))
+    (folder / "misspelt.py").write_text(textwrap.dedent(MISSPELT_FILE))
+    monkeypatch.setenv("CTXLAB_PLUGINS_DIR", str(folder))
+    with pytest.warns(PluginWarning) as record:
+        mw = mw_with(mw_kit, tmp_path / "files")
+    messages = plugin_warnings(record)
+    assert any("class_only.py" in m and "no hook implementation" in m for m in messages)
+    assert any("'dir:misspelt.py'" in m and "ctxlab_on_evnt" in m for m in messages)
+    assert len(messages) == 2
+    infos = {p.name: p for p in describe_plugins(mw.plugin_manager)}
+    assert infos["dir:recorder.py:plugin"].hooks == ("ctxlab_on_event",)
+    assert infos["dir:recorder.py:plugin"].source == f"plugins folder ({folder / 'recorder.py'})"
+    # the module itself has no hook functions, the private instance is left alone
+    assert not any(n in infos for n in ("dir:recorder.py", "dir:recorder.py:_hidden", "dir:misspelt.py"))
+    rec = mw_kit.Driver(mw, history(mw_kit)).round()
+    assert rec["exc"] is None
+    module = sys.modules["ctxlab_dir_plugin_recorder"]
+    assert module.plugin.phases == ["started", "completed"] and module._hidden.phases == []

@@ -7,7 +7,11 @@ manager (:func:`ctxlab.core.plugins.make_plugin_manager`), so instances with dif
 run side by side in one process.
 
 Hooks marked *firstresult* stop at the first implementation that returns a value other than
-``None``.  Units: every ``*_tokens`` value is an estimate in tokens (spec R16).
+``None``; the others run every implementation and return the list of their non-``None`` results.
+Hooks are called with keyword arguments; an implementation may take any subset of them.  Units:
+every ``*_tokens`` value is an estimate in tokens (spec R16).  ``docs/plugins.md`` documents each
+hook with a worked example; the floors above add their own hooks
+(:mod:`ctxlab.transcripts.hookspecs`, :mod:`ctxlab.replay.hookspecs`).
 """
 
 from __future__ import annotations
@@ -47,7 +51,10 @@ def ctxlab_estimate_message(message: BaseMessage) -> int | None:
 def ctxlab_estimate_tools(tools: Sequence[Any]) -> int | None:
     """Estimate the tokens the tool schemas of a request cost (R16: they count).
 
-    ``tools`` holds LangChain ``BaseTool`` objects or provider dicts.  firstresult.
+    ``tools`` holds LangChain ``BaseTool`` objects or provider dicts; never empty (no tools cost 0
+    without asking).  Called once per distinct tool list (cached by the caller).  Return the
+    tokens, or ``None`` to defer.  firstresult; default: the character-class estimate of the JSON
+    schemas.
     """
 
 
@@ -84,8 +91,12 @@ def ctxlab_get_summarizer(model: Any, settings: Any) -> Summarizer | None:
     """Return the summarizer for L2 (spec R10).
 
     ``model`` is the chat model that should summarize (the middleware's ``summarizer=`` model or
-    the agent's own model, R10), or ``None`` when no model is available (offline replay).
-    firstresult; default: the LLM summarizer when a model is given.
+    the agent's own model, R10), or ``None`` when no model is available (offline replay);
+    ``settings`` is the middleware's :class:`ctxlab.core.settings.CompressionSettings`.  Return a
+    :class:`ctxlab.core.summarize.Summarizer` (``summarize``/``asummarize`` must not raise for
+    model errors: they return ``SummaryResult(error=...)``), or ``None`` to defer.  Called once
+    per model object.  firstresult; default: the LLM summarizer when a model is given, the
+    offline structured summarizer otherwise.
     """
 
 
@@ -94,4 +105,8 @@ def ctxlab_get_summarizer(model: Any, settings: Any) -> Summarizer | None:
 
 @hookspec
 def ctxlab_on_event(event: dict[str, Any]) -> None:
-    """Observe a ``context_compression`` event (spec R14) after it is written to the stream."""
+    """Observe a ``context_compression`` event (spec R14) after it is written to the stream.
+
+    ``event`` is the dict of :func:`ctxlab.core.events.make_event`.  Returns nothing.  Every
+    implementation runs; one that raises is logged and ignored (it never aborts the model call).
+    """
