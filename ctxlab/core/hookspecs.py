@@ -7,7 +7,8 @@ manager (:func:`ctxlab.core.plugins.make_plugin_manager`), so instances with dif
 run side by side in one process.
 
 Hooks marked *firstresult* stop at the first implementation that returns a value other than
-``None``.  Units: every ``*_tokens`` value is an estimate in tokens (spec R16).
+``None``.  Units: every ``*_tokens`` value is an estimate in tokens (spec R16).  ctxlab itself
+calls these hooks through the typed façade :class:`ctxlab.core.hooks.CompressionHooks`.
 """
 
 from __future__ import annotations
@@ -21,7 +22,9 @@ if TYPE_CHECKING:
     from langchain_core.messages import BaseMessage
 
     from ctxlab.core.cutoff import CutoffContext, CutoffDecision
+    from ctxlab.core.events import CompressionEvent
     from ctxlab.core.l1 import TrimContext, TrimReport
+    from ctxlab.core.settings import CompressionSettings
     from ctxlab.core.summarize import Summarizer
 
 PROJECT = "ctxlab"
@@ -80,7 +83,7 @@ def ctxlab_select_cutoff(messages: list[BaseMessage], ctx: CutoffContext) -> Cut
 
 
 @hookspec(firstresult=True)
-def ctxlab_get_summarizer(model: Any, settings: Any) -> Summarizer | None:
+def ctxlab_get_summarizer(model: Any, settings: CompressionSettings) -> Summarizer | None:
     """Return the summarizer for L2 (spec R10).
 
     ``model`` is the chat model that should summarize (the middleware's ``summarizer=`` model or
@@ -93,5 +96,7 @@ def ctxlab_get_summarizer(model: Any, settings: Any) -> Summarizer | None:
 
 
 @hookspec
-def ctxlab_on_event(event: dict[str, Any]) -> None:
-    """Observe a ``context_compression`` event (spec R14) after it is written to the stream."""
+def ctxlab_on_event(event: CompressionEvent) -> None:
+    """Observe a ``context_compression`` event (spec R14, :class:`ctxlab.core.events.
+    CompressionEvent`) after it is written to the stream.  An exception is logged, never raised
+    into the model call."""
