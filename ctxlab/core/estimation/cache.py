@@ -91,6 +91,7 @@ class EstimateCache:
             estimator's ``message_tokens``); ``None`` means that no estimator answered.
         tools_fn: tokens of a list of tool schemas (``ctxlab_estimate_tools``).
         max_entries: messages remembered, by object and by fingerprint each.
+        name: what estimates behind the cache (reports name the lab's measuring estimator).
 
     Attributes:
         hits, misses: messages answered from the cache / estimated (a rough count under threads).
@@ -101,7 +102,10 @@ class EstimateCache:
         message_fn: Callable[[BaseMessage], int | None],
         tools_fn: Callable[[Sequence[Any]], int | None],
         max_entries: int = 200_000,
+        *,
+        name: str = "hooks",
     ) -> None:
+        self.name = name
         self._message_fn = message_fn
         self._tools_fn = tools_fn
         self._by_content: BoundedCache[tuple[Any, ...], int] = BoundedCache(max_entries)
