@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any, Final, Literal, TypedDict, Unpack, cast
+from typing import Any, Final, Literal, Required, TypedDict, Unpack, cast
 
 EVENT_TYPE: Final = "context_compression"
 SSE_EVENT_NAME = "context_compression"
@@ -115,8 +115,8 @@ class EventStats(StatsCommon, total=False):
 
 
 class EventFields(TypedDict, total=False):
-    """The keyword fields of :func:`make_event` (every key of :class:`CompressionEvent` but
-    ``type`` and ``phase``)."""
+    """The keyword fields of :func:`make_event`: every key of :class:`CompressionEvent` but
+    ``type`` and ``phase`` (see the module docstring for each)."""
 
     level: Level | None
     tokens_before: int | None
@@ -130,21 +130,14 @@ class EventFields(TypedDict, total=False):
     stats: EventStats
 
 
-class CompressionEvent(TypedDict):
-    """One ``context_compression`` event (R14); see the module docstring for each key."""
+class CompressionEvent(EventFields):
+    """One ``context_compression`` event (R14): ``type`` and ``phase`` plus the
+    :class:`EventFields`.  An event made by :func:`make_event` (every event ctxlab writes) holds
+    every key; a field it was not given is ``None`` (``forced_by_overflow``: ``False``,
+    ``stats``: ``{}``)."""
 
-    type: Literal["context_compression"]
-    phase: Phase
-    level: Level | None
-    tokens_before: int | None
-    tokens_after: int | None
-    threshold: int | None
-    l2_threshold: float | None
-    forced_by_overflow: bool
-    cutoff_index: int | None
-    file_path: str | None
-    error: str | None
-    stats: EventStats
+    type: Required[Literal["context_compression"]]
+    phase: Required[Phase]
 
 
 def make_event(phase: str, **fields: Unpack[EventFields]) -> CompressionEvent:

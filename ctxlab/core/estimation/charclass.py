@@ -54,28 +54,10 @@ from collections.abc import Callable
 
 from ctxlab.core.estimation.images import split_data_url_images
 
-__all__ = [
-    "BLOCK",
-    "COEFFICIENTS",
-    "C_DENSE",
-    "C_DENSE_UPPER",
-    "C_DIGIT",
-    "C_N2",
-    "C_N3",
-    "C_NEWLINE",
-    "C_QUOTE",
-    "C_REST",
-    "C_SPACE",
-    "C_UPPER",
-    "RAMP_HI",
-    "RAMP_LO",
-    "WEIGHTS",
-    "char_class_tokens",
-    "estimate_text_tokens",
-    "features",
-]
+__all__ = ["BLOCK", "COEFFICIENTS", "WEIGHTS", "char_class_tokens", "estimate_text_tokens", "features"]
 
 # --- calibrated constants (plugins/ctxlab-fast-estimator/calibrate.py; tokens per unit) ----------
+# (public: calibrate.py and the fast estimator read them; COEFFICIENTS holds them by name)
 C_REST = 0.2402  # lower-case letters and ASCII punctuation
 C_UPPER = 0.3275  # upper-case ASCII letters
 C_DIGIT = 0.8762  # digits

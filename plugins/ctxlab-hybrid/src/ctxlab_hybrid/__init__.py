@@ -77,8 +77,9 @@ class HybridMasking(ObservationMasking):
         self.threshold_tokens = threshold_tokens
         self._masked_tokens: BoundedCache[tuple[Any, ...], int] = BoundedCache(MASKED_ROUNDS_CACHED)
 
+    # a pluggy wrapper around every trimmer, where ObservationMasking's is a plain implementation
     @hookimpl(wrapper=True, tryfirst=True)
-    def ctxlab_l1_trim(
+    def ctxlab_l1_trim(  # type: ignore[override]
         self, view: list[BaseMessage], ctx: TrimContext
     ) -> Generator[None, Any, list[TrimReport]]:
         key = _fingerprint(view)
