@@ -31,7 +31,11 @@ K = TypeVar("K")
 V = TypeVar("V")
 H = TypeVar("H", bound=Hashable)
 
-_MISSING = object()
+
+def _check_size(max_entries: int) -> int:
+    if isinstance(max_entries, bool) or not isinstance(max_entries, int) or max_entries <= 0:
+        raise ValueError(f"max_entries={max_entries!r} is invalid: allowed an integer > 0")
+    return max_entries
 
 
 class BoundedCache(Generic[H, V]):
@@ -46,9 +50,7 @@ class BoundedCache(Generic[H, V]):
     """
 
     def __init__(self, max_entries: int) -> None:
-        if isinstance(max_entries, bool) or not isinstance(max_entries, int) or max_entries <= 0:
-            raise ValueError(f"max_entries={max_entries!r} is invalid: allowed an integer > 0")
-        self.max_entries = max_entries
+        self.max_entries = _check_size(max_entries)
         self._data: OrderedDict[H, V] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -58,18 +60,17 @@ class BoundedCache(Generic[H, V]):
     def get(self, key: H, default: V | None = None) -> V | None:
         """The value cached for ``key`` (now the most recently used), else ``default``."""
         with self._lock:
-            value = self._data.get(key, _MISSING)
-            if value is _MISSING:
+            if key not in self._data:
                 return default
             self._data.move_to_end(key)
-            return cast(V, value)
+            return self._data[key]
 
     def put(self, key: H, value: V) -> V:
         """Cache ``value`` for ``key`` (replacing an older one) and return it."""
         with self._lock:
             self._data[key] = value
             self._data.move_to_end(key)
-            while len(self._data) > self.max_entries:
+            if len(self._data) > self.max_entries:
                 self._data.popitem(last=False)
         return value
 
@@ -84,7 +85,9 @@ class IdentityCache(Generic[K, V]):
 
     ``cache.get(obj)`` hits only for the very object given to ``cache.put(obj, value)`` (or, for
     a ``tuple`` key, a tuple holding the very same objects in order), with an equal
-    ``qualifier``.  ``None`` is a valid cached value for :meth:`get_or_put`.
+    ``qualifier``.  Entries are found by ``id()``: since an entry holds its key object, no other
+    object can have that ``id()`` while the entry exists.  ``None`` is a valid cached value for
+    :meth:`get_or_put`.
 
     Args:
         max_entries: the most entries kept (> 0), least recently used dropped first.
@@ -94,44 +97,38 @@ class IdentityCache(Generic[K, V]):
     """
 
     def __init__(self, max_entries: int) -> None:
-        self._entries: BoundedCache[tuple[object, Hashable], tuple[K, V]] = BoundedCache(max_entries)
-
-    @property
-    def max_entries(self) -> int:
-        return self._entries.max_entries
+        self.max_entries = _check_size(max_entries)
+        # slot -> (the key object, kept alive; the value)
+        self._data: OrderedDict[tuple[object, Hashable], tuple[K, V]] = OrderedDict()
+        self._lock = threading.Lock()
 
     def __len__(self) -> int:
-        return len(self._entries)
+        return len(self._data)
 
     @staticmethod
     def _slot(key: K, qualifier: Hashable) -> tuple[object, Hashable]:
         if type(key) is tuple:
-            return (tuple(id(item) for item in cast(tuple[object, ...], key)), qualifier)
+            return (tuple(map(id, cast(tuple[object, ...], key))), qualifier)
         return (id(key), qualifier)
-
-    @staticmethod
-    def _same(stored: K, key: K) -> bool:
-        if stored is key:
-            return True
-        if type(stored) is tuple and type(key) is tuple:
-            s, k = cast(tuple[object, ...], stored), cast(tuple[object, ...], key)
-            return len(s) == len(k) and all(a is b for a, b in zip(s, k, strict=True))
-        return False
-
-    def _lookup(self, key: K, qualifier: Hashable) -> object:
-        entry = self._entries.get(self._slot(key, qualifier))
-        if entry is not None and self._same(entry[0], key):
-            return entry[1]
-        return _MISSING
 
     def get(self, key: K, qualifier: Hashable = None) -> V | None:
         """The value cached for this very object (and ``qualifier``), else ``None``."""
-        found = self._lookup(key, qualifier)
-        return None if found is _MISSING else cast(V, found)
+        slot = self._slot(key, qualifier)
+        with self._lock:
+            entry = self._data.get(slot)
+            if entry is None:
+                return None
+            self._data.move_to_end(slot)
+        return entry[1]
 
     def put(self, key: K, value: V, qualifier: Hashable = None) -> V:
         """Cache ``value`` for this object (and ``qualifier``), keeping ``key`` alive; return it."""
-        self._entries.put(self._slot(key, qualifier), (key, value))
+        slot = self._slot(key, qualifier)
+        with self._lock:
+            self._data[slot] = (key, value)
+            self._data.move_to_end(slot)
+            if len(self._data) > self.max_entries:
+                self._data.popitem(last=False)
         return value
 
     def get_or_put(self, key: K, make: Callable[[K], V], qualifier: Hashable = None) -> V:
@@ -140,11 +137,15 @@ class IdentityCache(Generic[K, V]):
         ``make`` runs outside the lock (it may be slow, or use the cache itself); when two
         threads miss at once both compute, and the later value stays.
         """
-        found = self._lookup(key, qualifier)
-        if found is not _MISSING:
-            return cast(V, found)
+        slot = self._slot(key, qualifier)
+        with self._lock:
+            entry = self._data.get(slot)
+            if entry is not None:
+                self._data.move_to_end(slot)
+                return entry[1]
         return self.put(key, make(key), qualifier)
 
     def clear(self) -> None:
         """Drop every entry (and the references to their key objects)."""
-        self._entries.clear()
+        with self._lock:
+            self._data.clear()
