@@ -28,7 +28,15 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from ctxlab.core.cutoff import CutoffContext, build_summary_message, history_document, to_global
 from ctxlab.core.estimation import EstimateCache
-from ctxlab.core.events import CompressionEvent, EventFields, EventStats, Phase, StatsCommon, make_event
+from ctxlab.core.events import (
+    CompressionEvent,
+    EventFields,
+    EventStats,
+    Level,
+    Phase,
+    StatsCommon,
+    make_event,
+)
 from ctxlab.core.files import history_path
 from ctxlab.core.hooks import CompressionHooks
 from ctxlab.core.l1 import OffloadRecord, TrimContext, TrimReport, TruncatedArg, protect_key
@@ -379,10 +387,10 @@ def compression_round(inp: RoundInput) -> Generator[Effect, Any, tuple[Any, Roun
         raise
 
 
-def _level(stats: RoundStats) -> Any:
+def _level(stats: RoundStats) -> Level | None:
     """The level of a failed round for its event: ``None`` when no step ran yet."""
     level = stats.get("level")
-    return level if level != "none" else None
+    return None if level is None or level == "none" else level
 
 
 def _record_trims(stats: RoundStats, reports: list[TrimReport]) -> None:
