@@ -240,3 +240,28 @@ def test_tools_estimate_is_not_stale_when_tool_objects_are_recreated():
             wrong.append((i, got))
         del tool
     assert wrong == []
+
+
+class WordTokenizer:
+    """A stand-in tokenizer: one token per whitespace-separated word."""
+
+    name = "words"
+
+    def encode_ordinary(self, text: str) -> list[int]:
+        return [len(w) for w in text.split()]
+
+
+def test_tokenizer_estimator_keeps_the_default_framing_and_counts_images_by_size():
+    from ctxlab.core.estimation import TokenizerEstimator
+
+    est = TokenizerEstimator(WordTokenizer())
+    assert est.name == "tokenizer-words" and est.encoding_name == "words"
+    assert est.text_tokens("") == 0 and est.text_tokens("three small words") == 3
+    args = {"command": "ls -la"}
+    ai = AIMessage("running it", tool_calls=[{"name": "bash", "args": args, "id": "c1"}])
+    # overhead + content + (3 + name + JSON arguments) per call, as the default estimator frames it
+    assert est.message_tokens(ai) == MESSAGE_OVERHEAD + 2 + 3 + 1 + 3
+    url = f"data:image/png;base64,{png(64, 64)}"
+    assert est.text_tokens(f"see {url} here") == 2 + estimate_image_tokens(url)  # not the base64 words
+    tool = ToolMessage("a b", tool_call_id="c1", name="bash")
+    assert est.message_tokens(tool) == MESSAGE_OVERHEAD + 2 + 1

@@ -8,7 +8,7 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 
 from ctxlab import CompressionMiddleware, CompressionSettings, to_sse
-from ctxlab.core.events import EVENT_TYPE, PHASES, make_event
+from ctxlab.core.events import EVENT_TYPE, PHASES, CompressionEvent, EventStats, make_event
 
 KEYS = {
     "type",
@@ -28,7 +28,7 @@ KEYS = {
 
 def test_make_event_has_every_documented_key():
     ev = make_event("started", tokens_before=10)
-    assert set(ev) == KEYS
+    assert set(ev) == KEYS == set(CompressionEvent.__annotations__)
     assert ev["type"] == EVENT_TYPE == "context_compression"
     assert ev["phase"] == "started" and ev["tokens_before"] == 10 and ev["level"] is None
     assert PHASES == ("started", "completed", "failed")
@@ -85,8 +85,10 @@ def test_every_event_of_a_real_round_maps_to_a_frame(mw_kit, tmp_path):
     assert [e["phase"] for e in evs] == ["started", "completed"]
     for ev in evs:
         assert set(ev) >= KEYS
+        assert set(ev["stats"]) <= EventStats.__optional_keys__  # the typed payload covers the stats
         data = parse_frame(to_sse(ev))
         assert data["phase"] == ev["phase"] and data["cutoff_index"] == ev["cutoff_index"]
     done = parse_frame(to_sse(evs[-1]))
     assert done["level"] == "L2" and done["file_path"].startswith("/outputs/conversation_history/")
     assert done["stats"]["offloaded"] and done["stats"]["summarizer"]["calls"] == 1
+    assert {"offloaded", "truncated_args", "summarizer", "tokens_l1", "tokens_after"} <= set(done["stats"])

@@ -207,3 +207,27 @@ def test_measures() -> None:
     )
     with pytest.raises(ValueError, match="measure='bogus'"):
         make_measure("bogus")
+
+
+def test_the_lab_tiktoken_measure_is_the_core_tokenizer_estimator() -> None:
+    from ctxlab.core.estimation import TokenizerEstimator
+
+    est = TiktokenEstimator()
+    assert isinstance(est, TokenizerEstimator) and est.name == "tiktoken"
+    # special-token text is counted as ordinary text, never refused
+    assert est.text_tokens("<|endoftext|>") == len(est.encoding.encode_ordinary("<|endoftext|>")) > 1
+
+
+def test_call_row_types_every_column_of_the_per_call_schema() -> None:
+    import typing
+
+    import polars as pl
+
+    from ctxlab.replay.table import CALL_COLUMNS, CALLS_SCHEMA, CallRow
+
+    hints = typing.get_type_hints(CallRow)
+    assert tuple(hints) == CALL_COLUMNS  # the same keys, in the same order
+    python_type = {pl.String: str, pl.Int64: int, pl.Float64: float, pl.Boolean: bool}
+    for column, dtype in CALLS_SCHEMA.items():
+        allowed = set(typing.get_args(hints[column])) or {hints[column]}
+        assert python_type[dtype] in allowed, (column, dtype, hints[column])

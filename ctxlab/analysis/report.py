@@ -173,13 +173,14 @@ def messages_frame(messages: Sequence[BaseMessage], *, preview: int = 70) -> pl.
     an L2 summary message), ``tool_calls`` (count), ``tokens`` (estimate), ``text`` (preview).
     """
     from ctxlab.core.estimation import CharClassEstimator
+    from ctxlab.core.marks import is_summary_message
     from ctxlab.core.messages import message_text
 
     est = CharClassEstimator()
     rows = [
         {
             "i": i,
-            "type": "summary" if m.additional_kwargs.get("lc_source") == "summarization" else m.type,
+            "type": "summary" if is_summary_message(m) else m.type,
             "tool_calls": len(getattr(m, "tool_calls", None) or []),
             "tokens": est.message_tokens(m),
             "text": _preview(message_text(m), preview),

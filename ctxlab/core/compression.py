@@ -18,23 +18,31 @@ an ``ExtendedModelResponse`` carrying ``Command(update={"_summarization_event": 
 
 from __future__ import annotations
 
-import hashlib
 import logging
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict, TypeGuard, Unpack
 
 from langchain_core.exceptions import ContextOverflowError
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
-from ctxlab.core.cutoff import CutoffContext, CutoffDecision, to_global
+from ctxlab.core.cutoff import CutoffContext, build_summary_message, history_document, to_global
 from ctxlab.core.estimation import EstimateCache
-from ctxlab.core.events import make_event
-from ctxlab.core.l1 import TrimContext, TrimReport
-from ctxlab.core.messages import effective_messages, last_human_index, message_text
-from ctxlab.core.prompts import framing_for
+from ctxlab.core.events import (
+    CompressionEvent,
+    EventFields,
+    EventStats,
+    Level,
+    Phase,
+    StatsCommon,
+    make_event,
+)
+from ctxlab.core.files import history_path
+from ctxlab.core.hooks import CompressionHooks
+from ctxlab.core.l1 import OffloadRecord, TrimContext, TrimReport, TruncatedArg, protect_key
+from ctxlab.core.messages import effective_messages, message_text
 from ctxlab.core.settings import CompressionSettings
-from ctxlab.core.summarize import LATEST_REQUEST_CHARS, SummaryJob, SummaryResult, history_text
+from ctxlab.core.summarize import SummaryJob
 
 logger = logging.getLogger("ctxlab.core.compression")
 
@@ -42,25 +50,88 @@ EVENT_KEY = "_summarization_event"
 #: a non-forced L2 must summarize at least this share of the excess of the L1 view over T2
 MIN_GAIN_SHARE = 0.1
 
-__all__ = ["EVENT_KEY", "CallModel", "RoundInput", "RunL1", "RunL2", "compression_round"]
+__all__ = [
+    "EVENT_KEY",
+    "CallModel",
+    "Effect",
+    "RoundInput",
+    "RoundStats",
+    "RoundUpdate",
+    "RunL1",
+    "RunL2",
+    "SummarizationEvent",
+    "compression_round",
+]
 
 
 @dataclass
 class CallModel:
+    """Effect: send ``messages`` to the main model as the request view; the driver sends back the
+    model's response (or throws its exception into the round)."""
+
     messages: list[BaseMessage]
 
 
 @dataclass
 class RunL1:
+    """Effect: run the L1 trimmers on ``effective`` with ``ctx``; the driver sends back
+    ``(view, reports)`` (:func:`ctxlab.core.l1.run_l1`)."""
+
     effective: list[BaseMessage]
     ctx: TrimContext
 
 
 @dataclass
 class RunL2:
+    """Effect: write ``history_content`` at the virtual ``history_path`` and summarize ``job``;
+    the driver sends back ``(file_path or None when the write failed, SummaryResult)`` (R10)."""
+
     job: SummaryJob
     history_path: str
     history_content: str
+
+
+#: what :func:`compression_round` yields
+Effect = CallModel | RunL1 | RunL2
+#: what a driver sends back for :class:`RunL1`: the trimmed view and the trimmers' reports
+_L1Result = tuple[list[BaseMessage], list[TrimReport]]
+
+
+class RoundStats(StatsCommon, total=False):
+    """The round's own record (``RoundInput.stats``), filled as the round goes.
+
+    The keys of :class:`ctxlab.core.events.StatsCommon`, plus the L1 records in full:
+    ``offloaded`` (one :class:`~ctxlab.core.l1.OffloadRecord` per offloaded tool result) and
+    ``truncated_args`` (one :class:`~ctxlab.core.l1.TruncatedArg` per truncated argument).  The
+    events carry a reduced copy (:class:`ctxlab.core.events.EventStats`).
+    """
+
+    offloaded: list[OffloadRecord]
+    truncated_args: list[TruncatedArg]
+
+
+class SummarizationEvent(TypedDict):
+    """The checkpointed ``_summarization_event`` an L2 round writes (R11).
+
+    Attributes:
+        cutoff_index: the global cutoff (a position in the state messages, cumulative).
+        summary_message: the summary message that replaces ``messages[:cutoff_index]``.
+        file_path: the virtual path of the history file, ``None`` when it could not be written.
+        summary_error: the summarizer's error when the summary failed (R10), else ``None``.
+    """
+
+    cutoff_index: int
+    summary_message: HumanMessage
+    file_path: str | None
+    summary_error: str | None
+
+
+class RoundUpdate(TypedDict, total=False):
+    """The ``Command(update=...)`` of an L2 round: the new event and, after the overflow tail
+    trimming (R12), the kept messages that replace their originals by id."""
+
+    _summarization_event: SummarizationEvent
+    messages: list[BaseMessage]
 
 
 @dataclass
@@ -69,35 +140,38 @@ class RoundInput:
 
     Attributes:
         state_messages: the full persisted history (``request.messages``).
-        event: the current ``_summarization_event`` (``None`` before the first L2).
+        event: the current ``_summarization_event`` (``None`` before the first L2; a malformed
+            one is ignored).
         system: the system message (counted, never summarized, never copied into messages).
         tools: tool schemas of the request (counted, R16).
-        settings: the five fields.
+        settings: the five fields; the round compares its estimates with
+            ``settings.entry_threshold_tokens`` (T, R3) and ``settings.l2_threshold_tokens`` (T2, R7).
         estimates: the cached estimator.
-        pm: the plugin manager (cutoff and trimmer hooks).
+        hooks: the typed cutoff (and, through the driver, trimmer) hooks of the plugin manager.
         save_tool_result: the file writer handed to trimmers.
         capacity_tokens: the main model's ``max_input_tokens`` if known, else ``None``.
         summarizer_budget: tokens one summarizer input may use.
         thread_id: names the history file.
         emit: writes one event to the stream (and to observers).
+        stats: the round's record (:class:`RoundStats`), filled as the round goes.
     """
 
     state_messages: list[BaseMessage]
-    event: dict[str, Any] | None
+    event: Mapping[str, Any] | None
     system: BaseMessage | None
     tools: list[Any]
     settings: CompressionSettings
     estimates: EstimateCache
-    pm: Any
+    hooks: CompressionHooks
     save_tool_result: Callable[[str | None, str], str]
     capacity_tokens: int | None
     summarizer_budget: int
     thread_id: str | None
-    emit: Callable[[dict[str, Any]], None]
-    stats: dict[str, Any] = field(default_factory=dict)
+    emit: Callable[[CompressionEvent], None]
+    stats: RoundStats = field(default_factory=lambda: RoundStats())
 
 
-def _valid_event(event: Any, n: int) -> bool:
+def _valid_event(event: object, n: int) -> TypeGuard[Mapping[str, Any]]:
     return (
         isinstance(event, dict)
         and isinstance(event.get("cutoff_index"), int)
@@ -107,11 +181,7 @@ def _valid_event(event: Any, n: int) -> bool:
     )
 
 
-def _key(m: BaseMessage) -> Any:
-    return m.id if m.id is not None else id(m)
-
-
-def compression_round(inp: RoundInput) -> Generator[Any, Any, tuple[Any, dict[str, Any] | None]]:
+def compression_round(inp: RoundInput) -> Generator[Effect, Any, tuple[Any, RoundUpdate | None]]:
     """Run one model call under ARS compression.
 
     Yields effects (see module docstring).  Returns ``(response, update)`` where ``update`` is
@@ -125,41 +195,55 @@ def compression_round(inp: RoundInput) -> Generator[Any, Any, tuple[Any, dict[st
         Exception: any other error of the main model after a round started (``failed`` emitted).
     """
     s = inp.settings
-    T, T2 = s.entry_threshold_tokens, s.l2_threshold_tokens
     msgs = inp.state_messages
     prev = inp.event if _valid_event(inp.event, len(msgs)) else None
     # the state list itself when there is no summary yet: the round never edits it in place
     eff = msgs if prev is None else effective_messages(msgs, prev)
     has_prev = prev is not None
-    tokens = lambda view: inp.estimates.request_tokens(inp.system, inp.tools, view)  # noqa: E731
+
+    def tokens(view: list[BaseMessage]) -> int:
+        return inp.estimates.request_tokens(inp.system, inp.tools, view)
+
     est0 = tokens(eff)
     stats = inp.stats
-    stats.update(tokens_before=est0, level="none", offloaded=[], truncated_args=[], summarizer=None)
-    base = {"threshold": T, "l2_threshold": T2, "tokens_before": est0}
+    stats["tokens_before"] = est0
+    stats["level"] = "none"
+    stats["offloaded"] = []
+    stats["truncated_args"] = []
+    stats["summarizer"] = None
     forced = False
     started = False
     sent_l1_view = False
 
-    def emit(phase: str, **fields: Any) -> None:
-        inp.emit(make_event(phase, **{**base, "forced_by_overflow": forced, **fields}))
+    def emit(phase: Phase, **fields: Unpack[EventFields]) -> None:
+        base: EventFields = {
+            "threshold": s.entry_threshold_tokens,
+            "l2_threshold": s.l2_threshold_tokens,
+            "tokens_before": est0,
+            "forced_by_overflow": forced,
+        }
+        merged: EventFields = {**base, **fields}
+        inp.emit(make_event(phase, **merged))
 
     def fail(exc: BaseException) -> None:
         if started or forced:
             emit(
                 "failed",
-                level=stats.get("level") if stats.get("level") != "none" else None,
+                level=_level(stats),
                 error=f"{type(exc).__name__}: {exc}",
             )
 
-    # R3: below the entry threshold the effective messages go as they are
-    if est0 < T:
+    # R3: below the entry threshold T the effective messages go as they are
+    if est0 < s.entry_threshold_tokens:
         try:
             response = yield CallModel(eff)
             stats["tokens_after"] = est0
             return response, None
         except ContextOverflowError as exc:
             logger.warning(
-                "context overflow below the entry threshold (%s < %s tokens): forcing compression", est0, T
+                "context overflow below the entry threshold (%s < %s tokens): forcing compression",
+                est0,
+                s.entry_threshold_tokens,
             )
             forced = True
             stats["overflow"] = str(exc)
@@ -181,8 +265,8 @@ def compression_round(inp: RoundInput) -> Generator[Any, Any, tuple[Any, dict[st
         stats["tokens_l1"] = est1
         stats["level"] = "L1"
 
-        # R7: L1 only
-        if not forced and est1 <= T2:
+        # R7: L1 only, while the L1 view is at most T2
+        if not forced and est1 <= s.l2_threshold_tokens:
             try:
                 sent_l1_view = True
                 response = yield CallModel(view1)
@@ -198,9 +282,10 @@ def compression_round(inp: RoundInput) -> Generator[Any, Any, tuple[Any, dict[st
         # R8/R9: L2 cutoff; R13: no valid cutoff -> the L1 view.  A cutoff declined for a soft
         # reason (not worth a summary) is asked again in forced mode after an overflow (R12).
         while True:
-            decision: CutoffDecision | None = inp.pm.hook.ctxlab_select_cutoff(
-                messages=list(eff),
-                ctx=CutoffContext(
+            T2 = s.l2_threshold_tokens
+            decision = inp.hooks.select_cutoff(
+                list(eff),
+                CutoffContext(
                     keep_messages=s.summary_keep_messages,
                     has_previous_summary=has_prev,
                     estimate=inp.estimates.message_tokens,
@@ -244,9 +329,7 @@ def compression_round(inp: RoundInput) -> Generator[Any, Any, tuple[Any, dict[st
             budget_tokens=inp.summarizer_budget,
             previous_summary=previous_summary,
         )
-        history = _history_document(eff[:local], start, global_cut, previous_summary)
-        from ctxlab.core.files import history_path
-
+        history = history_document(eff[:local], start, global_cut, previous_summary)
         path = history_path(inp.thread_id, start, global_cut, history)
         file_path, result = yield RunL2(job, path, history)
         stats["summarizer"] = {
@@ -280,13 +363,13 @@ def compression_round(inp: RoundInput) -> Generator[Any, Any, tuple[Any, dict[st
             est2 = tokens(view2)
             response = yield CallModel(view2)
         stats["tokens_after"] = est2
-        event = {
+        event: SummarizationEvent = {
             "cutoff_index": global_cut,
             "summary_message": summary_msg,
             "file_path": file_path,
             "summary_error": result.error,
         }
-        update: dict[str, Any] = {EVENT_KEY: event}
+        update: RoundUpdate = {"_summarization_event": event}
         if replaced:
             update["messages"] = replaced
         emit(
@@ -304,19 +387,27 @@ def compression_round(inp: RoundInput) -> Generator[Any, Any, tuple[Any, dict[st
         raise
 
 
-def _record_trims(stats: dict[str, Any], reports: list[TrimReport]) -> None:
+def _level(stats: RoundStats) -> Level | None:
+    """The level of a failed round for its event: ``None`` when no step ran yet."""
+    level = stats.get("level")
+    return None if level is None or level == "none" else level
+
+
+def _record_trims(stats: RoundStats, reports: list[TrimReport]) -> None:
     for r in reports:
-        stats["offloaded"].extend(r.offloaded)
-        stats["truncated_args"].extend(r.truncated_args)
+        stats.setdefault("offloaded", []).extend(r.offloaded)
+        stats.setdefault("truncated_args", []).extend(r.truncated_args)
         if r.errors:
             stats.setdefault("trim_errors", []).extend(r.errors)
 
 
-def _public(stats: dict[str, Any]) -> dict[str, Any]:
-    out = dict(stats)
+def _public(stats: RoundStats) -> EventStats:
+    """The stats an event carries: offloaded paths instead of records, the number of truncated
+    arguments instead of their records."""
+    out: dict[str, Any] = dict(stats)
     out["offloaded"] = [o.get("path") for o in stats.get("offloaded", [])]
     out["truncated_args"] = len(stats.get("truncated_args", []))
-    return out
+    return out  # type: ignore[return-value]
 
 
 def _merge_replaced(a: list[BaseMessage], b: list[BaseMessage]) -> list[BaseMessage]:
@@ -331,8 +422,8 @@ def _tail_trim(
     view: list[BaseMessage],
     capacity: int,
     tokens: Callable[[list[BaseMessage]], int],
-    stats: dict[str, Any],
-):
+    stats: RoundStats,
+) -> Generator[RunL1, _L1Result, tuple[list[BaseMessage], list[BaseMessage]]]:
     """R12: trim the kept tail further until the view fits ``capacity`` tokens.
 
     Re-runs the L1 trimmers on the original kept messages with a halving per-message limit.
@@ -341,7 +432,7 @@ def _tail_trim(
     always matches what the model saw).  Generator: yields :class:`RunL1` effects.
     """
     summary, current = view[0], view[1:]
-    protect = {id(m) for m in kept_original if m.id is None}
+    protect = {protect_key(m) for m in kept_original if m.id is None}
     limit = inp.settings.summary_tool_result_token_limit
     trimmed = current
     while tokens([summary, *trimmed]) > capacity and limit > 24:
@@ -370,74 +461,3 @@ def _same_payload(a: BaseMessage, b: BaseMessage) -> bool:
     if isinstance(a, AIMessage) and isinstance(b, AIMessage):
         return a.tool_calls == b.tool_calls
     return True
-
-
-def _history_document(messages: list[BaseMessage], start: int, end: int, previous_summary: str | None) -> str:
-    """The history file's text: the summarized state messages ``[start, end)`` in full."""
-    head = f"# Conversation history: state messages {start}..{end - 1}\n\n"
-    body = history_text(
-        [m for m in messages if m.additional_kwargs.get("lc_source") != "summarization"], cap=10**9
-    )
-    if previous_summary:
-        head += "## Previous summary\n\n" + previous_summary + "\n\n## Messages\n\n"
-    return head + body + "\n"
-
-
-def build_summary_message(
-    eff: list[BaseMessage],
-    local: int,
-    result: SummaryResult,
-    file_path: str | None,
-    prompt: str,
-    global_cut: int,
-) -> HumanMessage:
-    """The summary message: a ``HumanMessage`` (never an assistant message at the end of a view,
-    and accepted by every provider right after the system message).
-
-    It carries the summarizer's text (or the error text, R10), the history file path when it was
-    written, and the latest user request verbatim when that request falls before the cutoff.
-    """
-    framing = framing_for(prompt)
-    parts = [framing.header]
-    if file_path:
-        parts.append(framing.saved_at.format(path=file_path))
-    body = result.text.strip()
-    if result.error and not body:
-        parts.append(framing.failed.format(error=result.error))
-        if local > 0 and eff[0].additional_kwargs.get("lc_source") == "summarization":
-            # R10: facts of earlier rounds survive a failed round: carry the previous summary's
-            # body (not its framing), so repeated failures do not nest and grow
-            body = eff[0].additional_kwargs.get("ctxlab_summary_body") or message_text(eff[0])
-            parts.append(f"{framing.previous}\n{body}")
-    else:
-        parts.append(body)
-    latest = _latest_request(eff, local)
-    if latest:
-        parts.append(f"{framing.latest_request}\n{latest}")
-    text = "\n\n".join(p for p in parts if p)
-    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:12]
-    kwargs: dict[str, Any] = {
-        "lc_source": "summarization",
-        "ctxlab_summary": True,
-        "ctxlab_summary_body": body,
-    }
-    if latest:
-        kwargs["ctxlab_latest_request"] = latest
-    return HumanMessage(content=text, id=f"ctxlab-summary-{global_cut}-{digest}", additional_kwargs=kwargs)
-
-
-def _latest_request(eff: list[BaseMessage], local: int) -> str | None:
-    """The latest user request text if it lies in the summarized part ``eff[:local]``."""
-    idx = last_human_index(eff)
-    if idx is not None and idx >= local:
-        return None  # kept verbatim in the view
-    if idx is not None and eff[idx].additional_kwargs.get("lc_source") != "summarization":
-        text = message_text(eff[idx])
-    else:
-        first = eff[0] if eff else None
-        text = first.additional_kwargs.get("ctxlab_latest_request") if first is not None else None
-        if not text:
-            return None
-    if len(text) > LATEST_REQUEST_CHARS:
-        text = text[:LATEST_REQUEST_CHARS] + f"\n[... {len(text) - LATEST_REQUEST_CHARS} more characters]"
-    return text

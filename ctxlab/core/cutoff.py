@@ -1,4 +1,5 @@
-"""L2 cutoff selection: where the summarized part of the effective messages ends (spec R9, R11).
+"""L2: where the summarized part of the effective messages ends (spec R9, R11), and the summary
+message and history file that replace it (R8, R10).
 
 Positions: a *local* cutoff ``c`` is an index into the effective messages (``messages[:c]`` is
 summarized, ``messages[c:]`` is kept); the *global* cutoff stored in ``_summarization_event`` is
@@ -8,10 +9,25 @@ previous global cutoff ``p``, local ``c`` maps to global ``p + c - 1``.
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
-__all__ = ["CutoffContext", "CutoffDecision", "to_global"]
+from langchain_core.messages import BaseMessage, HumanMessage
+
+from ctxlab.core.marks import is_summary_message, latest_request_of, summary_body_of, summary_kwargs
+from ctxlab.core.messages import last_human_index, message_text
+from ctxlab.core.prompts import framing_for
+from ctxlab.core.summarize import LATEST_REQUEST_CHARS, SummaryResult, history_text
+
+__all__ = [
+    "CutoffContext",
+    "CutoffDecision",
+    "build_summary_message",
+    "first_new_position",
+    "history_document",
+    "to_global",
+]
 
 
 @dataclass(frozen=True)
@@ -31,7 +47,7 @@ class CutoffContext:
 
     keep_messages: int
     has_previous_summary: bool
-    estimate: Any
+    estimate: Callable[[BaseMessage], int]
     target_tokens: float
     min_new_tokens: float = 0.0
     forced: bool = False
@@ -56,3 +72,75 @@ def to_global(local: int, previous_cutoff: int | None, has_previous_summary: boo
 def first_new_position(has_previous_summary: bool) -> int:
     """The smallest local cutoff that summarizes at least one message not yet summarized."""
     return 2 if has_previous_summary else 1
+
+
+# --- the summary message and the history file ---------------------------------------------------
+
+
+def history_document(messages: list[BaseMessage], start: int, end: int, previous_summary: str | None) -> str:
+    """The history file's text (R10): the summarized state messages ``[start, end)`` in full
+    (Markdown; a previous summary message is replaced by the previous summary's text)."""
+    head = f"# Conversation history: state messages {start}..{end - 1}\n\n"
+    body = history_text([m for m in messages if not is_summary_message(m)], cap=10**9)
+    if previous_summary:
+        head += "## Previous summary\n\n" + previous_summary + "\n\n## Messages\n\n"
+    return head + body + "\n"
+
+
+def build_summary_message(
+    eff: list[BaseMessage],
+    local: int,
+    result: SummaryResult,
+    file_path: str | None,
+    prompt: str,
+    global_cut: int,
+) -> HumanMessage:
+    """The summary message (R8): a ``HumanMessage`` (never an assistant message at the end of a
+    view, and accepted by every provider right after the system message).
+
+    It carries the summarizer's text (or the error text, R10), the history file path when it was
+    written, and the latest user request verbatim when that request falls before the cutoff
+    ``local`` of the effective messages ``eff``.  Its marks are :func:`ctxlab.core.marks.
+    summary_kwargs`; its id is ``ctxlab-summary-<global_cut>-<sha256 of the text, 12 hex>``.
+    """
+    framing = framing_for(prompt)
+    parts = [framing.header]
+    if file_path:
+        parts.append(framing.saved_at.format(path=file_path))
+    body = result.text.strip()
+    if result.error and not body:
+        parts.append(framing.failed.format(error=result.error))
+        if local > 0 and is_summary_message(eff[0]):
+            # R10: facts of earlier rounds survive a failed round: carry the previous summary's
+            # body (not its framing), so repeated failures do not nest and grow
+            body = summary_body_of(eff[0]) or message_text(eff[0])
+            parts.append(f"{framing.previous}\n{body}")
+    else:
+        parts.append(body)
+    latest = _latest_request(eff, local)
+    if latest:
+        parts.append(f"{framing.latest_request}\n{latest}")
+    text = "\n\n".join(p for p in parts if p)
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    return HumanMessage(
+        content=text,
+        id=f"ctxlab-summary-{global_cut}-{digest}",
+        additional_kwargs=summary_kwargs(body, latest),
+    )
+
+
+def _latest_request(eff: list[BaseMessage], local: int) -> str | None:
+    """The latest user request text if it lies in the summarized part ``eff[:local]``."""
+    idx = last_human_index(eff)
+    if idx is not None and idx >= local:
+        return None  # kept verbatim in the view
+    if idx is not None and not is_summary_message(eff[idx]):
+        text = message_text(eff[idx])
+    else:
+        found = latest_request_of(eff[0]) if eff else None
+        if not found:
+            return None
+        text = found
+    if len(text) > LATEST_REQUEST_CHARS:
+        text = text[:LATEST_REQUEST_CHARS] + f"\n[... {len(text) - LATEST_REQUEST_CHARS} more characters]"
+    return text

@@ -1,6 +1,6 @@
 """``context_compression`` stream events (spec R14) and their SSE rendering (R15).
 
-An event is a plain dict::
+An event is a plain dict, typed as :class:`CompressionEvent`::
 
     {"type": "context_compression",
      "phase": "started" | "completed" | "failed",
@@ -12,7 +12,7 @@ An event is a plain dict::
      "cutoff_index": int | None,           # L2 only (global position in state messages)
      "file_path": str | None,              # L2 only (virtual history path, None if not saved)
      "error": str | None,                  # "failed": the error text; L2: a summarizer error
-     "stats": {...}}                       # offloaded paths, truncated args, summarizer usage
+     "stats": {...}}                       # EventStats: offloaded paths, truncated args, summarizer usage
 
 An L1-only ``completed`` carries ``cutoff_index=None`` and ``file_path=None`` (R14) so that a
 consumer can tell the level.  SSE is only a notification: the checkpointed
@@ -22,13 +22,34 @@ consumer can tell the level.  SSE is only a notification: the checkpointed
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, Final, Literal, Required, TypedDict, Unpack, cast
 
-EVENT_TYPE = "context_compression"
+EVENT_TYPE: Final = "context_compression"
 SSE_EVENT_NAME = "context_compression"
 PHASES = ("started", "completed", "failed")
 
-__all__ = ["EVENT_ROW_KEYS", "EVENT_TYPE", "PHASES", "SSE_EVENT_NAME", "event_row", "make_event", "to_sse"]
+#: an event's phase (R14)
+Phase = Literal["started", "completed", "failed"]
+#: the level a round reached; ``"none"`` only inside the round's stats (below T)
+Level = Literal["L1", "L2"]
+
+__all__ = [
+    "EVENT_ROW_KEYS",
+    "EVENT_TYPE",
+    "PHASES",
+    "SSE_EVENT_NAME",
+    "CompressionEvent",
+    "EventFields",
+    "EventStats",
+    "Level",
+    "Phase",
+    "StatsCommon",
+    "SummarizerStats",
+    "event_row",
+    "make_event",
+    "to_sse",
+]
 
 #: the keys of :func:`event_row`, in order
 EVENT_ROW_KEYS = (
@@ -45,17 +66,92 @@ EVENT_ROW_KEYS = (
 )
 
 
-def make_event(phase: str, **fields: Any) -> dict[str, Any]:
-    """A ``context_compression`` event dict with every documented key present.
+class SummarizerStats(TypedDict):
+    """The summarizer's accounting of one L2 round (R10, R16): model calls, tokens (provider
+    usage when ``usage_reported``, else estimates) and the error that left the summary empty."""
+
+    calls: int
+    input_tokens: int
+    output_tokens: int
+    usage_reported: bool
+    error: str | None
+
+
+class StatsCommon(TypedDict, total=False):
+    """The keys a round's stats and an event's stats share; a key is absent until its step ran.
+
+    Attributes:
+        tokens_before: estimate of the effective messages with system and tools (tokens).
+        level: how far the round went: ``"none"`` (below T), ``"L1"`` or ``"L2"``.
+        summarizer: the L2 summarizer's accounting, ``None`` until L2 summarized.
+        tokens_l1: estimate of the L1 view (tokens).
+        tokens_after: estimate of the view sent (tokens).
+        overflow: the text of the context overflow that forced the round (R12).
+        no_cutoff: why no L2 cutoff was taken (R13), when none was.
+        trim_errors: problems the L1 trimmers handled (a failed offload write).
+        tail_trimmed: kept messages replaced in the state by the overflow tail trimming (R12).
+    """
+
+    tokens_before: int
+    level: Literal["none", "L1", "L2"]
+    summarizer: SummarizerStats | None
+    tokens_l1: int
+    tokens_after: int
+    overflow: str
+    no_cutoff: str
+    trim_errors: list[str]
+    tail_trimmed: int
+
+
+class EventStats(StatsCommon, total=False):
+    """``event["stats"]``: the round's stats with the L1 records reduced for a stream.
+
+    ``offloaded``: the virtual path of each offloaded tool result (``None`` where the write
+    failed); ``truncated_args``: how many arguments were truncated (R5).
+    """
+
+    offloaded: list[str | None]
+    truncated_args: int
+
+
+class EventFields(TypedDict, total=False):
+    """The keyword fields of :func:`make_event`: every key of :class:`CompressionEvent` but
+    ``type`` and ``phase`` (see the module docstring for each)."""
+
+    level: Level | None
+    tokens_before: int | None
+    tokens_after: int | None
+    threshold: int | None
+    l2_threshold: float | None
+    forced_by_overflow: bool
+    cutoff_index: int | None
+    file_path: str | None
+    error: str | None
+    stats: EventStats
+
+
+class CompressionEvent(EventFields):
+    """One ``context_compression`` event (R14): ``type`` and ``phase`` plus the
+    :class:`EventFields`.  An event made by :func:`make_event` (every event ctxlab writes) holds
+    every key; a field it was not given is ``None`` (``forced_by_overflow``: ``False``,
+    ``stats``: ``{}``)."""
+
+    type: Required[Literal["context_compression"]]
+    phase: Required[Phase]
+
+
+def make_event(phase: str, **fields: Unpack[EventFields]) -> CompressionEvent:
+    """A ``context_compression`` event with every documented key present (absent fields: ``None``,
+    ``forced_by_overflow=False``, ``stats={}``).
 
     Raises:
         ValueError: ``phase`` is not one of ``started``/``completed``/``failed``.
     """
     if phase not in PHASES:
         raise ValueError(f"phase={phase!r} is invalid: allowed one of {PHASES}")
-    event: dict[str, Any] = {
+    event: CompressionEvent = {
         "type": EVENT_TYPE,
-        "phase": phase,
+        "phase": cast(Phase, phase),
         "level": None,
         "tokens_before": None,
         "tokens_after": None,
@@ -67,11 +163,11 @@ def make_event(phase: str, **fields: Any) -> dict[str, Any]:
         "error": None,
         "stats": {},
     }
-    event.update(fields)
+    cast(dict[str, Any], event).update(fields)
     return event
 
 
-def event_row(event: dict[str, Any]) -> dict[str, Any]:
+def event_row(event: Mapping[str, Any]) -> dict[str, Any]:
     """One event flattened for a table (:data:`EVENT_ROW_KEYS`): the scalar fields as they are,
     ``l2_threshold`` as a float (``None`` stays ``None``), and ``offloaded`` as the number of
     tool results L1 offloaded (``stats["offloaded"]`` holds their paths)."""
@@ -82,7 +178,7 @@ def event_row(event: dict[str, Any]) -> dict[str, Any]:
     return row
 
 
-def to_sse(event: dict[str, Any]) -> str:
+def to_sse(event: Mapping[str, Any]) -> str:
     """One Server-Sent Events frame named ``context_compression`` (R15).
 
     ``event: context_compression\\ndata: <json>\\n\\n``; the JSON keeps non-ASCII text as is

@@ -11,7 +11,8 @@ Hooks marked *firstresult* stop at the first implementation that returns a value
 Hooks are called with keyword arguments; an implementation may take any subset of them.  Units:
 every ``*_tokens`` value is an estimate in tokens (spec R16).  ``docs/plugins.md`` documents each
 hook with a worked example; the floors above add their own hooks
-(:mod:`ctxlab.transcripts.hookspecs`, :mod:`ctxlab.replay.hookspecs`).
+(:mod:`ctxlab.transcripts.hookspecs`, :mod:`ctxlab.replay.hookspecs`).  ctxlab itself calls these
+hooks through the typed façade :class:`ctxlab.core.hooks.CompressionHooks`.
 """
 
 from __future__ import annotations
@@ -25,7 +26,9 @@ if TYPE_CHECKING:
     from langchain_core.messages import BaseMessage
 
     from ctxlab.core.cutoff import CutoffContext, CutoffDecision
+    from ctxlab.core.events import CompressionEvent
     from ctxlab.core.l1 import TrimContext, TrimReport
+    from ctxlab.core.settings import CompressionSettings
     from ctxlab.core.summarize import Summarizer
 
 PROJECT = "ctxlab"
@@ -87,7 +90,7 @@ def ctxlab_select_cutoff(messages: list[BaseMessage], ctx: CutoffContext) -> Cut
 
 
 @hookspec(firstresult=True)
-def ctxlab_get_summarizer(model: Any, settings: Any) -> Summarizer | None:
+def ctxlab_get_summarizer(model: Any, settings: CompressionSettings) -> Summarizer | None:
     """Return the summarizer for L2 (spec R10).
 
     ``model`` is the chat model that should summarize (the middleware's ``summarizer=`` model or
@@ -104,9 +107,10 @@ def ctxlab_get_summarizer(model: Any, settings: Any) -> Summarizer | None:
 
 
 @hookspec
-def ctxlab_on_event(event: dict[str, Any]) -> None:
+def ctxlab_on_event(event: CompressionEvent) -> None:
     """Observe a ``context_compression`` event (spec R14) after it is written to the stream.
 
-    ``event`` is the dict of :func:`ctxlab.core.events.make_event`.  Returns nothing.  Every
-    implementation runs; one that raises is logged and ignored (it never aborts the model call).
+    ``event`` is the :class:`ctxlab.core.events.CompressionEvent` dict of
+    :func:`ctxlab.core.events.make_event`.  Returns nothing.  Every implementation runs; one that
+    raises is logged and ignored (it never aborts the model call).
     """

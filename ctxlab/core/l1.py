@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from langchain_core.messages import BaseMessage
 
@@ -20,22 +20,58 @@ from ctxlab.core.settings import CompressionSettings
 
 logger = logging.getLogger("ctxlab.core.l1")
 
-__all__ = ["TrimContext", "TrimReport", "fit_preview", "run_l1"]
+__all__ = [
+    "OffloadRecord",
+    "TrimContext",
+    "TrimReport",
+    "TruncatedArg",
+    "fit_preview",
+    "protect_key",
+    "run_l1",
+]
+
+
+class OffloadRecord(TypedDict):
+    """One tool result L1 offloaded (R6).
+
+    Attributes:
+        path: the virtual file path (``None`` when the write failed: only the preview was kept).
+        tool: the tool's name, if known.  chars: characters of the full text.
+        tokens_before, tokens_after: estimates of the message before and after (tokens).
+        message_id, tool_call_id: the ids of the original message.
+    """
+
+    path: str | None
+    tool: str | None
+    chars: int
+    tokens_before: int
+    tokens_after: int
+    message_id: str | None
+    tool_call_id: str | None
+
+
+class TruncatedArg(TypedDict):
+    """One argument L1 truncated (R5): the call id, the tool, the argument and its length in
+    characters."""
+
+    call_id: str | None
+    tool: str | None
+    arg: str
+    chars: int
 
 
 @dataclass
 class TrimReport:
     """What one trimmer did to one view.
 
-    ``offloaded``: one dict per offloaded ToolMessage (``path``, ``tool``, ``chars``,
-    ``tokens_before``, ``tokens_after``, ``message_id``); ``truncated_args``: one dict per
-    truncated argument (``call_id``, ``tool``, ``arg``, ``chars``); ``errors``: texts of
-    problems that were handled (for instance a failed offload write).
+    ``offloaded``: one :class:`OffloadRecord` per offloaded ToolMessage; ``truncated_args``:
+    one :class:`TruncatedArg` per truncated argument; ``errors``: texts of problems that were
+    handled (for instance a failed offload write).
     """
 
     trimmer: str
-    offloaded: list[dict[str, Any]] = field(default_factory=list)
-    truncated_args: list[dict[str, Any]] = field(default_factory=list)
+    offloaded: list[OffloadRecord] = field(default_factory=list)
+    truncated_args: list[TruncatedArg] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
 
 
@@ -51,7 +87,7 @@ class TrimContext:
             :class:`ctxlab.core.files.FileWriteError` when it cannot.
         token_limit: the per-ToolMessage limit in tokens (``summary_tool_result_token_limit``
             in L1; smaller when the overflow tail trimming of R12 calls the trimmers again).
-        protect_ids: message ids (or ``id()`` of id-less messages) a trimmer must leave alone.
+        protect_ids: :func:`protect_key` of the messages a trimmer must leave alone.
     """
 
     settings: CompressionSettings
@@ -59,6 +95,12 @@ class TrimContext:
     save_tool_result: Callable[[str | None, str], str]
     token_limit: int
     protect_ids: set[Any] = field(default_factory=set)
+
+
+def protect_key(message: BaseMessage) -> object:
+    """What ``TrimContext.protect_ids`` holds for ``message``: its id, or ``id(message)`` when it
+    has none (valid while the round holds the message)."""
+    return message.id if message.id is not None else id(message)
 
 
 def fit_preview(text: str, budget_tokens: int, header: str) -> str:
@@ -87,16 +129,27 @@ def fit_preview(text: str, budget_tokens: int, header: str) -> str:
 
 
 def run_l1(
-    pm: Any, effective: Sequence[BaseMessage], ctx: TrimContext
+    trim: Callable[[list[BaseMessage], TrimContext], list[TrimReport]],
+    effective: Sequence[BaseMessage],
+    ctx: TrimContext,
 ) -> tuple[list[BaseMessage], list[TrimReport]]:
-    """Build a fresh view of ``effective`` and let every ``ctxlab_l1_trim`` plugin trim it.
+    """Build a fresh view of ``effective`` and let the trimmers edit it (R5, R6).
+
+    Args:
+        trim: runs every ``ctxlab_l1_trim`` plugin on the view
+            (:meth:`ctxlab.core.hooks.CompressionHooks.l1_trim`).
+        effective: the effective messages; never edited.
+        ctx: what the trimmers may use.
 
     Returns:
         (view, reports): the trimmed view (same length and order as ``effective``; unchanged
         entries are the original objects) and the trimmers' reports.
+
+    Raises:
+        RuntimeError: a trimmer changed the number of messages.
     """
     view = list(effective)
-    reports = pm.hook.ctxlab_l1_trim(view=view, ctx=ctx)
+    reports = trim(view, ctx)
     if len(view) != len(effective):
         raise RuntimeError("an L1 trimmer changed the number of messages; trimmers may only replace entries")
-    return view, [r for r in reports if r is not None]
+    return view, reports

@@ -6,13 +6,16 @@ Shapes: message lists are ``list[BaseMessage]``; indices are positions in that l
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
+from ctxlab.core.marks import is_user_request
+
 __all__ = [
     "effective_messages",
+    "last_human_index",
     "message_text",
     "tool_pair_spans",
     "valid_cut_positions",
@@ -53,7 +56,7 @@ def message_text(message: BaseMessage | Any, *, with_reasoning: bool = False) ->
 
 
 def effective_messages(
-    state_messages: Sequence[BaseMessage], event: dict[str, Any] | None
+    state_messages: Sequence[BaseMessage], event: Mapping[str, Any] | None
 ) -> list[BaseMessage]:
     """``[event.summary_message, *state_messages[event.cutoff_index:]]`` or the state messages.
 
@@ -121,11 +124,8 @@ def valid_cut_positions(messages: Sequence[BaseMessage]) -> list[bool]:
 
 def last_human_index(messages: Sequence[BaseMessage]) -> int | None:
     """Index of the latest HumanMessage that is a user request (not a summary, not an
-    observation recorded as a user message), or ``None``."""
+    observation recorded as a user message: :func:`ctxlab.core.marks.is_user_request`), or ``None``."""
     for i in range(len(messages) - 1, -1, -1):
-        m = messages[i]
-        if isinstance(m, HumanMessage) and m.additional_kwargs.get("lc_source") != "summarization":
-            if m.additional_kwargs.get("ctxlab_observation"):
-                continue
+        if is_user_request(messages[i]):
             return i
     return None

@@ -14,8 +14,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import warnings
-from collections.abc import Awaitable, Callable, Iterable
-from typing import Annotated, Any, NotRequired
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import Annotated, Any, NotRequired, cast
 
 from langchain.agents.middleware.types import (
     AgentMiddleware,
@@ -25,18 +25,34 @@ from langchain.agents.middleware.types import (
     ModelResponse,
     PrivateStateAttr,
 )
-from langchain_core.messages import AIMessage
+from langchain_core.messages import AIMessage, AnyMessage, BaseMessage
 from langgraph.types import Command
 
-from ctxlab.core.compression import EVENT_KEY, CallModel, RoundInput, RunL1, RunL2, compression_round
+from ctxlab.core.compression import (
+    EVENT_KEY,
+    CallModel,
+    RoundInput,
+    RoundUpdate,
+    RunL1,
+    RunL2,
+    compression_round,
+)
 from ctxlab.core.estimation import EstimateCache
+from ctxlab.core.events import CompressionEvent
 from ctxlab.core.files import FileWriteError, awrite_text, default_backend, tool_result_path, write_text
+from ctxlab.core.hooks import CompressionHooks
+from ctxlab.core.identity import IdentityCache
 from ctxlab.core.l1 import run_l1
 from ctxlab.core.plugins import make_plugin_manager
 from ctxlab.core.settings import CompressionSettings
-from ctxlab.core.summarize import SummaryResult, input_budget
+from ctxlab.core.summarize import Summarizer, SummaryJob, SummaryResult, input_budget
 
 logger = logging.getLogger("ctxlab.core.middleware")
+
+#: summarizers remembered per model object (models made per request must not pile up)
+SUMMARIZERS_CACHED = 16
+#: (backend, path) pairs remembered as written (offload files are content-addressed)
+WRITTEN_CACHED = 100_000
 
 __all__ = ["CompressionMiddleware", "CompressionState"]
 
@@ -87,15 +103,13 @@ class CompressionMiddleware(AgentMiddleware):
             raise TypeError(f"settings must be a CompressionSettings, not {type(settings).__name__}")
         self.settings = settings
         self.plugin_manager = make_plugin_manager(plugins, load_entrypoints=load_entrypoints)
-        hook = self.plugin_manager.hook
-        self.estimates = EstimateCache(
-            lambda m: hook.ctxlab_estimate_message(message=m),
-            lambda t: hook.ctxlab_estimate_tools(tools=t),
-        )
+        self.hooks = CompressionHooks(self.plugin_manager)
+        self.estimates = EstimateCache(self.hooks.estimate_message, self.hooks.estimate_tools)
         self._backend = backend
         self._summarizer = summarizer
-        self._summarizers: dict[int, Any] = {}
-        self._written: set[tuple[int, str]] = set()
+        self._summarizers: IdentityCache[Any, Summarizer | None] = IdentityCache(SUMMARIZERS_CACHED)
+        # content-addressed offload files already written, per backend object (qualifier: path)
+        self._written: IdentityCache[Any, bool] = IdentityCache(WRITTEN_CACHED)
         self._name = name or "CompressionMiddleware"
         self.tools = []
 
@@ -121,20 +135,17 @@ class CompressionMiddleware(AgentMiddleware):
         return backend
 
     def _summarizer_for(self, request: ModelRequest) -> tuple[Any, Any]:
+        """(the summarizer, the model it summarizes with or ``None``) for this request (R10)."""
         given = self._summarizer
         if given is not None and hasattr(given, "summarize") and not hasattr(given, "invoke"):
             return given, None
         model = given if given is not None else request.model
-        key = id(model)
-        if key not in self._summarizers:
-            if len(self._summarizers) >= 16:  # models made per request must not pile up
-                self._summarizers.clear()
-            self._summarizers[key] = self.plugin_manager.hook.ctxlab_get_summarizer(
-                model=model, settings=self.settings
-            )
-        return self._summarizers[key], model
+        summarizer = self._summarizers.get_or_put(
+            model, lambda m: self.hooks.get_summarizer(m, self.settings)
+        )
+        return summarizer, model
 
-    def _round_input(self, request: ModelRequest) -> tuple[RoundInput, Any, Any]:
+    def _round_input(self, request: ModelRequest) -> tuple[RoundInput, Any, Callable[[], Any]]:
         backend_holder: list[Any] = []
 
         def backend() -> Any:
@@ -145,36 +156,39 @@ class CompressionMiddleware(AgentMiddleware):
         def save_tool_result(tool_name: str | None, text: str) -> str:
             path = tool_result_path(tool_name, text)
             target = backend()
-            key = (id(target), path)
-            if key not in self._written:  # content-addressed: the same path holds the same text
+            if self._written.get(target, path) is None:  # content-addressed: same path, same text
                 write_text(target, path, text)
-                if len(self._written) > 100_000:
-                    self._written.clear()
-                self._written.add(key)
+                self._written.put(target, True, path)
             return path
 
         summarizer, model = self._summarizer_for(request)
         capacity = _max_input_tokens(request.model)
         writer = _stream_writer(request)
-        hook = self.plugin_manager.hook
+        hooks = self.hooks
 
-        def emit(event: dict[str, Any]) -> None:
+        def emit(event: CompressionEvent) -> None:
             if writer is not None:
                 writer(event)
             try:
-                hook.ctxlab_on_event(event=event)
+                hooks.on_event(event)
             except Exception as exc:  # an observer never aborts the model call
                 logger.warning("a ctxlab_on_event observer raised: %s", exc)
 
-        state = request.state if isinstance(request.state, dict) else {}
+        state: Mapping[str, Any] = request.state if isinstance(request.state, dict) else {}
+        event = state.get(EVENT_KEY)
+        messages: list[BaseMessage] = (
+            cast(list[BaseMessage], request.messages)
+            if isinstance(request.messages, list)
+            else list(request.messages)
+        )
         inp = RoundInput(
-            state_messages=request.messages if isinstance(request.messages, list) else list(request.messages),
-            event=state.get(EVENT_KEY),
+            state_messages=messages,
+            event=event if isinstance(event, dict) else None,
             system=request.system_message,
             tools=list(request.tools or []),
             settings=self.settings,
             estimates=self.estimates,
-            pm=self.plugin_manager,
+            hooks=hooks,
             save_tool_result=save_tool_result,
             capacity_tokens=capacity,
             summarizer_budget=input_budget(model, self.settings.summary_prompt, capacity),
@@ -203,9 +217,9 @@ class CompressionMiddleware(AgentMiddleware):
             value, error = None, None
             try:
                 if isinstance(effect, CallModel):
-                    value = handler(request.override(messages=effect.messages))
+                    value = handler(request.override(messages=_any_messages(effect.messages)))
                 elif isinstance(effect, RunL1):
-                    value = run_l1(self.plugin_manager, effect.effective, effect.ctx)
+                    value = run_l1(self.hooks.l1_trim, effect.effective, effect.ctx)
                 elif isinstance(effect, RunL2):
                     path = _write_history(backend, effect.history_path, effect.history_content)
                     value = (path, _safe_summarize(summarizer, effect.job))
@@ -232,9 +246,9 @@ class CompressionMiddleware(AgentMiddleware):
             value, error = None, None
             try:
                 if isinstance(effect, CallModel):
-                    value = await handler(request.override(messages=effect.messages))
+                    value = await handler(request.override(messages=_any_messages(effect.messages)))
                 elif isinstance(effect, RunL1):
-                    value = await asyncio.to_thread(run_l1, self.plugin_manager, effect.effective, effect.ctx)
+                    value = await asyncio.to_thread(run_l1, self.hooks.l1_trim, effect.effective, effect.ctx)
                 elif isinstance(effect, RunL2):
                     path, summary = await asyncio.gather(
                         _awrite_history(backend, effect.history_path, effect.history_content),
@@ -250,11 +264,18 @@ class CompressionMiddleware(AgentMiddleware):
 # --- helpers ------------------------------------------------------------------------------------
 
 
-def _result(response: Any, update: dict[str, Any] | None) -> ModelResponse | ExtendedModelResponse:
+def _any_messages(messages: list[BaseMessage]) -> list[AnyMessage]:
+    """The view as ``ModelRequest.messages`` types it (the same list: every message of a view is a
+    LangChain message class of ``AnyMessage``)."""
+    return cast(list[AnyMessage], messages)
+
+
+def _result(response: Any, update: RoundUpdate | None) -> ModelResponse | ExtendedModelResponse:
+    """The driver's result: the handler's response, with ``Command(update=...)`` after L2 (R11)."""
     if isinstance(response, AIMessage):
         response = ModelResponse(result=[response])
     if update is None:
-        return response
+        return cast(ModelResponse, response)
     return ExtendedModelResponse(model_response=response, command=Command(update=update))
 
 
@@ -271,7 +292,7 @@ def _stream_writer(request: ModelRequest) -> Callable[[Any], None] | None:
     runtime = getattr(request, "runtime", None)
     writer = getattr(runtime, "stream_writer", None) if runtime is not None else None
     if writer is not None:
-        return writer
+        return cast(Callable[[Any], None], writer)
     try:
         from langgraph.config import get_stream_writer
 
@@ -315,7 +336,7 @@ async def _awrite_history(backend: Callable[[], Any], path: str, content: str) -
         return None
 
 
-def _safe_summarize(summarizer: Any, job: Any) -> SummaryResult:
+def _safe_summarize(summarizer: Summarizer, job: SummaryJob) -> SummaryResult:
     try:
         return summarizer.summarize(job)
     except Exception as exc:  # R10: a summarizer exception does not propagate
@@ -323,7 +344,7 @@ def _safe_summarize(summarizer: Any, job: Any) -> SummaryResult:
         return SummaryResult(text="", error=f"{type(exc).__name__}: {exc}")
 
 
-async def _asafe_summarize(summarizer: Any, job: Any) -> SummaryResult:
+async def _asafe_summarize(summarizer: Summarizer, job: SummaryJob) -> SummaryResult:
     try:
         return await summarizer.asummarize(job)
     except Exception as exc:

@@ -115,12 +115,20 @@ class CompressionSettings:
 
     @property
     def entry_threshold_tokens(self) -> int:
-        """T in tokens: ``summary_threshold × 1024``."""
+        """T in tokens: ``int(summary_threshold × 1024)``.
+
+        The trigger itself: :func:`ctxlab.core.compression.compression_round` compares the
+        request estimate with this property directly; an estimate ``≥ T`` starts a round (R3, R4).
+        """
         return int(self.summary_threshold * 1024)
 
     @property
     def l2_threshold_tokens(self) -> float:
-        """T2 in tokens: ``T × summary_l2_trigger_ratio``."""
+        """T2 in tokens: ``T × summary_l2_trigger_ratio`` (a float).
+
+        The round compares the L1 view's estimate with this property directly: ``≤ T2`` sends the
+        L1 view (R7), above it L2 summarizes (R8) and the cutoff rule aims below it (R9).
+        """
         return self.entry_threshold_tokens * self.summary_l2_trigger_ratio
 
     def replace(self, **changes: Any) -> CompressionSettings:

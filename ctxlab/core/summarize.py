@@ -23,6 +23,7 @@ from langchain_core.exceptions import ContextOverflowError
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from ctxlab.core.estimation import estimate_text_tokens
+from ctxlab.core.marks import SUMMARIZER_ROLE_METADATA, is_observation, is_summary_message
 from ctxlab.core.messages import message_text
 
 try:  # LangGraph's tag that keeps a model call out of the "messages" stream
@@ -113,10 +114,10 @@ def _cap(text: str, limit: int) -> str:
 
 def render_message(message: BaseMessage, cap: int = MESSAGE_CHARS_CAP) -> str:
     """One message as history text: ``[role] text`` plus its tool calls."""
-    if message.additional_kwargs.get("lc_source") == "summarization":
+    if is_summary_message(message):
         return f"[previous summary]\n{_cap(message_text(message), cap)}"
     if isinstance(message, HumanMessage):
-        role = "observation" if message.additional_kwargs.get("ctxlab_observation") else "user"
+        role = "observation" if is_observation(message) else "user"
     elif isinstance(message, AIMessage):
         role = "assistant"
     elif isinstance(message, ToolMessage):
@@ -210,7 +211,7 @@ class LLMSummarizer:
         self.model = model
 
     def _config(self) -> dict[str, Any]:
-        return {"tags": [TAG_NOSTREAM], "metadata": {"ctxlab_role": "summarizer"}}
+        return {"tags": [TAG_NOSTREAM], "metadata": dict(SUMMARIZER_ROLE_METADATA)}
 
     def summarize(self, job: SummaryJob) -> SummaryResult:
         fold = self._fold(job)
@@ -220,7 +221,8 @@ class LLMSummarizer:
             try:
                 text = fold.throw(error) if error is not None else fold.send(reply)
             except StopIteration as stop:
-                return stop.value
+                result: SummaryResult = stop.value
+                return result
             reply, error = None, None
             try:
                 reply = self.model.invoke([HumanMessage(content=text)], config=self._config())
@@ -235,7 +237,8 @@ class LLMSummarizer:
             try:
                 text = fold.throw(error) if error is not None else fold.send(reply)
             except StopIteration as stop:
-                return stop.value
+                result: SummaryResult = stop.value
+                return result
             reply, error = None, None
             try:
                 reply = await self.model.ainvoke([HumanMessage(content=text)], config=self._config())

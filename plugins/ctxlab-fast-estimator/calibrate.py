@@ -1,4 +1,4 @@
-"""Fit the constants of the core token estimate (``ctxlab/core/estimation.py``) against tiktoken cl100k_base.
+"""Fit the constants of the core token estimate (``ctxlab/core/estimation/charclass.py``) against tiktoken cl100k_base.
 
     .venv/bin/python plugins/ctxlab-fast-estimator/calibrate.py [--transcripts DIR] [--chars N]
 
@@ -15,7 +15,7 @@ weighted equally: the relative error of each sample (weight 1/tokens²) and the 
 ``ctxlab.core.estimation`` docstring).  The ramp with the lowest mean per-sample error wins.  Prints
 the in-sample error per class (aggregate and mean absolute per sample), a leave-sources-out
 check (5 folds of source files: fit on four, measure on the fifth), the error of the sampled
-variant with the fitted constants, and the constants to paste into ``ctxlab/core/estimation.py``.
+variant with the fitted constants, and the constants to paste into ``ctxlab/core/estimation/charclass.py``.
 """
 
 from __future__ import annotations
@@ -112,7 +112,7 @@ def main() -> int:
     )
 
     names = dict(zip(FITTED, coef, strict=True))
-    print("\n# --- paste into ctxlab/core/estimation.py (calibrated constants) ---")
+    print("\n# --- paste into ctxlab/core/estimation/charclass.py (calibrated constants) ---")
     for k, const in core.WEIGHTS.items():
         value = core.C_N2 if k == "n2" else names[k]
         print(f"{const} = {value:.4g}")

@@ -10,6 +10,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 
 from ctxlab.core.estimation import estimate_text_tokens
 from ctxlab.core.hookspecs import hookimpl
+from ctxlab.core.marks import is_summary_message, is_user_request
 from ctxlab.core.messages import message_text
 from ctxlab.core.summarize import LLMSummarizer, SummaryJob, SummaryResult
 
@@ -49,10 +50,10 @@ class StructuredSummarizer:
         state = ""
         for m in messages:
             text = message_text(m)
-            if m.additional_kwargs.get("lc_source") == "summarization":
+            if is_summary_message(m):
                 previous = text
                 continue
-            if isinstance(m, HumanMessage) and not m.additional_kwargs.get("ctxlab_observation") and not task:
+            if is_user_request(m) and not task:
                 task = text.strip()
             if isinstance(m, AIMessage):
                 if text.strip():

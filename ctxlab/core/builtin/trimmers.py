@@ -3,48 +3,46 @@
 from __future__ import annotations
 
 import logging
+from typing import Any, cast
 
-from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage
 
 from ctxlab.core.estimation import estimate_text_tokens
 from ctxlab.core.files import FileWriteError
 from ctxlab.core.hookspecs import hookimpl
-from ctxlab.core.l1 import TrimContext, TrimReport, fit_preview
+from ctxlab.core.identity import IdentityCache
+from ctxlab.core.l1 import OffloadRecord, TrimContext, TrimReport, fit_preview, protect_key
+from ctxlab.core.marks import OFFLOAD_MARKER, is_tool_result, truncation_marker
 from ctxlab.core.messages import message_text
 from ctxlab.core.settings import ARG_TRUNCATE_CHARS
 
 logger = logging.getLogger("ctxlab.core.l1")
 
+__all__ = [
+    "OFFLOAD_MARKER",
+    "TRUNCATED_TOOLS",
+    "ArgumentTruncation",
+    "ToolResultOffload",
+    "is_tool_result",
+    "text_only",
+    "truncation_marker",
+]
+
 #: tools whose large string arguments L1 truncates (R5)
 TRUNCATED_TOOLS = frozenset({"write_file", "edit_file"})
-#: first line of an offloaded ToolMessage in a view; a message carrying it is not written again (R6)
-OFFLOAD_MARKER = "[ctxlab: tool result offloaded]"
 #: markers of results that another component already saved to a file
 _FOREIGN_MARKERS = ("saved in the filesystem at this path", "Tool result too large")
+#: offloaded copies remembered per trimmer (a long run reuses them on every call)
+OFFLOADS_CACHED = 100_000
 
 
-def truncation_marker(length: int) -> str:
-    """The text that replaces a truncated argument; states the original length (R5)."""
-    return f"[ctxlab: argument truncated in this request view; original length {length} characters]"
-
-
-def is_tool_result(message: BaseMessage) -> bool:
-    """A ToolMessage, or a text observation recorded as a user message (transcripts whose format
-    keeps tool output only as text, marked ``additional_kwargs["ctxlab_observation"]``)."""
-    return isinstance(message, ToolMessage) or bool(message.additional_kwargs.get("ctxlab_observation"))
-
-
-def text_only(content: list) -> str:
+def text_only(content: list[Any]) -> str:
     """The text blocks of a list content, joined (no image placeholders)."""
     return "\n".join(
         b if isinstance(b, str) else str(b.get("text", ""))
         for b in content
         if isinstance(b, str) or (isinstance(b, dict) and b.get("type") == "text")
     )
-
-
-def _key(message: BaseMessage) -> object:
-    return message.id if message.id is not None else id(message)
 
 
 class ArgumentTruncation:
@@ -57,10 +55,10 @@ class ArgumentTruncation:
     def ctxlab_l1_trim(self, view: list[BaseMessage], ctx: TrimContext) -> TrimReport:
         report = TrimReport(trimmer=self.name)
         for i, m in enumerate(view):
-            if not isinstance(m, AIMessage) or _key(m) in ctx.protect_ids:
+            if not isinstance(m, AIMessage) or protect_key(m) in ctx.protect_ids:
                 continue
-            update: dict = {}
-            calls = [self._trim_call(tc, "args", report) for tc in m.tool_calls]
+            update: dict[str, Any] = {}
+            calls = [self._trim_call(cast(dict[str, Any], tc), "args", report) for tc in m.tool_calls]
             if any(a is not b for a, b in zip(calls, m.tool_calls, strict=True)):
                 update["tool_calls"] = calls
             # provider-format content (Anthropic ``tool_use`` blocks) carries the same call again
@@ -78,7 +76,7 @@ class ArgumentTruncation:
         return report
 
     @staticmethod
-    def _trim_call(call: dict, key: str, report: TrimReport | None) -> dict:
+    def _trim_call(call: dict[str, Any], key: str, report: TrimReport | None) -> dict[str, Any]:
         """The call (a tool call or a ``tool_use`` block) with long string arguments replaced."""
         args = call.get(key) or {}
         if call.get("name") not in TRUNCATED_TOOLS or not isinstance(args, dict):
@@ -102,20 +100,22 @@ class ToolResultOffload:
     name = "tool-result-offload"
 
     def __init__(self) -> None:
-        # (id(message), token limit) -> (message, trimmed copy, report entry): a long run does not
-        # re-offload the same state message on every call
-        self._memo: dict[tuple[int, int], tuple[BaseMessage, BaseMessage, dict]] = {}
+        # (message, token limit) -> (trimmed copy, report entry): a long run does not re-offload
+        # the same state message on every call
+        self._memo: IdentityCache[BaseMessage, tuple[BaseMessage, OffloadRecord]] = IdentityCache(
+            OFFLOADS_CACHED
+        )
 
     @hookimpl(trylast=True)
     def ctxlab_l1_trim(self, view: list[BaseMessage], ctx: TrimContext) -> TrimReport:
         report = TrimReport(trimmer=self.name)
         for i, m in enumerate(view):
-            if not is_tool_result(m) or _key(m) in ctx.protect_ids:
+            if not is_tool_result(m) or protect_key(m) in ctx.protect_ids:
                 continue
-            memo = self._memo.get((id(m), ctx.token_limit))
-            if memo is not None and memo[0] is m:
-                view[i] = memo[1]
-                report.offloaded.append(memo[2])
+            memo = self._memo.get(m, ctx.token_limit)
+            if memo is not None:
+                view[i] = memo[0]
+                report.offloaded.append(memo[1])
                 continue
             before = ctx.estimate(m)
             if before <= ctx.token_limit:
@@ -145,10 +145,10 @@ class ToolResultOffload:
                     "be saved, only this preview is shown:"
                 )
             preview = fit_preview(text, ctx.token_limit, header)
-            content: str | list = [{"type": "text", "text": preview}, *images] if images else preview
+            content: str | list[Any] = [{"type": "text", "text": preview}, *images] if images else preview
             new = m.model_copy(update={"content": content})
             view[i] = new
-            entry = {
+            entry: OffloadRecord = {
                 "path": path,
                 "tool": getattr(m, "name", None),
                 "chars": len(text),
@@ -159,7 +159,5 @@ class ToolResultOffload:
             }
             report.offloaded.append(entry)
             if path is not None:  # a failed write is tried again next time
-                if len(self._memo) > 100_000:
-                    self._memo.clear()
-                self._memo[(id(m), ctx.token_limit)] = (m, new, entry)
+                self._memo.put(m, (new, entry), ctx.token_limit)
         return report

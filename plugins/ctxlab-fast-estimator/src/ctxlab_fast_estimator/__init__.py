@@ -15,7 +15,7 @@ logs, CJK, base64), counted exactly, block by block.  This plugin keeps what is 
   ramp, where the sampled whitespace count matters), the per-class aggregates by less than half
   a point (``ctxlab bench`` reports both estimators side by side).
 * ``calibrate.py`` — re-fits the constants against tiktoken on the shared transcripts and prints
-  them to paste into ``ctxlab/core/estimation.py``.
+  them to paste into ``ctxlab/core/estimation/charclass.py``.
 * :class:`FastEstimator` — an estimator plugin framed like the built-in one
   (:class:`ctxlab.core.estimation.CharClassEstimator`: per-message overhead, tool calls as name + JSON
   arguments, the name of a ToolMessage, images by size) with :func:`fast_text_tokens` for text.

@@ -39,8 +39,6 @@ crosses T it stays masked.  ``N`` is ``$CTXLAB_MASKING_KEEP`` (default 10).  Nee
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Generator
 from typing import Any
 
@@ -49,13 +47,18 @@ from langchain_core.messages import BaseMessage
 
 from ctxlab import hookimpl
 from ctxlab.core.cutoff import CutoffContext, CutoffDecision
-from ctxlab.core.l1 import TrimContext, TrimReport
+from ctxlab.core.identity import BoundedCache
+from ctxlab.core.l1 import TrimContext, TrimReport, protect_key
 
 __all__ = ["HybridMasking", "entry_point", "hybrid_plugins"]
 
 
+#: masked-view estimates remembered (one round writes one, its cutoff hook reads it)
+MASKED_ROUNDS_CACHED = 32
+
+
 def _fingerprint(messages: list[BaseMessage]) -> tuple[Any, ...]:
-    return tuple(m.id if m.id is not None else id(m) for m in messages)
+    return tuple(protect_key(m) for m in messages)
 
 
 class HybridMasking(ObservationMasking):
@@ -72,30 +75,24 @@ class HybridMasking(ObservationMasking):
     def __init__(self, keep: int, *, threshold_tokens: int) -> None:
         super().__init__(keep)
         self.threshold_tokens = threshold_tokens
-        self._masked_tokens: OrderedDict[tuple[Any, ...], int] = OrderedDict()
-        self._lock = threading.Lock()
+        self._masked_tokens: BoundedCache[tuple[Any, ...], int] = BoundedCache(MASKED_ROUNDS_CACHED)
 
+    # a pluggy wrapper around every trimmer, where ObservationMasking's is a plain implementation
     @hookimpl(wrapper=True, tryfirst=True)
-    def ctxlab_l1_trim(
+    def ctxlab_l1_trim(  # type: ignore[override]
         self, view: list[BaseMessage], ctx: TrimContext
     ) -> Generator[None, Any, list[TrimReport]]:
         key = _fingerprint(view)
         report = self.mask(view, ctx)
         reports: list[TrimReport] = yield
-        total = sum(ctx.estimate(m) for m in view)
-        with self._lock:
-            self._masked_tokens[key] = total
-            self._masked_tokens.move_to_end(key)
-            while len(self._masked_tokens) > 32:
-                self._masked_tokens.popitem(last=False)
+        self._masked_tokens.put(key, sum(ctx.estimate(m) for m in view))
         return [report, *(reports or [])]
 
     @hookimpl(tryfirst=True)
     def ctxlab_select_cutoff(self, messages: list[BaseMessage], ctx: CutoffContext) -> CutoffDecision | None:
         if ctx.forced:  # forced by a context overflow (R12): ARS decides
             return None
-        with self._lock:
-            masked = self._masked_tokens.get(_fingerprint(messages))
+        masked = self._masked_tokens.get(_fingerprint(messages))
         if masked is not None and masked < self.threshold_tokens:
             return CutoffDecision(
                 None, f"hybrid: masking is enough ({masked} tokens of messages < T = {self.threshold_tokens})"

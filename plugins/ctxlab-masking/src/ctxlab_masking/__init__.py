@@ -35,15 +35,16 @@ registers the ``masking`` strategy: installing the package changes no middleware
 from __future__ import annotations
 
 import os
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage
 
 from ctxlab import hookimpl
 from ctxlab.core.cutoff import CutoffContext, CutoffDecision
-from ctxlab.core.l1 import TrimContext, TrimReport
+from ctxlab.core.identity import IdentityCache
+from ctxlab.core.l1 import TrimContext, TrimReport, protect_key
+from ctxlab.core.marks import is_tool_result
 from ctxlab.core.messages import message_text
 
 __all__ = [
@@ -62,14 +63,14 @@ __all__ = [
 DEFAULT_KEEP = 10
 #: first words of every placeholder; a message carrying it is not masked again
 MASK_MARKER = "[ctxlab: old tool output masked]"
-OBSERVATION_KEY = "ctxlab_observation"
 #: masked copies remembered per trimmer (a run reuses them on every call)
 MAX_CACHED_COPIES = 20_000
 
 
 def is_observation(message: BaseMessage) -> bool:
-    """A tool result: a ToolMessage or an observation-marked message."""
-    return isinstance(message, ToolMessage) or bool(message.additional_kwargs.get(OBSERVATION_KEY))
+    """A tool result: a ToolMessage or an observation-marked message
+    (:func:`ctxlab.core.marks.is_tool_result`)."""
+    return is_tool_result(message)
 
 
 def is_masked(message: BaseMessage) -> bool:
@@ -85,10 +86,6 @@ def placeholder(message: BaseMessage) -> str:
     tool = getattr(message, "name", None)
     what = f" of {tool}" if tool else ""
     return f"{MASK_MARKER} Old output{what} omitted ({lines} lines, {len(text)} characters)."
-
-
-def _key(message: BaseMessage) -> object:
-    return message.id if message.id is not None else id(message)
 
 
 @dataclass
@@ -128,7 +125,7 @@ class ObservationMasking:
         self.protect_calls = protect_calls
         # original message -> its masked copy, so that every call of a run sends the very same
         # placeholder objects (cheap, and the estimate cache recognises them by identity)
-        self._copies: OrderedDict[int, tuple[BaseMessage, BaseMessage]] = OrderedDict()
+        self._copies: IdentityCache[BaseMessage, BaseMessage] = IdentityCache(MAX_CACHED_COPIES)
 
     def mask(self, view: list[BaseMessage], ctx: TrimContext) -> MaskReport:
         """Mask ``view`` in place (entries replaced by copies, never edited) and return the report."""
@@ -139,23 +136,18 @@ class ObservationMasking:
         report.kept = len(recent)
         for i in old:
             m = view[i]
-            if _key(m) in ctx.protect_ids or is_masked(m):
+            if protect_key(m) in ctx.protect_ids or is_masked(m):
                 continue
-            hit = self._copies.get(id(m))
-            if hit is not None and hit[0] is m:
-                view[i] = hit[1]
-            else:
-                view[i] = m.model_copy(update={"content": placeholder(m)})
-                self._copies[id(m)] = (m, view[i])
-                if len(self._copies) > MAX_CACHED_COPIES:
-                    self._copies.popitem(last=False)
+            view[i] = self._copies.get_or_put(
+                m, lambda old: old.model_copy(update={"content": placeholder(old)})
+            )
             report.masked.append(
                 {"message_id": m.id, "tool": getattr(m, "name", None), "chars": len(message_text(m))}
             )
         if self.protect_recent:
-            ctx.protect_ids.update(_key(view[i]) for i in recent)
+            ctx.protect_ids.update(protect_key(view[i]) for i in recent)
         if self.protect_calls:
-            ctx.protect_ids.update(_key(m) for m in view if isinstance(m, AIMessage) and m.tool_calls)
+            ctx.protect_ids.update(protect_key(m) for m in view if isinstance(m, AIMessage) and m.tool_calls)
         return report
 
     @hookimpl(tryfirst=True)

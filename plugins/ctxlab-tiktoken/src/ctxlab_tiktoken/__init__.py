@@ -2,11 +2,14 @@
 
 :class:`TiktokenEstimator` implements ``ctxlab_estimate_message`` and ``ctxlab_estimate_tools``
 (not ``trylast``, so it overrides the built-in character-class estimator wherever it is
-registered).  It counts a message the way the built-in estimator structures it — a fixed
-per-message overhead, the content, each tool call's name and JSON arguments, the name of a
-ToolMessage — but every text is counted exactly: ``len(enc.encode_ordinary(text))`` (special-token
-text such as ``<|endoftext|>`` is counted as ordinary text, never refused).  Images are counted by
-their size (:func:`ctxlab.core.estimation.estimate_image_tokens`), not by their base64 length.
+registered).  The counting is ctxlab's one tiktoken estimator,
+:class:`ctxlab.core.estimation.TokenizerEstimator` (also the lab's ``tiktoken`` measure): a
+message framed the way the built-in estimator structures it — a fixed per-message overhead, the
+content, each tool call's name and JSON arguments, the name of a ToolMessage — with every text
+counted exactly: ``len(enc.encode_ordinary(text))`` (special-token text such as
+``<|endoftext|>`` is counted as ordinary text, never refused).  Images are counted by their size
+(:func:`ctxlab.core.estimation.estimate_image_tokens`), not by their base64 length.  This package
+adds what the core cannot hold: loading an encoding through tiktoken, and the hooks.
 
 Loading an encoding never hangs on the network (:func:`load_encoding`):
 
@@ -32,7 +35,6 @@ the strategy.  ``$CTXLAB_TIKTOKEN_ENCODING`` sets the strategy's encoding (defau
 from __future__ import annotations
 
 import os
-import re
 import tempfile
 import threading
 from collections.abc import Iterator, Sequence
@@ -44,7 +46,7 @@ import tiktoken.load
 from langchain_core.messages import BaseMessage
 
 from ctxlab import hookimpl
-from ctxlab.core.estimation import CharClassEstimator, estimate_image_tokens
+from ctxlab.core.estimation import TokenizerEstimator
 
 __all__ = [
     "DEFAULT_ENCODING",
@@ -58,7 +60,6 @@ __all__ = [
 DEFAULT_ENCODING = "cl100k_base"
 #: seconds one download may take when downloads are allowed
 DOWNLOAD_TIMEOUT = 10.0
-_DATA_URL = re.compile(r"data:image/[a-zA-Z0-9.+-]+;base64,[A-Za-z0-9+/=\s]{64,}")
 _lock = threading.Lock()
 
 
@@ -176,12 +177,12 @@ def load_encoding(
         raise EncodingUnavailableError(name, cache, f"{type(exc).__name__}: {exc}") from exc
 
 
-class TiktokenEstimator(CharClassEstimator):
+class TiktokenEstimator(TokenizerEstimator):
     """Estimator plugin counting with a tiktoken encoding (exact for OpenAI-style text).
 
-    The message framing (overhead, tool calls, images by size, ``tool_use`` blocks counted once)
-    is the core estimator's (:class:`ctxlab.core.estimation.CharClassEstimator`); only the text count
-    differs.
+    The counting is the core's :class:`ctxlab.core.estimation.TokenizerEstimator` (the framing of
+    :class:`~ctxlab.core.estimation.CharClassEstimator`, exact text, data-URL images by size);
+    this class loads the encoding without waiting on the network and implements the hooks.
 
     Args:
         encoding: an encoding or model name, or a loaded ``tiktoken.Encoding``.
@@ -194,25 +195,12 @@ class TiktokenEstimator(CharClassEstimator):
     def __init__(
         self, encoding: str | tiktoken.Encoding = DEFAULT_ENCODING, *, allow_download: bool | None = None
     ) -> None:
-        self.encoding = (
+        loaded = (
             encoding
             if isinstance(encoding, tiktoken.Encoding)
             else load_encoding(encoding, allow_download=allow_download)
         )
-        self.name = f"tiktoken-{self.encoding.name}"
-
-    # --- counting -------------------------------------------------------------------------------
-
-    def text_tokens(self, text: str) -> int:
-        """Exact tokens of ``text``; data-URL images inside it count as images."""
-        if not text:
-            return 0
-        images = 0
-        if "data:image/" in text:
-            for m in _DATA_URL.finditer(text):
-                images += estimate_image_tokens(m.group(0))
-            text = _DATA_URL.sub(" ", text)
-        return len(self.encoding.encode_ordinary(text)) + images
+        super().__init__(loaded, name=f"tiktoken-{loaded.name}")
 
     # --- hooks ----------------------------------------------------------------------------------
 

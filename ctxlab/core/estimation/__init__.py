@@ -1,0 +1,82 @@
+"""Token estimates (spec R16): local approximations used only to trigger and trim.
+
+Provider-reported usage is the billing truth (R16); these estimates decide when a round starts and
+how much L1 and L2 must cut.  All values are tokens (``int``).  Nothing here raises on odd
+content: unknown block types count their JSON length.  The parts, one job each:
+
+* :mod:`~ctxlab.core.estimation.charclass` — text by calibrated character classes, an
+  approximation of ``cl100k_base`` about 20× cheaper than tiktoken (:func:`estimate_text_tokens`,
+  :func:`char_class_tokens`, :func:`features`, the constants :data:`COEFFICIENTS` /
+  :data:`WEIGHTS`, fitted by ``plugins/ctxlab-fast-estimator/calibrate.py``);
+* :mod:`~ctxlab.core.estimation.images` — images by size with OpenAI's tile rule
+  (:func:`estimate_image_tokens`), data-URL images inside texts;
+* :mod:`~ctxlab.core.estimation.framing` — what a message and the tool schemas cost around
+  their text: :class:`CharClassEstimator` (the ARS default) and :class:`TokenizerEstimator`
+  (exact text counts with a tokenizer such as a ``tiktoken.Encoding``, same framing);
+* :mod:`~ctxlab.core.estimation.cache` — :class:`EstimateCache`, the per-message cache in front
+  of the estimation hooks.
+
+Every name is importable from ``ctxlab.core.estimation`` itself.
+"""
+
+from __future__ import annotations
+
+from ctxlab.core.estimation.cache import EstimateCache
+from ctxlab.core.estimation.charclass import (
+    BLOCK,
+    C_DENSE,
+    C_DENSE_UPPER,
+    C_DIGIT,
+    C_N2,
+    C_N3,
+    C_NEWLINE,
+    C_QUOTE,
+    C_REST,
+    C_SPACE,
+    C_UPPER,
+    COEFFICIENTS,
+    RAMP_HI,
+    RAMP_LO,
+    WEIGHTS,
+    char_class_tokens,
+    estimate_text_tokens,
+    features,
+)
+from ctxlab.core.estimation.framing import (
+    MESSAGE_OVERHEAD,
+    CharClassEstimator,
+    Tokenizer,
+    TokenizerEstimator,
+    content_tokens,
+)
+from ctxlab.core.estimation.images import UNKNOWN_IMAGE_TOKENS, estimate_image_tokens, split_data_url_images
+
+__all__ = [
+    "BLOCK",
+    "COEFFICIENTS",
+    "C_DENSE",
+    "C_DENSE_UPPER",
+    "C_DIGIT",
+    "C_N2",
+    "C_N3",
+    "C_NEWLINE",
+    "C_QUOTE",
+    "C_REST",
+    "C_SPACE",
+    "C_UPPER",
+    "MESSAGE_OVERHEAD",
+    "RAMP_HI",
+    "RAMP_LO",
+    "UNKNOWN_IMAGE_TOKENS",
+    "WEIGHTS",
+    "CharClassEstimator",
+    "EstimateCache",
+    "Tokenizer",
+    "TokenizerEstimator",
+    "char_class_tokens",
+    "content_tokens",
+    "estimate_image_tokens",
+    "estimate_text_tokens",
+    "features",
+    "split_data_url_images",
+]

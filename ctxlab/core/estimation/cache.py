@@ -1,0 +1,201 @@
+"""The per-message estimate cache in front of an estimator (spec R16).
+
+A long run sends the same history again on every model call; :class:`EstimateCache` estimates
+each message once.  It remembers a message by the object itself (:class:`~ctxlab.core.identity.
+IdentityCache`) and, for an equal message in a new object, by a cheap content fingerprint; it
+remembers the running sums of the last few message lists so that a history that grew by a few
+messages costs only the new ones.  All values are tokens.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage
+
+from ctxlab.core.identity import BoundedCache, IdentityCache
+
+__all__ = ["EstimateCache"]
+
+#: tool lists remembered by :meth:`EstimateCache.tools_tokens` (a run has one or a few)
+TOOL_LISTS_CACHED = 64
+#: message lists whose running sums :meth:`EstimateCache.messages_tokens` remembers
+PREFIX_SLOTS = 4
+
+
+def _fingerprint(message: BaseMessage) -> tuple[Any, ...] | None:
+    """A cheap identity of a message's countable parts; ``None`` when it cannot be made cheaply.
+
+    ``hash(str)`` is cached by CPython on the string object, so a long-lived message costs
+    O(1) here after its first estimate.
+    """
+    content = message.content
+    if isinstance(content, str):
+        ckey: Any = hash(content)
+    else:
+        try:
+            ckey = hash(json.dumps(content, sort_keys=True, default=str))
+        except (TypeError, ValueError):
+            return None
+    calls: tuple[Any, ...] = ()
+    if isinstance(message, AIMessage) and message.tool_calls:
+        parts = []
+        for tc in message.tool_calls:
+            args = tc.get("args") or {}
+            akey: tuple[Any, ...]
+            try:
+                akey = tuple(sorted((k, hash(v) if isinstance(v, str) else repr(v)) for k, v in args.items()))
+            except TypeError:
+                akey = (repr(args),)
+            parts.append((tc.get("id"), tc.get("name"), akey))
+        calls = tuple(parts)
+    return (message.type, message.id, ckey, calls, getattr(message, "name", None))
+
+
+def _common_prefix(a: Sequence[Any], b: Sequence[Any]) -> int:
+    """Length of the longest common prefix of two message lists.
+
+    List equality skips ``__eq__`` for identical objects, so the common case (the history grew
+    since the previous call) is one C-speed scan (~4 ns a message); equal but distinct messages
+    have equal estimates, so equality is the right test.  Otherwise bisect.
+    """
+    n = min(len(a), len(b))
+    if n == 0 or (a[0] is not b[0] and a[0] != b[0]):
+        return 0
+    if a[:n] == b[:n]:
+        return n
+    lo, hi = 1, n - 1  # a[:lo] matches, a[:hi + 1] does not
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+class EstimateCache:
+    """Per-message estimate cache in front of an estimate function (bounded LRU).
+
+    ``request_tokens(system, tools, messages)`` is the estimate of a whole request (R16: system
+    message + tool schemas + messages), in tokens.  A long run therefore does not re-estimate the
+    whole history on every model call: each message is estimated once, then looked up by the
+    object itself or by a cheap fingerprint (type, id, content hash, tool-call ids/arg hashes).
+    Safe to share between threads.
+
+    Args:
+        message_fn: tokens of one message (the ``ctxlab_estimate_message`` hook, or an
+            estimator's ``message_tokens``); ``None`` means that no estimator answered.
+        tools_fn: tokens of a list of tool schemas (``ctxlab_estimate_tools``).
+        max_entries: messages remembered, by object and by fingerprint each.
+        name: what estimates behind the cache (reports name the lab's measuring estimator).
+
+    Attributes:
+        hits, misses: messages answered from the cache / estimated (a rough count under threads).
+    """
+
+    def __init__(
+        self,
+        message_fn: Callable[[BaseMessage], int | None],
+        tools_fn: Callable[[Sequence[Any]], int | None],
+        max_entries: int = 200_000,
+        *,
+        name: str = "hooks",
+    ) -> None:
+        self.name = name
+        self._message_fn = message_fn
+        self._tools_fn = tools_fn
+        self._by_content: BoundedCache[tuple[Any, ...], int] = BoundedCache(max_entries)
+        # the same message object: no fingerprint needed (the object is kept alive with its entry)
+        self._by_object: IdentityCache[BaseMessage, int] = IdentityCache(max_entries)
+        self._tools: IdentityCache[tuple[Any, ...], int] = IdentityCache(TOOL_LISTS_CACHED)
+        self._prefixes: list[tuple[list[BaseMessage], list[int]]] = []
+        self._prefix_lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    def message_tokens(self, message: BaseMessage) -> int:
+        """Tokens of one message (cached).
+
+        Raises:
+            TypeError: no estimator answered (``message_fn`` returned ``None``).
+        """
+        seen = self._by_object.get(message)
+        if seen is not None:
+            self.hits += 1
+            return seen
+        return self._by_object.put(message, self._message_tokens_by_key(message))
+
+    def _message_tokens_by_key(self, message: BaseMessage) -> int:
+        key = _fingerprint(message)
+        if key is not None:
+            hit = self._by_content.get(key)
+            if hit is not None:
+                self.hits += 1
+                return hit
+        self.misses += 1
+        value = _tokens(self._message_fn(message), "ctxlab_estimate_message")
+        if key is not None:
+            self._by_content.put(key, value)
+        return value
+
+    def messages_tokens(self, messages: Sequence[BaseMessage]) -> int:
+        """Total tokens of ``messages``.
+
+        Besides the per-message cache, the last few lists are remembered with their running sums:
+        a list that starts with the same message *objects* as a remembered one (the common case:
+        the history grew by a few messages since the previous model call) costs one C-speed
+        identity scan plus the new messages only.  Messages are assumed not to be edited in
+        place (LangGraph replaces messages, it does not mutate them).
+        """
+        with self._prefix_lock:
+            best_slot, best_k = None, -1
+            for slot in self._prefixes:
+                k = _common_prefix(messages, slot[0])
+                if k > best_k:
+                    best_slot, best_k = slot, k
+            if best_slot is not None and best_k > 0:
+                sums = best_slot[1][: best_k + 1]
+                self._prefixes.remove(best_slot)
+            else:
+                sums, best_k = [0], 0
+        fn = self.message_tokens
+        running = sums[-1]
+        for m in messages[best_k:]:
+            running += fn(m)
+            sums.append(running)
+        with self._prefix_lock:
+            self._prefixes.insert(0, (list(messages), sums))
+            del self._prefixes[PREFIX_SLOTS:]
+        return running
+
+    def tools_tokens(self, tools: Sequence[Any]) -> int:
+        """Tokens of the tool schemas, cached by the tool objects themselves (kept alive with
+        the entry, so a recycled ``id()`` can never hit a stale estimate).
+
+        Raises:
+            TypeError: no estimator answered (``tools_fn`` returned ``None``).
+        """
+        if not tools:
+            return 0
+        return self._tools.get_or_put(
+            tuple(tools), lambda _key: _tokens(self._tools_fn(tools), "ctxlab_estimate_tools")
+        )
+
+    def request_tokens(
+        self, system: BaseMessage | None, tools: Sequence[Any], messages: Sequence[BaseMessage]
+    ) -> int:
+        """Tokens of a whole request: ``messages`` + tool schemas + the system message (R16)."""
+        total = self.messages_tokens(messages) + self.tools_tokens(tools)
+        if system is not None:
+            total += self.message_tokens(system)
+        return total
+
+
+def _tokens(value: int | None, hook: str) -> int:
+    if value is None:
+        raise TypeError(f"no estimator answered {hook} (is the built-in estimator registered?)")
+    return int(value)

@@ -1,0 +1,160 @@
+"""Message framing of every estimate: what one message and the tool schemas cost (spec R16).
+
+:class:`CharClassEstimator` (the ARS default) counts a message as a fixed per-message overhead
+(:data:`MESSAGE_OVERHEAD`), its content (text blocks as text, images by size, unknown blocks by
+their JSON), each tool call's name and JSON arguments, and the name of a ToolMessage.  Text goes
+through one replaceable function, :attr:`CharClassEstimator.text_tokens`: the character classes
+(:func:`~ctxlab.core.estimation.charclass.estimate_text_tokens`) by default.
+
+:class:`TokenizerEstimator` keeps this framing and counts text exactly with a tokenizer (a
+``tiktoken.Encoding``, or anything with ``encode_ordinary``): the lab's ``tiktoken`` measure
+(:func:`ctxlab.replay.metrics.make_measure`) and the ``ctxlab-tiktoken`` plugin are both this
+class, each loading its encoding its own way.  All values are tokens (``int``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
+
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+
+from ctxlab.core.estimation.charclass import estimate_text_tokens
+from ctxlab.core.estimation.images import UNKNOWN_IMAGE_TOKENS, estimate_image_tokens, split_data_url_images
+
+__all__ = [
+    "MESSAGE_OVERHEAD",
+    "CharClassEstimator",
+    "Tokenizer",
+    "TokenizerEstimator",
+    "content_tokens",
+]
+
+#: tokens per message for role and framing (OpenAI's chat format costs ~3-4)
+MESSAGE_OVERHEAD = 4
+
+
+def _block_tokens(block: Any, text_tokens: Callable[[str], int] = estimate_text_tokens) -> int:
+    if isinstance(block, str):
+        return text_tokens(block)
+    if not isinstance(block, dict):
+        return text_tokens(str(block))
+    kind = block.get("type")
+    if kind in ("text", "reasoning", "thinking"):
+        return text_tokens(str(block.get(kind) or block.get("text") or ""))
+    if kind in ("image_url", "image", "input_image"):
+        src = block.get("image_url")
+        if isinstance(src, dict):
+            src = src.get("url")
+        if src is None:
+            src = block.get("url") or block.get("data") or block.get("base64")
+            source = block.get("source")
+            if src is None and isinstance(source, dict):
+                src = source.get("data") or source.get("url")
+        if isinstance(src, str) and (src.startswith("data:") or len(src) > 200):
+            return estimate_image_tokens(src)
+        return UNKNOWN_IMAGE_TOKENS if src else 0
+    if kind == "redacted_thinking":
+        return 100
+    return text_tokens(json.dumps(block, ensure_ascii=False, default=str))
+
+
+def content_tokens(content: Any, text_tokens: Callable[[str], int] = estimate_text_tokens) -> int:
+    """Tokens of a message ``content`` (str or list of blocks); text weighed by ``text_tokens``."""
+    if isinstance(content, str):
+        return text_tokens(content)
+    if isinstance(content, list):
+        return sum(_block_tokens(b, text_tokens) for b in content)
+    return text_tokens(str(content)) if content else 0
+
+
+class CharClassEstimator:
+    """The ARS default estimator (R16): calibrated character classes, images by size.
+
+    ``message_tokens(msg)`` counts content, tool calls (name + JSON args), the tool name of a
+    ToolMessage and a fixed per-message overhead.  Pure: the same message gives the same count.
+    Text goes through :attr:`text_tokens` (:func:`estimate_text_tokens`); a subclass may swap it
+    (the ``ctxlab-fast-estimator`` plugin uses a sampled variant) and keep this framing.
+    """
+
+    name = "char-class"
+    text_tokens: Callable[[str], int] = staticmethod(estimate_text_tokens)
+
+    def message_tokens(self, message: BaseMessage) -> int:
+        """Tokens of one message in a request: overhead, content, tool calls, ToolMessage name."""
+        text_tokens = self.text_tokens
+        content = message.content
+        if isinstance(message, AIMessage) and message.tool_calls and isinstance(content, list):
+            # a provider-format tool_use block repeats a tool call: count the call once
+            ids = {tc.get("id") for tc in message.tool_calls}
+            content = [
+                b
+                for b in content
+                if not (isinstance(b, dict) and b.get("type") == "tool_use" and b.get("id") in ids)
+            ]
+        n = MESSAGE_OVERHEAD + content_tokens(content, text_tokens)
+        if isinstance(message, AIMessage) and message.tool_calls:
+            for tc in message.tool_calls:
+                n += 3 + text_tokens(tc.get("name") or "")
+                n += text_tokens(json.dumps(tc.get("args") or {}, ensure_ascii=False, default=str))
+        elif isinstance(message, ToolMessage) and message.name:
+            n += 1
+        return n
+
+    def tools_tokens(self, tools: Sequence[Any]) -> int:
+        """Tokens of the tool schemas of a request: each provider dict, or LangChain tool converted
+        to the OpenAI tool format, counted as its JSON text."""
+        text_tokens = self.text_tokens
+        total = 0
+        for tool in tools:
+            if isinstance(tool, dict):
+                total += text_tokens(json.dumps(tool, ensure_ascii=False, default=str))
+                continue
+            schema: Any = None
+            try:
+                from langchain_core.utils.function_calling import convert_to_openai_tool
+
+                schema = convert_to_openai_tool(tool)
+            except Exception:
+                schema = {"name": getattr(tool, "name", ""), "description": getattr(tool, "description", "")}
+            total += text_tokens(json.dumps(schema, ensure_ascii=False, default=str))
+        return total
+
+
+class Tokenizer(Protocol):
+    """What :class:`TokenizerEstimator` needs of a tokenizer (a ``tiktoken.Encoding`` has it)."""
+
+    @property
+    def name(self) -> str: ...
+
+    def encode_ordinary(self, text: str) -> list[int]: ...
+
+
+class TokenizerEstimator(CharClassEstimator):
+    """Exact text counts with a tokenizer, framed like :class:`CharClassEstimator`.
+
+    A text costs ``len(encoding.encode_ordinary(text))`` (special-token text such as
+    ``<|endoftext|>`` counts as ordinary text, never refused) plus its data-URL images by size
+    (:func:`~ctxlab.core.estimation.images.split_data_url_images`); the framing (overhead, tool
+    calls, ``tool_use`` blocks counted once, image blocks by size) is the default estimator's.
+
+    Args:
+        encoding: the tokenizer, e.g. ``tiktoken.get_encoding("cl100k_base")``.
+        name: the estimator's name (reports); default ``"tokenizer-<encoding name>"``.
+
+    Attributes:
+        encoding: the tokenizer; ``encoding_name``: its name.
+    """
+
+    def __init__(self, encoding: Tokenizer, *, name: str | None = None) -> None:
+        self.encoding = encoding
+        self.encoding_name: str = encoding.name
+        self.name = name or f"tokenizer-{encoding.name}"
+
+    def text_tokens(self, text: str) -> int:
+        """Exact tokens of ``text``; data-URL images inside it count as images (0 for ``""``)."""
+        if not text:
+            return 0
+        text, images = split_data_url_images(text)
+        return len(self.encoding.encode_ordinary(text)) + images

@@ -1,0 +1,151 @@
+"""One bounded, thread-safe cache for everything ctxlab remembers per object.
+
+Long agent runs see the same message objects on every model call, so several steps remember a
+result per object: the estimate of a message, the offloaded copy of a tool result, the masked
+copy of an observation, the summarizer made for a model, the canonical key of a view message.
+They all use :class:`IdentityCache`:
+
+* the key is an object compared by **identity** (``is``), never by ``==`` or ``hash`` (messages
+  are not hashable, and two equal messages may be different entries of a history);
+* the cache **keeps the key object alive** while its entry is cached, so a recycled ``id()``
+  of a collected object can never return a stale value;
+* a ``tuple`` key is compared item by item by identity (``tuple(tools)`` keys a list of tool
+  objects); an optional hashable ``qualifier`` is compared by ``==`` (a token limit, a path);
+* it is **bounded** (least recently used entries go first) and guarded by a lock, so the async
+  middleware may use it from worker threads (L1 runs in ``asyncio.to_thread``).
+
+:class:`BoundedCache` is the same LRU keyed by an ordinary hashable value (a content
+fingerprint), for the places where equal content, not the same object, is the key.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
+from typing import Generic, TypeVar, cast
+
+__all__ = ["BoundedCache", "IdentityCache"]
+
+K = TypeVar("K")
+V = TypeVar("V")
+H = TypeVar("H", bound=Hashable)
+
+
+def _check_size(max_entries: int) -> int:
+    if isinstance(max_entries, bool) or not isinstance(max_entries, int) or max_entries <= 0:
+        raise ValueError(f"max_entries={max_entries!r} is invalid: allowed an integer > 0")
+    return max_entries
+
+
+class BoundedCache(Generic[H, V]):
+    """A thread-safe LRU map from a hashable key to a value, at most ``max_entries`` long.
+
+    Args:
+        max_entries: the most entries kept (> 0); inserting one more drops the least recently
+            used entry.
+
+    Raises:
+        ValueError: ``max_entries`` is not a positive integer.
+    """
+
+    def __init__(self, max_entries: int) -> None:
+        self.max_entries = _check_size(max_entries)
+        self._data: OrderedDict[H, V] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def get(self, key: H, default: V | None = None) -> V | None:
+        """The value cached for ``key`` (now the most recently used), else ``default``."""
+        with self._lock:
+            if key not in self._data:
+                return default
+            self._data.move_to_end(key)
+            return self._data[key]
+
+    def put(self, key: H, value: V) -> V:
+        """Cache ``value`` for ``key`` (replacing an older one) and return it."""
+        with self._lock:
+            self._data[key] = value
+            self._data.move_to_end(key)
+            if len(self._data) > self.max_entries:
+                self._data.popitem(last=False)
+        return value
+
+    def clear(self) -> None:
+        """Drop every entry."""
+        with self._lock:
+            self._data.clear()
+
+
+class IdentityCache(Generic[K, V]):
+    """A thread-safe LRU map from an object, by identity, to a value; it keeps the object alive.
+
+    ``cache.get(obj)`` hits only for the very object given to ``cache.put(obj, value)`` (or, for
+    a ``tuple`` key, a tuple holding the very same objects in order), with an equal
+    ``qualifier``.  Entries are found by ``id()``: since an entry holds its key object, no other
+    object can have that ``id()`` while the entry exists.  ``None`` is a valid cached value for
+    :meth:`get_or_put`.
+
+    Args:
+        max_entries: the most entries kept (> 0), least recently used dropped first.
+
+    Raises:
+        ValueError: ``max_entries`` is not a positive integer.
+    """
+
+    def __init__(self, max_entries: int) -> None:
+        self.max_entries = _check_size(max_entries)
+        # slot -> (the key object, kept alive; the value)
+        self._data: OrderedDict[tuple[object, Hashable], tuple[K, V]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    @staticmethod
+    def _slot(key: K, qualifier: Hashable) -> tuple[object, Hashable]:
+        if type(key) is tuple:
+            return (tuple(map(id, cast(tuple[object, ...], key))), qualifier)
+        return (id(key), qualifier)
+
+    def get(self, key: K, qualifier: Hashable = None) -> V | None:
+        """The value cached for this very object (and ``qualifier``), else ``None``."""
+        slot = self._slot(key, qualifier)
+        with self._lock:
+            entry = self._data.get(slot)
+            if entry is None:
+                return None
+            self._data.move_to_end(slot)
+        return entry[1]
+
+    def put(self, key: K, value: V, qualifier: Hashable = None) -> V:
+        """Cache ``value`` for this object (and ``qualifier``), keeping ``key`` alive; return it."""
+        slot = self._slot(key, qualifier)
+        with self._lock:
+            self._data[slot] = (key, value)
+            self._data.move_to_end(slot)
+            if len(self._data) > self.max_entries:
+                self._data.popitem(last=False)
+        return value
+
+    def get_or_put(self, key: K, make: Callable[[K], V], qualifier: Hashable = None) -> V:
+        """The cached value, or ``make(key)`` cached and returned.
+
+        ``make`` runs outside the lock (it may be slow, or use the cache itself); when two
+        threads miss at once both compute, and the later value stays.
+        """
+        slot = self._slot(key, qualifier)
+        with self._lock:
+            entry = self._data.get(slot)
+            if entry is not None:
+                self._data.move_to_end(slot)
+                return entry[1]
+        return self.put(key, make(key), qualifier)
+
+    def clear(self) -> None:
+        """Drop every entry (and the references to their key objects)."""
+        with self._lock:
+            self._data.clear()

@@ -1,0 +1,127 @@
+"""Message marks and the predicates that read them: the one place that knows them.
+
+ctxlab recognises and sets these marks on LangChain messages (``additional_kwargs`` keys, and
+texts that open an edited message):
+
+* ``additional_kwargs["lc_source"] == "summarization"`` — LangChain's own mark of a summary
+  message (:data:`LC_SOURCE_KEY`, :data:`SUMMARY_SOURCE`).  ctxlab's L2 summary message carries
+  it (R8, R11), and so do LangChain's and DeepAgents' summaries, so one predicate
+  (:func:`is_summary_message`) recognises all of them.
+* ``additional_kwargs["ctxlab_summary"]``, ``["ctxlab_summary_body"]`` and
+  ``["ctxlab_latest_request"]`` — set on ctxlab's own summary message only: the flag, the
+  summarizer's text without the framing (carried over when a later round's summary fails, R10),
+  and the latest user request verbatim when it was summarized (:func:`summary_kwargs`).
+* ``additional_kwargs["ctxlab_observation"]`` — a tool result recorded as a user message, in
+  transcripts whose format keeps tool output only as text (mini-swe-agent, SWE-agent):
+  :data:`OBSERVATION_KEY`, :func:`is_observation`, :func:`is_tool_result`.
+* :data:`OFFLOAD_MARKER` — the first words of a ToolMessage that L1 offloaded (R6); a message
+  that opens with it is never written again.
+* :func:`truncation_marker` — the text that replaces a truncated write/edit argument (R5).
+* :data:`SUMMARIZER_ROLE_METADATA` — the run metadata of every summarizer model call (R10).
+
+Predicates take any object and answer ``False`` for what is not a ``BaseMessage``; none raises.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
+
+__all__ = [
+    "LATEST_REQUEST_KEY",
+    "LC_SOURCE_KEY",
+    "OBSERVATION_KEY",
+    "OFFLOAD_MARKER",
+    "SUMMARIZER_ROLE_METADATA",
+    "SUMMARY_BODY_KEY",
+    "SUMMARY_FLAG_KEY",
+    "SUMMARY_SOURCE",
+    "is_observation",
+    "is_summary_message",
+    "is_tool_result",
+    "is_user_request",
+    "langchain_summary_kwargs",
+    "latest_request_of",
+    "summary_body_of",
+    "summary_kwargs",
+    "truncation_marker",
+]
+
+#: ``additional_kwargs`` key LangChain uses to say where a message comes from
+LC_SOURCE_KEY = "lc_source"
+#: the :data:`LC_SOURCE_KEY` value of a summary message (LangChain, DeepAgents and ctxlab alike)
+SUMMARY_SOURCE = "summarization"
+#: ``additional_kwargs`` flag on ctxlab's own summary message
+SUMMARY_FLAG_KEY = "ctxlab_summary"
+#: ``additional_kwargs`` key: the summarizer's text of a ctxlab summary, without the framing (R10)
+SUMMARY_BODY_KEY = "ctxlab_summary_body"
+#: ``additional_kwargs`` key: the latest user request, verbatim, when the summary covers it
+LATEST_REQUEST_KEY = "ctxlab_latest_request"
+#: ``additional_kwargs`` key marking a text observation (a tool result recorded as a user message)
+OBSERVATION_KEY = "ctxlab_observation"
+#: first words of an offloaded ToolMessage in a view; a message carrying it is not written again (R6)
+OFFLOAD_MARKER = "[ctxlab: tool result offloaded]"
+#: run metadata of every summarizer model call (the call is also tagged ``TAG_NOSTREAM``, R10)
+SUMMARIZER_ROLE_METADATA: dict[str, str] = {"ctxlab_role": "summarizer"}
+
+
+def _kwargs(message: object) -> dict[str, Any]:
+    if not isinstance(message, BaseMessage):
+        return {}
+    return message.additional_kwargs or {}
+
+
+def is_summary_message(message: object) -> bool:
+    """A summary message: ``additional_kwargs["lc_source"] == "summarization"`` (ctxlab's L2
+    summary, and LangChain's or DeepAgents' summaries)."""
+    return _kwargs(message).get(LC_SOURCE_KEY) == SUMMARY_SOURCE
+
+
+def is_observation(message: object) -> bool:
+    """A text observation: a tool result recorded as a user message (``ctxlab_observation``)."""
+    return bool(_kwargs(message).get(OBSERVATION_KEY))
+
+
+def is_tool_result(message: object) -> bool:
+    """A tool result: a ``ToolMessage`` or a text observation (:func:`is_observation`)."""
+    return isinstance(message, ToolMessage) or is_observation(message)
+
+
+def is_user_request(message: object) -> bool:
+    """A user request: a ``HumanMessage`` that is neither a summary nor a text observation."""
+    return (
+        isinstance(message, HumanMessage) and not is_summary_message(message) and not is_observation(message)
+    )
+
+
+def summary_body_of(message: object) -> str | None:
+    """The summarizer's text of a ctxlab summary message (without its framing), else ``None``."""
+    body = _kwargs(message).get(SUMMARY_BODY_KEY)
+    return body if isinstance(body, str) else None
+
+
+def latest_request_of(message: object) -> str | None:
+    """The latest user request a ctxlab summary message carries verbatim, else ``None``."""
+    text = _kwargs(message).get(LATEST_REQUEST_KEY)
+    return text if isinstance(text, str) else None
+
+
+def summary_kwargs(body: str, latest_request: str | None = None) -> dict[str, Any]:
+    """The ``additional_kwargs`` of ctxlab's summary message: LangChain's summary mark, the ctxlab
+    flag, the summarizer's ``body`` and, when given, the latest user request."""
+    kwargs: dict[str, Any] = {LC_SOURCE_KEY: SUMMARY_SOURCE, SUMMARY_FLAG_KEY: True, SUMMARY_BODY_KEY: body}
+    if latest_request:
+        kwargs[LATEST_REQUEST_KEY] = latest_request
+    return kwargs
+
+
+def langchain_summary_kwargs() -> dict[str, Any]:
+    """Only LangChain's summary mark (``{"lc_source": "summarization"}``), a fresh dict: for a
+    summary message that another framework wrote."""
+    return {LC_SOURCE_KEY: SUMMARY_SOURCE}
+
+
+def truncation_marker(length: int) -> str:
+    """The text that replaces a truncated argument; states the original length in characters (R5)."""
+    return f"[ctxlab: argument truncated in this request view; original length {length} characters]"

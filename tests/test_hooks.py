@@ -1,0 +1,110 @@
+"""The typed hook façade (ctxlab.core.hooks.CompressionHooks): one method per core hook, calling it
+with the right arguments and returning what pluggy returns."""
+
+from __future__ import annotations
+
+import inspect
+
+from langchain_core.messages import AIMessage, HumanMessage
+
+from ctxlab import CompressionSettings, hookimpl, make_plugin_manager
+from ctxlab.core import hookspecs
+from ctxlab.core.builtin import StructuredSummarizer
+from ctxlab.core.cutoff import CutoffContext, CutoffDecision
+from ctxlab.core.estimation import CharClassEstimator
+from ctxlab.core.events import make_event
+from ctxlab.core.hooks import CompressionHooks
+from ctxlab.core.l1 import TrimContext, TrimReport
+
+SETTINGS = CompressionSettings()
+
+
+def _specs() -> dict[str, inspect.Signature]:
+    return {
+        name: inspect.signature(fn)
+        for name, fn in vars(hookspecs).items()
+        if name.startswith("ctxlab_") and callable(fn)
+    }
+
+
+def test_every_core_hook_has_a_typed_method_with_its_arguments() -> None:
+    specs = _specs()
+    assert len(specs) == 6
+    for name, spec in specs.items():
+        method = getattr(CompressionHooks, name.removeprefix("ctxlab_"))
+        params = list(inspect.signature(method).parameters)[1:]  # without self
+        assert params == list(spec.parameters), name
+
+
+class Recorder:
+    """Answers every core hook and records the arguments it was called with."""
+
+    name = "recorder"
+
+    def __init__(self) -> None:
+        self.seen: dict[str, dict[str, object]] = {}
+
+    @hookimpl(tryfirst=True)
+    def ctxlab_estimate_message(self, message):
+        self.seen["estimate_message"] = {"message": message}
+        return 42
+
+    @hookimpl(tryfirst=True)
+    def ctxlab_estimate_tools(self, tools):
+        self.seen["estimate_tools"] = {"tools": tools}
+        return 7
+
+    @hookimpl
+    def ctxlab_l1_trim(self, view, ctx):
+        self.seen["l1_trim"] = {"view": view, "ctx": ctx}
+        view[0] = HumanMessage("trimmed")
+        return None  # a trimmer with nothing to report
+
+    @hookimpl(tryfirst=True)
+    def ctxlab_select_cutoff(self, messages, ctx):
+        return CutoffDecision(1, f"{len(messages)} messages")
+
+    @hookimpl(tryfirst=True)
+    def ctxlab_get_summarizer(self, model, settings):
+        self.seen["get_summarizer"] = {"model": model, "settings": settings}
+        return StructuredSummarizer()
+
+    @hookimpl
+    def ctxlab_on_event(self, event):
+        self.seen["on_event"] = {"event": event}
+
+
+def test_the_facade_calls_each_hook_and_returns_its_result() -> None:
+    rec = Recorder()
+    hooks = CompressionHooks(make_plugin_manager([rec]))
+    msg = HumanMessage("hello")
+    assert hooks.estimate_message(msg) == 42 and rec.seen["estimate_message"]["message"] is msg
+    assert hooks.estimate_tools([{"name": "t"}]) == 7
+    view = [HumanMessage("long"), AIMessage("ok")]
+    ctx = TrimContext(
+        settings=SETTINGS, estimate=len, save_tool_result=lambda n, t: "/outputs/x", token_limit=9
+    )
+    reports = hooks.l1_trim(view, ctx)
+    # the recorder reported None (left out); the two built-in trimmers report
+    assert sorted(r.trimmer for r in reports) == ["arg-truncation", "tool-result-offload"]
+    assert all(isinstance(r, TrimReport) for r in reports) and view[0].content == "trimmed"
+    decision = hooks.select_cutoff(
+        view, CutoffContext(keep_messages=1, has_previous_summary=False, estimate=len, target_tokens=10.0)
+    )
+    assert decision == CutoffDecision(1, "2 messages")
+    assert isinstance(hooks.get_summarizer(None, SETTINGS), StructuredSummarizer)
+    assert rec.seen["get_summarizer"] == {"model": None, "settings": SETTINGS}
+    event = make_event("started", tokens_before=5)
+    assert hooks.on_event(event) is None and rec.seen["on_event"]["event"] is event
+
+
+def test_firstresult_hooks_answer_none_when_no_plugin_does() -> None:
+    hooks = CompressionHooks(make_plugin_manager(defaults=False))
+    msg = HumanMessage("hello")
+    assert hooks.estimate_message(msg) is None and hooks.estimate_tools([]) is None
+    assert hooks.get_summarizer(None, SETTINGS) is None
+    assert hooks.l1_trim([msg], TrimContext(SETTINGS, len, lambda n, t: "", 1)) == []
+    # with the defaults, the built-in estimator answers
+    assert CompressionHooks(make_plugin_manager()).estimate_message(
+        msg
+    ) == CharClassEstimator().message_tokens(msg)

@@ -1,0 +1,117 @@
+"""The one bounded identity cache (ctxlab.core.identity): identity keys that stay alive, LRU bounds,
+tuple keys, qualifiers, threads."""
+
+from __future__ import annotations
+
+import gc
+import threading
+import weakref
+
+import pytest
+from langchain_core.messages import HumanMessage
+
+from ctxlab.core.identity import BoundedCache, IdentityCache
+
+
+class Thing:
+    """A plain object (weak-referenceable, compared by identity)."""
+
+
+def test_hits_only_the_very_same_object() -> None:
+    cache: IdentityCache[HumanMessage, int] = IdentityCache(8)
+    a = HumanMessage("same text", id="x")
+    b = HumanMessage("same text", id="x")
+    assert a == b and a is not b
+    cache.put(a, 1)
+    assert cache.get(a) == 1
+    assert cache.get(b) is None  # equal content is not the same entry
+
+
+def test_keeps_the_key_alive_so_a_recycled_id_cannot_hit() -> None:
+    cache: IdentityCache[Thing, str] = IdentityCache(8)
+    obj = Thing()
+    ref = weakref.ref(obj)
+    cache.put(obj, "value of obj")
+    del obj
+    gc.collect()
+    assert ref() is not None  # alive while cached: its id() cannot be given to a new object
+    for _ in range(1000):  # new objects never see the old value, whatever their id()
+        assert cache.get(Thing()) is None
+    cache.clear()
+    gc.collect()
+    assert ref() is None  # dropped entries release their keys
+
+
+def test_least_recently_used_entry_goes_first() -> None:
+    cache: IdentityCache[Thing, int] = IdentityCache(2)
+    a, b, c = Thing(), Thing(), Thing()
+    cache.put(a, 1)
+    cache.put(b, 2)
+    assert cache.get(a) == 1  # a is now the most recently used
+    cache.put(c, 3)
+    assert len(cache) == 2
+    assert cache.get(b) is None and cache.get(a) == 1 and cache.get(c) == 3
+
+
+def test_tuple_keys_compare_items_by_identity_and_qualifiers_by_equality() -> None:
+    cache: IdentityCache[tuple[Thing, ...], int] = IdentityCache(8)
+    t1, t2 = Thing(), Thing()
+    cache.put((t1, t2), 7)
+    assert cache.get((t1, t2)) == 7  # a new tuple of the same objects hits
+    assert cache.get((t2, t1)) is None and cache.get((t1,)) is None
+    single: IdentityCache[Thing, str] = IdentityCache(8)
+    single.put(t1, "limit 300", qualifier=300)
+    single.put(t1, "limit 150", qualifier=150)
+    assert single.get(t1, int("300")) == "limit 300"  # an equal (not identical) qualifier hits
+    assert single.get(t1, 150) == "limit 150" and single.get(t1) is None
+
+
+def test_get_or_put_computes_once_and_caches_none() -> None:
+    cache: IdentityCache[Thing, int | None] = IdentityCache(8)
+    key = Thing()
+    calls: list[Thing] = []
+
+    def make(obj: Thing) -> None:
+        calls.append(obj)
+
+    assert cache.get_or_put(key, make) is None
+    assert cache.get_or_put(key, make) is None
+    assert calls == [key]
+
+
+def test_bounded_cache_is_an_lru_by_value() -> None:
+    cache: BoundedCache[str, int] = BoundedCache(2)
+    cache.put("a", 1)
+    cache.put("b", 2)
+    assert cache.get("a") == 1
+    cache.put("c", 3)
+    assert cache.get("b") is None and cache.get("a") == 1 and len(cache) == 2
+    with pytest.raises(ValueError, match="max_entries=0"):
+        BoundedCache(0)
+    with pytest.raises(ValueError, match="max_entries"):
+        IdentityCache(-1)
+
+
+def test_threads_share_one_cache_without_losing_its_bound() -> None:
+    cache: IdentityCache[Thing, int] = IdentityCache(64)
+    keys = [Thing() for _ in range(200)]
+    errors: list[BaseException] = []
+
+    def index_of(key: Thing) -> int:
+        return keys.index(key)
+
+    def work(offset: int) -> None:
+        try:
+            for i in range(2000):
+                k = keys[(i + offset) % len(keys)]
+                assert cache.get_or_put(k, index_of) == index_of(k)
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(n * 17,)) for n in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert len(cache) <= 64
