@@ -124,8 +124,9 @@ class ModelCall:
             wrapped in a ``ModelResponse``).
         command: the ``Command`` of an ``ExtendedModelResponse``, or ``None``.
         events: the custom stream events written during this call, in order.
-        seconds: wall time in ``before_model`` and ``wrap_model_call``, the model handler's own
-            time excluded (seconds).
+        seconds: wall time inside the middleware's hooks (``before_model`` and
+            ``wrap_model_call``), the model handler's own time excluded (seconds).  Building
+            the request and applying updates are not counted.
     """
 
     request: ModelRequest | None = None
@@ -250,19 +251,18 @@ class ModelNodeHarness:
                 handler_seconds[0] += time.perf_counter() - t0
 
         with self._config():
+            if self._before:
+                t0 = time.perf_counter()
+                before = self.middleware.before_model(dict(self.state), runtime)  # type: ignore[arg-type]
+                call.seconds += time.perf_counter() - t0
+                call.before_update = before
+                self.update(before)
+            call.request = request = self._request(runtime)
             t0 = time.perf_counter()
             try:
-                if self._before:
-                    call.before_update = self.middleware.before_model(dict(self.state), runtime)  # type: ignore[arg-type]
-                    self.update(call.before_update)
-                call.request = self._request(runtime)
-                out = (
-                    self.middleware.wrap_model_call(call.request, handler)
-                    if self._wrap
-                    else handler(call.request)
-                )
+                out = self.middleware.wrap_model_call(request, handler) if self._wrap else handler(request)
             finally:
-                call.seconds = time.perf_counter() - t0 - handler_seconds[0]
+                call.seconds += time.perf_counter() - t0 - handler_seconds[0]
         self._finish(call, out, append_response)
         return call
 
@@ -281,22 +281,26 @@ class ModelNodeHarness:
                 handler_seconds[0] += time.perf_counter() - t0
 
         with self._config():
+            if self._abefore or self._before:
+                t0 = time.perf_counter()
+                before = (
+                    await self.middleware.abefore_model(dict(self.state), runtime)  # type: ignore[arg-type]
+                    if self._abefore
+                    else self.middleware.before_model(dict(self.state), runtime)  # type: ignore[arg-type]
+                )
+                call.seconds += time.perf_counter() - t0
+                call.before_update = before
+                self.update(before)
+            call.request = request = self._request(runtime)
             t0 = time.perf_counter()
             try:
-                if self._abefore:
-                    call.before_update = await self.middleware.abefore_model(dict(self.state), runtime)  # type: ignore[arg-type]
-                    self.update(call.before_update)
-                elif self._before:
-                    call.before_update = self.middleware.before_model(dict(self.state), runtime)  # type: ignore[arg-type]
-                    self.update(call.before_update)
-                call.request = self._request(runtime)
                 out = (
-                    await self.middleware.awrap_model_call(call.request, handler)
+                    await self.middleware.awrap_model_call(request, handler)
                     if self._wrap
-                    else await handler(call.request)
+                    else await handler(request)
                 )
             finally:
-                call.seconds = time.perf_counter() - t0 - handler_seconds[0]
+                call.seconds += time.perf_counter() - t0 - handler_seconds[0]
         self._finish(call, out, append_response)
         return call
 
