@@ -1,9 +1,10 @@
 """One LangGraph model node with middleware, driven by hand.
 
 :class:`ModelNodeHarness` runs one ``AgentMiddleware`` the way the agent graph of
-``langchain.agents.create_agent`` (LangChain v1, ``langchain/agents/factory.py``) runs it, without
-building a graph, so that a researcher (and ctxlab's replay, benchmark and tests) can drive a
-middleware call by call and look at what it did::
+``langchain.agents.create_agent`` runs it (LangChain v1, ``langchain/agents/factory.py``: the
+``<name>.before_model`` node, then ``model_node``/``amodel_node``, whose writes
+``_build_commands`` orders), without building a graph, so that a researcher (and ctxlab's replay,
+benchmark and tests) can drive a middleware call by call and look at what it did::
 
     harness = ModelNodeHarness(CompressionMiddleware(settings=...), system_message="Be brief.",
                                thread_id="t-1")
@@ -16,8 +17,8 @@ middleware call by call and look at what it did::
 What one :meth:`~ModelNodeHarness.call` mirrors:
 
 1. the ``<name>.before_model`` node, when the middleware overrides ``before_model`` (or, in
-   :meth:`~ModelNodeHarness.acall`, ``abefore_model``): it receives the state and the runtime,
-   and its returned update is applied to the state;
+   :meth:`~ModelNodeHarness.acall`, ``abefore_model``): it receives a fresh dict of the state
+   (as every LangGraph node does) and the runtime, and its returned update is applied;
 2. the model node: a ``ModelRequest`` (the model, the state messages, the system message, the
    tools, ``tool_choice=None``, the state, the runtime) goes to the middleware's
    ``wrap_model_call`` (``awrap_model_call`` in :meth:`~ModelNodeHarness.acall`) when it
@@ -113,8 +114,8 @@ class ModelCall:
     """What one model-node run did.
 
     Attributes:
-        request: the ``ModelRequest`` built from the state and handed to the middleware
-            (``None`` only if ``before_model`` raised).
+        request: the ``ModelRequest`` built from the state and handed to the middleware (set on
+            every call that returned).
         result: what ``wrap_model_call`` returned, as is (the handler's response when the
             middleware does not wrap the model call).
         before_update: the update ``before_model`` returned (``None``: not overridden, or no update).
