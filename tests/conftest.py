@@ -7,8 +7,9 @@ from __future__ import annotations
 
 # =================================================================================================
 # Compression middleware helpers (prefix ``mw_`` / ``Mw``): offline fake chat models, a driver that
-# runs ``wrap_model_call`` / ``awrap_model_call`` with a real ``ModelRequest`` and applies the
-# returned ``Command`` the way LangGraph's model node does, backends with injected failures.
+# runs ``wrap_model_call`` / ``awrap_model_call`` through ``ctxlab.replay.ModelNodeHarness`` (a real
+# ``ModelRequest``, the returned ``Command`` applied as LangGraph's model node does), backends with
+# injected failures.
 # Tests get them through the session fixture ``mw_kit`` (a namespace), so no test imports conftest.
 # =================================================================================================
 import asyncio
@@ -23,16 +24,14 @@ from typing import Any
 
 import pytest
 from langchain.agents.middleware import ModelRequest, ModelResponse
-from langchain.agents.middleware.types import ExtendedModelResponse
 from langchain_core.exceptions import ContextOverflowError
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
-from langchain_core.runnables.config import var_child_runnable_config
 from langgraph.graph.message import add_messages
-from langgraph.runtime import Runtime
-from langgraph.types import Command
 from pydantic import ConfigDict, Field
+
+from ctxlab.replay.harness import ModelNodeHarness, update_items
 
 MW_SENTENCE = (
     "the report lists each step of the build and the test run with its result and the time it took "
@@ -224,9 +223,28 @@ def mw_sha(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def mw_copying_add_messages(left: list, right: Any) -> list:
+    """``add_messages`` on deep copies: the state never shares message objects with what the
+    middleware was given, so an in-place change by the middleware stays visible (and ids that
+    ``add_messages`` assigns land on the copies)."""
+    return add_messages([m.model_copy(deep=True) for m in left], copy.deepcopy(right))
+
+
+def mw_concat(left: list, right: Any) -> list:
+    """Appends deep copies without ``add_messages`` (id-less messages stay id-less); an update
+    that only replaces messages by id (a ``Command``'s) still goes through ``add_messages``."""
+    new = right if isinstance(right, list) else [right]
+    known = {m.id for m in left if m.id is not None}
+    if new and all(getattr(m, "id", None) in known for m in new):
+        return mw_copying_add_messages(left, new)
+    return [*(m.model_copy(deep=True) for m in left), *copy.deepcopy(new)]
+
+
 class MwDriver:
-    """Runs a middleware round by round with a real ``ModelRequest`` and applies each result the
-    way LangGraph's model node does (``messages`` through ``add_messages``, other keys assigned).
+    """Runs a middleware round by round through ``ctxlab.replay.ModelNodeHarness`` (a real
+    ``ModelRequest``, results applied the way LangGraph's model node does: the response, then the
+    ``Command`` update; ``messages`` through ``add_messages``, other keys assigned) and records
+    each round.  The state holds deep copies, never the objects the middleware was given.
     ``reducer="concat"`` appends new messages without ``add_messages`` (which would give every
     message an id), so that id-less messages stay id-less across rounds.
 
@@ -257,22 +275,36 @@ class MwDriver:
         self.model = model if model is not None else MwScriptedModel(profile=profile)
         self.system = system
         self.tools = list(tools or [])
-        self.state: dict[str, Any] = {"messages": list(messages)}
         self.reducer = reducer
         self.records: list[dict[str, Any]] = []
+        self._rec: dict[str, Any] | None = None
+        self.harness = ModelNodeHarness(
+            mw,
+            model=self.model,
+            tools=self.tools,
+            system_message=system,
+            thread_id=thread_id,
+            reducer=mw_copying_add_messages if reducer == "add_messages" else mw_concat,
+            on_event=self._on_event,
+            record=False,
+        )
+        self.harness.state["messages"] = list(messages)  # as given: no ids are added
+
+    @property
+    def state(self) -> dict[str, Any]:
+        return self.harness.state
 
     @property
     def event(self) -> dict | None:
         return self.state.get("_summarization_event")
 
     def append(self, *msgs: BaseMessage) -> None:
-        new = [m.model_copy(deep=True) for m in msgs]
-        if self.reducer == "add_messages":
-            self.state["messages"] = add_messages(
-                [m.model_copy(deep=True) for m in self.state["messages"]], new
-            )
-        else:
-            self.state["messages"] = [*self.state["messages"], *new]
+        self.harness.add(*msgs)
+
+    def _on_event(self, ev: Any) -> None:
+        if self._rec is not None:
+            self._rec["events"].append(copy.deepcopy(ev))
+            self._rec["timeline"].append(("event", ev.get("phase") if isinstance(ev, dict) else ev))
 
     def round(
         self,
@@ -320,64 +352,26 @@ class MwDriver:
                 resp.id = f"mw-resp-{n}"
             return ModelResponse(result=[resp])
 
-        def writer(ev: Any) -> None:
-            rec["events"].append(copy.deepcopy(ev))
-            rec["timeline"].append(("event", ev.get("phase") if isinstance(ev, dict) else ev))
-
-        runtime = Runtime(context=None, store=None, stream_writer=writer)
-        request = ModelRequest(
-            model=self.model,
-            messages=list(state_msgs),
-            system_message=self.system,
-            tools=list(self.tools),
-            state={**self.state, "messages": state_msgs},
-            runtime=runtime,
-        )
-        # the LangGraph config of the model node (thread_id names the history file)
-        token = (
-            var_child_runnable_config.set({"configurable": {"thread_id": self.thread_id}})
-            if self.thread_id
-            else None
-        )
+        self._rec = rec
         try:
             if self.mode == "sync":
-                result = self.mw.wrap_model_call(request, handle)
+                done = self.harness.call(handle, append_response=append_response)
             else:
-
-                async def ahandle(req):
-                    return handle(req)
-
-                result = asyncio.run(self.mw.awrap_model_call(request, ahandle))
+                done = asyncio.run(self.harness.acall(handle, append_response=append_response))
         except Exception as exc:
             rec["exc"] = exc
             rec["state_dump_after"] = [mw_dump(m) for m in state_msgs]
             return rec
         finally:
-            if token is not None:
-                var_child_runnable_config.reset(token)
+            self._rec = None
         rec["state_dump_after"] = [mw_dump(m) for m in state_msgs]
-        rec["result"] = result
-        if isinstance(result, ExtendedModelResponse):
-            resp, cmd = result.model_response, result.command
-        else:
-            resp, cmd = result, None
-        assert isinstance(resp, ModelResponse), f"middleware returned {type(resp).__name__}"
-        rec["response"] = resp
-        new_msgs = [m.model_copy(deep=True) for m in state_msgs]
-        if append_response:
-            added = [m.model_copy(deep=True) for m in resp.result]
-            new_msgs = (
-                add_messages(new_msgs, added) if self.reducer == "add_messages" else [*new_msgs, *added]
-            )
-        if cmd is not None:
-            assert isinstance(cmd, Command)
-            rec["update"] = cmd.update
-            for k, v in cmd.update.items():
-                if k == "messages":
-                    new_msgs = add_messages(new_msgs, copy.deepcopy(v if isinstance(v, list) else [v]))
-                else:
-                    self.state[k] = copy.deepcopy(v)
-        self.state["messages"] = new_msgs
+        rec["result"] = done.result
+        rec["response"] = done.response
+        if done.command is not None:
+            rec["update"] = done.command.update
+            for key, _ in update_items(done.command):
+                if key != "messages":  # the state keeps its own copy
+                    self.state[key] = copy.deepcopy(self.state[key])
         rec["event_after"] = copy.deepcopy(self.event)
         return rec
 

@@ -4,7 +4,9 @@
   ``Command`` updates), public so that a middleware can be driven by hand;
 * :mod:`~ctxlab.replay.models` — offline chat models (the replay placeholder, a scripted model);
 * :mod:`~ctxlab.replay.strategies` — named strategies and the lab's plugin manager;
-* :mod:`~ctxlab.replay.engine` — replay of transcripts × strategies, sweeps;
+* :mod:`~ctxlab.replay.engine` — replay of transcripts × strategies, sweeps (the per-call loop in
+  :mod:`~ctxlab.replay.runner`, results in :mod:`~ctxlab.replay.result`, a foreign summarizer's
+  usage in :mod:`~ctxlab.replay.usage`);
 * :mod:`~ctxlab.replay.metrics` — per-call measures (cache-reusable prefix, retention, pairing);
 * :mod:`~ctxlab.replay.table` — the per-call table's columns, schema and aggregations.
 """
@@ -12,8 +14,6 @@
 from __future__ import annotations
 
 from ctxlab.replay.engine import (
-    ReplayIssue,
-    ReplayResult,
     build_middleware,
     replay,
     replay_many,
@@ -21,12 +21,16 @@ from ctxlab.replay.engine import (
     sweep,
     transcript_labels,
 )
+from ctxlab.replay.harness import ModelCall, ModelNodeHarness
 from ctxlab.replay.models import ReplayModel, ScriptedChatModel, scripted_tool_model
+from ctxlab.replay.result import ReplayIssue, ReplayResult
 from ctxlab.replay.strategies import Strategy, make_lab_manager, strategies
 from ctxlab.replay.table import CALL_COLUMNS
 
 __all__ = [
     "CALL_COLUMNS",
+    "ModelCall",
+    "ModelNodeHarness",
     "ReplayIssue",
     "ReplayModel",
     "ReplayResult",

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from langchain_core.language_models import ModelProfile
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
@@ -38,12 +39,12 @@ class ReplayModel(BaseChatModel):
             "the replay handler and no model may be called during a replay"
         )
 
-    def bind_tools(self, tools: Any, **kwargs: Any) -> ReplayModel:  # type: ignore[override]
+    def bind_tools(self, tools: Any, **kwargs: Any) -> ReplayModel:
         return self
 
     @classmethod
     def create(cls, context_window: int | None = None) -> ReplayModel:
-        profile = {"max_input_tokens": int(context_window)} if context_window else None
+        profile: ModelProfile | None = {"max_input_tokens": int(context_window)} if context_window else None
         return cls(profile=profile)
 
 
@@ -63,7 +64,7 @@ class ScriptedChatModel(BaseChatModel):
     def _llm_type(self) -> str:
         return "scripted-fake"
 
-    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> ScriptedChatModel:  # type: ignore[override]
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> ScriptedChatModel:
         return self
 
     def _generate(
@@ -122,8 +123,8 @@ def scripted_tool_model(
 
 def _results_of_last_ai(messages: list[BaseMessage]) -> list[str]:
     for i in range(len(messages) - 1, -1, -1):
-        if isinstance(messages[i], AIMessage):
-            ai = messages[i]
+        ai = messages[i]
+        if isinstance(ai, AIMessage):
             by_id = {m.tool_call_id: m.text for m in messages[i + 1 :] if isinstance(m, ToolMessage)}
             return [by_id.get(tc["id"] or "", "") for tc in ai.tool_calls]
     return []

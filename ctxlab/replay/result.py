@@ -1,0 +1,98 @@
+"""What a replay produced: :class:`ReplayResult` (rows, views, events, summaries, offloads) and
+the problems of a batch, :class:`ReplayIssue`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ctxlab.core.settings import CompressionSettings
+from ctxlab.replay.metrics import RequestView
+from ctxlab.replay.table import calls_frame, summary_frame
+from ctxlab.transcripts.base import TranscriptError
+
+if TYPE_CHECKING:
+    import polars as pl
+
+__all__ = ["ReplayIssue", "ReplayResult"]
+
+
+@dataclass
+class ReplayIssue:
+    """A problem of a batch: a file that could not be loaded (``kind="load"``) or a
+    transcript × strategy that failed during replay (``kind="replay"``)."""
+
+    kind: str
+    source: str
+    problem: str
+    where: str = ""
+    transcript: str | None = None
+    strategy: str | None = None
+
+    def __str__(self) -> str:
+        who = self.source
+        if self.transcript:
+            who = f"{self.transcript} [{self.strategy}]" if self.strategy else self.transcript
+        return f"{who}: {self.where}: {self.problem}" if self.where else f"{who}: {self.problem}"
+
+    @classmethod
+    def from_transcript_error(cls, err: TranscriptError) -> ReplayIssue:
+        return cls(kind="load", source=err.path, where=err.where, problem=err.problem)
+
+
+@dataclass
+class ReplayResult:
+    """Everything a replay produced.
+
+    Attributes:
+        rows: one dict per model call (:data:`CALL_COLUMNS`).
+        views: ``(transcript, strategy, call_index) -> RequestView`` when ``keep_views=True``.
+        events: every stream event, with ``transcript``, ``strategy`` and ``call_index`` added.
+        summaries: one dict per L2 round: ``transcript, strategy, call_index, cutoff_index,
+            text, tokens, file_path, error``.
+        offloads: one dict per offloaded tool result per call: ``transcript, strategy,
+            call_index, path, bytes, first`` (``first``: the first call that offloaded it).
+        errors: load and replay problems (:class:`ReplayIssue`).
+        settings: the settings used; ``strategies``: the strategy names; ``measure``: the
+            measuring estimator; ``files_dir``: where offloads and histories were written.
+    """
+
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    views: dict[tuple[str, str, int], RequestView] = field(default_factory=dict)
+    events: list[dict[str, Any]] = field(default_factory=list)
+    summaries: list[dict[str, Any]] = field(default_factory=list)
+    offloads: list[dict[str, Any]] = field(default_factory=list)
+    errors: list[ReplayIssue] = field(default_factory=list)
+    settings: CompressionSettings = field(default_factory=CompressionSettings)
+    strategies: list[str] = field(default_factory=list)
+    measure: str = "char-class"
+    files_dir: Path | None = None
+    sources: dict[str, str] = field(default_factory=dict)
+
+    def extend(self, other: ReplayResult) -> None:
+        """Append another result's rows, views, events, summaries, offloads and errors."""
+        self.rows.extend(other.rows)
+        self.views.update(other.views)
+        self.events.extend(other.events)
+        self.summaries.extend(other.summaries)
+        self.offloads.extend(other.offloads)
+        self.errors.extend(other.errors)
+        self.sources.update(other.sources)
+        for s in other.strategies:
+            if s not in self.strategies:
+                self.strategies.append(s)
+
+    def frame(self) -> pl.DataFrame:
+        """The per-call rows as a polars DataFrame (see :func:`ctxlab.replay.table.calls_frame`)."""
+
+        return calls_frame(self.rows)
+
+    def summary(self) -> pl.DataFrame:
+        """One row per transcript × strategy (see :func:`ctxlab.replay.table.summary_frame`)."""
+        return summary_frame(self.frame())
+
+    @property
+    def replayed(self) -> int:
+        """How many transcript × strategy runs produced at least one row."""
+        return len({(r["transcript"], r["strategy"]) for r in self.rows})

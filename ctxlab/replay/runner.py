@@ -1,0 +1,280 @@
+"""One transcript through one middleware: the per-call loop of a replay and the row of each call.
+
+For each model call of a transcript (each ``AIMessage``), the transcript messages recorded since
+the previous call join the state (the system message is not a state message: it goes to
+``ModelRequest.system_message``), and a :class:`~ctxlab.replay.harness.ModelNodeHarness` runs the
+middleware as LangGraph's model node would, the model answering with the recorded
+``AIMessage`` (the placeholder model, :class:`~ctxlab.replay.models.ReplayModel`, refuses to be
+called).  The state carries forward to the next call.
+
+A ctxlab middleware reports its rounds in ``context_compression`` events.  A foreign middleware
+(a baseline) emits none, so its L2 rounds are read from the state it changed, whichever hook
+changed it: a new ``_summarization_event`` (DeepAgents, from ``wrap_model_call``) or a new
+summary message in ``messages`` (LangChain, from ``before_model``).  Its summarizer's calls and
+tokens are counted by :func:`ctxlab.replay.usage.count_summarizer_usage`.
+
+Each call yields one row (see :data:`ctxlab.replay.metrics.METRIC_DEFINITIONS`); all token
+columns are measured with one measuring estimator for every strategy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
+
+from ctxlab.core.compression import EVENT_KEY
+from ctxlab.core.events import EVENT_TYPE
+from ctxlab.core.identity import IdentityCache
+from ctxlab.core.marks import is_summary_message
+from ctxlab.core.settings import CompressionSettings
+from ctxlab.replay.harness import ModelNodeHarness
+from ctxlab.replay.metrics import (
+    MESSAGES_CACHED,
+    VIEW_PARTS,
+    IdentifierIndex,
+    RequestView,
+    cache_reusable_tokens,
+    request_keys,
+    retention,
+    unmatched_tool_pairs,
+    view_parts,
+)
+from ctxlab.replay.models import ReplayModel
+from ctxlab.replay.result import ReplayResult
+from ctxlab.replay.usage import SummarizerUsage, count_summarizer_usage
+
+if TYPE_CHECKING:
+    from langchain.agents.middleware.types import AgentMiddleware
+
+    from ctxlab.core.estimation import EstimateCache
+    from ctxlab.transcripts.base import Transcript
+
+__all__ = ["replay_one"]
+
+
+def _split_system(messages: Sequence[BaseMessage]) -> tuple[SystemMessage | None, list[BaseMessage], int]:
+    """(system message, the rest, offset of the rest in ``messages``)."""
+    if messages and isinstance(messages[0], SystemMessage):
+        return messages[0], list(messages[1:]), 1
+    return None, list(messages), 0
+
+
+def _summary_ids(messages: Sequence[BaseMessage]) -> set[str | None]:
+    return {m.id for m in messages if is_summary_message(m)}
+
+
+def _offload_bytes(mw: Any, path: str | None) -> int | None:
+    root = getattr(mw, "_ctxlab_files_root", None)
+    if root is None or not path:
+        return None
+    try:
+        return (Path(root) / path.lstrip("/")).stat().st_size
+    except OSError:
+        return None
+
+
+def _completed(events: Sequence[Any]) -> dict[str, Any] | None:
+    """The last ``completed`` ``context_compression`` event of a call, if any."""
+    return next(
+        (
+            e
+            for e in reversed(events)
+            if isinstance(e, dict) and e.get("type") == EVENT_TYPE and e.get("phase") == "completed"
+        ),
+        None,
+    )
+
+
+def _foreign_summaries(
+    new_event: dict[str, Any] | None, new_summaries: list[BaseMessage]
+) -> tuple[list[tuple[BaseMessage, dict[str, Any]]], Any]:
+    """The L2 rounds of a foreign middleware read from the state it changed: ``[(summary
+    message, event or {})]`` and the cutoff index (DeepAgents' event) or ``None``."""
+    summary_message = new_event.get("summary_message") if new_event else None
+    if new_event is not None and isinstance(summary_message, BaseMessage):  # DeepAgents
+        return [(summary_message, new_event)], new_event.get("cutoff_index")
+    return [(m, {}) for m in new_summaries], None  # LangChain: the history rewritten with a summary
+
+
+def replay_one(
+    transcript: Transcript,
+    label: str,
+    strategy_name: str,
+    mw: AgentMiddleware,
+    *,
+    settings: CompressionSettings,
+    measure: EstimateCache,
+    context_window: int | None,
+    limit_calls: int | None,
+    keep_views: bool,
+    on_call: Callable[[], None] | None = None,
+) -> ReplayResult:
+    """Replay ``transcript`` through ``mw``: one row per recorded model call.
+
+    Args:
+        transcript: the run to replay.
+        label: its label in the rows; ``strategy_name``: the strategy's label in the rows.
+        mw: a fresh middleware (its state is this run's).
+        settings: recorded in the result; ``measure``: the measuring estimator (tokens).
+        context_window: the placeholder model's ``profile["max_input_tokens"]`` (tokens).
+        limit_calls: replay at most this many model calls (``None``: all).
+        keep_views: keep every request view in ``result.views``.
+        on_call: called after each call (a progress bar).
+
+    Raises:
+        RuntimeError: the middleware answered a call without calling the model.
+        Exception: whatever the middleware raises.
+    """
+    result = ReplayResult(settings=settings, strategies=[strategy_name])
+    system, rest, offset = _split_system(transcript.messages)
+    tools = list(transcript.tools or [])
+    harness = ModelNodeHarness(
+        mw, model=ReplayModel.create(context_window), tools=tools, system_message=system, record=False
+    )
+    mw_settings = getattr(mw, "settings", None)
+    is_ars = isinstance(mw_settings, CompressionSettings)
+    T = mw_settings.entry_threshold_tokens if isinstance(mw_settings, CompressionSettings) else None
+    T2 = mw_settings.l2_threshold_tokens if isinstance(mw_settings, CompressionSettings) else None
+
+    state = harness.state
+    ids = IdentifierIndex()
+    key_cache: IdentityCache[BaseMessage, tuple[Any, ...]] = IdentityCache(MESSAGES_CACHED)
+    earlier_idents: set[str] = set()
+    answered: set[str] = set()
+    raw_messages_tokens = 0
+    base_tokens = measure.tools_tokens(tools) + (measure.message_tokens(system) if system is not None else 0)
+    prev_view: RequestView | None = None
+    prev_keys: list[Any] | None = None
+    seen_offloads: set[str] = set()
+    pending: list[BaseMessage] = []
+    call_index = 0
+
+    for pos, original in enumerate(rest):
+        if original.id is None:  # add_messages would give it a random id: make it stable
+            original = original.model_copy(update={"id": f"{transcript.run_id}-{pos + offset}"})
+        if not isinstance(original, AIMessage):
+            pending.append(original)
+            raw_messages_tokens += measure.message_tokens(original)
+            if not isinstance(original, SystemMessage):
+                earlier_idents |= ids.present(original)
+            if isinstance(original, ToolMessage):
+                answered.add(original.tool_call_id)
+            continue
+        if limit_calls is not None and call_index >= limit_calls:
+            break
+        if pending:
+            harness.add(*pending)
+            pending = []
+        # what a foreign middleware's L2 round changes: the summary messages in the state
+        # (LangChain) or the _summarization_event (DeepAgents)
+        summaries_before = _summary_ids(state["messages"])
+        event_before = state.get(EVENT_KEY)
+        with count_summarizer_usage(measure) as usage:
+            call = harness.call(original)
+        if not call.views:
+            raise RuntimeError(f"strategy {strategy_name!r} did not call the model at call {call_index}")
+        new_summaries = [
+            m
+            for m in state["messages"]
+            if is_summary_message(m) and m.id not in summaries_before and m is not original
+        ]
+        event_after = state.get(EVENT_KEY)
+        new_event = event_after if isinstance(event_after, dict) and event_after is not event_before else None
+
+        # --- measure ---------------------------------------------------------------------------
+        view = call.views[-1]
+        parts = view_parts(view, measure)
+        view_tokens = sum(parts.values())
+        keys = request_keys(view, key_cache)
+        reusable = cache_reusable_tokens(prev_view, view, measure, previous_keys=prev_keys, current_keys=keys)
+        prev_view, prev_keys = view, keys
+
+        completed = _completed(call.events)
+        stats = (completed or {}).get("stats") or {}
+        summ = stats.get("summarizer") or {}
+        level = (completed or {}).get("level") or "none"
+        cutoff_index = (completed or {}).get("cutoff_index")
+        where = {"transcript": label, "strategy": strategy_name, "call_index": call_index}
+        if completed is None and not is_ars:
+            # a foreign middleware emits no event: its summarizer calls come from the callback
+            # counter, its L2 round from the state it changed
+            summ = _usage_stats(usage)
+            found, cutoff_index = _foreign_summaries(new_event, new_summaries)
+            if found:
+                level = "L2"
+            for m, ev in found:
+                result.summaries.append(
+                    {
+                        **where,
+                        "cutoff_index": ev.get("cutoff_index"),
+                        "text": m.text,
+                        "tokens": measure.message_tokens(m),
+                        "file_path": ev.get("file_path"),
+                        "error": None,
+                    }
+                )
+        elif new_event is not None and level == "L2":  # ARS: the summary is in the new event
+            sm = new_event.get("summary_message")
+            result.summaries.append(
+                {
+                    **where,
+                    "cutoff_index": new_event.get("cutoff_index"),
+                    "text": sm.text if isinstance(sm, BaseMessage) else str(sm),
+                    "tokens": measure.message_tokens(sm) if isinstance(sm, BaseMessage) else None,
+                    "file_path": new_event.get("file_path"),
+                    "error": new_event.get("summary_error"),
+                }
+            )
+        event_state = state.get(EVENT_KEY) if isinstance(state.get(EVENT_KEY), dict) else None
+        offloaded = stats.get("offloaded")
+        for p in [p for p in offloaded or [] if p] if isinstance(offloaded, list) else []:
+            result.offloads.append(
+                {**where, "path": p, "bytes": _offload_bytes(mw, p), "first": p not in seen_offloads}
+            )
+            seen_offloads.add(p)
+        result.events.extend({**e, **where} for e in call.events if isinstance(e, dict))
+
+        result.rows.append(
+            {
+                **where,
+                "message_index": pos + offset,
+                "raw_tokens": base_tokens + raw_messages_tokens,
+                "view_tokens": view_tokens,
+                **{f"view_{p}_tokens": parts[p] for p in VIEW_PARTS},
+                "view_messages": len(view.messages),
+                "level": level,
+                "cutoff_index": cutoff_index,
+                "state_cutoff_index": event_state.get("cutoff_index") if event_state else None,
+                "offloaded": len(stats.get("offloaded") or []),
+                "truncated_args": int(stats.get("truncated_args") or 0),
+                "summarizer_calls": int(summ.get("calls") or 0),
+                "summarizer_input_tokens": int(summ.get("input_tokens") or 0),
+                "summarizer_output_tokens": int(summ.get("output_tokens") or 0),
+                "summary_error": (completed or {}).get("error"),
+                "forced_by_overflow": bool((completed or {}).get("forced_by_overflow")),
+                "overhead_ms": max(0.0, call.seconds * 1000.0),
+                "cache_reusable_tokens": reusable,
+                "cache_reusable_share": reusable / view_tokens if view_tokens else None,
+                "retention": retention(original, earlier_idents, view.messages, index=ids),
+                "threshold": T,
+                "l2_threshold": T2,
+                "unmatched_tool_pairs": unmatched_tool_pairs(view.messages, answered),
+            }
+        )
+        if keep_views:
+            result.views[(label, strategy_name, call_index)] = view
+        if on_call is not None:
+            on_call()
+
+        # the recorded answer joins what later calls saw earlier
+        raw_messages_tokens += measure.message_tokens(original)
+        earlier_idents |= ids.present(original)
+        call_index += 1
+    return result
+
+
+def _usage_stats(usage: SummarizerUsage) -> dict[str, int]:
+    return {"calls": usage.calls, "input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens}
