@@ -431,6 +431,16 @@ def test_bug_in_a_plugins_detection_is_reported(tmp_path: Path) -> None:
     assert "format 'broken': match_json raised ValueError: bad match" in str(err.value)
 
 
+def test_builtin_sniffers_survive_absurd_input(tmp_path: Path) -> None:
+    """No built-in sniffer raises on deeply nested JSON (a raise would now be reported)."""
+    f = tmp_path / "deep.json"
+    f.write_text("[" * 20_000 + "]" * 20_000)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(TranscriptError, match=r"deep\.json: top level: JSON nested too deeply"):
+            load_transcripts(f)
+
+
 def test_jsonl_first_line_longer_than_head(tmp_path: Path) -> None:
     meta = {"timestamp": "t", "type": "session_meta", "payload": {"id": "s", "instructions": "x" * 100_000}}
     item = {
