@@ -1,8 +1,10 @@
 """Count messages, tool calls and call/result pairs straight from the raw transcript files.
 
 This is deliberately independent of :mod:`ctxlab.transcripts`: plain ``json``/``re`` on the raw
-structure, with the format chosen by the file's place in the public set.  It writes
-``tests/transcript_counts.json``, which ``tests/test_transcripts.py`` compares the loaders with::
+structure, with the format chosen by the file's place in its set.  Three sets are counted: the
+public set ``../shared/transcripts/raw``, the newer formats in ``../shared/transcripts/wild`` and
+the fixtures in ``tests/data``.  It writes ``tests/transcript_counts.json`` (``{"raw": {...},
+"wild": {...}, "data": {...}}``), which ``tests/test_transcripts*.py`` compare the loaders with::
 
     .venv/bin/python tests/count_raw.py            # rewrite tests/transcript_counts.json
     .venv/bin/python tests/count_raw.py --check    # exit 1 if the stored file is out of date
@@ -28,6 +30,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 RAW = (ROOT / ".." / "shared" / "transcripts" / "raw").resolve()
+WILD = (ROOT / ".." / "shared" / "transcripts" / "wild").resolve()
+DATA = Path(__file__).resolve().with_name("data")
 OUT = Path(__file__).with_name("transcript_counts.json")
 
 
@@ -146,6 +150,18 @@ def count_openai_chat(path: Path) -> dict[str, dict[str, int]]:
 
 def count_litellm(path: Path) -> dict[str, dict[str, int]]:
     data = json.loads(path.read_text(encoding="utf-8"))
+    if "raw_messages" in data or "raw_response" in data:  # prompt-based function calling: text only
+        reply = data["raw_response"]["choices"][0]["message"]
+        msgs = [*data["messages"], {**reply, "role": "assistant"}]
+        first_ai = next(i for i, m in enumerate(msgs) if m["role"] == "assistant")
+        obs = sum(
+            1
+            for m in msgs[first_ai:]
+            if m["role"] == "user"
+            and isinstance(m["content"], str)
+            and m["content"].startswith("EXECUTION RESULT of [")
+        )
+        return {path.name: {**_count_openai(msgs), "observations": obs}}
     response = data["response"]["choices"][0]["message"]
     return {path.name: _count_openai([*data["messages"], {**response, "role": "assistant"}])}
 
@@ -199,7 +215,12 @@ def count_claude_code(path: Path) -> dict[str, dict[str, int]]:
 
 def count_deer_flow(path: Path) -> dict[str, dict[str, int]]:
     text = path.read_text(encoding="utf-8")
-    payloads = [json.loads(m) for m in re.findall(r"^data: (.*)$", text, flags=re.M)]
+    events = [(e, json.loads(d)) for e, d in re.findall(r"^event: (\S+)\ndata: (.*)$", text, flags=re.M)]
+    # the human-feedback prompt (interrupt) is written by the graph, not a model: not a message
+    kinds: dict[str, set[str]] = {}
+    for e, d in events:
+        kinds.setdefault(d["id"], set()).add(e)
+    payloads = [d for e, d in events if kinds[d["id"]] != {"interrupt"}]
     first_seen: list[str] = []
     chunk_ids: dict[str, dict[int, str | None]] = {}
     n_results = 0
@@ -233,6 +254,12 @@ def count_deer_flow(path: Path) -> dict[str, dict[str, int]]:
 
 def count_agent_tars(path: Path) -> dict[str, dict[str, int]]:
     events = json.loads(path.read_text(encoding="utf-8"))
+    # the loop's synthetic "... is finished" message is not a model call
+    events = [
+        e
+        for e in events
+        if not (e["type"] == "assistant_message" and str(e.get("messageId")).startswith("msg_termination_"))
+    ]
     kinds = Counter(e["type"] for e in events)
     calls: list[str] = []
     results = []
@@ -272,9 +299,8 @@ def count_opencode(path: Path) -> dict[str, dict[str, int]]:
                 groups += 1
             call_id = f"call{len(calls) + 1}"
             calls.append(call_id)
-            if m.group("kind"):
-                n += 1
-                results.append((call_id, set(calls)))
+            n += 1  # its output, or the empty output the export leaves out
+            results.append((call_id, set(calls)))
             pos = m.end()
         rest = re.sub(r"\n---\s*\Z", "", body[pos:])
         if groups == 0 or rest.strip():
@@ -283,7 +309,171 @@ def count_opencode(path: Path) -> dict[str, dict[str, int]]:
     return {path.name: counts(n, calls, results)}
 
 
-# --- the set ----------------------------------------------------------------------------------
+# --- F14 Codex CLI rollouts / OpenAI Responses item lists -------------------------------------
+
+OUTPUT_ITEMS = {"reasoning", "function_call", "custom_tool_call", "local_shell_call", "computer_call"}
+
+
+def _count_items(items: list[dict[str, Any]], n: int = 0) -> dict[str, int]:
+    """One message per input item; one per run of model output items between inputs."""
+    calls: list[str] = []
+    results = []
+    in_output = False
+    for it in items:
+        kind = it.get("type") or "message"
+        is_output = (
+            kind in OUTPUT_ITEMS
+            or kind.endswith("_search_call")
+            or (kind == "message" and it["role"] == "assistant")
+        )
+        if is_output:
+            n += 0 if in_output else 1
+            in_output = True
+            if kind.endswith("_call") and "call_id" in it:
+                calls.append(it["call_id"])
+        elif kind == "message" or kind.endswith("_output"):
+            n += 1
+            in_output = False
+            if kind.endswith("_output"):
+                results.append((it["call_id"], set(calls)))
+    return counts(n, calls, results)
+
+
+def count_codex(path: Path) -> dict[str, dict[str, int]]:
+    lines = [json.loads(x) for x in path.read_text(encoding="utf-8").split("\n") if x.strip()]
+    items = [x["payload"] for x in lines if x["type"] == "response_item"]
+    base = [x for x in lines if x["type"] == "session_meta" and "base_instructions" in x["payload"]]
+    return {path.name: _count_items(items, n=len(base[:1]))}
+
+
+def count_responses(path: Path) -> dict[str, dict[str, int]]:
+    return {path.name: _count_items(json.loads(path.read_text(encoding="utf-8")))}
+
+
+# --- F15 Aider chat history -------------------------------------------------------------------
+
+
+def count_aider(path: Path) -> dict[str, dict[str, int]]:
+    """Sessions split at /clear; user text (not /commands but /ask ...), replies, and console
+    blocks after a reply (or an added /run output) as observations."""
+    runs: list[tuple[str, list[str]]] = []  # (run key, kinds of its messages: H, A, O)
+    cur: list[str] = []
+    session, part = 0, 0
+    kind = None  # kind of the current block
+    prev = "start"
+    fence = False
+
+    def close(k: str | None, text: list[str]) -> None:
+        nonlocal cur, prev, part
+        if k is None:
+            return
+        body = "\n".join(text)
+        if k == "user":
+            cmd = re.match(r"/(\w+)\s*(.*)", body, re.S) if body.startswith("/") else None
+            if body.startswith("!"):
+                prev = "cmd:run"
+            elif cmd is None:
+                cur.append("H")
+                prev = "user"
+            elif cmd.group(1) in ("clear", "reset"):
+                runs.append((f"session{session}" + (f".{part + 1}" if part else ""), cur))
+                cur = []
+                part += 1
+                prev = "cmd"
+            elif cmd.group(1) in ("ask", "code", "architect", "context") and cmd.group(2).strip():
+                cur.append("H")
+                prev = "user"
+            else:
+                prev = "cmd:" + cmd.group(1)
+        elif k == "reply":
+            cur.append("A")
+            prev = "reply"
+        elif k == "console":
+            added = re.search(
+                r"(?m)^(Add .* to the chat\?.*:\s*y|Added \d+ lines? of output to the chat)", body
+            )
+            if prev == "reply" or (prev in ("cmd:run", "cmd:test") and added):
+                cur.append("O")
+                prev = "obs"
+
+    text: list[str] = []
+    for raw in path.read_text(encoding="utf-8").split("\n"):
+        if kind == "reply" and fence:
+            fence = not raw.lstrip().startswith("```")
+            continue
+        if raw.startswith("# aider chat started at"):
+            close(kind, text)
+            runs.append((f"session{session}" + (f".{part + 1}" if part else ""), cur))
+            cur, kind, text, prev = [], None, [], "start"
+            session, part = session + 1, 0
+        elif raw == "####" or raw.startswith("#### "):
+            if kind != "user":
+                close(kind, text)
+                kind, text = "user", []
+            text.append(raw[5:].removesuffix("  "))
+        elif raw == ">" or raw.startswith("> "):
+            if kind != "console":
+                close(kind, text)
+                kind, text = "console", []
+            text.append(raw[2:])
+        elif not raw.strip():
+            if kind == "user":
+                close(kind, text)
+                kind, text = None, []
+        else:
+            if kind != "reply":
+                close(kind, text)
+                kind, text = "reply", []
+            fence = raw.lstrip().startswith("```")
+    close(kind, text)
+    runs.append((f"session{session}" + (f".{part + 1}" if part else ""), cur))
+    runs = [(key, r) for key, r in runs if r]
+    return {(path.name if len(runs) == 1 else key): counts(len(r), [], [], r.count("O")) for key, r in runs}
+
+
+# --- Gemini CLI sessions ----------------------------------------------------------------------
+
+
+def count_gemini(path: Path) -> dict[str, dict[str, int]]:
+    n = 0
+    calls: list[str] = []
+    results = []
+    for m in json.loads(path.read_text(encoding="utf-8"))["messages"]:
+        if m["type"] == "user":
+            n += 1
+        elif m["type"] == "gemini":
+            stamps = [c["timestamp"] for c in m.get("toolCalls") or []]
+            n += max(1, sum(1 for i, t in enumerate(stamps) if i == 0 or t != stamps[i - 1]))
+            for c in m.get("toolCalls") or []:
+                calls.append(c["id"])
+                if c.get("result"):
+                    n += 1
+                    results.append((c["id"], set(calls)))
+    return {path.name: counts(n, calls, results)}
+
+
+# --- Anthropic Messages API lists -------------------------------------------------------------
+
+
+def count_anthropic(path: Path) -> dict[str, dict[str, int]]:
+    n = 0
+    calls: list[str] = []
+    results = []
+    for m in json.loads(path.read_text(encoding="utf-8")):
+        content = m["content"]
+        if m["role"] == "assistant":
+            n += 1
+            calls += [b["id"] for b in content if isinstance(content, list) and b["type"] == "tool_use"]
+        elif isinstance(content, str):
+            n += 1
+        else:
+            kinds = ["R" if b["type"] == "tool_result" else "T" for b in content]
+            n += len(re.findall(r"R|T+", "".join(kinds)))
+            results += [(b["tool_use_id"], set(calls)) for b in content if b["type"] == "tool_result"]
+    return {path.name: counts(n, calls, results)}
+
+
+# --- the sets ----------------------------------------------------------------------------------
 
 COUNTERS = [
     ("swe-agent/", ".traj", "swe_agent", count_swe_agent),
@@ -297,13 +487,29 @@ COUNTERS = [
     ("deer-flow/", ".txt", "deer_flow", count_deer_flow),
     ("agent-tars/", "event-stream.jsonl", "agent_tars_events", count_agent_tars),
     ("opencode/", ".md", "opencode_md", count_opencode),
+    # wild/
+    ("codex-cli/", ".jsonl", "codex_rollout", count_codex),
+    ("aider/", ".md", "aider_history", count_aider),
+    # tests/data
+    ("gemini-cli/", ".json", "gemini_cli", count_gemini),
+    ("litellm-text-mode/", ".json", "litellm_log", count_litellm),
+    ("anthropic-messages/", ".json", "anthropic_messages", count_anthropic),
+    ("openai-responses/", ".json", "openai_responses", count_responses),
 ]
 
+#: the counted sets: name -> folder
+SETS = {"raw": RAW, "wild": WILD, "data": DATA}
+#: files of a set that are not transcripts
+NOT_TRANSCRIPTS = {"SOURCES.md", "derive_fixtures.py", ".gitattributes"}
 
-def count_all(raw: Path = RAW) -> dict[str, Any]:
+
+def count_all(root: Path = RAW) -> dict[str, Any]:
+    """``{relative path: {"format", "runs": {run id: counts}}}`` for every transcript under ``root``."""
     out: dict[str, Any] = {}
-    for path in sorted(p for p in raw.rglob("*") if p.is_file()):
-        rel = path.relative_to(raw).as_posix()
+    for path in sorted(p for p in root.rglob("*") if p.is_file() and p.name not in NOT_TRANSCRIPTS):
+        if "__pycache__" in path.parts:
+            continue
+        rel = path.relative_to(root).as_posix()
         for prefix, suffix, fmt, counter in COUNTERS:
             if rel.startswith(prefix) and rel.endswith(suffix):
                 out[rel] = {"format": fmt, "runs": counter(path)}
@@ -313,11 +519,17 @@ def count_all(raw: Path = RAW) -> dict[str, Any]:
     return out
 
 
+def count_sets() -> dict[str, Any]:
+    """:func:`count_all` of every set in :data:`SETS`."""
+    return {name: count_all(root) for name, root in SETS.items()}
+
+
 def main(argv: list[str]) -> int:
-    if not RAW.is_dir():
-        print(f"transcript set not found at {RAW}", file=sys.stderr)
+    missing = [str(root) for root in SETS.values() if not root.is_dir()]
+    if missing:
+        print(f"transcript sets not found: {missing}", file=sys.stderr)
         return 2
-    data = count_all()
+    data = count_sets()
     text = json.dumps(data, indent=1, sort_keys=True) + "\n"
     if "--check" in argv:
         if OUT.read_text(encoding="utf-8") != text:
@@ -325,8 +537,10 @@ def main(argv: list[str]) -> int:
             return 1
         return 0
     OUT.write_text(text, encoding="utf-8")
-    runs = sum(len(v["runs"]) for v in data.values())
-    print(f"wrote {OUT}: {len(data)} files, {runs} runs")
+    for name, files in data.items():
+        runs = sum(len(v["runs"]) for v in files.values())
+        print(f"{name}: {len(files)} files, {runs} runs")
+    print(f"wrote {OUT}")
     return 0
 
 

@@ -8,13 +8,20 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Sequence
+import warnings
+from collections.abc import Iterator, MutableMapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
-from ctxlab.transcripts.base import OBSERVATION_KEY, Transcript, TranscriptError
+from ctxlab.transcripts.base import (
+    OBSERVATION_KEY,
+    SYNTHETIC_KEY,
+    Transcript,
+    TranscriptError,
+    TranscriptWarning,
+)
 
 #: how much of a file the sniffers see
 HEAD_BYTES = 64 * 1024
@@ -105,6 +112,15 @@ def split_lines(text: str) -> list[str]:
     return [line[:-1] if line.endswith("\r") else line for line in lines]
 
 
+def warn(path: Path | str, message: str, metadata: MutableMapping[str, Any] | None = None) -> None:
+    """Say ``"<path>: <message>"`` as a :class:`TranscriptWarning` and keep it in
+    ``metadata["warnings"]`` (a list of strings) when ``metadata`` is given."""
+    text = f"{path}: {message}"
+    warnings.warn(TranscriptWarning(text), stacklevel=3)
+    if metadata is not None:
+        metadata.setdefault("warnings", []).append(text)
+
+
 # --- structure checks ---------------------------------------------------------------------------
 
 _TYPE_NAMES = {dict: "an object", list: "a list", str: "a string", int: "a number", float: "a number"}
@@ -139,6 +155,11 @@ def join_key(where: str, key: str | int) -> str:
     return f"{where}.{key}" if where else key
 
 
+def as_dict(value: Any) -> dict[str, Any]:
+    """``value`` when it is an object (a dict), else an empty dict (for optional sub-objects)."""
+    return value if isinstance(value, dict) else {}
+
+
 def describe_shape(data: Any) -> str:
     """A short description of a JSON value for 'unknown shape' errors."""
     if isinstance(data, dict):
@@ -171,7 +192,7 @@ def text_content(content: Any) -> str | list[Any]:
         if not content:
             return ""
         if len(content) == 1 and _is_text_block(content[0]):
-            return content[0]["text"]
+            return str(content[0]["text"])
         return [{"type": "text", "text": b} if isinstance(b, str) else b for b in content]
     return json.dumps(content, ensure_ascii=False)
 
@@ -213,7 +234,8 @@ class MessageBuilder:
     """Collects the messages of one run, giving each the id ``f"{run_id}-{index}"``.
 
     Also tracks the names of tool calls by id so ToolMessages get a ``name`` even where the source
-    only records the id, and the indices of text observations.
+    only records the id, the indices of text observations, and which calls are still unanswered:
+    a result answers the nearest earlier unanswered call with its id (ids may be reused).
     """
 
     def __init__(self, run_id: str) -> None:
@@ -221,6 +243,8 @@ class MessageBuilder:
         self.messages: list[BaseMessage] = []
         self.observations: list[int] = []
         self.call_names: dict[str, str] = {}
+        #: ``(call id, name)`` of calls not answered yet, in call order
+        self.pending: list[tuple[str, str]] = []
 
     def _next_id(self) -> str:
         return f"{self.run_id}-{len(self.messages)}"
@@ -250,6 +274,7 @@ class MessageBuilder:
         for call in tool_calls:
             if call.get("id"):
                 self.call_names[call["id"]] = call["name"]
+                self.pending.append((call["id"], call["name"]))
         msg = AIMessage(
             content=text_content(content),
             tool_calls=list(tool_calls),
@@ -265,6 +290,10 @@ class MessageBuilder:
     ) -> ToolMessage:
         """A tool result; ``name`` defaults to the name of the earlier call with that id."""
         call_id = "" if tool_call_id is None else str(tool_call_id)
+        for k in range(len(self.pending) - 1, -1, -1):
+            if self.pending[k][0] == call_id:
+                del self.pending[k]
+                break
         if not name:
             name = self.call_names.get(call_id)
         msg = ToolMessage(
@@ -277,6 +306,18 @@ class MessageBuilder:
         )
         self.messages.append(msg)
         return msg
+
+    def close_unanswered(self, content: str = "", **extra: Any) -> int:
+        """Answer every still unanswered call with a ToolMessage ``content`` marked
+        ``additional_kwargs[SYNTHETIC_KEY] = True`` (plus ``extra``); return how many were closed.
+
+        For formats whose files leave out results the agent did see (an empty output), so that
+        a replayed view is one a provider accepts.
+        """
+        closed = list(self.pending)
+        for call_id, name in closed:
+            self.tool(content, call_id, name, **{SYNTHETIC_KEY: True, **extra})
+        return len(closed)
 
     def transcript(self, path: Path, fmt: str, **fields: Any) -> Transcript:
         return Transcript(
@@ -300,7 +341,7 @@ def add_openai_messages(
     messages: list[Any],
     where: str,
     *,
-    text_observations: str | None = None,
+    text_observations: str | re.Pattern[str] | None = None,
     single: bool = False,
 ) -> None:
     """Append OpenAI chat-completions messages to ``builder``.
@@ -312,7 +353,9 @@ def add_openai_messages(
 
     ``text_observations`` marks user messages as text observations: ``"after_assistant"`` marks
     every user message after the first assistant message (mini-swe-agent, F2), ``"tool_prefix"``
-    marks user messages that start ``Tool: <name>\\nResult:`` (Agent TARS prompt-based tools).
+    marks user messages that start ``Tool: <name>\\nResult:`` (Agent TARS prompt-based tools), a
+    compiled pattern marks user messages after the first assistant message that it matches at the
+    start (prompt-based function calling, e.g. ``EXECUTION RESULT of [``).
     ``single=True`` says ``where`` already names the one message (no ``[i]`` is appended).
 
     Raises:
@@ -328,10 +371,14 @@ def add_openai_messages(
         if role in ("system", "developer"):
             builder.system(content)
         elif role == "user":
-            text = content if isinstance(content, str) else ""
-            observation = (text_observations == "after_assistant" and seen_assistant) or (
-                text_observations == "tool_prefix" and bool(TEXT_TOOL_RESULT.match(text))
-            )
+            flat = text_content(content)
+            text = flat if isinstance(flat, str) else ""
+            if isinstance(text_observations, re.Pattern):
+                observation = seen_assistant and bool(text_observations.match(text))
+            else:
+                observation = (text_observations == "after_assistant" and seen_assistant) or (
+                    text_observations == "tool_prefix" and bool(TEXT_TOOL_RESULT.match(text))
+                )
             builder.human(content, observation=observation)
         elif role == "assistant":
             seen_assistant = True
@@ -404,3 +451,8 @@ class JsonFormat:
 def stripped_head(head: str) -> str:
     """``head`` without a BOM and leading whitespace."""
     return head.lstrip("\ufeff \t\r\n")
+
+
+def head_is_cut(head: str) -> bool:
+    """True when ``head`` is (probably) only the start of a longer file (it fills the head)."""
+    return len(head.encode("utf-8", errors="replace")) >= HEAD_BYTES - 4

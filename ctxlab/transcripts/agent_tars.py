@@ -12,6 +12,10 @@ Conversion: user_message -> HumanMessage, assistant_message -> AIMessage with it
 tool_result -> ToolMessage (object content serialized as JSON, ``ensure_ascii=False``).
 ``tool_call`` events repeat the assistant's calls; they only contribute tool schemas
 (``Transcript.tools``).  Bookkeeping events are counted in ``metadata["skipped_events"]``.
+The agent loop's own closing message -- an ``assistant_message`` with no tool calls whose
+``messageId`` starts ``msg_termination_`` (content ``"<Agent> is finished"``) -- is written by the
+agent, not returned by a model call: it is left out, counted in ``skipped_events`` as
+``"termination_message"`` and its text kept in ``metadata["termination_message"]``.
 
 **F11** (``agent_tars_request``), ``.../loop-N/llm-request.jsonl``: one JSON object ``{provider,
 baseURL, request}``; ``request`` is an OpenAI chat body (``model``, ``messages``, ...).  Tool calls
@@ -61,6 +65,24 @@ _EVENT_TYPE = re.compile(
 )
 
 
+#: the messageId prefix of the loop's synthetic end message ("Agent TARS is finished")
+TERMINATION_ID = "msg_termination_"
+_FINISHED = re.compile(r"\A[^\n]{0,80} is finished\.?\Z")
+
+
+def is_termination(ev: dict[str, Any]) -> bool:
+    """The synthetic end-of-loop ``assistant_message`` (not a model call): no tool calls and a
+    ``msg_termination_`` message id, or (older streams without that id) the text
+    ``"<name> is finished"`` with ``finishReason: "stop"``."""
+    if ev.get("toolCalls"):
+        return False
+    mid = ev.get("messageId")
+    if isinstance(mid, str):
+        return mid.startswith(TERMINATION_ID)
+    content = ev.get("content")
+    return ev.get("finishReason") == "stop" and isinstance(content, str) and bool(_FINISHED.match(content))
+
+
 def _is_tars_event(e: Any) -> bool:
     return isinstance(e, dict) and e.get("type") in EVENT_TYPES and "timestamp" in e
 
@@ -96,6 +118,7 @@ class AgentTarsEventsFormat(JsonFormat):
         announced: set[str] = set()
         call_events: list[str] = []
         start: dict[str, Any] = {}
+        termination: Any = None
         for i, ev in enumerate(data):
             at = f"[{i}]"
             expect(path, ev, dict, at)
@@ -105,6 +128,9 @@ class AgentTarsEventsFormat(JsonFormat):
                 skipped[kind] += 1
             elif kind == "user_message":
                 b.human(ev.get("content"))
+            elif kind == "assistant_message" and is_termination(ev):
+                skipped["termination_message"] += 1
+                termination = ev.get("content")
             elif kind == "assistant_message":
                 calls = []
                 raw_calls = ev.get("toolCalls") or []
@@ -146,6 +172,8 @@ class AgentTarsEventsFormat(JsonFormat):
             "skipped_events": dict(skipped),
             "tool_call_events_without_message": sum(1 for c in call_events if c not in announced),
         }
+        if skipped["termination_message"]:
+            meta["termination_message"] = termination
         model = start.get("model") if isinstance(start.get("model"), str) else None
         return [b.transcript(path, self.name, model=model, tools=list(tools.values()), metadata=meta)]
 

@@ -5,6 +5,11 @@ runs).  Messages are LangChain messages: ``SystemMessage``, ``HumanMessage``, ``
 ``tool_calls``), ``ToolMessage`` (with ``tool_call_id`` and ``name``).  Where a format records
 calls and results only as text (mini-swe-agent), the observation messages are marked with
 ``additional_kwargs["ctxlab_observation"] = True`` and listed in ``Transcript.observations``.
+A message the loader had to add (a tool result the file does not record, see OpenCode) is marked
+``additional_kwargs["ctxlab_synthetic"] = True`` and counted in the format's metadata.
+
+Loaders warn with :class:`TranscriptWarning` (``warnings.warn``) where a file is loaded but
+something in it is doubtful; the same text is kept in ``Transcript.metadata["warnings"]``.
 """
 
 from __future__ import annotations
@@ -18,6 +23,15 @@ from langchain_core.messages import BaseMessage
 # additional_kwargs key marking a text observation (a tool result recorded as a user message);
 # its one home is ctxlab.core.marks, re-exported here for the loaders
 from ctxlab.core.marks import OBSERVATION_KEY as OBSERVATION_KEY
+
+#: additional_kwargs key marking a message the loader added (the file does not record it)
+SYNTHETIC_KEY = "ctxlab_synthetic"
+
+
+class TranscriptWarning(UserWarning):
+    """A file loaded, but with a doubt worth saying: a fallback shape was used, a format's
+    detection raised, a step the file's own summary records is missing from its messages.
+    The message starts with the file's path."""
 
 
 class TranscriptError(ValueError):

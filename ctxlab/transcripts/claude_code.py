@@ -84,7 +84,7 @@ class ClaudeCodeFormat:
             if line.strip():
                 try:
                     objs.append(json.loads(line))
-                except json.JSONDecodeError:
+                except (json.JSONDecodeError, RecursionError):  # not a line of ours (or absurdly deep)
                     break
         if objs:
             if not all(_looks_like_event(o) for o in objs):

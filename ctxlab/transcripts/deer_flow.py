@@ -12,8 +12,11 @@ Conversion: events are grouped by message ``id`` in order of first appearance.  
 ``content`` deltas are concatenated; its tool calls are stitched from ``tool_call_chunks`` by
 ``index`` (first non-empty name and id, argument fragments concatenated, then parsed as JSON --
 ``{"_raw": text}`` when that fails).  ``role: user`` -> HumanMessage, ``tool_call_result`` ->
-ToolMessage, ``interrupt`` -> AIMessage with ``additional_kwargs`` ``deerflow_event`` and
-``options``, anything else -> AIMessage (``response_metadata`` ``agent``, ``finish_reason``).
+ToolMessage, anything else -> AIMessage (``response_metadata`` ``agent``, ``finish_reason``).
+An ``interrupt`` is the graph's human-feedback prompt (``"Please Review the Plan."`` with
+``options``), written by DeerFlow and not by a model call: it is not a message; it is kept in
+``metadata["interrupts"]`` (``[{id, content, options}]``).  A message group holding an interrupt
+and model text keeps the text as an AIMessage.
 Handoff calls (``handoff_to_planner``) have no result in the stream: they stay unanswered.
 
 Errors: ``line N`` for a line that is not an SSE field, for ``data`` that is not a JSON object, or
@@ -111,6 +114,7 @@ class DeerFlowFormat:
             groups[mid].append((lineno, name, data))
         b = MessageBuilder(path.name)
         agents: list[str] = []
+        found: list[dict[str, Any]] = []
         for mid in order:
             group = groups[mid]
             first = group[0][2]
@@ -130,18 +134,15 @@ class DeerFlowFormat:
                 for d in results:
                     b.tool(d.get("content", ""), d.get("tool_call_id"))
             elif interrupts:
-                d = interrupts[0]
-                b.ai(
-                    text or d.get("content", ""),
-                    response_metadata=meta,
-                    deerflow_event="interrupt",
-                    options=d.get("options", []),
-                )
+                for d in interrupts:
+                    found.append({"id": mid, "content": d.get("content"), "options": d.get("options", [])})
+                if text:
+                    b.ai(text, _stitch_calls(group), response_metadata=meta)
             elif first.get("role") == "user":
                 b.human(text)
             else:
                 b.ai(text, _stitch_calls(group), response_metadata=meta)
-        meta = {"thread_ids": threads, "agents": agents, "events": dict(counts)}
+        meta = {"thread_ids": threads, "agents": agents, "events": dict(counts), "interrupts": found}
         return [b.transcript(path, self.name, metadata=meta)]
 
 

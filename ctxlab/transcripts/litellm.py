@@ -10,6 +10,17 @@ a log of the last call holds the whole run).  The response's tool calls have no 
 file: they stay calls without ToolMessages.  ``tools`` -> ``Transcript.tools``; the model is the
 response's ``model`` (else ``kwargs.model``).
 
+**Prompt-based (text-mode) function calling** -- the log also has ``raw_messages`` (the
+structured conversation before it was turned into text) and/or ``raw_response`` (the model's
+text before it was parsed back into tool calls), as the OpenHands SDK writes for models without
+native tools.  Then ``messages`` is what the model was sent -- tool descriptions inside the system
+prompt, results as user text ``EXECUTION RESULT of [<tool>]:`` -- and the final AIMessage is
+``raw_response``'s text (``<function=...>``), not the structured ``response``, so the two views are
+never mixed.  The tool schemas are part of the system prompt there: ``Transcript.tools`` stays
+empty (their names are in ``metadata["prompt_tools"]``) so they are not counted twice.  User
+messages after the first assistant message that start with ``EXECUTION RESULT of [`` are marked
+as text observations; ``metadata["function_calling"]`` is ``"prompt"`` (else ``"native"``).
+
 Errors: ``key messages`` missing, ``key messages[i].role``, ``key response.choices`` ...
 """
 
@@ -31,6 +42,8 @@ from ctxlab.transcripts._util import (
 from ctxlab.transcripts.base import Transcript
 
 _MESSAGES_FIRST = re.compile(r'\A\{\s*"messages"\s*:\s*\[')
+#: how prompt-based function calling returns a tool result (OpenHands SDK, text mode)
+TEXT_RESULT = re.compile(r"EXECUTION RESULT of \[")
 _LOG_KEYS = ('"context_window"', '"latency_sec"', '"kwargs"')
 
 
@@ -57,29 +70,39 @@ class LiteLLMLogFormat(JsonFormat):
     def load_json(self, data: Any, path: Path) -> list[Transcript]:
         expect(path, data, dict, "(top level)")
         messages = need(path, data, "messages", list, "")
+        text_mode = "raw_messages" in data or isinstance(data.get("raw_response"), dict)
         b = MessageBuilder(path.name)
-        add_openai_messages(path, b, messages, "messages")
-        response = data.get("response") if isinstance(data.get("response"), dict) else {}
+        add_openai_messages(
+            path, b, messages, "messages", text_observations=TEXT_RESULT if text_mode else None
+        )
+        key = "raw_response" if isinstance(data.get("raw_response"), dict) else "response"
+        response = data.get(key) if isinstance(data.get(key), dict) else {}
         choices = response.get("choices") or []
-        expect(path, choices, list, "response.choices")
+        expect(path, choices, list, f"{key}.choices")
         if choices:
-            choice = expect(path, choices[0], dict, "response.choices[0]")
-            msg = need(path, choice, "message", dict, "response.choices[0]")
-            add_openai_messages(
-                path, b, [{**msg, "role": "assistant"}], "response.choices[0].message", single=True
-            )
+            choice = expect(path, choices[0], dict, f"{key}.choices[0]")
+            msg = need(path, choice, "message", dict, f"{key}.choices[0]")
+            where = f"{key}.choices[0].message"
+            add_openai_messages(path, b, [{**msg, "role": "assistant"}], where, single=True)
             b.messages[-1].response_metadata["finish_reason"] = choice.get("finish_reason")
         kwargs = data.get("kwargs") if isinstance(data.get("kwargs"), dict) else {}
         model = response.get("model") or kwargs.get("model")
-        meta = {
+        structured = data.get("response") if isinstance(data.get("response"), dict) else {}
+        meta: dict[str, Any] = {
             "cost": data.get("cost"),
             "timestamp": data.get("timestamp"),
             "latency_sec": data.get("latency_sec"),
             "context_window": data.get("context_window"),
-            "usage": response.get("usage"),
+            "usage": structured.get("usage") or response.get("usage"),
             "prompt_messages": len(messages),
+            "function_calling": "prompt" if text_mode else "native",
         }
         tools = openai_tools(data.get("tools")) or openai_tools(kwargs.get("tools"))
+        if text_mode:
+            meta["prompt_tools"] = [(t.get("function") or t).get("name") for t in tools]
+            if isinstance(data.get("raw_messages"), list):
+                meta["structured_messages"] = len(data["raw_messages"])
+            tools = []
         return [b.transcript(path, self.name, model=model, tools=tools, metadata=meta)]
 
 

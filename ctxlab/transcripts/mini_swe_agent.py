@@ -28,6 +28,7 @@ from ctxlab.transcripts._util import (
     JsonFormat,
     MessageBuilder,
     add_openai_messages,
+    as_dict,
     expect,
     need,
     stripped_head,
@@ -56,14 +57,14 @@ class MiniSweAgentFormat(JsonFormat):
     def load_json(self, data: Any, path: Path) -> list[Transcript]:
         expect(path, data, dict, "(top level)")
         messages = need(path, data, "messages", list, "")
-        info = data.get("info") if isinstance(data.get("info"), dict) else {}
+        info = as_dict(data.get("info"))
         b = MessageBuilder(path.name)
         exits = [m for m in messages if isinstance(m, dict) and m.get("role") == "exit"]
         kept = [m for m in messages if not (isinstance(m, dict) and m.get("role") == "exit")]
         add_openai_messages(path, b, kept, "messages", text_observations="after_assistant")
-        config = info.get("config") if isinstance(info.get("config"), dict) else {}
-        model_cfg = config.get("model") if isinstance(config.get("model"), dict) else {}
-        stats = info.get("model_stats") if isinstance(info.get("model_stats"), dict) else {}
+        config = as_dict(info.get("config"))
+        model_cfg = as_dict(config.get("model"))
+        stats = as_dict(info.get("model_stats"))
         meta = {
             "instance_id": data.get("instance_id"),
             "exit_status": info.get("exit_status"),

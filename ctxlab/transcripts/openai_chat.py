@@ -11,6 +11,11 @@ by a ``role: "function"`` message with ``name`` -- has no ids: the pair gets a m
 Also accepted (fallback on the parsed shape only): a request body ``{"messages": [...], "model",
 "tools"}``.
 
+Detection: the head is claimed only when it is the whole file and holds no Anthropic block
+(``tool_use``, ``tool_result``, ...); otherwise the parsed shape decides, where
+``anthropic_messages`` and ``openai_responses`` are asked first (a plain text-only chat list is
+the same in every style and loads here).
+
 Errors: ``key [i].role`` missing/unknown, ``key [i]`` not an object.
 """
 
@@ -25,6 +30,7 @@ from ctxlab.transcripts._util import (
     MessageBuilder,
     add_openai_messages,
     expect,
+    head_is_cut,
     openai_tools,
     stripped_head,
 )
@@ -32,6 +38,9 @@ from ctxlab.transcripts.base import Transcript
 
 ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
 _FIRST_KEY = re.compile(r'\A\[\s*\{\s*"(role|content|tool_calls|tool_call_id|name|function_call)"\s*:')
+_OTHER_STYLE = re.compile(
+    r'"type"\s*:\s*"(tool_use|tool_result|thinking|redacted_thinking|input_text|output_text|function_call)"'
+)
 
 
 def is_message_list(data: Any) -> bool:
@@ -48,7 +57,8 @@ class OpenAIChatFormat(JsonFormat):
     description = "OpenAI chat message list (F4), incl. legacy function_call/function messages"
 
     def sniff(self, path: Path, head: str) -> bool:
-        return bool(_FIRST_KEY.match(stripped_head(head)))
+        h = stripped_head(head)
+        return bool(_FIRST_KEY.match(h)) and not head_is_cut(head) and not _OTHER_STYLE.search(h)
 
     def match_json(self, data: Any) -> bool:
         return is_message_list(data) or (isinstance(data, dict) and is_message_list(data.get("messages")))

@@ -28,8 +28,13 @@ prose before a run of tool blocks -> AIMessage carrying those calls, each call's
 ToolMessage (``status="error"`` for ``**Error:**``), trailing prose -> AIMessage.  Prose is kept
 as written (``_Thinking:_`` paragraphs included); only the blank lines and ``---`` that the export
 puts around turns and tool blocks are dropped.  The export has no tool-call ids: they are made up
-as ``<run_id>-call<n>``.  A call without output keeps no ToolMessage.  The turn header's agent,
-model and seconds go to ``response_metadata``.
+as ``<run_id>-call<n>``.  The turn header's agent, model and seconds go to ``response_metadata``.
+
+A tool block without ``**Output:**``/``**Error:**`` is a call whose output was empty: the export
+writes the output section only for a non-empty output (``git add``, ``cp`` print nothing), and
+the agent was sent that empty output.  Such a call is answered by an empty ToolMessage marked
+``additional_kwargs[SYNTHETIC_KEY] = True`` (so no call is left unanswered -- a view a provider
+would reject), and counted in ``metadata["calls_without_output"]``.
 
 Errors: ``line 1`` when no ``## User``/``## Assistant`` turn is found.
 """
@@ -43,7 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from ctxlab.transcripts._util import MessageBuilder, read_text, split_lines, tool_call
-from ctxlab.transcripts.base import Transcript, TranscriptError
+from ctxlab.transcripts.base import SYNTHETIC_KEY, Transcript, TranscriptError
 
 FENCE = "```"
 ASSISTANT = re.compile(r"\A## Assistant \((?P<agent>[^·]*?) · (?P<model>[^·]*?)(?: · (?P<secs>[\d.]+)s)?\)\Z")
@@ -189,6 +194,7 @@ class OpenCodeFormat:
                 continue
             n_calls = _assistant_turn(b, turn, run_id, n_calls, models)
         meta = {
+            "calls_without_output": sum(1 for m in b.messages if m.additional_kwargs.get(SYNTHETIC_KEY)),
             "title": header.get("title"),
             "session_id": header.get("Session ID"),
             "created": header.get("Created"),
@@ -219,6 +225,8 @@ def _assistant_turn(
             for call, tool in calls:
                 if tool["output"] is not None:
                     b.tool(tool["output"], call["id"], call["name"], error=tool["error"])
+                else:
+                    b.tool("", call["id"], call["name"], **{SYNTHETIC_KEY: True})
         text, calls = None, []
 
     for kind, seg in turn["segments"]:

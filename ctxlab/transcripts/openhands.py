@@ -41,6 +41,7 @@ from typing import Any
 from ctxlab.transcripts._util import (
     JsonFormat,
     MessageBuilder,
+    as_dict,
     expect,
     iter_jsonl,
     join_key,
@@ -90,16 +91,16 @@ def convert_events(
         tcm = ev.get("tool_call_metadata") if isinstance(ev.get("tool_call_metadata"), dict) else None
         if "action" in ev and ev.get("action") is not None:
             action = ev["action"]
-            args = ev.get("args") if isinstance(ev.get("args"), dict) else {}
+            args = as_dict(ev.get("args"))
             if tcm is not None:
-                resp = tcm.get("model_response") if isinstance(tcm.get("model_response"), dict) else {}
+                resp = as_dict(tcm.get("model_response"))
                 model = model or resp.get("model")
                 rmsg = _response_message(tcm)
                 call_id = tcm.get("tool_call_id")
                 raw_args: Any = {k: v for k, v in args.items() if k != "thought"}
                 for rc in rmsg.get("tool_calls") or []:
                     if isinstance(rc, dict) and rc.get("id") == call_id:
-                        fn = rc.get("function") if isinstance(rc.get("function"), dict) else {}
+                        fn = as_dict(rc.get("function"))
                         raw_args = fn.get("arguments", raw_args)
                 call = tool_call(tcm.get("function_name"), raw_args, call_id)
                 rid = resp.get("id")
@@ -229,10 +230,10 @@ class OpenHandsEvalFormat(JsonFormat):
             tools, stats = convert_events(path, history, b, "history")
         except TranscriptError as exc:  # name the line as well as the key
             raise TranscriptError(path, f"{line}, {exc.where}", exc.problem) from exc
-        meta_in = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
-        llm = meta_in.get("llm_config") if isinstance(meta_in.get("llm_config"), dict) else {}
-        metrics = obj.get("metrics") if isinstance(obj.get("metrics"), dict) else {}
-        test_result = obj.get("test_result") if isinstance(obj.get("test_result"), dict) else {}
+        meta_in = as_dict(obj.get("metadata"))
+        llm = as_dict(meta_in.get("llm_config"))
+        metrics = as_dict(obj.get("metrics"))
+        test_result = as_dict(obj.get("test_result"))
         model = llm.get("model") or stats.pop("model")
         stats.pop("model", None)
         meta = {

@@ -14,9 +14,12 @@ Conversion (one Transcript per file, from ``history``):
 * text configs: the tool output is a ``user`` message; every user message after the first
   assistant message is a text observation (``additional_kwargs[OBSERVATION_KEY]``, listed in
   ``Transcript.observations``).  Demonstration messages keep ``additional_kwargs["is_demo"]``.
-* ``history`` is kept as recorded: the last trajectory step (``submit``) is usually not in it,
-  so a text run ends on the assistant's ``submit`` and a function-calling run on the previous
-  tool result.  Nothing is added from ``trajectory``.
+* ``history`` is kept as recorded; nothing is added from ``trajectory``.  When ``history`` holds
+  fewer (non-demonstration) assistant messages than ``trajectory`` has steps and its last
+  assistant action is not the trajectory's last action (a function-calling run that stops before
+  its final ``submit`` call), the loader warns (:class:`TranscriptWarning`) and records
+  ``metadata["history_missing_final_step"] = {"missing_steps", "final_action"}`` (else ``None``):
+  the replay then ends before the run's last model call.
 
 Errors: ``key history`` missing or not a list, ``key history[i].role`` etc.
 """
@@ -36,6 +39,7 @@ from ctxlab.transcripts._util import (
     need,
     stripped_head,
     tool_call,
+    warn,
 )
 from ctxlab.transcripts.base import Transcript, TranscriptError
 
@@ -95,7 +99,8 @@ class SweAgentFormat(JsonFormat):
             else:
                 raise TranscriptError(path, f"key {join_key(at, 'role')}", f"unknown role {role!r}")
         stats = info.get("model_stats") if isinstance(info.get("model_stats"), dict) else {}
-        meta = {
+        meta: dict[str, Any] = {
+            "history_missing_final_step": _missing_final_step(history, data.get("trajectory")),
             "instance_id": path.stem,
             "exit_status": info.get("exit_status"),
             "model_stats": stats,
@@ -103,7 +108,31 @@ class SweAgentFormat(JsonFormat):
             "environment": data.get("environment"),
             "function_calling": any(getattr(m, "tool_calls", None) for m in b.messages),
         }
+        missing = meta["history_missing_final_step"]
+        if missing:
+            warn(
+                path,
+                f"history lacks the trajectory's last {missing['missing_steps']} step(s) (final action "
+                f"{missing['final_action']!r}); loaded as recorded, ending before that model call",
+                meta,
+            )
         return [b.transcript(path, self.name, model=_model(data), metadata=meta)]
+
+
+def _missing_final_step(history: list[Any], trajectory: Any) -> dict[str, Any] | None:
+    """``{"missing_steps", "final_action"}`` when ``history`` stops before ``trajectory`` does."""
+    if not isinstance(trajectory, list) or not trajectory or not isinstance(trajectory[-1], dict):
+        return None
+    turns = [
+        m for m in history if isinstance(m, dict) and m.get("role") == "assistant" and not m.get("is_demo")
+    ]
+    final = trajectory[-1].get("action")
+    last = turns[-1].get("action") if turns else None
+    if len(turns) >= len(trajectory) or (
+        isinstance(final, str) and isinstance(last, str) and final.strip() == last.strip()
+    ):
+        return None
+    return {"missing_steps": len(trajectory) - len(turns), "final_action": final}
 
 
 def _model(data: dict[str, Any]) -> str | None:

@@ -23,6 +23,7 @@ from ctxlab.transcripts._util import (
     JsonFormat,
     MessageBuilder,
     add_openai_messages,
+    as_dict,
     expect,
     join_key,
     need,
@@ -62,8 +63,8 @@ class TauBenchFormat(JsonFormat):
                 run_id = f"{run_id}#{seen[run_id]}"
             b = MessageBuilder(run_id)
             add_openai_messages(path, b, traj, join_key(at, "traj"))
-            info = run.get("info") if isinstance(run.get("info"), dict) else {}
-            task = info.get("task") if isinstance(info.get("task"), dict) else {}
+            info = as_dict(run.get("info"))
+            task = as_dict(info.get("task"))
             meta = {
                 "index": i,
                 "task_id": run.get("task_id"),

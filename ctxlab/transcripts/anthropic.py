@@ -1,0 +1,180 @@
+"""Anthropic Messages API message lists (``anthropic_messages``).
+
+Shape: a JSON list ``[{role: "user"|"assistant", content}, ...]`` where ``content`` is a string or
+a list of blocks: ``text``, ``image``/``document`` (``source``), ``thinking``/``redacted_thinking``,
+``tool_use{id, name, input}`` (assistant) and ``tool_result{tool_use_id, content, is_error}``
+(user).  Cline and Roo Code store their ``api_conversation_history.json`` like this (with extra
+per-message keys such as ``ts`` and ``modelInfo``, kept out of the messages), and so do logs of
+Anthropic SDK requests.  Also accepted (shape fallback): a request body ``{model, system,
+messages, tools}`` -- ``system`` (a string or text blocks) becomes the SystemMessage and ``tools``
+(``{name, description, input_schema}``) ``Transcript.tools``.
+
+Conversion (as Claude Code's, F7): an assistant message -> one AIMessage (its ``tool_use`` blocks
+as tool calls, the other blocks as content: one text block becomes a string); a user message with
+string content -> HumanMessage; with blocks, each ``tool_result`` -> ToolMessage (``status="error"``
+for ``is_error``) and each run of other blocks -> one HumanMessage, in order.
+
+Before this loader such a file loaded as OpenAI chat with no tool calls: ``openai_chat`` no longer
+claims a list holding ``tool_use``/``tool_result`` blocks.
+
+Errors: ``key [i]`` not an object, ``key [i].role`` missing or unknown, ``key [i].content[j]`` not
+a block.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from ctxlab.transcripts._util import (
+    JsonFormat,
+    MessageBuilder,
+    expect,
+    join_key,
+    need,
+    stripped_head,
+    tool_call,
+)
+from ctxlab.transcripts.base import Transcript, TranscriptError
+
+#: content block types only the Anthropic format has
+ANTHROPIC_BLOCKS = frozenset({"tool_use", "tool_result", "thinking", "redacted_thinking", "server_tool_use"})
+_MARK = re.compile(r'"type"\s*:\s*"(tool_use|tool_result|thinking|redacted_thinking)"')
+_START = re.compile(r'\A\[\s*\{\s*"(role|content)"\s*:')
+
+
+def _has_anthropic_block(msg: dict[str, Any]) -> bool:
+    content = msg.get("content")
+    return isinstance(content, list) and any(
+        isinstance(b, dict)
+        and (
+            b.get("type") in ANTHROPIC_BLOCKS
+            or (b.get("type") in ("image", "document") and isinstance(b.get("source"), dict))
+        )
+        for b in content
+    )
+
+
+def is_anthropic_list(data: Any) -> bool:
+    """A non-empty list of ``{role: user|assistant|system, content}`` objects with no OpenAI-only
+    keys (``tool_calls``, roles ``tool``/``function``) and at least one Anthropic-only block."""
+    if not isinstance(data, list) or not data:
+        return False
+    if not all(isinstance(m, dict) and m.get("role") in ("user", "assistant", "system") for m in data):
+        return False
+    if any("tool_calls" in m or "function_call" in m or "tool_call_id" in m for m in data):
+        return False
+    return any(_has_anthropic_block(m) for m in data)
+
+
+def _is_request(data: Any) -> bool:
+    if not isinstance(data, dict) or not isinstance(data.get("messages"), list):
+        return False
+    tools = data.get("tools")
+    anthropic_tools = isinstance(tools, list) and any(
+        isinstance(t, dict) and "input_schema" in t for t in tools
+    )
+    return is_anthropic_list(data["messages"]) or (
+        ("system" in data or anthropic_tools)
+        and all(isinstance(m, dict) and m.get("role") in ("user", "assistant") for m in data["messages"])
+        and bool(data["messages"])
+    )
+
+
+def _blocks(path: Path, content: Any, at: str) -> list[dict[str, Any]]:
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    expect(path, content, list, join_key(at, "content"))
+    for j, block in enumerate(content):
+        expect(path, block, dict, join_key(join_key(at, "content"), j))
+    return list(content)
+
+
+def add_anthropic_messages(path: Path, builder: MessageBuilder, messages: list[Any], where: str) -> None:
+    """Append Anthropic Messages API messages to ``builder`` (see the module docstring).
+
+    ``where`` names the list for error places (``""`` for a top-level list).
+
+    Raises:
+        TranscriptError: at ``key <where>[i]...`` for a message or block that is not an object, or
+            a missing or unknown role.
+    """
+    for i, msg in enumerate(messages):
+        at = join_key(where, i)
+        expect(path, msg, dict, at)
+        role = need(path, msg, "role", str, at)
+        content = msg.get("content")
+        if role == "system":
+            builder.system(content)
+        elif role == "assistant":
+            calls = []
+            kept = []
+            for block in _blocks(path, content, at):
+                if block.get("type") == "tool_use":
+                    calls.append(tool_call(block.get("name"), block.get("input"), block.get("id")))
+                else:
+                    kept.append(block)
+            builder.ai(kept, calls)
+        elif role == "user":
+            if isinstance(content, str):
+                builder.human(content)
+                continue
+            pending: list[dict[str, Any]] = []
+            for block in _blocks(path, content, at):
+                if block.get("type") == "tool_result":
+                    if pending:
+                        builder.human(pending)
+                        pending = []
+                    builder.tool(
+                        block.get("content"), block.get("tool_use_id"), error=bool(block.get("is_error"))
+                    )
+                else:
+                    pending.append(block)
+            if pending:
+                builder.human(pending)
+        else:
+            raise TranscriptError(path, f"key {join_key(at, 'role')}", f"unknown role {role!r}")
+
+
+def anthropic_tools(tools: Any) -> list[dict[str, Any]]:
+    """Anthropic tool definitions kept as provider dicts (only the dict entries of a list)."""
+    return [t for t in tools if isinstance(t, dict)] if isinstance(tools, list) else []
+
+
+class AnthropicMessagesFormat(JsonFormat):
+    name = "anthropic_messages"
+    description = (
+        "Anthropic Messages API list (Cline/Roo api_conversation_history.json): tool_use/tool_result"
+    )
+
+    def sniff(self, path: Path, head: str) -> bool:
+        h = stripped_head(head)
+        return bool(_START.match(h)) and bool(_MARK.search(h))
+
+    def match_json(self, data: Any) -> bool:
+        return is_anthropic_list(data) or _is_request(data)
+
+    def load_json(self, data: Any, path: Path) -> list[Transcript]:
+        b = MessageBuilder(path.name)
+        model = None
+        tools: list[dict[str, Any]] = []
+        if isinstance(data, dict):
+            if data.get("system"):
+                b.system(data["system"])
+            add_anthropic_messages(path, b, need(path, data, "messages", list, ""), "messages")
+            model = data.get("model") if isinstance(data.get("model"), str) else None
+            tools = anthropic_tools(data.get("tools"))
+        else:
+            expect(path, data, list, "(top level)")
+            add_anthropic_messages(path, b, data, "")
+            models = [
+                m["modelInfo"]["modelId"]
+                for m in data
+                if isinstance(m.get("modelInfo"), dict) and isinstance(m["modelInfo"].get("modelId"), str)
+            ]
+            model = models[-1] if models else None
+        return [b.transcript(path, self.name, model=model, tools=tools)]
+
+
+FORMAT = AnthropicMessagesFormat()

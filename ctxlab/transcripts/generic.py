@@ -1,0 +1,156 @@
+"""The generic fallback (``generic_messages``): message arrays found anywhere in unknown JSON.
+
+Many benchmark dumps nest OpenAI- or Anthropic-style message lists under their own keys
+(``{"answer_generation": {"train_messages": [...]}}``).  When no format claims a JSON or JSON-lines
+file (:mod:`ctxlab.transcripts.detection`), the parsed document -- every line of a JSON-lines
+file -- is searched depth-first, in document order, for **message arrays**: non-empty lists whose
+items are all objects with a ``role`` (``system``/``developer``/``user``/``assistant``/``tool``/
+``function``) and a ``content``, ``tool_calls`` or ``function_call`` key.  A message array is not
+searched further inside.
+
+Each array found is one run: an Anthropic-style array (:func:`ctxlab.transcripts.anthropic.
+is_anthropic_list`) is converted as ``anthropic_messages``, any other as ``openai_chat``.  When the
+array sits under ``messages`` of an object that also has ``system``, ``tools`` or ``model`` (a
+request body), those are used too.  ``run_id`` is the file name when one array is found, else
+the array's JSON path; ``metadata["json_path"]`` always holds the path (``$.a.b[2]``, or
+``line 3: $.messages`` in JSON lines).  Detection warns ``format: generic_messages at <paths>``.
+
+Naming the format (``format="generic_messages"``) loads a file this way without detection.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ctxlab.transcripts._util import (
+    MessageBuilder,
+    add_openai_messages,
+    iter_jsonl,
+    json_decode_error,
+    openai_tools,
+    read_text,
+)
+from ctxlab.transcripts.anthropic import add_anthropic_messages, is_anthropic_list
+from ctxlab.transcripts.base import Transcript, TranscriptError
+
+GENERIC_NAME = "generic_messages"
+ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
+_IDENT = re.compile(r"\A[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+@dataclass
+class JsonLines:
+    """The parsed lines of a JSON-lines file: ``[(line number, value), ...]``."""
+
+    items: list[tuple[int, Any]]
+
+
+@dataclass
+class Found:
+    """One message array: its JSON path, the messages, ``"anthropic"`` or ``"openai"``, and the
+    object holding it (``None`` at the top level)."""
+
+    json_path: str
+    messages: list[Any]
+    style: str
+    parent: dict[str, Any] | None
+
+
+def _is_message(m: Any) -> bool:
+    return (
+        isinstance(m, dict)
+        and m.get("role") in ROLES
+        and any(k in m for k in ("content", "tool_calls", "function_call"))
+    )
+
+
+def is_message_array(value: Any) -> bool:
+    """A non-empty list of OpenAI- or Anthropic-style message objects."""
+    return isinstance(value, list) and bool(value) and all(_is_message(m) for m in value)
+
+
+def _step(path: str, key: str | int) -> str:
+    if isinstance(key, int):
+        return f"{path}[{key}]"
+    return f"{path}.{key}" if _IDENT.match(key) else f"{path}[{json.dumps(key, ensure_ascii=False)}]"
+
+
+def _search(root: Any, root_path: str) -> list[Found]:
+    found: list[Found] = []
+    stack: list[tuple[Any, str, dict[str, Any] | None]] = [(root, root_path, None)]
+    while stack:
+        value, path, parent = stack.pop()
+        if is_message_array(value):
+            style = "anthropic" if is_anthropic_list(value) else "openai"
+            found.append(Found(path, value, style, parent))
+        elif isinstance(value, dict):
+            stack.extend((v, _step(path, k), value) for k, v in reversed(list(value.items())))
+        elif isinstance(value, list):
+            stack.extend((v, _step(path, i), None) for i, v in reversed(list(enumerate(value))))
+    return found
+
+
+def find_message_arrays(data: Any) -> list[Found]:
+    """Every message array in ``data`` (a parsed JSON value or :class:`JsonLines`), in document
+    order, with its JSON path (see the module docstring)."""
+    if isinstance(data, JsonLines):
+        return [f for lineno, value in data.items for f in _search(value, f"line {lineno}: $")]
+    return _search(data, "$")
+
+
+def _run(path: Path, found: Found, run_id: str) -> Transcript:
+    b = MessageBuilder(run_id)
+    parent = found.parent if found.parent is not None and found.json_path.endswith(".messages") else {}
+    if parent.get("system"):
+        b.system(parent["system"])
+    if found.style == "anthropic":
+        add_anthropic_messages(path, b, found.messages, found.json_path)
+    else:
+        add_openai_messages(path, b, found.messages, found.json_path)
+    model = parent.get("model") if isinstance(parent.get("model"), str) else None
+    meta = {"json_path": found.json_path, "style": found.style}
+    return b.transcript(
+        path, GENERIC_NAME, model=model, tools=openai_tools(parent.get("tools")), metadata=meta
+    )
+
+
+class GenericMessagesFormat:
+    """The fallback format: never sniffs; detection uses it when nothing else claims a JSON file."""
+
+    name = GENERIC_NAME
+    description = "fallback: OpenAI/Anthropic message arrays found at any depth of unknown JSON"
+
+    def sniff(self, path: Path, head: str) -> bool:
+        return False
+
+    def load_json(self, data: Any, path: Path) -> list[Transcript]:
+        """Raises: TranscriptError (``top level``) when no message array is found."""
+        found = find_message_arrays(data)
+        if not found:
+            raise TranscriptError(
+                path, "top level (byte 0)", "no OpenAI- or Anthropic-style message list found"
+            )
+        if len(found) == 1:
+            return [_run(path, found[0], path.name)]
+        return [_run(path, f, f.json_path) for f in found]
+
+    def load(self, path: Path) -> list[Transcript]:
+        path = Path(path)
+        text = read_text(path)
+        try:
+            data: Any = json.loads(text)
+        except json.JSONDecodeError as exc:
+            if exc.msg != "Extra data":
+                raise json_decode_error(path, text, exc) from exc
+            data = JsonLines(list(iter_jsonl(path, text)))
+        return self.load_json(data, path)
+
+    def __repr__(self) -> str:
+        return f"<transcript format {self.name}>"
+
+
+FORMAT = GenericMessagesFormat()

@@ -1,0 +1,161 @@
+"""Loading files: one file (:func:`load_transcripts`), folders and lists (:func:`load_many`)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+import pluggy
+
+from ctxlab.transcripts._util import warn
+from ctxlab.transcripts.base import Transcript, TranscriptError, TranscriptFormat
+from ctxlab.transcripts.detection import HOW_TO_NAME_OR_WRITE, Detection, detect
+from ctxlab.transcripts.generic import GENERIC_NAME
+from ctxlab.transcripts.registry import available_formats
+
+__all__ = ["SKIP_NAMES", "iter_transcript_files", "load_many", "load_transcripts"]
+
+#: file names never loaded when walking folders (besides hidden files and README*)
+SKIP_NAMES = frozenset({"SOURCES.md", ".gitattributes"})
+
+PathLike = str | os.PathLike[str]
+
+
+def _run_loader(fmt: TranscriptFormat, path: Path, data: object = None) -> list[Transcript]:
+    try:
+        if data is not None and hasattr(fmt, "load_json"):
+            result = fmt.load_json(data, path)
+        else:
+            result = fmt.load(path)
+    except TranscriptError:
+        raise
+    except RecursionError as exc:
+        raise TranscriptError(path, "", f"{fmt.name}: nested too deeply") from exc
+    except Exception as exc:  # a loader bug or an unforeseen shape: still one file's error
+        raise TranscriptError(path, "", f"{fmt.name} loader failed: {type(exc).__name__}: {exc}") from exc
+    if not isinstance(result, list) or not all(isinstance(t, Transcript) for t in result):
+        raise TranscriptError(
+            path, "", f"{fmt.name} loader returned {type(result).__name__}, not transcripts"
+        )
+    if not result:
+        raise TranscriptError(path, "", f"no transcripts in file ({fmt.name})")
+    return result
+
+
+def _load_detected(path: Path, det: Detection) -> list[Transcript]:
+    result = _run_loader(det.format, path, det.data)
+    if det.how == "fallback":
+        where = ", ".join(str(t.metadata.get("json_path")) for t in result)
+        message = f"format: {GENERIC_NAME} at {where} (no loader claims this file)"
+        warn(path, message)
+        for t in result:
+            t.metadata.setdefault("warnings", []).append(f"{path}: {message}")
+    if det.problems:
+        for t in result:
+            t.metadata["detection_errors"] = list(det.problems)
+    return result
+
+
+def _load(path: Path, fmt_name: str | None, formats: dict[str, TranscriptFormat]) -> list[Transcript]:
+    if fmt_name is None:
+        return _load_detected(path, detect(path, formats))
+    fmt = formats.get(fmt_name)
+    if fmt is None:
+        known = ", ".join(formats)
+        raise TranscriptError(
+            path, "", f"unknown format {fmt_name!r} (known: {known}); {HOW_TO_NAME_OR_WRITE}"
+        )
+    if path.is_dir():
+        raise TranscriptError(path, "", "is a folder (use load_many)")
+    return _run_loader(fmt, path)
+
+
+def load_transcripts(
+    path: PathLike, *, format: str | None = None, pm: pluggy.PluginManager | None = None
+) -> list[Transcript]:
+    """Load one file as a list of transcripts (one per run).
+
+    Args:
+        path: the file.
+        format: a format name from :func:`available_formats`: that loader reads the file, with no
+            detection and no generic fallback.  ``None`` detects it (see
+            :mod:`ctxlab.transcripts.detection`: sniffing the first 64 KiB, then the parsed JSON
+            shape, then the generic message-array search, which warns naming the JSON paths).
+        pm: the plugin manager whose formats to use (a default one when ``None``).
+
+    Raises:
+        TranscriptError: naming the file and the place: an empty file (``byte 0``), a binary file
+            (``byte N``), invalid or truncated JSON (``line L column C``), a bad JSONL/SSE line
+            (``line N``), an unknown JSON shape with no message list in it (``top level``), a bad
+            key (``key history[3].role``), an unknown format (saying how to name one or write a
+            loader).
+    """
+    return _load(Path(path), format, available_formats(pm))
+
+
+def _skipped(name: str) -> bool:
+    return name.startswith(".") or name in SKIP_NAMES or name.upper().startswith("README")
+
+
+def iter_transcript_files(paths: PathLike | Iterable[PathLike]) -> list[Path]:
+    """The files to load: files as given, folders walked recursively.
+
+    In folders, hidden files and folders (``.*``), ``README*``, ``SOURCES.md`` and
+    ``.gitattributes`` are skipped.  The result is de-duplicated and sorted by path.
+
+    Raises:
+        FileNotFoundError: a path does not exist.
+    """
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    out: set[Path] = set()
+    for p in paths:
+        root = Path(p)
+        if root.is_dir():
+            for dirpath, dirnames, filenames in os.walk(root):
+                dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+                out.update(Path(dirpath) / f for f in filenames if not _skipped(f))
+        elif root.exists():
+            out.add(root)
+        else:
+            raise FileNotFoundError(f"no such file or folder: {root}")
+    return sorted(out, key=lambda q: q.as_posix())
+
+
+def load_many(
+    paths: PathLike | Iterable[PathLike],
+    *,
+    format: str | None = None,
+    pm: pluggy.PluginManager | None = None,
+) -> tuple[list[Transcript], list[TranscriptError]]:
+    """Load every transcript file under ``paths`` (see :func:`iter_transcript_files`).
+
+    A file that fails is reported in the error list and skipped; one bad file (or a missing
+    path) never raises.  Warnings (:class:`ctxlab.transcripts.TranscriptWarning`) are emitted as
+    for :func:`load_transcripts` and kept in each transcript's ``metadata["warnings"]``.
+
+    Returns:
+        ``(transcripts in file order, errors in file order)``.
+    """
+    formats = available_formats(pm)
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    files: list[Path] = []
+    errors: list[TranscriptError] = []
+    for p in paths:
+        try:
+            files.extend(iter_transcript_files([p]))
+        except OSError as exc:
+            errors.append(TranscriptError(os.fspath(p), "", f"no such file or folder ({exc})"))
+    transcripts: list[Transcript] = []
+    for f in sorted(set(files), key=lambda q: q.as_posix()):
+        try:
+            transcripts.extend(_load(f, format, formats))
+        except TranscriptError as exc:
+            errors.append(exc)
+        except OSError as exc:
+            errors.append(TranscriptError(f, "", f"cannot read file: {exc}"))
+        except (RecursionError, MemoryError, ValueError) as exc:  # one bad file never stops the batch
+            errors.append(TranscriptError(f, "", f"cannot load: {type(exc).__name__}: {exc}"))
+    return transcripts, errors
