@@ -74,6 +74,8 @@ from ctxlab.replay.metrics import (
     view_parts,
 )
 from ctxlab.replay.models import ReplayModel
+from ctxlab.replay.prices import PriceRow, PriceTable
+from ctxlab.replay.run_measures import RunMeasures, resolve_price
 from ctxlab.replay.strategies import make_lab_manager
 from ctxlab.replay.strategies import strategies as registered_strategies
 from ctxlab.replay.table import TOTALS_COLUMNS, calls_frame, strategy_totals, summary_frame
@@ -137,7 +139,8 @@ class ReplayResult:
             call_index, path, bytes, first`` (``first``: the first call that offloaded it).
         errors: load and replay problems (:class:`ReplayIssue`).
         settings: the settings used; ``strategies``: the strategy names; ``measure``: the
-            measuring estimator; ``files_dir``: where offloads and histories were written.
+            measuring estimator; ``files_dir``: where offloads and histories were written;
+            ``price``: the price row of the cost columns (:mod:`ctxlab.replay.cost`).
     """
 
     rows: list[dict[str, Any]] = field(default_factory=list)
@@ -151,6 +154,7 @@ class ReplayResult:
     measure: str = "char-class"
     files_dir: Path | None = None
     sources: dict[str, str] = field(default_factory=dict)
+    price: PriceRow | None = None
 
     def extend(self, other: ReplayResult) -> None:
         """Append another result's rows, views, events, summaries, offloads and errors."""
@@ -161,6 +165,7 @@ class ReplayResult:
         self.offloads.extend(other.offloads)
         self.errors.extend(other.errors)
         self.sources.update(other.sources)
+        self.price = self.price or other.price
         for s in other.strategies:
             if s not in self.strategies:
                 self.strategies.append(s)
@@ -398,8 +403,9 @@ def _replay_one(
     limit_calls: int | None,
     keep_views: bool,
     on_call: Callable[[], None] | None = None,
+    price: PriceRow | None = None,
 ) -> ReplayResult:
-    result = ReplayResult(settings=settings, strategies=[strategy_name])
+    result = ReplayResult(settings=settings, strategies=[strategy_name], price=price)
     system, rest, offset = _split_system(transcript.messages)
     tools = list(transcript.tools or [])
     model = ReplayModel.create(context_window)
@@ -421,12 +427,16 @@ def _replay_one(
     seen_offloads: set[str] = set()
     pending: list[BaseMessage] = []
     call_index = 0
+    # cost and summary fidelity (ctxlab.replay.run_measures): filled in when the run is over
+    run_measures = RunMeasures(price, measure, system=system, index=ids) if price is not None else None
+    arrived: list[BaseMessage] = []  # transcript messages added to the state since the last call
 
     for pos, original in enumerate(rest):
         if original.id is None:  # add_messages would give it a random id: make it stable
             original = original.model_copy(update={"id": f"{transcript.run_id}-{pos + offset}"})
         if not isinstance(original, AIMessage):
             pending.append(original)
+            arrived.append(original)
             raw_messages_tokens += measure.message_tokens(original)
             if not isinstance(original, SystemMessage):
                 earlier_idents |= ids.present(original)
@@ -485,6 +495,7 @@ def _replay_one(
         raw_tokens = base_tokens + raw_messages_tokens
         keys = request_keys(view, key_cache)
         reusable = cache_reusable_tokens(prev_view, view, measure, previous_keys=prev_keys, current_keys=keys)
+        view_before = prev_view
         prev_view, prev_keys = view, keys
         wanted = [i for i in ids.identifiers(original) if i in earlier_idents]
         if wanted:
@@ -506,6 +517,7 @@ def _replay_one(
         level = (completed or {}).get("level") or "none"
         summary_error = (completed or {}).get("error")
         cutoff_index = (completed or {}).get("cutoff_index")
+        n_summaries = len(result.summaries)
         if completed is None and not is_ars:
             # a foreign middleware emits no event: its summarizer calls come from the callback
             # counter, its L2 round from the state it changed
@@ -599,6 +611,18 @@ def _replay_one(
             "unmatched_tool_pairs": unmatched_tool_pairs(view.messages, answered),
         }
         result.rows.append(row)
+        if run_measures is not None:
+            run_measures.add_call(
+                row,
+                view,
+                recorded,
+                keys=keys,
+                previous_view=view_before,
+                arrived=arrived,
+                new_summaries=result.summaries[n_summaries:],
+                position=pos,
+            )
+        arrived = [recorded]
         if keep_views:
             result.views[(label, strategy_name, call_index)] = view
         if on_call is not None:
@@ -608,6 +632,8 @@ def _replay_one(
         raw_messages_tokens += measure.message_tokens(original)
         earlier_idents |= ids.present(original)
         call_index += 1
+    if run_measures is not None:
+        run_measures.finish(rest)
     return result
 
 
@@ -681,6 +707,8 @@ def replay(
     label: str | None = None,
     format: str | None = None,
     progress: bool = False,
+    price_model: str | PriceRow | None = None,
+    prices: str | Path | PriceTable | None = None,
 ) -> ReplayResult:
     """Replay one transcript through one strategy.
 
@@ -700,12 +728,17 @@ def replay(
         label: the transcript's label in the rows (default: ``Transcript.name``).
         format: the transcript format name when ``transcript`` is a path.
         progress: show a progress bar over the calls.
+        price_model, prices: the price row of the cost columns, ``"provider:model"`` of the
+            ``prices`` file (default: the shipped table and its default row; see
+            :func:`ctxlab.replay.run_measures.resolve_price`).
 
     Raises:
-        KeyError: unknown strategy.  TranscriptError: the file cannot be loaded.
+        KeyError: unknown strategy or price row.  TranscriptError: the file cannot be loaded.
         ValueError: the file holds several runs (use :func:`replay_many`).
+        PriceTableError: an invalid price file.
     """
     settings = settings or CompressionSettings()
+    price = resolve_price(price_model, prices)
     if pm is None:
         pm = make_lab_manager(load_entrypoints=True)
     if not isinstance(transcript, Transcript):
@@ -732,6 +765,7 @@ def replay(
             limit_calls=limit_calls,
             keep_views=keep_views,
             on_call=bar.update,
+            price=price,
         )
     finally:
         bar.close()
@@ -760,6 +794,8 @@ def replay_many(
     limit_calls: int | None = None,
     keep_views: bool = False,
     progress: bool = True,
+    price_model: str | PriceRow | None = None,
+    prices: str | Path | PriceTable | None = None,
 ) -> ReplayResult:
     """Replay every transcript × strategy; a bad file or a failing run never stops the batch.
 
@@ -774,13 +810,15 @@ def replay_many(
             :func:`ctxlab.analysis.report.write_report`.
         format: the transcript format name (default: detected per file).
         progress: progress bars over the runs and the calls of the current run.
+        price_model, prices: the price row of the cost columns, as for :func:`replay`.
 
     Returns:
         A :class:`ReplayResult`; files that failed to load and runs that failed are in
         ``result.errors``.
 
     Raises:
-        KeyError: an unknown strategy name (checked before anything is replayed).
+        KeyError: an unknown strategy name or price row (checked before anything is replayed).
+        PriceTableError: an invalid price file.
     """
 
     settings = settings or CompressionSettings()
@@ -799,7 +837,8 @@ def replay_many(
     paths: list[str | Path] = []
     for item in paths_or_transcripts:
         (transcripts if isinstance(item, Transcript) else paths).append(item)  # type: ignore[arg-type]
-    result = ReplayResult(settings=settings, measure=measure)
+    price = resolve_price(price_model, prices)
+    result = ReplayResult(settings=settings, measure=measure, price=price)
     if paths:
         loaded, load_errors = load_many(paths, format=format, pm=pm)
         transcripts.extend(loaded)
@@ -834,6 +873,7 @@ def replay_many(
                     limit_calls=limit_calls,
                     keep_views=keep_views,
                     on_call=inner.update,
+                    price=price,
                 )
                 result.extend(one)
             except Exception as exc:  # one failing run never stops the batch
