@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
-from ctxlab.analysis.plotting import _STRATEGY_COLORS, _families, _new_axes, _save, _text
+from ctxlab.analysis.plotting import _families, _fit_margins, _new_axes, _save, _text
 from ctxlab.replay.table import strategy_totals
 
 if TYPE_CHECKING:
@@ -71,13 +71,13 @@ def plot_cost_per_call(
     main = [t - s for t, s in zip(total, summ, strict=True)]
     raw_sum = calls["raw_cost_usd"].sum() if calls.height else 0.0
     raw = float(raw_sum or 0.0) / max(calls.height, 1)
+    own = ax is None
     fig, ax = _new_axes(ax, (max(5.0, 1.3 * (len(names) + 1) + 2.5), 4.4))
     fam = _families()
     x = list(range(len(names) + 1))
     ax.bar([0], [raw], color="#bbbbbb", width=0.6, hatch="//", edgecolor="#555555", label="no compression")
-    colors = [_STRATEGY_COLORS[i % len(_STRATEGY_COLORS)] for i in range(len(names))]
-    ax.bar(x[1:], main, color=colors, width=0.6, label="main model")
-    ax.bar(x[1:], summ, bottom=main, color="#d62728", width=0.6, alpha=0.8, label="summarizer")
+    ax.bar(x[1:], main, color="#1f77b4", width=0.6, label="main model")
+    ax.bar(x[1:], summ, bottom=main, color="#d62728", width=0.6, alpha=0.85, label="summarizer")
     for xi, v in zip(x, [raw, *total], strict=True):
         ax.annotate(
             f"${v:.4f}",
@@ -102,8 +102,8 @@ def plot_cost_per_call(
     head = title or "Cost per call by strategy (all transcripts, with prompt caching)"
     ax.set_title(_text(head + (f"\n{price_label}" if price_label else "")), fontfamily=fam, fontsize=10)
     ax.legend(loc="best", prop={"family": fam, "size": 8.5}, framealpha=0.85)
-    if ax.figure is fig and len(names) > 3:
-        fig.subplots_adjust(bottom=0.28)
+    if own:
+        _fit_margins(fig, ax)
     return fig
 
 
