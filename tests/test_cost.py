@@ -102,6 +102,20 @@ def test_the_common_prefix_alone_prices_like_the_segments() -> None:
     assert price_run(by_number, OPENAI) == price_run(by_segments, OPENAI)
 
 
+def test_a_common_prefix_shorter_than_the_previous_request_is_read() -> None:
+    # the previous request (3,000 tokens) is cached whole; this one repeats its first 2,100
+    calls = [CallTokens(3000, common_prefix_tokens=0), CallTokens(2500, common_prefix_tokens=2100)]
+    assert price_run(calls, OPENAI)[1].cache_read_tokens == 2048
+    # explicit caching wrote only up to the breakpoint the next call repeats, so it reads it all
+    assert price_run(calls, ANTHROPIC)[1].cache_read_tokens == 2100
+    # with the breakpoint at the end of the request, the entry (3,000 tokens) is not repeated
+    assert price_run(calls, ANTHROPIC, breakpoint="last")[1].cache_read_tokens == 0
+
+
+def test_an_empty_request_is_uncached() -> None:
+    assert price_run([CallTokens(0, 5, segments=())], ANTHROPIC)[0].total_usd == pytest.approx(5 * 15.0 / M)
+
+
 def test_an_entry_older_than_the_lifetime_is_not_read() -> None:
     calls = [call(("p", 4096), time=0.0), call(("p", 4096), ("q", 1), time=400.0)]
     assert price_run(calls, OPENAI)[1].cache_read_tokens == 0

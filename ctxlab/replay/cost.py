@@ -232,6 +232,8 @@ class PromptCache:
     def _charge_segments(
         self, call: CallTokens, segments: Segments, write_to: int | None, family: str
     ) -> CallCost:
+        if not segments:
+            return self._cost(call, 0, 0)
         hashes, cum = _chain(segments)
         now = call.time
         if family == "explicit":
@@ -266,12 +268,12 @@ class PromptCache:
     def _charge_chain(self, call: CallTokens, common: int, write_to: int | None, family: str) -> CallCost:
         now = call.time
         common = min(common, call.input_tokens)
-        # entries are prefixes of the previous call of this kind: those within the shared part
-        # are prefixes of this call too
-        entries = [e for e in self._chains.get(call.kind, []) if e.tokens <= common]
-        alive = [e for e in entries if self._alive(e, now)]
-        hit = max(alive, key=lambda e: e.tokens, default=None)
+        alive = [e for e in self._chains.get(call.kind, []) if self._alive(e, now)]
         if family == "explicit":
+            # entries end at earlier breakpoints of this kind's calls, all prefixes of the previous
+            # call: those within the part this call shares with it are prefixes of this call too
+            alive = [e for e in alive if e.tokens <= common]
+            hit = max(alive, key=lambda e: e.tokens, default=None)
             read = hit.tokens if hit is not None else 0
             if hit is not None:
                 hit.last_used = now
@@ -282,7 +284,8 @@ class PromptCache:
                 alive.append(_Entry(bp, now))
             self._chains[call.kind] = alive  # expired entries never come back
             return self._cost(call, read, write)
-        matched = min(hit.tokens, common) if hit is not None else 0
+        # the previous request is cached whole: this call reads what it shares with it
+        matched = max((min(e.tokens, common) for e in alive), default=0)
         self._chains[call.kind] = [_Entry(call.input_tokens, now)]
         return self._cost(call, self._countable(matched), 0)
 
