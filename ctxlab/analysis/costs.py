@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
-from ctxlab.analysis.plotting import _families, _fit_margins, _new_axes, _save, _text
+from ctxlab.analysis.plotting.figures import save_png
+from ctxlab.analysis.plotting.style import fit_margins, font_families, label_text, new_axes
 from ctxlab.replay.table import strategy_totals
 
 if TYPE_CHECKING:
@@ -72,8 +73,8 @@ def plot_cost_per_call(
     raw_sum = calls["raw_cost_usd"].sum() if calls.height else 0.0
     raw = float(raw_sum or 0.0) / max(calls.height, 1)
     own = ax is None
-    fig, ax = _new_axes(ax, (max(5.0, 1.3 * (len(names) + 1) + 2.5), 4.4))
-    fam = _families()
+    fig, ax = new_axes(ax, (max(5.0, 1.3 * (len(names) + 1) + 2.5), 4.4))
+    fam = font_families()
     x = list(range(len(names) + 1))
     ax.bar([0], [raw], color="#bbbbbb", width=0.6, hatch="//", edgecolor="#555555", label="no compression")
     ax.bar(x[1:], main, color="#1f77b4", width=0.6, label="main model")
@@ -88,7 +89,7 @@ def plot_cost_per_call(
             fontsize=8.5,
             fontfamily=fam,
         )
-    labels = [_text("no compression"), *(_text(n) for n in names)]
+    labels = [label_text("no compression"), *(label_text(n) for n in names)]
     ax.set_xticks(
         x,
         labels,
@@ -100,10 +101,10 @@ def plot_cost_per_call(
     ax.set_ylim(0, max([raw, *total, 1e-9]) * 1.2)
     ax.grid(True, axis="y", alpha=0.3, linewidth=0.6)
     head = title or "Cost per call by strategy (all transcripts, with prompt caching)"
-    ax.set_title(_text(head + (f"\n{price_label}" if price_label else "")), fontfamily=fam, fontsize=10)
+    ax.set_title(label_text(head + (f"\n{price_label}" if price_label else "")), fontfamily=fam, fontsize=10)
     ax.legend(loc="best", prop={"family": fam, "size": 8.5}, framealpha=0.85)
     if own:
-        _fit_margins(fig, ax)
+        fit_margins(fig, ax)
     return fig
 
 
@@ -115,4 +116,4 @@ def write_cost_figure(
         return None
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    return _save(plot_cost_per_call(calls, price_label=price_label), out / COST_FIGURE)
+    return save_png(plot_cost_per_call(calls, price_label=price_label), out / COST_FIGURE)
