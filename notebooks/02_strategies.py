@@ -158,6 +158,77 @@ save_figure(fig, "nb02_strategies")
 fig
 
 # %% [markdown]
+# ## What it costs, and what each summary kept
+#
+# Tokens saved is not what a run costs. Providers cache the prefix a request shares with earlier
+# ones and bill it at a discount (`ctxlab.replay.cost`): a strategy that rewrites the start of
+# its view every call loses that discount, and with explicit caching (Anthropic) it pays the
+# cache-write premium again and again. Each call is priced with the provider family's caching
+# rule against the cache the run's earlier calls left, the summarizer's calls included (as
+# uncached calls); `raw_cost_usd` is the uncompressed requests under the same caching, the
+# reference to beat. The price row (`--price-model`, default Claude Sonnet 4.5) is named with
+# the day its figures were read and their source; `ctxlab/replay/prices.toml` has the others.
+#
+# A summary can also drop what the agent needs later. *Needed recall* (`ctxlab.replay.fidelity`):
+# of the identifiers (paths, names, error types, numbers) that later assistant turns used and
+# that stood only in the span an L2 round summarized, the share the summary carried. *Span
+# recall* is the same share over every identifier of the span. Both are pooled over a strategy's
+# rounds; strategies without L2 rounds have none.
+
+# %%
+from ctxlab.analysis.costs import cost_table, plot_cost_per_call
+
+price = result.price
+print(price.label())
+print(price.note)
+cost_table(calls)
+
+# %%
+fig = plot_cost_per_call(calls, price_label=f"{price.key}, prices as of {price.as_of}")
+save_figure(fig, "nb02_cost")
+fig
+
+# %% [markdown]
+# ### Summary fidelity round by round
+#
+# One row per L2 round (as in `summaries.jsonl`), with the needed identifiers the summary
+# dropped. The offline structured summarizer keeps paths and names it finds in the messages it
+# summarizes; a real model (`summarizer_model=`) is measured the same way.
+
+# %%
+rounds = pl.DataFrame(
+    [
+        {
+            "strategy": s["strategy"],
+            "transcript": s["transcript"],
+            "call": s["call_index"],
+            "span_recall": s.get("span_recall"),
+            "needed": s.get("needed_identifiers"),
+            "needed_recall": s.get("needed_recall"),
+            "dropped": ", ".join((s.get("dropped") or [])[:6]),
+        }
+        for s in result.summaries
+    ],
+    schema={
+        "strategy": pl.String,
+        "transcript": pl.String,
+        "call": pl.Int64,
+        "span_recall": pl.Float64,
+        "needed": pl.Int64,
+        "needed_recall": pl.Float64,
+        "dropped": pl.String,
+    },
+)
+rounds.group_by("strategy", maintain_order=True).agg(
+    pl.len().alias("rounds"),
+    pl.col("span_recall").mean().alias("mean_span_recall"),
+    pl.col("needed_recall").mean().alias("mean_needed_recall"),
+)
+
+# %%
+rounds.sort("strategy", "transcript", "call").head(20)
+
+# %% [markdown]
 # ## Sweep: `summary_l2_trigger_ratio`
 #
 # T2 = T × `summary_l2_trigger_ratio` decides when the L1-trimmed view goes on to L2. A low ratio

@@ -53,6 +53,9 @@ def test_replay_end_to_end_on_real_transcripts(shared: Path, tmp_path: Path) -> 
     # the terminal summary table
     assert "session-ses_434e.md" in proc.stdout and "katy.traj" in proc.stdout
     assert "saving %" in proc.stdout and "T = 8,192 tokens" in proc.stdout
+    # cost per strategy, naming the price row and its date, and needed recall
+    assert "prices: anthropic:claude-sonnet-4-5 as of 2026-12-01" in proc.stdout
+    assert "needed recall" in proc.stdout and "cost $" in proc.stdout
     calls = pl.read_parquet(out / "calls.parquet")
     assert calls.columns == list(CALL_COLUMNS)
     assert sorted(calls["transcript"].unique()) == ["katy.traj", "session-ses_434e.md"]
@@ -70,6 +73,7 @@ def test_replay_end_to_end_on_real_transcripts(shared: Path, tmp_path: Path) -> 
     assert pngs == [
         "budget/katy.traj__ars.png",
         "budget/session-ses_434e.md__ars.png",
+        "cost_per_call.png",
         "saving_by_strategy.png",
     ]
     for p in pngs:
@@ -112,6 +116,41 @@ def test_compare_two_strategies(shared: Path, tmp_path: Path) -> None:
     assert "L2" not in calls.filter(pl.col("strategy") == "never-cut")["level"].to_list()
     assert (out / "figures" / "strategies" / "session-ses_434e.md.png").is_file()
     assert "per strategy, all transcripts" in proc.stdout
+
+
+def test_price_model_and_price_file(shared: Path, tmp_path: Path, capsys) -> None:
+    out = tmp_path / "o"
+    args = ["replay", str(OPENCODE), "--out", str(out), "--limit-calls", "4", "--no-figures", "--no-progress"]
+    assert main([*args, "--price-model", "openai:gpt-4.1"]) == 0
+    assert "prices: openai:gpt-4.1 as of" in capsys.readouterr().out
+    gpt = pl.read_parquet(out / "calls.parquet")
+    # a user's file with one row at twice the prices: every cost doubles
+    prices = tmp_path / "prices.toml"
+    prices.write_text(
+        '[[prices]]\nprovider = "mine"\nmodel = "double"\ncaching = "automatic"\ninput = 4.0\n'
+        "cached_input = 1.0\noutput = 16.0\nmin_prefix_tokens = 1024\ngranularity_tokens = 128\n"
+        'as_of = 2026-11-30\nsource = "https://example.com"\n',
+        encoding="utf-8",
+    )
+    assert main([*args, "--prices", str(prices), "--price-model", "mine:double"]) == 0
+    mine = pl.read_parquet(out / "calls.parquet")
+    assert mine["cost_usd"].to_list() == pytest.approx([2 * c for c in gpt["cost_usd"].to_list()])
+    assert "mine:double" in (out / "report.md").read_text(encoding="utf-8")
+
+
+def test_bad_price_file_or_row_exits_2(tmp_path: Path, capsys) -> None:
+    prices = tmp_path / "prices.toml"
+    prices.write_text(
+        '[[prices]]\nprovider = "a"\nmodel = "b"\ncaching = "none"\ninput = "x"\noutput = 1.0\n'
+        'as_of = 2026-11-30\nsource = "https://example.com"\n',
+        encoding="utf-8",
+    )
+    assert main(["replay", "x.json", "--prices", str(prices), "--price-model", "a:b"]) == 2
+    err = capsys.readouterr().err
+    assert f"{prices}: row 1: field 'input'" in err and "Traceback" not in err
+    assert main(["replay", "x.json", "--price-model", "nobody:nothing"]) == 2
+    err = capsys.readouterr().err
+    assert "no price row 'nobody:nothing'" in err and "openai:gpt-4.1" in err
 
 
 @pytest.mark.parametrize(

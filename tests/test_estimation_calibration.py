@@ -114,8 +114,19 @@ def test_the_estimate_is_the_weighted_sum_of_the_features(by_class):
 
 
 def test_a_base64_blob_inside_a_long_text_is_weighed_as_base64(by_class, enc):
-    prose = "\n\n".join(t for t, _ in by_class["prose"][:40])
-    blob = "".join(t.replace("\n", "") for t, _ in by_class["base64"][:20])
+    # enough samples of each class for blocks over 16,000 characters (sample lengths vary by set)
+    prose = _joined((t for t, _ in by_class["prose"]), "\n\n", 16_001)
+    blob = _joined((t.replace("\n", "") for t, _ in by_class["base64"]), "", 16_001)
     assert len(prose) > 16_000 and len(blob) > 16_000
     text = prose + "\n" + blob + "\n" + prose
     assert estimate_text_tokens(text) == pytest.approx(cl100k(enc, text), rel=TOLERANCE)
+
+
+def _joined(texts, sep: str, at_least: int) -> str:
+    """The first texts joined with ``sep`` until the result has ``at_least`` characters."""
+    out: list[str] = []
+    for text in texts:
+        out.append(text)
+        if len(sep.join(out)) >= at_least:
+            break
+    return sep.join(out)

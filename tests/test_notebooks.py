@@ -32,7 +32,7 @@ MAX_SECONDS = 300
 #: notebooks that must export at least these figures when CTXLAB_FIGURES_DIR is set
 EXPECTED_FIGURES = {
     "01_token_budget": ["nb01_budget_defaults", "nb01_budget", "nb01_budget_sample"],
-    "02_strategies": ["nb02_savings", "nb02_strategies", "nb02_sweep"],
+    "02_strategies": ["nb02_savings", "nb02_strategies", "nb02_cost", "nb02_sweep"],
     "03_write_a_plugin": ["nb03_plugin", "nb03_savings"],
 }
 pytestmark = pytest.mark.slow

@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from ctxlab.core.events import EVENT_ROW_KEYS, event_row
+from ctxlab.replay.cost import COST_DEFINITIONS
+from ctxlab.replay.fidelity import FIDELITY_DEFINITIONS
 from ctxlab.replay.metrics import METRIC_DEFINITIONS
 from ctxlab.replay.table import (
     CALLS_SCHEMA,
@@ -213,7 +215,9 @@ def _fmt(value: Any, column: str = "") -> str:
             return ""
         if column.endswith("_pct"):
             return f"{value:.1f}"
-        if "share" in column or column.startswith("mean_retention"):
+        if column.endswith("_usd"):
+            return f"{value:.4f}"
+        if "share" in column or "recall" in column or column.startswith("mean_retention"):
             return f"{value:.3f}"
         if column.endswith("_ms"):
             return f"{value:.2f}"
@@ -259,6 +263,11 @@ def write_report(
         from ctxlab.analysis.plotting import write_figures
 
         figure_paths = write_figures(calls, summary, out / "figures", settings=result.settings)
+        from ctxlab.analysis.costs import write_cost_figure
+
+        cost_figure = write_cost_figure(calls, out / "figures", price_label=_price_line(result))
+        if cost_figure is not None:
+            figure_paths.append(cost_figure)
     report_path = out / "report.md"
     report_path.write_text(
         _report_markdown(result, calls, summary, totals, figure_paths, out, title, command), encoding="utf-8"
@@ -316,10 +325,12 @@ def _report_markdown(
         lines.append(markdown_table(summary))
     else:
         lines.append("Nothing was replayed.")
+    lines += ["", "## Cost and summary fidelity", ""]
+    lines += _cost_section(result, calls, out, figure_paths)
     lines += ["", "## Metric definitions", ""]
     lines.append("All token values are estimates in tokens by the measuring estimator.")
     lines.append("")
-    for name, text in METRIC_DEFINITIONS.items():
+    for name, text in {**METRIC_DEFINITIONS, **COST_DEFINITIONS, **FIDELITY_DEFINITIONS}.items():
         lines.append(f"- **{name}**: {text}.")
     lines += ["", "## Errors and skipped files", ""]
     if result.errors:
@@ -345,8 +356,39 @@ def _report_markdown(
         + ", ".join(f"`{c}`" for c in CALLS_SCHEMA)
         + ")",
         "- `summary.csv`: one row per transcript × strategy",
-        "- `summaries.jsonl`: the L2 summary texts (when any)",
+        "- `summaries.jsonl`: the L2 summary texts (when any), each with its round's fidelity "
+        "(span/needed identifiers, carried, recalls, the needed identifiers it dropped)",
         "- `files/`: offloaded tool results and conversation histories written by the middlewares",
         "",
     ]
     return "\n".join(lines)
+
+
+def _price_line(result: ReplayResult) -> str | None:
+    price = getattr(result, "price", None)
+    return f"{price.key}, prices as of {price.as_of}" if price is not None else None
+
+
+def _cost_section(
+    result: ReplayResult, calls: pl.DataFrame, out: Path, figure_paths: list[Path]
+) -> list[str]:
+    """The report's cost and fidelity section: the price row (with its date and source), the
+    per-strategy table and the cost figure."""
+    from ctxlab.analysis.costs import COST_FIGURE, cost_table
+
+    price = getattr(result, "price", None)
+    if price is None or calls.is_empty():
+        return ["No cost: nothing was replayed, or no price row was given."]
+    lines = [
+        f"Prices: **{price.key}** — {price.label()}." + (f" Note: {price.note}" if price.note else ""),
+        "",
+        "Costs are US dollars with that provider's prompt caching (definitions below); `no compression` "
+        "is the uncompressed request of every call under the same caching. Recalls are pooled over each "
+        "strategy's L2 rounds; per round they are in `summaries.jsonl`.",
+        "",
+        markdown_table(cost_table(calls)),
+    ]
+    figure = next((p for p in figure_paths if p.name == COST_FIGURE), None)
+    if figure is not None:
+        lines += ["", f"![cost per call]({figure.relative_to(out).as_posix()})"]
+    return lines

@@ -20,7 +20,7 @@ import argparse
 import json
 import sys
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -90,6 +90,16 @@ def _add_common(p: argparse.ArgumentParser) -> None:
         help="the measuring estimator for every token column (default: char-class)",
     )
     o.add_argument("--limit-calls", metavar="N", type=int, help="replay at most N model calls per transcript")
+    o.add_argument(
+        "--prices",
+        metavar="FILE",
+        help="price table (TOML, the fields of ctxlab/replay/prices.toml) replacing the shipped one",
+    )
+    o.add_argument(
+        "--price-model",
+        metavar="PROVIDER:MODEL",
+        help="the price row of the cost columns (default: anthropic:claude-sonnet-4-5)",
+    )
     o.add_argument("--plugins-dir", metavar="DIR", help="also load plugins from the .py files in DIR")
     o.add_argument("--no-figures", action="store_true", help="do not write PNG figures")
     o.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -296,6 +306,7 @@ def _run(args: argparse.Namespace, argv: Sequence[str]) -> int:
         formats = available_formats(pm)
         if args.format not in formats:
             raise CliError(f"--format {args.format}: unknown format; known: {', '.join(sorted(formats))}")
+    price = _price_row(args)
     _prepare_out(out)
     if args.measure == "tiktoken":
         try:
@@ -327,6 +338,7 @@ def _run(args: argparse.Namespace, argv: Sequence[str]) -> int:
         measure=args.measure,
         limit_calls=args.limit_calls,
         progress=not args.no_progress,
+        price_model=price,
     )
     written = write_report(result, out, figures=not args.no_figures, command="ctxlab " + " ".join(argv))
     _print_summary(result, strategy_totals(result.frame()), written, out)
@@ -334,6 +346,25 @@ def _run(args: argparse.Namespace, argv: Sequence[str]) -> int:
         print("ctxlab: error: nothing could be replayed", file=sys.stderr)
         return 1
     return 0
+
+
+def _price_row(args: argparse.Namespace) -> Any:
+    """The price row of ``--prices``/``--price-model``.
+
+    Raises:
+        CliError: an unreadable or invalid price file, or no such row.
+    """
+    from ctxlab.replay.prices import PriceTableError
+    from ctxlab.replay.run_measures import resolve_price
+
+    try:
+        return resolve_price(args.price_model, args.prices)
+    except PriceTableError as exc:
+        raise CliError(f"--prices: {exc}") from exc
+    except OSError as exc:
+        raise CliError(f"--prices {args.prices}: cannot read file: {exc.strerror or exc}") from exc
+    except KeyError as exc:
+        raise CliError(f"--price-model: {exc.args[0]}") from exc
 
 
 def _print_summary(result: Any, totals: Any, written: dict[str, Any], out: Path) -> None:
@@ -349,7 +380,7 @@ def _print_summary(result: Any, totals: Any, written: dict[str, Any], out: Path)
     summary = result.summary()
     limit = 40
     compact = console.width < 130
-    fields = [
+    fields: list[tuple[str, Callable[[dict[str, Any]], str]]] = [
         ("transcript", lambda r: _short(r["transcript"], 44)),
         ("strategy", lambda r: r["strategy"]),
         ("runs", lambda r: str(r["transcripts"])),
@@ -387,6 +418,7 @@ def _print_summary(result: Any, totals: Any, written: dict[str, Any], out: Path)
     if totals.height > 1 or summary.height > limit:
         names = [n for n, _ in fields if n not in ("transcript", "max view")]
         console.print(make("per strategy, all transcripts", totals, names))
+    _print_costs(console, result, totals)
     if result.errors:
         console.print(f"[bold yellow]{len(result.errors)} problem(s)[/bold yellow] (listed in report.md):")
         for e in result.errors[:20]:
@@ -396,6 +428,48 @@ def _print_summary(result: Any, totals: Any, written: dict[str, Any], out: Path)
     console.print(
         f"written to {out}: calls.parquet, summary.csv, report.md"
         + (f", {len(written['figures'])} figures" if written["figures"] else ""),
+        markup=False,
+    )
+
+
+def _print_costs(console: Any, result: Any, totals: Any) -> None:
+    """The cost and needed-recall table per strategy, under the price row named with its date."""
+    from rich.table import Table
+
+    price = getattr(result, "price", None)
+    if price is None or not totals.height:
+        return
+    table = Table(title="cost and summary fidelity per strategy", title_justify="left")
+    columns = (
+        "strategy",
+        "calls",
+        "L2",
+        "cost $",
+        "per call $",
+        "raw cost $",
+        "cost saving %",
+        "needed recall",
+    )
+    for name in columns:
+        table.add_column(name, justify="left" if name == "strategy" else "right", no_wrap=True)
+    for r in totals.iter_rows(named=True):
+        per_call = r["cost_usd"] / r["calls"] if r["cost_usd"] is not None and r["calls"] else None
+        table.add_row(
+            r["strategy"],
+            f"{r['calls']:,}",
+            str(r["l2_rounds"]),
+            _usd(r["cost_usd"]),
+            _usd(per_call),
+            _usd(r["raw_cost_usd"]),
+            _pct(r["cost_saving_pct"]),
+            _share(r["needed_recall"]),
+        )
+    console.print(table)
+    console.print(
+        f"prices: {price.key} as of {price.as_of} ({price.source}). cost $: US dollars with "
+        f"{price.caching} prompt caching, the summarizer's calls included; raw cost $: the uncompressed "
+        "requests under the same caching; needed recall: of the identifiers later turns used that stood "
+        "only in a summarized span, the share the summaries carried (pooled over the L2 rounds)",
         markup=False,
     )
 
@@ -410,6 +484,10 @@ def _pct(v: float | None) -> str:
 
 def _share(v: float | None) -> str:
     return "" if v is None else f"{v:.3f}"
+
+
+def _usd(v: float | None) -> str:
+    return "" if v is None else f"{v:.4f}"
 
 
 def _plugins(args: argparse.Namespace) -> int:

@@ -30,7 +30,9 @@ from ctxlab.core.builtin import StructuredSummarizer
 from ctxlab.core.middleware import CompressionMiddleware
 from ctxlab.core.settings import CompressionSettings
 from ctxlab.replay.metrics import make_measure
+from ctxlab.replay.prices import PriceRow, PriceTable
 from ctxlab.replay.result import ReplayIssue, ReplayResult
+from ctxlab.replay.run_measures import resolve_price
 from ctxlab.replay.runner import replay_one
 from ctxlab.replay.strategies import make_lab_manager
 from ctxlab.replay.strategies import strategies as registered_strategies
@@ -198,6 +200,8 @@ def replay(
     label: str | None = None,
     format: str | None = None,
     progress: bool = False,
+    price_model: str | PriceRow | None = None,
+    prices: str | Path | PriceTable | None = None,
 ) -> ReplayResult:
     """Replay one transcript through one strategy.
 
@@ -218,11 +222,17 @@ def replay(
         format: the transcript format name when ``transcript`` is a path.
         progress: show a progress bar over the calls.
 
+        price_model, prices: the price row of the cost columns, ``"provider:model"`` of the
+            ``prices`` file (default: the shipped table and its default row; see
+            :func:`ctxlab.replay.run_measures.resolve_price`).
+
     Raises:
-        KeyError: unknown strategy.  TranscriptError: the file cannot be loaded.
+        KeyError: unknown strategy or price row.  TranscriptError: the file cannot be loaded.
+        PriceTableError: an invalid price file.
         ValueError: the file holds several runs (use :func:`replay_many`).
     """
     settings = settings or CompressionSettings()
+    price = resolve_price(price_model, prices)
     if pm is None:
         pm = make_lab_manager(load_entrypoints=True)
     if not isinstance(transcript, Transcript):
@@ -249,6 +259,7 @@ def replay(
             limit_calls=limit_calls,
             keep_views=keep_views,
             on_call=bar.update,
+            price=price,
         )
     finally:
         bar.close()
@@ -277,6 +288,8 @@ def replay_many(
     limit_calls: int | None = None,
     keep_views: bool = False,
     progress: bool = True,
+    price_model: str | PriceRow | None = None,
+    prices: str | Path | PriceTable | None = None,
 ) -> ReplayResult:
     """Replay every transcript × strategy; a bad file or a failing run never stops the batch.
 
@@ -291,16 +304,19 @@ def replay_many(
             :func:`ctxlab.analysis.report.write_report`.
         format: the transcript format name (default: detected per file).
         progress: progress bars over the runs and the calls of the current run.
+        price_model, prices: the price row of the cost columns, as for :func:`replay`.
 
     Returns:
         A :class:`ReplayResult`; files that failed to load and runs that failed are in
         ``result.errors``.
 
     Raises:
-        KeyError: an unknown strategy name (checked before anything is replayed).
+        KeyError: an unknown strategy name or price row (checked before anything is replayed).
+        PriceTableError: an invalid price file.
     """
 
     settings = settings or CompressionSettings()
+    price = resolve_price(price_model, prices)
     if pm is None:
         pm = make_lab_manager(load_entrypoints=True)
     if isinstance(strategies, str):
@@ -316,7 +332,7 @@ def replay_many(
     paths: list[str | Path] = []
     for item in paths_or_transcripts:
         (transcripts if isinstance(item, Transcript) else paths).append(item)  # type: ignore[arg-type]
-    result = ReplayResult(settings=settings, measure=measure)
+    result = ReplayResult(settings=settings, measure=measure, price=price)
     if paths:
         loaded, load_errors = load_many(paths, format=format, pm=pm)
         transcripts.extend(loaded)
@@ -351,6 +367,7 @@ def replay_many(
                     limit_calls=limit_calls,
                     keep_views=keep_views,
                     on_call=inner.update,
+                    price=price,
                 )
                 result.extend(one)
             except Exception as exc:  # one failing run never stops the batch

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from ctxlab.core.settings import CompressionSettings
 from ctxlab.replay.metrics import RequestView
+from ctxlab.replay.prices import PriceRow
 from ctxlab.replay.table import calls_frame, summary_frame
 from ctxlab.transcripts.base import TranscriptError
 
@@ -55,7 +56,8 @@ class ReplayResult:
             call_index, path, bytes, first`` (``first``: the first call that offloaded it).
         errors: load and replay problems (:class:`ReplayIssue`).
         settings: the settings used; ``strategies``: the strategy names; ``measure``: the
-            measuring estimator; ``files_dir``: where offloads and histories were written.
+            measuring estimator; ``files_dir``: where offloads and histories were written;
+            ``price``: the price row of the cost columns (:mod:`ctxlab.replay.cost`).
     """
 
     rows: list[dict[str, Any]] = field(default_factory=list)
@@ -69,6 +71,7 @@ class ReplayResult:
     measure: str = "char-class"
     files_dir: Path | None = None
     sources: dict[str, str] = field(default_factory=dict)
+    price: PriceRow | None = None
 
     def extend(self, other: ReplayResult) -> None:
         """Append another result's rows, views, events, summaries, offloads and errors."""
@@ -79,6 +82,7 @@ class ReplayResult:
         self.offloads.extend(other.offloads)
         self.errors.extend(other.errors)
         self.sources.update(other.sources)
+        self.price = self.price or other.price
         for s in other.strategies:
             if s not in self.strategies:
                 self.strategies.append(s)

@@ -43,7 +43,9 @@ from ctxlab.replay.metrics import (
     view_parts,
 )
 from ctxlab.replay.models import ReplayModel
+from ctxlab.replay.prices import PriceRow
 from ctxlab.replay.result import ReplayResult
+from ctxlab.replay.run_measures import RunMeasures
 from ctxlab.replay.usage import SummarizerUsage, count_summarizer_usage
 
 if TYPE_CHECKING:
@@ -111,6 +113,7 @@ def replay_one(
     limit_calls: int | None,
     keep_views: bool,
     on_call: Callable[[], None] | None = None,
+    price: PriceRow | None = None,
 ) -> ReplayResult:
     """Replay ``transcript`` through ``mw``: one row per recorded model call.
 
@@ -123,12 +126,14 @@ def replay_one(
         limit_calls: replay at most this many model calls (``None``: all).
         keep_views: keep every request view in ``result.views``.
         on_call: called after each call (a progress bar).
+        price: the price row of the cost columns (:mod:`ctxlab.replay.cost`); ``None``: no cost
+            or fidelity measures.
 
     Raises:
         RuntimeError: the middleware answered a call without calling the model.
         Exception: whatever the middleware raises.
     """
-    result = ReplayResult(settings=settings, strategies=[strategy_name])
+    result = ReplayResult(settings=settings, strategies=[strategy_name], price=price)
     system, rest, offset = _split_system(transcript.messages)
     tools = list(transcript.tools or [])
     harness = ModelNodeHarness(
@@ -151,12 +156,16 @@ def replay_one(
     seen_offloads: set[str] = set()
     pending: list[BaseMessage] = []
     call_index = 0
+    # cost and summary fidelity (ctxlab.replay.run_measures): filled in when the run is over
+    run_measures = RunMeasures(price, measure, system=system, index=ids) if price is not None else None
+    arrived: list[BaseMessage] = []  # transcript messages added to the state since the last call
 
     for pos, original in enumerate(rest):
         if original.id is None:  # add_messages would give it a random id: make it stable
             original = original.model_copy(update={"id": f"{transcript.run_id}-{pos + offset}"})
         if not isinstance(original, AIMessage):
             pending.append(original)
+            arrived.append(original)
             raw_messages_tokens += measure.message_tokens(original)
             if not isinstance(original, SystemMessage):
                 earlier_idents |= ids.present(original)
@@ -190,6 +199,7 @@ def replay_one(
         view_tokens = sum(parts.values())
         keys = request_keys(view, key_cache)
         reusable = cache_reusable_tokens(prev_view, view, measure, previous_keys=prev_keys, current_keys=keys)
+        view_before = prev_view
         prev_view, prev_keys = view, keys
 
         completed = _completed(call.events)
@@ -197,6 +207,7 @@ def replay_one(
         summ = stats.get("summarizer") or {}
         level = (completed or {}).get("level") or "none"
         cutoff_index = (completed or {}).get("cutoff_index")
+        n_summaries = len(result.summaries)
         where = {"transcript": label, "strategy": strategy_name, "call_index": call_index}
         if completed is None and not is_ars:
             # a foreign middleware emits no event: its summarizer calls come from the callback
@@ -237,33 +248,44 @@ def replay_one(
             seen_offloads.add(p)
         result.events.extend({**e, **where} for e in call.events if isinstance(e, dict))
 
-        result.rows.append(
-            {
-                **where,
-                "message_index": pos + offset,
-                "raw_tokens": base_tokens + raw_messages_tokens,
-                "view_tokens": view_tokens,
-                **{f"view_{p}_tokens": parts[p] for p in VIEW_PARTS},
-                "view_messages": len(view.messages),
-                "level": level,
-                "cutoff_index": cutoff_index,
-                "state_cutoff_index": event_state.get("cutoff_index") if event_state else None,
-                "offloaded": len(stats.get("offloaded") or []),
-                "truncated_args": int(stats.get("truncated_args") or 0),
-                "summarizer_calls": int(summ.get("calls") or 0),
-                "summarizer_input_tokens": int(summ.get("input_tokens") or 0),
-                "summarizer_output_tokens": int(summ.get("output_tokens") or 0),
-                "summary_error": (completed or {}).get("error"),
-                "forced_by_overflow": bool((completed or {}).get("forced_by_overflow")),
-                "overhead_ms": max(0.0, call.seconds * 1000.0),
-                "cache_reusable_tokens": reusable,
-                "cache_reusable_share": reusable / view_tokens if view_tokens else None,
-                "retention": retention(original, earlier_idents, view.messages, index=ids),
-                "threshold": T,
-                "l2_threshold": T2,
-                "unmatched_tool_pairs": unmatched_tool_pairs(view.messages, answered),
-            }
-        )
+        row: dict[str, Any] = {
+            **where,
+            "message_index": pos + offset,
+            "raw_tokens": base_tokens + raw_messages_tokens,
+            "view_tokens": view_tokens,
+            **{f"view_{p}_tokens": parts[p] for p in VIEW_PARTS},
+            "view_messages": len(view.messages),
+            "level": level,
+            "cutoff_index": cutoff_index,
+            "state_cutoff_index": event_state.get("cutoff_index") if event_state else None,
+            "offloaded": len(stats.get("offloaded") or []),
+            "truncated_args": int(stats.get("truncated_args") or 0),
+            "summarizer_calls": int(summ.get("calls") or 0),
+            "summarizer_input_tokens": int(summ.get("input_tokens") or 0),
+            "summarizer_output_tokens": int(summ.get("output_tokens") or 0),
+            "summary_error": (completed or {}).get("error"),
+            "forced_by_overflow": bool((completed or {}).get("forced_by_overflow")),
+            "overhead_ms": max(0.0, call.seconds * 1000.0),
+            "cache_reusable_tokens": reusable,
+            "cache_reusable_share": reusable / view_tokens if view_tokens else None,
+            "retention": retention(original, earlier_idents, view.messages, index=ids),
+            "threshold": T,
+            "l2_threshold": T2,
+            "unmatched_tool_pairs": unmatched_tool_pairs(view.messages, answered),
+        }
+        result.rows.append(row)
+        if run_measures is not None:
+            run_measures.add_call(
+                row,
+                view,
+                original,
+                keys=keys,
+                previous_view=view_before,
+                arrived=arrived,
+                new_summaries=result.summaries[n_summaries:],
+                position=pos,
+            )
+        arrived = [original]
         if keep_views:
             result.views[(label, strategy_name, call_index)] = view
         if on_call is not None:
@@ -273,6 +295,8 @@ def replay_one(
         raw_messages_tokens += measure.message_tokens(original)
         earlier_idents |= ids.present(original)
         call_index += 1
+    if run_measures is not None:
+        run_measures.finish(rest)
     return result
 
 

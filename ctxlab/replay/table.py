@@ -2,7 +2,9 @@
 
 One row per model call (:data:`CALL_COLUMNS`, typed as :class:`CallRow`); ``summary.csv`` has
 one row per transcript × strategy (:data:`SUMMARY_COLUMNS`).  Token columns are estimates in
-tokens by the run's measuring estimator; ``overhead_ms`` is milliseconds of wall time.
+tokens by the run's measuring estimator; ``overhead_ms`` is milliseconds of wall time; ``*_usd``
+columns are US dollars under the run's price row (:mod:`ctxlab.replay.cost`); the fidelity counts
+are distinct identifiers (:mod:`ctxlab.replay.fidelity`).
 """
 
 from __future__ import annotations
@@ -49,6 +51,12 @@ class CallRow(TypedDict):
         retention: share of earlier identifiers still in the view (``None``: none mentioned).
         threshold, l2_threshold: T and T2 (tokens; ``None`` for a foreign middleware).
         unmatched_tool_pairs: broken tool pairs in the view (must be 0).
+        output_tokens: the recorded answer's tokens; cache_read_tokens, cache_write_tokens: the
+            input tokens read from / written to the provider's prompt cache (:mod:`ctxlab.replay.cost`).
+        cost_usd, summarizer_cost_usd, raw_cost_usd: the call's cost in USD with prompt caching,
+            its summarizer's, and the uncompressed request's (``None`` without a price row).
+        span_identifiers, span_carried, needed_identifiers, needed_carried: the L2 round's summary
+            fidelity counts (:mod:`ctxlab.replay.fidelity`; ``None`` without an L2 round).
     """
 
     transcript: str
@@ -80,6 +88,16 @@ class CallRow(TypedDict):
     threshold: int | None
     l2_threshold: float | None
     unmatched_tool_pairs: int
+    output_tokens: int | None
+    cache_read_tokens: int | None
+    cache_write_tokens: int | None
+    cost_usd: float | None
+    summarizer_cost_usd: float | None
+    raw_cost_usd: float | None
+    span_identifiers: int | None
+    span_carried: int | None
+    needed_identifiers: int | None
+    needed_carried: int | None
 
 
 #: polars schema of the per-call frame (also for an empty frame); its keys are :class:`CallRow`'s
@@ -109,6 +127,17 @@ CALLS_SCHEMA: dict[str, Any] = {
     "threshold": pl.Int64,
     "l2_threshold": pl.Float64,
     "unmatched_tool_pairs": pl.Int64,
+    # cost and summary fidelity (ctxlab.replay.run_measures)
+    "output_tokens": pl.Int64,
+    "cache_read_tokens": pl.Int64,
+    "cache_write_tokens": pl.Int64,
+    "cost_usd": pl.Float64,
+    "summarizer_cost_usd": pl.Float64,
+    "raw_cost_usd": pl.Float64,
+    "span_identifiers": pl.Int64,
+    "span_carried": pl.Int64,
+    "needed_identifiers": pl.Int64,
+    "needed_carried": pl.Int64,
 }
 
 #: columns of ``summary.csv``, one row per transcript × strategy
@@ -130,6 +159,12 @@ SUMMARY_COLUMNS = (
     "max_view_tokens",
     "max_raw_tokens",
     "unmatched_tool_pairs",
+    "cost_usd",
+    "summarizer_cost_usd",
+    "raw_cost_usd",
+    "cost_saving_pct",
+    "span_recall",
+    "needed_recall",
 )
 #: the totals of a group of calls: :data:`SUMMARY_COLUMNS` without ``transcript`` and ``strategy``
 TOTALS_COLUMNS = SUMMARY_COLUMNS[2:]
@@ -161,7 +196,37 @@ def _aggregations() -> list[pl.Expr]:
         pl.col("view_tokens").max().alias("max_view_tokens"),
         pl.col("raw_tokens").max().alias("max_raw_tokens"),
         pl.col("unmatched_tool_pairs").sum().alias("unmatched_tool_pairs"),
+        *_measure_aggregations(),
     ]
+
+
+def _sum_or_null(column: str) -> pl.Expr:
+    return pl.when(pl.col(column).is_not_null().any()).then(pl.col(column).sum()).otherwise(None)
+
+
+def _pooled(carried: str, identifiers: str) -> pl.Expr:
+    whole = pl.col(identifiers).sum()
+    return pl.when(whole > 0).then(pl.col(carried).sum() / whole).otherwise(None)
+
+
+def _measure_aggregations() -> list[pl.Expr]:
+    """Cost (the summarizer's included in ``cost_usd``) and pooled fidelity recalls."""
+    return [
+        (_sum_or_null("cost_usd") + pl.col("summarizer_cost_usd").fill_null(0.0).sum()).alias("cost_usd"),
+        _sum_or_null("summarizer_cost_usd").alias("summarizer_cost_usd"),
+        _sum_or_null("raw_cost_usd").alias("raw_cost_usd"),
+        _pooled("span_carried", "span_identifiers").alias("span_recall"),
+        _pooled("needed_carried", "needed_identifiers").alias("needed_recall"),
+    ]
+
+
+def _cost_saving() -> pl.Expr:
+    return (
+        pl.when(pl.col("raw_cost_usd") > 0)
+        .then(100.0 * (1.0 - pl.col("cost_usd") / pl.col("raw_cost_usd")))
+        .otherwise(None)
+        .alias("cost_saving_pct")
+    )
 
 
 def _saving() -> pl.Expr:
@@ -177,14 +242,17 @@ def summary_frame(calls: pl.DataFrame) -> pl.DataFrame:
     """One row per transcript × strategy (:data:`SUMMARY_COLUMNS`), in first-seen order.
 
     ``saving_pct`` = ``100 × (1 − sent_tokens_total / raw_tokens_total)``; means skip empty
-    values (``retention`` is empty where the assistant mentioned no earlier identifier).
+    values (``retention`` is empty where the assistant mentioned no earlier identifier);
+    ``cost_usd`` includes ``summarizer_cost_usd``; ``cost_saving_pct`` =
+    ``100 × (1 − cost_usd / raw_cost_usd)``; ``span_recall`` and ``needed_recall`` are pooled over
+    the L2 rounds (carried / identifiers; empty without identifiers).
     """
     if calls.is_empty():
         return pl.DataFrame(schema={c: pl.Float64 for c in SUMMARY_COLUMNS}).with_columns(
             pl.col("transcript").cast(pl.String), pl.col("strategy").cast(pl.String)
         )
     out = calls.group_by(["transcript", "strategy"], maintain_order=True).agg(_aggregations())
-    return out.with_columns(_saving()).select(SUMMARY_COLUMNS)
+    return out.with_columns(_saving(), _cost_saving()).select(SUMMARY_COLUMNS)
 
 
 def strategy_totals(calls: pl.DataFrame) -> pl.DataFrame:
@@ -194,7 +262,7 @@ def strategy_totals(calls: pl.DataFrame) -> pl.DataFrame:
     out = calls.group_by("strategy", maintain_order=True).agg(
         [pl.col("transcript").n_unique().alias("transcripts"), *_aggregations()]
     )
-    return out.with_columns(_saving()).select("strategy", "transcripts", *TOTALS_COLUMNS)
+    return out.with_columns(_saving(), _cost_saving()).select("strategy", "transcripts", *TOTALS_COLUMNS)
 
 
 #: the per-call row's columns, in order

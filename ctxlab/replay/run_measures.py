@@ -1,0 +1,233 @@
+"""Cost and summary fidelity of one replay run: collected call by call, filled in when the run ends.
+
+The replay engine makes one :class:`RunMeasures` per transcript × strategy, calls
+:meth:`RunMeasures.add_call` after each model call (with the row it appended, the request view and
+the recorded answer) and :meth:`RunMeasures.finish` once the run is over: costs need the whole
+run (an explicit breakpoint is placed where the *next* call stops repeating this one) and
+fidelity needs the turns that came after each L2 round.
+
+Columns it fills in each row (see :data:`RUN_MEASURE_COLUMNS`; definitions in
+:data:`ctxlab.replay.cost.COST_DEFINITIONS` and :data:`ctxlab.replay.fidelity.FIDELITY_DEFINITIONS`):
+``output_tokens``, ``cache_read_tokens``, ``cache_write_tokens``, ``cost_usd``,
+``summarizer_cost_usd``, ``raw_cost_usd`` and, on the calls with an L2 round, ``span_identifiers``,
+``span_carried``, ``needed_identifiers``, ``needed_carried``; each L2 summary record gets the
+round's :meth:`~ctxlab.replay.fidelity.RoundFidelity.as_dict`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from langchain_core.messages import BaseMessage
+
+from ctxlab.core.marks import is_summary_message
+from ctxlab.replay.cost import CallTokens, price_run, view_segments
+from ctxlab.replay.fidelity import summary_fidelity
+from ctxlab.replay.metrics import IdentifierIndex, RequestView, canonical_key
+from ctxlab.replay.prices import DEFAULT_PRICE_MODEL, PriceRow, PriceTable, load_prices
+
+if TYPE_CHECKING:
+    from ctxlab.core.estimation import EstimateCache
+
+__all__ = [
+    "COST_COLUMNS",
+    "FIDELITY_COLUMNS",
+    "RUN_MEASURE_COLUMNS",
+    "RunMeasures",
+    "resolve_price",
+    "summarized_span",
+]
+
+#: per-call cost columns (tokens, and US dollars)
+COST_COLUMNS = (
+    "output_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "cost_usd",
+    "summarizer_cost_usd",
+    "raw_cost_usd",
+)
+#: per-call fidelity columns (counts of distinct identifiers; empty on calls without an L2 round)
+FIDELITY_COLUMNS = ("span_identifiers", "span_carried", "needed_identifiers", "needed_carried")
+RUN_MEASURE_COLUMNS = COST_COLUMNS + FIDELITY_COLUMNS
+
+
+def resolve_price(
+    price_model: str | PriceRow | None = None, prices: str | Path | PriceTable | None = None
+) -> PriceRow:
+    """The price row to cost a replay with.
+
+    Args:
+        price_model: ``"provider:model"`` (a row of ``prices``), a :class:`PriceRow` (used as is),
+            or ``None`` for :data:`~ctxlab.replay.prices.DEFAULT_PRICE_MODEL`.
+        prices: a price file or a loaded table; ``None``: the shipped table.
+
+    Raises:
+        KeyError: no such row.  PriceTableError: an invalid price file.
+    """
+    if isinstance(price_model, PriceRow):
+        return price_model
+    table = prices if isinstance(prices, PriceTable) else load_prices(prices)
+    return table.get(price_model or DEFAULT_PRICE_MODEL)
+
+
+def _ident(message: BaseMessage) -> Any:
+    return ("id", message.id) if message.id else ("key", canonical_key(message))
+
+
+def summarized_span(
+    before: Sequence[BaseMessage], arrived: Sequence[BaseMessage], after: Sequence[BaseMessage]
+) -> list[BaseMessage]:
+    """The messages an L2 round replaced: those of the previous request's view (``before``) and
+    those that arrived since (``arrived``) that the view after the round (``after``) no longer
+    holds.  Messages are matched by id (by canonical content when they have none), so a message
+    an L1 step trimmed in place is kept, not summarized."""
+    kept = {_ident(m) for m in after}
+    out: list[BaseMessage] = []
+    seen: set[Any] = set()
+    for m in [*before, *arrived]:
+        key = _ident(m)
+        if key not in kept and key not in seen:
+            seen.add(key)
+            out.append(m)
+    return out
+
+
+@dataclass
+class _Round:
+    records: list[dict[str, Any]]
+    row: dict[str, Any]
+    span: list[BaseMessage]
+    kept: list[BaseMessage]
+    position: int
+
+
+class RunMeasures:
+    """Collects one run's calls and L2 rounds; :meth:`finish` fills the cost and fidelity columns.
+
+    Args:
+        price: the price row.
+        measure: the run's measuring estimator (tokens of the request parts and of the answers).
+        system: the system message of the run (available to every call, for fidelity).
+        index: the run's identifier cache (a fresh one when ``None``).
+        breakpoint: where explicit caching puts its breakpoint (:func:`ctxlab.replay.cost.price_run`).
+    """
+
+    def __init__(
+        self,
+        price: PriceRow,
+        measure: EstimateCache,
+        *,
+        system: BaseMessage | None = None,
+        index: IdentifierIndex | None = None,
+        breakpoint: str = "reusable",
+    ) -> None:
+        self.price = price
+        self.measure = measure
+        self.system = system
+        self.index = index or IdentifierIndex()
+        self.breakpoint = breakpoint
+        self._rows: list[dict[str, Any]] = []
+        self._calls: list[CallTokens] = []
+        self._owners: list[tuple[dict[str, Any], str]] = []  # (row, "main" | "summarizer") per call
+        self._raw: list[CallTokens] = []
+        self._rounds: list[_Round] = []
+        self._originals: dict[Any, BaseMessage] = {}
+        self._last_position = -1
+
+    def add_call(
+        self,
+        row: dict[str, Any],
+        view: RequestView,
+        answer: BaseMessage,
+        *,
+        keys: Sequence[Any] | None = None,
+        previous_view: RequestView | None = None,
+        arrived: Sequence[BaseMessage] = (),
+        new_summaries: Sequence[dict[str, Any]] = (),
+        position: int = 0,
+    ) -> None:
+        """Record one model call.
+
+        Args:
+            row: the call's row (``view_tokens``, ``raw_tokens`` and the ``summarizer_*`` counts are
+                read; the measure columns are written by :meth:`finish`).
+            view: what the model received.
+            answer: the recorded answer (its tokens are the call's output tokens).
+            keys: the view's :func:`~ctxlab.replay.metrics.request_keys`, when computed already.
+            previous_view: the previous call's view (``None`` for the first call).
+            arrived: the transcript messages added to the state since the previous call (its
+                recorded answer first).
+            new_summaries: the summary records this call's L2 round(s) appended.
+            position: the answer's index in the transcript's messages after the system message.
+        """
+        for column in RUN_MEASURE_COLUMNS:
+            row.setdefault(column, None)
+        for m in arrived:
+            if m.id:
+                self._originals[("id", m.id)] = m
+        out_tokens = self.measure.message_tokens(answer)
+        row["output_tokens"] = out_tokens
+        if int(row.get("summarizer_calls") or 0) > 0:
+            summ = CallTokens(
+                int(row.get("summarizer_input_tokens") or 0),
+                int(row.get("summarizer_output_tokens") or 0),
+                kind="summarizer",
+            )
+            self._calls.append(summ)
+            self._owners.append((row, "summarizer"))
+        segments = view_segments(view, self.measure, keys)
+        self._calls.append(CallTokens(int(row["view_tokens"]), out_tokens, segments=segments))
+        self._owners.append((row, "main"))
+        previous_raw = self._raw[-1].input_tokens if self._raw else 0
+        self._raw.append(CallTokens(int(row["raw_tokens"]), out_tokens, common_prefix_tokens=previous_raw))
+        self._rows.append(row)
+        self._last_position = max(self._last_position, position)
+        if new_summaries:
+            before = previous_view.messages if previous_view is not None else []
+            span = [
+                self._originals.get(_ident(m), m) for m in summarized_span(before, arrived, view.messages)
+            ]
+            kept = [m for m in view.messages if not is_summary_message(m)]
+            self._rounds.append(_Round(list(new_summaries), row, span, kept, position))
+
+    def finish(self, messages: Sequence[BaseMessage]) -> None:
+        """Price the run and measure each round's fidelity; fills the rows and summary records.
+
+        Args:
+            messages: the transcript's messages after the system message (the positions given to
+                :meth:`add_call` index into it); only those up to the last replayed call count
+                as later turns.
+        """
+        for row in self._rows:
+            row.update(cache_read_tokens=0, cache_write_tokens=0, cost_usd=0.0, summarizer_cost_usd=0.0)
+        for (row, kind), cost in zip(
+            self._owners, price_run(self._calls, self.price, breakpoint=self.breakpoint), strict=True
+        ):
+            if kind == "summarizer":
+                row["summarizer_cost_usd"] += cost.total_usd
+            else:
+                row["cost_usd"] += cost.total_usd
+                row["cache_read_tokens"] += cost.cache_read_tokens
+                row["cache_write_tokens"] += cost.cache_write_tokens
+        for row, cost in zip(
+            self._rows, price_run(self._raw, self.price, breakpoint=self.breakpoint), strict=True
+        ):
+            row["raw_cost_usd"] = cost.total_usd
+        replayed = list(messages[: self._last_position + 1])
+        for r in self._rounds:
+            for record in r.records:
+                fid = summary_fidelity(
+                    r.span,
+                    str(record.get("text") or ""),
+                    kept=r.kept,
+                    later=replayed[r.position :],
+                    system=self.system,
+                    index=self.index,
+                )
+                record.update(fid.as_dict())
+                for column in FIDELITY_COLUMNS:
+                    r.row[column] = int(r.row.get(column) or 0) + int(getattr(fid, column))
