@@ -114,6 +114,15 @@ class PaperFindings:
 PAPER = PaperFindings()
 
 Measure = str | Callable[[BaseMessage], int]
+#: the columns of :func:`observation_shares`, in order
+SHARE_SCHEMA: dict[str, Any] = {
+    **dict.fromkeys(("agent", "transcript", "model"), pl.String),
+    **dict.fromkeys(
+        ("calls", "observations", "observation_tokens", "assistant_tokens", "other_tokens"), pl.Int64
+    ),
+    **dict.fromkeys(("turn_share", "total_share", "context_share"), pl.Float64),
+    **dict.fromkeys(("context_observation_tokens", "context_tokens"), pl.Int64),
+}
 
 
 def agent_name(transcript: Transcript) -> str:
@@ -190,39 +199,13 @@ def observation_shares(transcripts: Any, *, measure: Measure = "tiktoken", pm: A
                 asst += tokens
             else:
                 other += tokens
-        rows.append(
-            {
-                "agent": agent_name(t),
-                "transcript": label,
-                "model": t.model,
-                "calls": calls,
-                "observations": n_obs,
-                "observation_tokens": obs,
-                "assistant_tokens": asst,
-                "other_tokens": other,
-                "turn_share": obs / (obs + asst) if obs + asst else None,
-                "total_share": obs / (obs + asst + other) if obs + asst + other else None,
-                "context_share": ctx_obs / ctx_all if ctx_all else None,
-                "context_observation_tokens": ctx_obs,
-                "context_tokens": ctx_all,
-            }
-        )
-    schema = {
-        "agent": pl.String,
-        "transcript": pl.String,
-        "model": pl.String,
-        "calls": pl.Int64,
-        "observations": pl.Int64,
-        "observation_tokens": pl.Int64,
-        "assistant_tokens": pl.Int64,
-        "other_tokens": pl.Int64,
-        "turn_share": pl.Float64,
-        "total_share": pl.Float64,
-        "context_share": pl.Float64,
-        "context_observation_tokens": pl.Int64,
-        "context_tokens": pl.Int64,
-    }
-    return pl.DataFrame(rows, schema=schema)
+        total = obs + asst + other
+        rows.append((
+            agent_name(t), label, t.model, calls, n_obs, obs, asst, other,
+            obs / (obs + asst) if obs + asst else None, obs / total if total else None,
+            ctx_obs / ctx_all if ctx_all else None, ctx_obs, ctx_all,
+        ))  # fmt: skip
+    return pl.DataFrame(rows, schema=SHARE_SCHEMA, orient="row")
 
 
 def share_by_agent(shares: pl.DataFrame) -> pl.DataFrame:
@@ -348,55 +331,36 @@ def compare_with_paper(by_agent: pl.DataFrame, savings: pl.DataFrame | None = No
         ``finding``, ``paper`` (``None`` where the paper has no such number), ``ctxlab``, ``unit``
         (``"%"``, or ``"pp"`` for a difference of two savings in percentage points), ``note``.
     """
-    rows: list[dict[str, Any]] = []
+    rows: list[tuple[str, float | None, float | None, str, str]] = []
     for r in by_agent.iter_rows(named=True):
-        rows.append(
-            {
-                "finding": f"observation share of agent-turn tokens, {r['agent']}",
-                "paper": PAPER.observation_share_pct,
-                "ctxlab": r["turn_share_pct"],
-                "unit": "%",
-                "note": f"{r['runs']} runs, median run {_pct(r['median_run_pct'])}; "
-                f"share of all request tokens {_pct(r['context_share_pct'])}",
-            }
-        )
+        note = f"{r['runs']} runs, median run {_pct(r['median_run_pct'])}; "
+        note += f"share of all request tokens {_pct(r['context_share_pct'])}"
+        finding = f"observation share of agent-turn tokens, {r['agent']}"
+        rows.append((finding, PAPER.observation_share_pct, r["turn_share_pct"], "%", note))
     if savings is not None and not savings.is_empty():
         overall = savings.filter(
             pl.col("agent") == ("all" if "all" in savings["agent"] else savings["agent"][0])
         )
         by_name = {r["strategy"]: r for r in overall.iter_rows(named=True)}
         for name, r in by_name.items():
-            rows.append(
-                {
-                    "finding": f"saving vs raw, {name}",
-                    "paper": r["paper_saving_pct"],
-                    "ctxlab": r["saving_pct"],
-                    "unit": "%",
-                    "note": f"{r['runs']} runs; with summarizer tokens {_pct(r['cost_saving_pct'])}",
-                }
-            )
+            note = f"{r['runs']} runs; with summarizer tokens {_pct(r['cost_saving_pct'])}"
+            rows.append((f"saving vs raw, {name}", r["paper_saving_pct"], r["saving_pct"], "%", note))
         masked = by_name.get("masking")
         for name in SUMMARY_STRATEGIES:
             if masked is not None and name in by_name:
+                paper = PAPER.masking_saving_pct - PAPER.summary_saving_pct
+                ours = masked["saving_pct"] - by_name[name]["saving_pct"]
                 rows.append(
-                    {
-                        "finding": f"masking's saving minus {name}'s",
-                        "paper": PAPER.masking_saving_pct - PAPER.summary_saving_pct,
-                        "ctxlab": masked["saving_pct"] - by_name[name]["saving_pct"],
-                        "unit": "pp",
-                        "note": "positive: masking saves more",
-                    }
+                    (f"masking's saving minus {name}'s", paper, ours, "pp", "positive: masking saves more")
                 )
-    return pl.DataFrame(
-        rows,
-        schema={
-            "finding": pl.String,
-            "paper": pl.Float64,
-            "ctxlab": pl.Float64,
-            "unit": pl.String,
-            "note": pl.String,
-        },
-    )
+    schema = {
+        "finding": pl.String,
+        "paper": pl.Float64,
+        "ctxlab": pl.Float64,
+        "unit": pl.String,
+        "note": pl.String,
+    }
+    return pl.DataFrame(rows, schema=schema, orient="row")
 
 
 def _pct(v: float | None) -> str:
