@@ -61,5 +61,9 @@ lint: setup ## ruff check, ruff format --check, the import contracts (lint-impor
 bench: setup ## the estimator/strategy benchmarks -> docs/benchmarks.md
 	$(VENV)/bin/ctxlab bench
 
-lab: setup ## JupyterLab on notebooks/
-	$(VENV)/bin/jupyter lab --notebook-dir=notebooks
+# As root (containers) JupyterLab refuses to start without --allow-root. The URL to open, with its
+# token, is printed by JupyterLab ("http://localhost:8888/lab?token=...").
+lab: setup ## JupyterLab on notebooks/ (--allow-root as root); open the URL it prints
+	@flags=""; if [ "$$(id -u)" = 0 ]; then flags="--allow-root"; fi; \
+	echo "make lab: starting JupyterLab on notebooks/ $$flags; open the http://localhost:...?token=... URL it prints"; \
+	$(VENV)/bin/jupyter lab --notebook-dir=notebooks $$flags

@@ -7,7 +7,11 @@
 * each notebook executes without error in a fresh kernel (nbclient) with ``CI=true`` (the small
   size) and ``MPLBACKEND=Agg``, within a few minutes; the time is recorded: ``record_property``
   ``duration_s`` (JUnit XML), printed (``-rA`` / ``-s``), and kept in the pytest cache
-  (``pytest --cache-show 'ctxlab/*/*'``).
+  (``pytest --cache-show 'ctxlab/*/*'``);
+* every figure it shows is an ``image/png`` output (``Agg`` has no inline display of its own:
+  ``ctxlab.analysis`` registers the PNG formatter), decoded and checked to be a real picture
+  (large enough, many colours, not blank), and no output is a bare ``<Figure ...>`` text; the
+  explorer's output carries its chart as PNG next to the widget view.
 
 Figures are exported during the run (``CTXLAB_FIGURES_DIR`` points at a temporary folder) so
 that the export path is exercised too.  These tests never skip: missing shared data is a failure.
@@ -15,6 +19,8 @@ that the export path is exercised too.  These tests never skip: missing shared d
 
 from __future__ import annotations
 
+import base64
+import io
 import os
 import time
 from pathlib import Path
@@ -23,6 +29,7 @@ import jupytext
 import nbformat
 import pytest
 from nbclient import NotebookClient
+from PIL import Image
 
 ROOT = Path(__file__).resolve().parents[1]
 NB_DIR = ROOT / "notebooks"
@@ -34,7 +41,17 @@ EXPECTED_FIGURES = {
     "01_token_budget": ["nb01_budget_defaults", "nb01_budget", "nb01_budget_sample"],
     "02_strategies": ["nb02_savings", "nb02_strategies", "nb02_cost", "nb02_sweep"],
     "03_write_a_plugin": ["nb03_plugin", "nb03_savings"],
+    "05_findings": ["nb05_findings"],
 }
+#: figures each notebook shows inline (image/png outputs; 01's last one is the explorer)
+SHOWN_FIGURES = {
+    "01_token_budget": 4,
+    "02_strategies": 3,
+    "03_write_a_plugin": 2,
+    "04_agent_prototype": 0,
+    "05_findings": 1,
+}
+WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 pytestmark = pytest.mark.slow
 
 
@@ -46,13 +63,8 @@ def _cells(nb: nbformat.NotebookNode) -> list[tuple[str, str, tuple[str, ...]]]:
     return [(c.cell_type, c.source.strip(), tuple(c.get("metadata", {}).get("tags", []))) for c in nb.cells]
 
 
-def test_the_four_notebooks_exist() -> None:
-    assert [p.stem for p in NOTEBOOKS] == [
-        "01_token_budget",
-        "02_strategies",
-        "03_write_a_plugin",
-        "04_agent_prototype",
-    ]
+def test_the_notebooks_exist() -> None:
+    assert [p.stem for p in NOTEBOOKS] == list(SHOWN_FIGURES)
     assert (NB_DIR / "jupytext.toml").is_file(), "pairing is configured in notebooks/jupytext.toml"
     config = (NB_DIR / "jupytext.toml").read_text(encoding="utf-8")
     assert "py:percent" in config and "ipynb" in config
@@ -119,12 +131,68 @@ def test_notebook_executes(
     errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
     assert not errors
     assert seconds < MAX_SECONDS, f"{py.stem} took {seconds:.0f} s under CI=true (limit {MAX_SECONDS} s)"
+    shown = _shown_figures(nb, py.stem)
+    assert len(shown) == SHOWN_FIGURES[py.stem], f"{py.stem} shows {len(shown)} figures: {shown}"
     for name in EXPECTED_FIGURES.get(py.stem, []):
         png = figures / f"{name}.png"
         assert png.is_file() and png.stat().st_size > 5_000, f"{py.stem} did not export {png.name}"
     cache = getattr(request.config, "cache", None)  # absent with -p no:cacheprovider
     if cache is not None:  # `pytest --cache-show "ctxlab/*/*"` lists the last timings
         cache.set(f"ctxlab/notebook_seconds/{py.stem}", round(seconds, 1))
+
+
+def check_png(data: str, where: str) -> tuple[int, int]:
+    """Decode a base64 ``image/png`` output and check it is a real chart; returns its size in pixels.
+
+    A chart is at least 300 x 200 pixels, has more than 16 distinct colours (lines, fills and
+    anti-aliased text) and at least 2 % of its pixels are not near-white.
+    """
+    img = Image.open(io.BytesIO(base64.b64decode(data)))
+    assert img.format == "PNG", f"{where}: not a PNG"
+    w, h = img.size
+    assert w >= 300 and h >= 200, f"{where}: {w}x{h} pixels is too small for a chart"
+    rgb = img.convert("RGB")
+    colours = rgb.getcolors(maxcolors=1 << 16)
+    assert colours is None or len(colours) > 16, f"{where}: only {len(colours or [])} colours"
+    grey = rgb.convert("L").histogram()
+    inked = sum(grey[:240]) / (w * h)
+    assert inked > 0.02, f"{where}: blank ({inked:.1%} of the pixels are not white)"
+    return w, h
+
+
+def _shown_figures(nb: nbformat.NotebookNode, stem: str) -> list[str]:
+    """Check every figure output of an executed notebook; returns ``cell <i>: <w>x<h>`` per PNG."""
+    shown = []
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type != "code":
+            continue
+        for out in cell.outputs:
+            data = out.get("data", {})
+            text = data.get("text/plain", "")
+            if isinstance(text, list):
+                text = "".join(text)
+            if text.startswith("<Figure size") or "BudgetExplorer(" in text:
+                assert "image/png" in data, f"{stem} cell {i} shows a figure as text only: {text[:60]!r}"
+            if "BudgetExplorer(" in text:
+                assert WIDGET_MIME in data, f"{stem} cell {i}: the explorer has no widget view"
+            if "image/png" in data:
+                w, h = check_png(data["image/png"], f"{stem} cell {i}")
+                shown.append(f"cell {i}: {w}x{h}")
+    return shown
+
+
+def test_check_png_rejects_blank_and_tiny_images() -> None:
+    """The PNG check can fail: a white image and a tiny one are refused."""
+
+    def png(size: tuple[int, int], colour: str) -> str:
+        buf = io.BytesIO()
+        Image.new("RGB", size, colour).save(buf, format="PNG")
+        return base64.b64encode(buf.getvalue()).decode("ascii")
+
+    with pytest.raises(AssertionError, match="colours"):
+        check_png(png((800, 600), "white"), "white")
+    with pytest.raises(AssertionError, match="too small"):
+        check_png(png((40, 30), "black"), "tiny")
 
 
 def test_notebooks_do_not_set_up_their_own_env() -> None:

@@ -21,6 +21,10 @@ redrawn **in place**:
   widget, in red, and the previous chart and tables stay; warnings (a trigger ratio outside the
   recommended 0.1–1.0) are shown there in amber.
 
+Displayed, the explorer's output carries the chart as an ``image/png`` too (next to the widget
+view): JupyterLab draws the live widget, and a front-end without the widget (a static render of
+the saved notebook, an untrusted notebook, nbconvert) still shows the last chart.
+
 Replays are cached per (transcript, strategy, settings), so going back to a previous position
 is instant.  Everything is testable without a display: :meth:`BudgetExplorer.update` runs one
 update synchronously, and the controls can be changed programmatically (``ex.ratio.value = 0.2``).
@@ -28,6 +32,7 @@ update synchronously, and the controls can be changed programmatically (``ex.rat
 
 from __future__ import annotations
 
+import base64
 import html
 import io
 import os
@@ -231,6 +236,24 @@ class BudgetExplorer(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no
 
     def _on_change(self, change: Mapping[str, Any]) -> None:
         self.update()
+
+    def chart_png(self) -> bytes | None:
+        """The chart on show as PNG bytes (90 dpi), or ``None`` before the first update."""
+        if self.updates == 0:
+            return None
+        if isinstance(self.chart, widgets.Image) and self.chart.value:
+            return bytes(self.chart.value)
+        buf = io.BytesIO()
+        self.fig.savefig(buf, format="png", dpi=90)
+        return buf.getvalue()
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any] | None:
+        """The widget view plus the current chart as ``image/png`` (the static fallback)."""
+        data: dict[str, Any] | None = super()._repr_mimebundle_(**kwargs)
+        png = self.chart_png()
+        if data is not None and png:
+            data["image/png"] = base64.b64encode(png).decode("ascii")
+        return data
 
     # --- one update -----------------------------------------------------------------------------
 

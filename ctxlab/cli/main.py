@@ -6,6 +6,7 @@ Usage::
     ctxlab compare PATH [PATH ...] --strategies a,b,... [--out DIR] [settings and options]
     ctxlab plugins
     ctxlab bench [ARGS ...]
+    ctxlab findings PATH [PATH ...] [--measure NAME] [--strategies a,b,...] [--no-savings]
 
 PATH is a transcript file or a folder (walked recursively).  ``replay`` without PATH replays the
 bundled sample transcript.  Settings come from ``--config FILE`` (TOML or JSON with the five
@@ -141,6 +142,9 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("--plugins-dir", metavar="DIR", help="also load plugins from the .py files in DIR")
 
     sub.add_parser("bench", help="estimator and strategy benchmarks (ctxlab.cli.bench)", add_help=False)
+    from ctxlab.cli.findings import add_findings_parser
+
+    add_findings_parser(sub)
     return parser
 
 
@@ -550,6 +554,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "plugins":
             return _plugins(args)
+        if args.command == "findings":
+            from ctxlab.cli.findings import run_findings
+
+            return run_findings(args)
         return _run(args, argv)
     except SettingsError as exc:
         print(f"ctxlab: error: invalid setting: {exc}", file=sys.stderr)

@@ -1,0 +1,154 @@
+"""``ctxlab findings PATH...``: The Complexity Trap's two findings on the given runs.
+
+Prints (see :mod:`ctxlab.analysis.findings` for the definitions):
+
+1. the share of observation tokens in the agents' turns, per agent and pooled, next to the
+   paper's 83.9 %;
+2. unless ``--no-savings``, each strategy's saving against the raw run (the runs replayed with one
+   entry threshold, ``--summary-threshold``, default 8 K tokens), next to the paper's;
+3. the side-by-side comparison table.
+
+Exit status: 0; 1 when nothing could be loaded; 2 on a usage error (unknown strategy, invalid
+setting).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+__all__ = ["add_findings_parser", "run_findings"]
+
+
+def add_findings_parser(sub: Any) -> argparse.ArgumentParser:
+    """Add the ``findings`` subcommand to the ``ctxlab`` subparsers ``sub``."""
+    from ctxlab.analysis.findings import DEFAULT_STRATEGIES, DEFAULT_THRESHOLD_K
+
+    p: argparse.ArgumentParser = sub.add_parser(
+        "findings",
+        help="observation share of agent turns and masking's saving, next to The Complexity Trap's",
+        description="The share of observation tokens in agent turns and the saving of observation "
+        "masking against summarization (Lindenbauer et al. 2025, arXiv:2508.21433), measured on PATH.",
+    )
+    p.add_argument("paths", nargs="+", metavar="PATH", help="transcript files or folders (recursive)")
+    p.add_argument(
+        "--measure",
+        choices=("tiktoken", "char-class"),
+        default="tiktoken",
+        help="tokenizer: tiktoken = cl100k_base, offline (default); char-class = ctxlab's estimator",
+    )
+    p.add_argument(
+        "--strategies",
+        default=",".join(DEFAULT_STRATEGIES),
+        metavar="A,B,...",
+        help=f"strategies to replay for the savings (default: {','.join(DEFAULT_STRATEGIES)})",
+    )
+    p.add_argument(
+        "--summary-threshold",
+        type=float,
+        default=float(DEFAULT_THRESHOLD_K),
+        metavar="K",
+        help=f"entry threshold of every strategy, in K tokens (default {DEFAULT_THRESHOLD_K})",
+    )
+    p.add_argument("--limit-calls", type=int, metavar="N", help="replay at most N model calls per run")
+    p.add_argument("--no-savings", action="store_true", help="the observation share only (no replay)")
+    return p
+
+
+def _pct(v: float | None, unit: str = "%") -> str:
+    if v is None:
+        return "n/a"
+    return f"{v:+.1f} pp" if unit == "pp" else f"{v:.1f}%"
+
+
+def run_findings(args: argparse.Namespace) -> int:
+    """Run ``ctxlab findings`` with parsed ``args``; returns the exit status.
+
+    Raises:
+        SettingsError: an invalid ``--summary-threshold`` (reported by ``ctxlab.cli.main``).
+    """
+    from rich.console import Console
+    from rich.table import Table
+
+    from ctxlab.analysis.findings import PAPER, findings
+    from ctxlab.core.settings import CompressionSettings
+
+    names = [] if args.no_savings else [s.strip() for s in args.strategies.split(",") if s.strip()]
+    if args.limit_calls is not None and args.limit_calls <= 0:
+        print(
+            f"ctxlab: error: --limit-calls={args.limit_calls} is invalid: allowed an integer > 0",
+            file=sys.stderr,
+        )
+        return 2
+    settings = CompressionSettings(summary_threshold=args.summary_threshold)
+    try:
+        result = findings(
+            args.paths,
+            strategies=names,
+            settings=settings,
+            measure=args.measure,
+            limit_calls=args.limit_calls,
+        )
+    except KeyError as exc:
+        print(f"ctxlab: error: {exc.args[0] if exc.args else exc}", file=sys.stderr)
+        return 2
+    except ValueError as exc:
+        print(f"ctxlab: error: {exc}", file=sys.stderr)
+        return 1
+
+    console = Console(highlight=False, soft_wrap=False, width=None if sys.stdout.isatty() else 160)
+    console.print(f"[bold]The Complexity Trap[/bold] ({PAPER.citation})", markup=True)
+    shares = Table(
+        title=f"observation share of agent-turn tokens ({result.measure} tokens; observations / "
+        "(observations + assistant turns))",
+        title_justify="left",
+    )
+    for col in ("agent", "runs", "calls", "observation tokens", "assistant tokens", "share", "median run"):
+        shares.add_column(col, justify="left" if col == "agent" else "right", no_wrap=True)
+    shares.add_column("in requests", justify="right", no_wrap=True)
+    shares.add_column("paper", justify="right", no_wrap=True)
+    for r in result.by_agent.iter_rows(named=True):
+        shares.add_row(
+            r["agent"],
+            str(r["runs"]),
+            f"{r['calls']:,}",
+            f"{r['observation_tokens']:,}",
+            f"{r['assistant_tokens']:,}",
+            _pct(r["turn_share_pct"]),
+            _pct(r["median_run_pct"]),
+            _pct(r["context_share_pct"]),
+            _pct(r["paper_pct"]),
+        )
+    console.print(shares)
+    if result.savings is not None and not result.savings.is_empty():
+        t = Table(
+            title=f"saving against the raw run (every strategy with T = {settings.entry_threshold_tokens:,} "
+            f"tokens; masking keeps the last 10 results); paper: {PAPER.model}",
+            title_justify="left",
+        )
+        for col in ("agent", "strategy", "runs", "raw tokens", "sent tokens", "L2", "saving", "+ summarizer"):
+            t.add_column(col, justify="left" if col in ("agent", "strategy") else "right", no_wrap=True)
+        t.add_column("paper", justify="right", no_wrap=True)
+        for r in result.savings.iter_rows(named=True):
+            t.add_row(
+                r["agent"],
+                r["strategy"],
+                str(r["runs"]),
+                f"{r['raw_tokens']:,}",
+                f"{r['sent_tokens']:,}",
+                str(r["l2_rounds"]),
+                _pct(r["saving_pct"]),
+                _pct(r["cost_saving_pct"]),
+                _pct(r["paper_saving_pct"]),
+            )
+        console.print(t)
+    c = Table(title="paper vs ctxlab", title_justify="left")
+    for col in ("finding", "paper", "ctxlab", "note"):
+        c.add_column(col, justify="right" if col in ("paper", "ctxlab") else "left", overflow="fold")
+    for r in result.comparison.iter_rows(named=True):
+        c.add_row(r["finding"], _pct(r["paper"], r["unit"]), _pct(r["ctxlab"], r["unit"]), r["note"])
+    console.print(c)
+    for e in result.errors[:20]:
+        console.print(f"skipped: {e}", markup=False)
+    return 0
