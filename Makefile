@@ -16,7 +16,7 @@ PLUGIN_DIRS := $(patsubst %/pyproject.toml,%,$(PLUGIN_PYPROJECTS))
 
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: help setup check-shared test demo lint bench lab
+.PHONY: help setup check-shared browser test demo lint bench lab
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  make %-13s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -38,10 +38,22 @@ check-shared: ## fail early when ../shared (transcripts/, cases/) is missing
 	  fi; \
 	done
 
+# tests/test_browser.py drives Debian's chromium through Debian's chromedriver. On a machine
+# without them, install them when we can (root with apt-get); otherwise say how.
+browser: ## install Debian's chromium + chromium-driver for the browser test when missing (as root)
+	@if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "chromium or chromedriver not found: installing them from Debian's packages"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver; \
+	  else \
+	    echo "WARNING: chromium/chromedriver missing: run 'apt-get install chromium chromium-driver' as root, or the browser test skips (fails under CI=true)" >&2; \
+	  fi; \
+	fi
+
 # pytest runs its testpaths (pyproject.toml): tests/ and every plugins/*/tests.
 # pytest exit code 5 means "no tests collected": that is a failure here, not a pass.
 # Both runners always run, so that one failing does not hide the other's result.
-test: setup check-shared ## the whole suite: pytest over tests/ and plugins/*/tests, and ../shared/cases
+test: setup check-shared browser ## the whole suite: pytest over tests/ and plugins/*/tests, and ../shared/cases
 	@export MPLBACKEND=Agg; status=0; \
 	$(PY) -m pytest || { rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests (exit 5): failing" >&2; \
