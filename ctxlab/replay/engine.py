@@ -410,7 +410,10 @@ def _replay_one(
     ids = IdentifierIndex()
     key_cache: IdentityCache[BaseMessage, tuple[Any, ...]] = IdentityCache(MESSAGES_CACHED)
     earlier_idents: set[str] = set()
-    answered: set[str] = set()
+    # answered calls as (id of the calling AIMessage, call id): a result answers the latest call
+    # of its id (ids may be reused across turns, R9)
+    answered: set[tuple[str | None, str]] = set()
+    issuer: dict[str, str | None] = {}
     raw_messages_tokens = 0
     base_tokens = measure.tools_tokens(tools) + (measure.message_tokens(system) if system is not None else 0)
     prev_view: RequestView | None = None
@@ -428,7 +431,7 @@ def _replay_one(
             if not isinstance(original, SystemMessage):
                 earlier_idents |= ids.present(original)
             if isinstance(original, ToolMessage):
-                answered.add(original.tool_call_id)
+                answered.add((issuer.get(original.tool_call_id), original.tool_call_id))
             continue
         if limit_calls is not None and call_index >= limit_calls:
             break
@@ -476,6 +479,7 @@ def _replay_one(
         event_after = state.get(EVENT_KEY)
         new_event = event_after if isinstance(event_after, dict) and event_after is not event_before else None
         state["messages"] = add_messages(state["messages"], [recorded])
+        issuer.update({cid: recorded.id for tc in recorded.tool_calls if (cid := tc.get("id")) is not None})
 
         # --- measure ---------------------------------------------------------------------------
         view = recorder.view
