@@ -79,11 +79,17 @@ def mw_dump(m: BaseMessage) -> str:
 
 class MwFakeSummarizer(BaseChatModel):
     """Recording summarizer model.  ``mode``: ``echo`` (repeats every ``FACT-xxx`` marker it was
-    shown), ``fixed`` or ``raises``.  ``barrier``: an ``asyncio.Barrier`` awaited in the async
-    path before answering (used to prove concurrency)."""
+    shown), ``fixed`` or ``raises``; replies without text: ``empty`` (an empty string),
+    ``reasoning_only`` (one reasoning block holding ``PRIVATE-REASONING`` and the facts),
+    ``tool_call_only`` (an empty text and a tool call); ``verbose`` (``output_chars`` characters
+    of text after the facts).  ``sequence``: one mode per call (the last one repeats), instead of
+    ``mode``.  ``barrier``: an ``asyncio.Barrier`` awaited in the async path before answering
+    (used to prove concurrency)."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
     mode: str = "echo"
+    sequence: list | None = None
+    output_chars: int = 0
     calls: list = Field(default_factory=list)
     barrier: Any = None
     barrier_passed: list = Field(default_factory=list)
@@ -105,18 +111,37 @@ class MwFakeSummarizer(BaseChatModel):
                 "async": is_async,
             }
         )
-        if self.mode == "raises":
-            raise RuntimeError("injected summarizer failure: upstream returned 429 Too Many Requests")
         n = len(self.calls)
-        if self.mode == "fixed":
+        mode = self.sequence[min(n, len(self.sequence)) - 1] if self.sequence else self.mode
+        if mode == "raises":
+            raise RuntimeError("injected summarizer failure: upstream returned 429 Too Many Requests")
+        facts: list[str] = []
+        for f in MW_FACT_RE.findall(text):
+            if f not in facts:
+                facts.append(f)
+        calls: list = []
+        out: Any
+        if mode == "fixed":
             out = f"SUMMARY-{n}: the earlier part of the conversation was condensed."
+        elif mode == "empty":
+            out = ""
+        elif mode == "reasoning_only":
+            out = [
+                {"type": "reasoning", "reasoning": f"PRIVATE-REASONING summary {n} plan: " + " ".join(facts)}
+            ]
+        elif mode == "tool_call_only":
+            out = ""
+            calls = [
+                {"name": "write_todos", "args": {"todos": ["x"]}, "id": f"summ-call-{n}", "type": "tool_call"}
+            ]
+        elif mode == "verbose":
+            out = (
+                f"SUMMARY-{n}: condensed notes. " + " ".join(facts) + " " + mw_fill(self.output_chars, seed=n)
+            )
         else:
-            facts: list[str] = []
-            for f in MW_FACT_RE.findall(text):
-                if f not in facts:
-                    facts.append(f)
             out = f"SUMMARY-{n}: condensed notes. " + " ".join(facts)
-        return ChatResult(generations=[ChatGeneration(message=AIMessage(content=out, id=f"mw-summ-{n}"))])
+        reply = AIMessage(content=out, tool_calls=calls, id=f"mw-summ-{n}")
+        return ChatResult(generations=[ChatGeneration(message=reply)])
 
     def _generate(self, messages, stop=None, run_manager=None, **kwargs) -> ChatResult:
         return self._answer(messages, run_manager, False)
@@ -253,6 +278,17 @@ class MwDriver:
     from 1).  ``rec["timeline"]`` interleaves handler calls and events in the order they happened.
     """
 
+    @property
+    def mw(self) -> Any:
+        """The middleware under test; assigning another one keeps the state (a rebuilt agent)."""
+        return self._mw
+
+    @mw.setter
+    def mw(self, mw: Any) -> None:
+        self._mw = mw
+        if hasattr(self, "harness"):
+            self.harness.middleware = mw
+
     def __init__(
         self,
         mw: Any,
@@ -267,7 +303,7 @@ class MwDriver:
         overflow_exc: type[BaseException] = ContextOverflowError,
         thread_id: str | None = None,
     ) -> None:
-        self.mw = mw
+        self._mw = mw
         self.thread_id = thread_id
         self.overflow_exc = overflow_exc
         self.mode = mode
@@ -381,28 +417,49 @@ def mw_ctx_events(rec_or_events: Any) -> list[dict]:
     return [e for e in evs if isinstance(e, dict) and e.get("type") == "context_compression"]
 
 
-def mw_pairing_problems(view: list[BaseMessage], state_msgs: list[BaseMessage]) -> list[str]:
-    """R9 in a request view: no ToolMessage without an earlier call in the view; every call in
-    the view has all its results that exist in the state."""
-    probs: list[str] = []
-    called: set = set()
-    in_state: dict = {}
-    for m in state_msgs:
-        if isinstance(m, ToolMessage):
-            in_state[m.tool_call_id] = in_state.get(m.tool_call_id, 0) + 1
-    in_view: dict = {}
-    for i, m in enumerate(view):
+def mw_message_key(m: BaseMessage) -> Any:
+    """What identifies a message across the state and a view: its id, else its type, text and
+    tool-call ids (L1 edits neither the text of an AIMessage nor its call ids)."""
+    if m.id is not None:
+        return m.id
+    return (m.type, mw_text(m), tuple(tc.get("id") for tc in getattr(m, "tool_calls", None) or []))
+
+
+def mw_positional_results(msgs: list[BaseMessage]) -> tuple[dict, list[int]]:
+    """Tool pairing as providers check it: each ToolMessage answers the nearest earlier AIMessage
+    that issued its ``tool_call_id`` (ids may be reused across turns).  Returns ({(index of the
+    calling AIMessage, call id): number of results}, indices of ToolMessages without a call)."""
+    issuer: dict = {}
+    counts: dict = {}
+    orphans: list[int] = []
+    for i, m in enumerate(msgs):
         if isinstance(m, AIMessage):
-            called |= {tc.get("id") for tc in m.tool_calls}
+            for tc in m.tool_calls:
+                issuer[tc.get("id")] = i
         elif isinstance(m, ToolMessage):
-            in_view[m.tool_call_id] = in_view.get(m.tool_call_id, 0) + 1
-            if m.tool_call_id not in called:
-                probs.append(f"ToolMessage #{i} answers {m.tool_call_id!r} with no earlier call in the view")
-    for m in view:
+            owner = issuer.get(m.tool_call_id)
+            if owner is None:
+                orphans.append(i)
+            else:
+                counts[(owner, m.tool_call_id)] = counts.get((owner, m.tool_call_id), 0) + 1
+    return counts, orphans
+
+
+def mw_pairing_problems(view: list[BaseMessage], state_msgs: list[BaseMessage]) -> list[str]:
+    """R9 in a request view, paired the way providers pair (:func:`mw_positional_results`): no
+    ToolMessage without an earlier call in the view; every call in the view has all the results
+    that answer it in the state."""
+    probs: list[str] = []
+    state_counts, _ = mw_positional_results(state_msgs)
+    need = {(mw_message_key(state_msgs[o]), cid): n for (o, cid), n in state_counts.items()}
+    view_counts, orphans = mw_positional_results(view)
+    for i in orphans:
+        probs.append(f"ToolMessage #{i} answers {view[i].tool_call_id!r} with no earlier call in the view")
+    for i, m in enumerate(view):
         if isinstance(m, AIMessage):
             for tc in m.tool_calls:
                 cid = tc.get("id")
-                if in_view.get(cid, 0) < in_state.get(cid, 0):
+                if view_counts.get((i, cid), 0) < need.get((mw_message_key(m), cid), 0):
                     probs.append(f"call {cid!r} is in the view without all of its results")
     return probs
 

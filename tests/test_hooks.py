@@ -10,7 +10,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 from ctxlab import CompressionSettings, hookimpl, make_plugin_manager
 from ctxlab.core import hookspecs
 from ctxlab.core.builtin import StructuredSummarizer
-from ctxlab.core.cutoff import CutoffContext, CutoffDecision
+from ctxlab.core.cutoff import CutoffContext, CutoffDecision, SummarizeContext, SummarizeDecision
 from ctxlab.core.estimation import CharClassEstimator
 from ctxlab.core.events import make_event
 from ctxlab.core.hooks import CompressionHooks
@@ -29,7 +29,7 @@ def _specs() -> dict[str, inspect.Signature]:
 
 def test_every_core_hook_has_a_typed_method_with_its_arguments() -> None:
     specs = _specs()
-    assert len(specs) == 6
+    assert len(specs) == 7
     for name, spec in specs.items():
         method = getattr(CompressionHooks, name.removeprefix("ctxlab_"))
         params = list(inspect.signature(method).parameters)[1:]  # without self
@@ -61,6 +61,11 @@ class Recorder:
         return None  # a trimmer with nothing to report
 
     @hookimpl(tryfirst=True)
+    def ctxlab_should_summarize(self, view, ctx):
+        self.seen["should_summarize"] = {"view": view, "ctx": ctx}
+        return SummarizeDecision(ctx.tokens > 100, f"{ctx.tokens} tokens")
+
+    @hookimpl(tryfirst=True)
     def ctxlab_select_cutoff(self, messages, ctx):
         return CutoffDecision(1, f"{len(messages)} messages")
 
@@ -88,6 +93,16 @@ def test_the_facade_calls_each_hook_and_returns_its_result() -> None:
     # the recorder reported None (left out); the two built-in trimmers report
     assert sorted(r.trimmer for r in reports) == ["arg-truncation", "tool-result-offload"]
     assert all(isinstance(r, TrimReport) for r in reports) and view[0].content == "trimmed"
+    sctx = SummarizeContext(
+        tokens=150,
+        threshold_tokens=307.2,
+        l2_threshold_tokens=122.88,
+        keep_messages=1,
+        has_previous_summary=False,
+        estimate=len,
+    )
+    assert hooks.should_summarize(view, sctx) == SummarizeDecision(True, "150 tokens")
+    assert rec.seen["should_summarize"] == {"view": view, "ctx": sctx}
     decision = hooks.select_cutoff(
         view, CutoffContext(keep_messages=1, has_previous_summary=False, estimate=len, target_tokens=10.0)
     )
@@ -103,6 +118,18 @@ def test_firstresult_hooks_answer_none_when_no_plugin_does() -> None:
     msg = HumanMessage("hello")
     assert hooks.estimate_message(msg) is None and hooks.estimate_tools([]) is None
     assert hooks.get_summarizer(None, SETTINGS) is None
+    sctx = SummarizeContext(
+        tokens=500,
+        threshold_tokens=1024,
+        l2_threshold_tokens=409.6,
+        keep_messages=0,
+        has_previous_summary=False,
+        estimate=len,
+    )
+    assert hooks.should_summarize([msg], sctx) is None
+    # with the defaults, the ARS rule answers: strictly above T2 summarizes (R8)
+    ars = CompressionHooks(make_plugin_manager()).should_summarize([msg], sctx)
+    assert ars is not None and ars.summarize and ars.reason.startswith("ars:")
     assert hooks.l1_trim([msg], TrimContext(SETTINGS, len, lambda n, t: "", 1)) == []
     # with the defaults, the built-in estimator answers
     assert CompressionHooks(make_plugin_manager()).estimate_message(

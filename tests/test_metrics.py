@@ -186,6 +186,24 @@ def test_unmatched_tool_pairs() -> None:
     assert unmatched_tool_pairs([ToolMessage("r", tool_call_id="z"), _call("a")], {"a", "z"}) == 2
 
 
+def test_unmatched_tool_pairs_with_ids_reused_across_turns() -> None:
+    # spec: R9 — a result answers the nearest earlier call carrying its id (providers' rule), so
+    # with ids reused every turn a call is answered only by the results that follow it
+    def turn(n: int) -> tuple[AIMessage, ToolMessage]:
+        call = AIMessage("", id=f"a{n}", tool_calls=[{"name": "read_file", "args": {}, "id": "read_file:0"}])
+        return call, ToolMessage(f"r{n}", tool_call_id="read_file:0", id=f"t{n}")
+
+    (a1, t1), (a2, t2), (a3, _t3) = turn(1), turn(2), turn(3)
+    both = {("a1", "read_file:0"), ("a2", "read_file:0")}
+    assert unmatched_tool_pairs([a1, t1, a2, t2], both) == 0
+    # the first call's result was cut away while the second call's result is there
+    assert unmatched_tool_pairs([a1, a2, t2], both) == 1
+    # the latest call is not answered yet in the transcript: not missing, though its id was
+    assert unmatched_tool_pairs([a1, t1, a2, t2, a3], both) == 0
+    # a result before any call of its id is an orphan
+    assert unmatched_tool_pairs([t1, a2, t2], both) == 1
+
+
 def test_view_parts(measure) -> None:
     obs = HumanMessage("$ ls\nfile.txt", additional_kwargs={"ctxlab_observation": True})
     summary = HumanMessage("summary", additional_kwargs={"lc_source": "summarization"})

@@ -2,7 +2,10 @@
 
 Histories mix user and assistant text (English and CJK), parallel tool calls, the results of
 several AIMessages interleaved, out-of-order results, dead calls (never answered), error results,
-messages with and without ids.  Each example runs several rounds with tiny thresholds, appends
+messages with and without ids, and tool-call ids reused across turns (``read_file:0`` in every
+response, results right after their call: a result answers the nearest earlier call of its id).
+The summarizer sometimes replies without text (only a reasoning block, only a tool call, an empty
+string): such a round is a failed summary (R10).  Each example runs several rounds with tiny thresholds, appends
 messages between rounds and applies every ``Command`` update the way LangGraph does
 (``_summarization_event`` by assignment, ``messages`` through ``add_messages``).  In EVERY view:
 
@@ -10,7 +13,8 @@ messages between rounds and applies every ``Command`` update the way LangGraph d
 * the view is ``[summary, *state[cutoff:]]`` modulo L1 edits (R11), the system message is not in it;
 * ``cutoff_index`` never decreases, and keeps ``summary_keep_messages`` (R9, R11);
 * every state message is in the view or before the cutoff, where the history files hold it and the
-  current summary still carries its fact (R10);
+  current summary still carries its fact (R10) — unless the round that summarized it failed: then
+  the summary records the error and keeps the earlier facts, never the reasoning text;
 * L1 never changes the state messages (R6).
 """
 
@@ -51,6 +55,7 @@ tool_block = st.tuples(
     st.floats(min_value=0, max_value=0.3),  # share of dead calls
     st.floats(min_value=0, max_value=0.3),  # share of error results
     st.booleans(),  # ids
+    st.booleans(),  # call ids reused across turns (per-response counters: read_file:0)
 )
 block = st.one_of(text_block, text_block, tool_block)
 
@@ -81,9 +86,12 @@ class Builder:
             self.tool_block(out, *b[1:])
         return out
 
-    def tool_block(self, out, per_ai, rnd, sizes, dead_share, err_share, with_id):
+    def tool_block(self, out, per_ai, rnd, sizes, dead_share, err_share, with_id, reuse):
         """One or more AIMessages with parallel calls; their results follow out of order, some
-        before the next AIMessage (interleaved), some never (dead calls), some with error status."""
+        before the next AIMessage (interleaved), some never (dead calls), some with error status.
+        ``reuse``: call ids are ``<tool>:<j>`` (``j`` counts within the AIMessage), the same every
+        turn, and each AIMessage's results come before the next AIMessage (as providers send
+        them: a reused id answers the nearest earlier call)."""
         pending = []  # (call id, tool name) not yet answered
         sizes_iter = iter(sizes * 4)
 
@@ -114,16 +122,17 @@ class Builder:
         for k in per_ai:
             m = self.marker()
             tcs = []
-            for _j in range(k):
-                cid = f"call-{self.marker()}"
+            for j in range(k):
                 name = rnd.choice(["read_file", "grep", "bash", "write_file", "工具"])
+                cid = f"{name}:{j}" if reuse else f"call-{self.marker()}"
                 args = {"q": cid}
                 if name == "write_file":
                     args = {"file_path": "/w.txt", "content": "W" * rnd.choice([10, 2500])}
                 tcs.append({"name": name, "args": args, "id": cid, "type": "tool_call"})
                 pending.append((cid, name))
             out.append(AIMessage(m, tool_calls=tcs, id=f"id-{m}" if with_id else None))
-            answer(rnd.randint(0, len(pending)))  # some results before the next AIMessage: interleaved
+            # some results before the next AIMessage (interleaved); all of them with reused ids
+            answer(len(pending) if reuse else rnd.randint(0, len(pending)))
         answer(len(pending))
 
 
@@ -144,7 +153,15 @@ settings_st = st.builds(
 # --- the properties -------------------------------------------------------------------------------
 
 
-def check_round(kit, d, rec, prev_cutoff, keep, files_root):
+#: summarizer replies: mostly a summary, sometimes one without text (R10: a failed summary)
+replies_st = st.lists(
+    st.sampled_from(["echo", "echo", "echo", "empty", "reasoning_only", "tool_call_only"]),
+    min_size=1,
+    max_size=4,
+)
+
+
+def check_round(kit, d, rec, prev_cutoff, keep, files_root, failed_facts):
     assert rec["exc"] is None, repr(rec["exc"])
     # R6: the state messages passed in are never changed (deep compare)
     assert rec["state_dump_after"] == rec["state_dump_before"]
@@ -166,6 +183,15 @@ def check_round(kit, d, rec, prev_cutoff, keep, files_root):
         # R9: at least summary_keep_messages kept after a new cutoff
         assert len(state) - cutoff >= keep
         assert not isinstance(state[cutoff] if cutoff < len(state) else None, ToolMessage)
+        summary = event["summary_message"].content
+        # R10: a reply without text is a failed summary: the error is recorded, never the reasoning
+        assert "PRIVATE-REASONING" not in summary
+        assert (
+            summary.strip()
+            and event["summary_message"].additional_kwargs.get("ctxlab_summary_body") is not None
+        )
+        if event["summary_error"]:
+            failed_facts.update(mk for m in state[prev_cutoff:cutoff] if (mk := marker_of(m)))
     if cutoff:
         # R10: everything before the cutoff is in a history file; text facts survive in the summary
         hist = "\n".join(
@@ -178,7 +204,7 @@ def check_round(kit, d, rec, prev_cutoff, keep, files_root):
                 continue
             fact = re.compile(rf"{mk}(?!\d)")
             assert fact.search(hist), f"{mk} is neither in the view nor in a history file"
-            if not isinstance(m, ToolMessage):
+            if not isinstance(m, ToolMessage) and mk not in failed_facts:
                 assert fact.search(summary), f"{mk} was lost from the summary"
     return cutoff
 
@@ -190,13 +216,15 @@ def check_round(kit, d, rec, prev_cutoff, keep, files_root):
     cfg=settings_st,
     mode=st.sampled_from(["sync", "async"]),
     reducer=st.sampled_from(["add_messages", "concat"]),
+    replies=replies_st,
 )
-def test_every_view_is_consistent_over_many_rounds(mw_kit, initial, appends, cfg, mode, reducer):
+def test_every_view_is_consistent_over_many_rounds(mw_kit, initial, appends, cfg, mode, reducer, replies):
     # spec: R6, R9, R10, R11 — check_round checks them after every round (see the module docstring)
     b = Builder(mw_kit)
+    failed_facts: set[str] = set()
     with tempfile.TemporaryDirectory() as root:
         mw = CompressionMiddleware(
-            settings=cfg, backend=mw_kit.backend(root), summarizer=mw_kit.FakeSummarizer()
+            settings=cfg, backend=mw_kit.backend(root), summarizer=mw_kit.FakeSummarizer(sequence=replies)
         )
         d = mw_kit.Driver(
             mw,
@@ -210,7 +238,7 @@ def test_every_view_is_consistent_over_many_rounds(mw_kit, initial, appends, cfg
             if r:
                 d.append(*b.build(appends[r - 1]))
             rec = d.round()
-            cutoff = check_round(mw_kit, d, rec, cutoff, cfg.summary_keep_messages, root)
+            cutoff = check_round(mw_kit, d, rec, cutoff, cfg.summary_keep_messages, root, failed_facts)
 
 
 @PROPS

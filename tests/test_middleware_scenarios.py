@@ -1177,24 +1177,24 @@ def test_write_file_args_truncated_in_tool_use_content_blocks(mw_kit, tmp_path, 
     assert mw_kit.ctx_events(rec)[-1]["tokens_after"] < 300
 
 
-def test_overflow_after_a_declined_cutoff_forces_l2(mw_kit, tmp_path, mode):
-    # spec: R12 — an overflow forces L2 regardless of T2: a cutoff declined as not worth it
-    # (summarizing two tiny messages) is taken once the L1 view overflowed; then one retry
-    msgs = [
-        HumanMessage("FACT-H0 hi", id="h0"),
-        AIMessage("FACT-A0 hello", id="a0"),
-        HumanMessage(mw_kit.fill(4000, "FACT-H1", 1), id="h1"),
-        AIMessage(mw_kit.fill(4000, "FACT-A1", 2), id="a1"),
-    ]
-    mw, summ = make_mw(mw_kit, tmp_path)
-    plain = mw_kit.Driver(mw, msgs, mode=mode).round()
-    assert plain["update"] is None and summ.calls == []  # not worth summarizing without overflow
-    assert mw_kit.ctx_events(plain)[-1]["level"] == "L1"
-    rec = mw_kit.Driver(mw, msgs, mode=mode).round(overflow=lambda n, view, system: n == 1)
+def test_overflow_after_a_declined_l2_forces_l2(mw_kit, tmp_path, mode):
+    # spec: R12 — an overflow forces L2 regardless of T2: an L2 the decision declined (here the
+    # re-summarize guard: a long system prompt keeps every call above T2) runs once the L1 view
+    # overflowed; then one retry
+    system = SystemMessage(mw_kit.fill(40000, "SYSTEM-LONG", seed=5))
+    mw, summ = make_mw(mw_kit, tmp_path, settings=SMALL.replace(summary_threshold=2))
+    d = mw_kit.Driver(mw, conversation(mw_kit, n=10, chars=300), mode=mode, system=system)
+    first = d.round()["update"]["_summarization_event"]
+    assert first["cutoff_index"] == 8 and len(summ.calls) == 1
+    d.append(HumanMessage(mw_kit.fill(300, "FACT-NEXT", 9), id="next"))
+    plain = d.round(append_response=False)
+    assert plain["update"] is None and len(summ.calls) == 1  # declined without an overflow
+    assert mw_kit.ctx_events(plain)[-1]["stats"]["l2_decision"].startswith("resummarize-guard:")
+    rec = d.round(overflow=lambda n, view, system: n == 1)
     assert rec["exc"] is None and [c["raised"] for c in rec["calls"]] == ["overflow", None]
     ev = rec["update"]["_summarization_event"]
-    assert ev["cutoff_index"] == 2
-    assert [m.id for m in rec["calls"][1]["messages"][1:]] == ["h1", "a1"]
+    assert ev["cutoff_index"] == 10 and "FACT-M9" in ev["summary_message"].content
+    assert [m.id for m in rec["calls"][1]["messages"][1:]] == ["mw-resp-1", "next"]
     done = mw_kit.ctx_events(rec)[-1]
     assert done["phase"] == "completed" and done["level"] == "L2" and done["forced_by_overflow"] is True
 

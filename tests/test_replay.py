@@ -12,6 +12,11 @@ Settings: T = 1 × 1024 tokens, T2 = 0.4 × T ≈ 410 tokens, keep 4 messages, t
 * call 4: + an edit_file call with a 3,000-character argument: L1 truncates it (R5), still > T2:
   L2 again, cutoff 3 + 3 - 1 = 5 (cumulative, R11);
 * call 5: L2 again, cutoff 7.
+
+The summarizer of these runs is a fake model with a short summary (:func:`compact_summarizer`):
+the offline structured summary (task, files, commands, errors, state) is larger than the small
+spans above, and a summary bigger than the span it replaces is not committed (issue 9; see
+``test_structured_summary_bigger_than_a_small_span_is_not_committed``).
 """
 
 from __future__ import annotations
@@ -98,9 +103,34 @@ def handmade(source: str = "/data/handmade.json") -> Transcript:
     return Transcript(messages=m, source=source, run_id=Path(source).name, format="test")
 
 
+def compact_summarizer() -> GenericFakeChatModel:
+    """A summarizer model that answers every summary request with one short line."""
+    return GenericFakeChatModel(
+        messages=itertools.repeat(AIMessage("Summary: parse_config raised ValueError on empty input."))
+    )
+
+
 @pytest.fixture
 def ars_run(tmp_path: Path):
-    return replay(handmade(), "ars", settings=SETTINGS, out_dir=tmp_path, keep_views=True)
+    return replay(
+        handmade(),
+        "ars",
+        settings=SETTINGS,
+        out_dir=tmp_path,
+        keep_views=True,
+        summarizer_model=compact_summarizer(),
+    )
+
+
+def test_structured_summary_bigger_than_a_small_span_is_not_committed(tmp_path: Path) -> None:
+    # spec: R8, R10 — with the offline structured summarizer the summaries of calls 3-5 are
+    # larger than the spans they would replace: the L1 view is sent and the event says why
+    run = replay(handmade(), "ars", settings=SETTINGS, out_dir=tmp_path)
+    assert [r["level"] for r in run.rows] == ["none", "L1", "L1", "L1", "L1", "L1"]
+    done = [e for e in run.events if e["phase"] == "completed"]
+    assert all("bigger than the span" in e["stats"]["summary_rejected"] for e in done[2:])
+    assert [r["summarizer_calls"] for r in run.rows[3:]] == [1, 1, 1]
+    assert all(r["view_tokens"] <= r["raw_tokens"] for r in run.rows)
 
 
 def test_rows_levels_and_cutoffs(ars_run) -> None:
@@ -486,7 +516,14 @@ def test_sweep_one_row_per_value(tmp_path: Path) -> None:
     from ctxlab.analysis.report import TOTALS_COLUMNS
     from ctxlab.replay import sweep
 
-    curve = sweep([handmade()], "summary_l2_trigger_ratio", [0.4, 1.0], settings=SETTINGS, out_dir=tmp_path)
+    curve = sweep(
+        [handmade()],
+        "summary_l2_trigger_ratio",
+        [0.4, 1.0],
+        settings=SETTINGS,
+        out_dir=tmp_path,
+        summarizer_model=compact_summarizer(),
+    )
     assert curve.columns == ["value", "T", "T2", *TOTALS_COLUMNS, "errors"]
     assert curve["value"].to_list() == [0.4, 1.0]
     assert curve["T"].to_list() == [1024, 1024]
@@ -505,3 +542,27 @@ def test_safe_name() -> None:
     long = safe_name("x" * 200)
     assert len(long) == 80 and long != safe_name("x" * 201)
     assert safe_name("如何", empty="figure").startswith("figure-")
+
+
+def test_replay_pairs_tool_call_ids_reused_across_turns(tmp_path: Path) -> None:
+    # spec: R9 — every turn calls read_file with the id read_file:0 (a per-response counter): a
+    # result answers the nearest earlier call, so L2 finds cuts between turns and the pairing
+    # metric counts no broken pair
+    m: list = [SystemMessage("You are an agent.", id="s"), HumanMessage("Read the eight configs.", id="h")]
+    for t in range(8):
+        m.append(
+            AIMessage(
+                f"config {t}", tool_calls=[call("read_file", {"path": f"c{t}"}, "read_file:0")], id=f"a{t}"
+            )
+        )
+        m.append(ToolMessage(words(300, f"cfg{t}"), tool_call_id="read_file:0", name="read_file", id=f"t{t}"))
+    m.append(AIMessage("All read.", id="end"))
+    run = replay(
+        Transcript(messages=m, source="reused.json", run_id="reused", format="test"),
+        "ars",
+        settings=SETTINGS,
+        out_dir=tmp_path,
+    )
+    levels = [r["level"] for r in run.rows]
+    assert levels.count("L2") >= 3 and run.rows[-1]["state_cutoff_index"] >= 11  # the cut keeps moving
+    assert [r["unmatched_tool_pairs"] for r in run.rows] == [0] * len(run.rows)

@@ -143,7 +143,7 @@ EVENTS_SCHEMA: dict[str, Any] = {
     "level": pl.String,
     "tokens_before": pl.Int64,
     "tokens_after": pl.Int64,
-    "threshold": pl.Int64,
+    "threshold": pl.Float64,
     "l2_threshold": pl.Float64,
     "offloaded": pl.Int64,
     "cutoff_index": pl.Int64,

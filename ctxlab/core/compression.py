@@ -21,12 +21,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypedDict, TypeGuard, Unpack
+from typing import Any, TypedDict, Unpack
 
 from langchain_core.exceptions import ContextOverflowError
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
-from ctxlab.core.cutoff import CutoffContext, build_summary_message, history_document, to_global
 from ctxlab.core.estimation import EstimateCache
 from ctxlab.core.events import (
     CompressionEvent,
@@ -37,18 +36,16 @@ from ctxlab.core.events import (
     StatsCommon,
     make_event,
 )
-from ctxlab.core.files import history_path
 from ctxlab.core.hooks import CompressionHooks
 from ctxlab.core.l1 import OffloadRecord, TrimContext, TrimReport, TruncatedArg, protect_key
-from ctxlab.core.messages import effective_messages, message_text
+from ctxlab.core.l2 import plan_l2, summary_to_commit
+from ctxlab.core.messages import effective_messages, resolve_cutoff, sendable_view
 from ctxlab.core.settings import CompressionSettings
 from ctxlab.core.summarize import SummaryJob
 
 logger = logging.getLogger("ctxlab.core.compression")
 
 EVENT_KEY = "_summarization_event"
-#: a non-forced L2 must summarize at least this share of the excess of the L1 view over T2
-MIN_GAIN_SHARE = 0.1
 
 __all__ = [
     "EVENT_KEY",
@@ -67,9 +64,16 @@ __all__ = [
 @dataclass
 class CallModel:
     """Effect: send ``messages`` to the main model as the request view; the driver sends back the
-    model's response (or throws its exception into the round)."""
+    model's response (or throws its exception into the round).
+
+    ``messages`` is made sendable on construction (:func:`ctxlab.core.messages.sendable_view`):
+    a tool result whose call is behind the cutoff becomes an observation, never an orphan (R9).
+    """
 
     messages: list[BaseMessage]
+
+    def __post_init__(self) -> None:
+        self.messages = sendable_view(self.messages)
 
 
 @dataclass
@@ -118,12 +122,16 @@ class SummarizationEvent(TypedDict):
         summary_message: the summary message that replaces ``messages[:cutoff_index]``.
         file_path: the virtual path of the history file, ``None`` when it could not be written.
         summary_error: the summarizer's error when the summary failed (R10), else ``None``.
+        last_summarized_id: the id of the state message just before the cutoff (``None`` when
+            it has none): if another component removes messages, the cutoff follows it
+            (:func:`ctxlab.core.messages.resolve_cutoff`).
     """
 
     cutoff_index: int
     summary_message: HumanMessage
     file_path: str | None
     summary_error: str | None
+    last_summarized_id: str | None
 
 
 class RoundUpdate(TypedDict, total=False):
@@ -171,16 +179,6 @@ class RoundInput:
     stats: RoundStats = field(default_factory=lambda: RoundStats())
 
 
-def _valid_event(event: object, n: int) -> TypeGuard[Mapping[str, Any]]:
-    return (
-        isinstance(event, dict)
-        and isinstance(event.get("cutoff_index"), int)
-        and not isinstance(event.get("cutoff_index"), bool)
-        and 0 <= event["cutoff_index"] <= n
-        and event.get("summary_message") is not None
-    )
-
-
 def compression_round(inp: RoundInput) -> Generator[Effect, Any, tuple[Any, RoundUpdate | None]]:
     """Run one model call under ARS compression.
 
@@ -191,15 +189,15 @@ def compression_round(inp: RoundInput) -> Generator[Effect, Any, tuple[Any, Roun
 
     Raises:
         ContextOverflowError: the retry after forced compression overflowed again (R12), or the
-            L1 view sent for lack of a cutoff overflowed (R13); ``failed`` is emitted first.
+            L1 view sent instead of an L2 (no valid cutoff, R13; L2 declined or its summary not
+            committed) overflowed in a forced round; ``failed`` is emitted first.
         Exception: any other error of the main model after a round started (``failed`` emitted).
     """
     s = inp.settings
     msgs = inp.state_messages
-    prev = inp.event if _valid_event(inp.event, len(msgs)) else None
+    prev_cut = resolve_cutoff(msgs, inp.event)  # R11 (moved or clamped when messages were removed)
     # the state list itself when there is no summary yet: the round never edits it in place
-    eff = msgs if prev is None else effective_messages(msgs, prev)
-    has_prev = prev is not None
+    eff = msgs if prev_cut is None else effective_messages(msgs, inp.event)
 
     def tokens(view: list[BaseMessage]) -> int:
         return inp.estimates.request_tokens(inp.system, inp.tools, view)
@@ -265,49 +263,32 @@ def compression_round(inp: RoundInput) -> Generator[Effect, Any, tuple[Any, Roun
         stats["tokens_l1"] = est1
         stats["level"] = "L1"
 
-        # R7: L1 only, while the L1 view is at most T2
-        if not forced and est1 <= s.l2_threshold_tokens:
-            try:
-                sent_l1_view = True
-                response = yield CallModel(view1)
-            except ContextOverflowError as exc:
-                logger.warning("context overflow after L1 (%s tokens): forcing L2", est1)
-                forced = True
-                stats["overflow"] = str(exc)
-            else:
-                stats["tokens_after"] = est1
-                emit("completed", level="L1", tokens_after=est1, stats=_public(stats))
-                return response, None
-
-        # R8/R9: L2 cutoff; R13: no valid cutoff -> the L1 view.  A cutoff declined for a soft
-        # reason (not worth a summary) is asked again in forced mode after an overflow (R12).
+        # R7/R8: the L2 decision; R9: the cutoff (R13: none); R10: the summary, committed only
+        # when it shrinks the request.  Otherwise the L1 view is sent once; its overflow forces
+        # L2 (R12) and the decision is asked again.
         while True:
-            T2 = s.l2_threshold_tokens
-            decision = inp.hooks.select_cutoff(
-                list(eff),
-                CutoffContext(
-                    keep_messages=s.summary_keep_messages,
-                    has_previous_summary=has_prev,
-                    estimate=inp.estimates.message_tokens,
-                    target_tokens=T2,
-                    min_new_tokens=0.0 if forced else MIN_GAIN_SHARE * max(0.0, est1 - T2),
-                    forced=forced,
-                ),
-            )
-            local = decision.index if decision is not None else None
-            if local is not None and not (1 <= local <= len(eff)):
-                raise ValueError(f"cutoff plugin returned index {local} outside 1..{len(eff)}")
-            if local is not None:
-                break
-            stats["no_cutoff"] = decision.reason if decision else "no cutoff plugin answered"
+            plan = plan_l2(inp, eff, view1, est1, prev_cut, forced)
+            if plan is not None:
+                if not started:
+                    started = True
+                    emit("started")  # R14: overflow-forced round that began below T
+                stats["level"] = "L2"
+                file_path, result = yield RunL2(plan.job, plan.history_path, plan.history)
+                summary_msg = summary_to_commit(inp, eff, plan, file_path, result)
+                if summary_msg is not None:
+                    break
+                stats["level"] = "L1"
             if forced and sent_l1_view:
-                raise ContextOverflowError(stats.get("overflow") or "context overflow and no valid cutoff")
+                raise ContextOverflowError(
+                    stats.get("overflow") or "context overflow and no L2 summary to retry with"
+                )
             try:
                 sent_l1_view = True
                 response = yield CallModel(view1)
             except ContextOverflowError as exc:
                 if forced:
                     raise
+                logger.warning("context overflow after L1 (%s tokens): forcing L2", est1)
                 forced = True
                 stats["overflow"] = str(exc)
                 continue
@@ -315,31 +296,8 @@ def compression_round(inp: RoundInput) -> Generator[Effect, Any, tuple[Any, Roun
             emit("completed", level="L1", tokens_after=est1, stats=_public(stats))
             return response, None
 
-        # L2 (R10)
-        if not started:
-            started = True
-            emit("started")  # R14: overflow-forced round that began below T
-        stats["level"] = "L2"
-        global_cut = to_global(local, prev["cutoff_index"] if prev else None, has_prev)
-        start = prev["cutoff_index"] if prev else 0
-        previous_summary = message_text(eff[0]) if has_prev else None
-        job = SummaryJob(
-            messages=list(view1[:local]),
-            prompt=s.summary_prompt,
-            budget_tokens=inp.summarizer_budget,
-            previous_summary=previous_summary,
-        )
-        history = history_document(eff[:local], start, global_cut, previous_summary)
-        path = history_path(inp.thread_id, start, global_cut, history)
-        file_path, result = yield RunL2(job, path, history)
-        stats["summarizer"] = {
-            "calls": result.calls,
-            "input_tokens": result.input_tokens,
-            "output_tokens": result.output_tokens,
-            "usage_reported": result.usage_reported,
-            "error": result.error,
-        }
-        summary_msg = build_summary_message(eff, local, result, file_path, s.summary_prompt, global_cut)
+        # L2 (R10, R11)
+        local, global_cut = plan.local, plan.global_cut  # the loop only breaks with a plan
         view2 = [summary_msg, *view1[local:]]
         est2 = tokens(view2)
         replaced: list[BaseMessage] = []
@@ -368,6 +326,7 @@ def compression_round(inp: RoundInput) -> Generator[Effect, Any, tuple[Any, Roun
             "summary_message": summary_msg,
             "file_path": file_path,
             "summary_error": result.error,
+            "last_summarized_id": msgs[global_cut - 1].id if global_cut > 0 else None,
         }
         update: RoundUpdate = {"_summarization_event": event}
         if replaced:

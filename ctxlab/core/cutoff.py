@@ -1,5 +1,5 @@
-"""L2: where the summarized part of the effective messages ends (spec R9, R11), and the summary
-message and history file that replace it (R8, R10).
+"""L2: whether a round summarizes (spec R7, R8), where the summarized part of the effective
+messages ends (R9, R11), and the summary message and history file that replace it (R10).
 
 Positions: a *local* cutoff ``c`` is an index into the effective messages (``messages[:c]`` is
 summarized, ``messages[c:]`` is kept); the *global* cutoff stored in ``_summarization_event`` is
@@ -10,24 +10,60 @@ previous global cutoff ``p``, local ``c`` maps to global ``p + c - 1``.
 from __future__ import annotations
 
 import hashlib
+import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from langchain_core.messages import BaseMessage, HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from ctxlab.core.marks import is_summary_message, latest_request_of, summary_body_of, summary_kwargs
 from ctxlab.core.messages import last_human_index, message_text
 from ctxlab.core.prompts import framing_for
-from ctxlab.core.summarize import LATEST_REQUEST_CHARS, SummaryResult, history_text
+from ctxlab.core.summarize import LATEST_REQUEST_CHARS, SummaryResult
 
 __all__ = [
     "CutoffContext",
     "CutoffDecision",
+    "SummarizeContext",
+    "SummarizeDecision",
     "build_summary_message",
     "first_new_position",
     "history_document",
     "to_global",
 ]
+
+
+@dataclass(frozen=True)
+class SummarizeContext:
+    """Inputs of the L2 decision (hook ``ctxlab_should_summarize``).
+
+    Attributes:
+        tokens: estimate of the L1 request: system message, tool schemas and the L1 view (tokens).
+        threshold_tokens: the entry threshold T (tokens, R3).
+        l2_threshold_tokens: the L2 threshold T2 (tokens, R7).
+        keep_messages: messages an L2 cutoff keeps at least (``summary_keep_messages``).
+        has_previous_summary: ``view[0]`` is the previous summary message.
+        estimate: tokens of one message (cached estimator).
+        forced: a context overflow forced this round (R12): ARS summarizes regardless of T2.
+    """
+
+    tokens: int
+    threshold_tokens: float
+    l2_threshold_tokens: float
+    keep_messages: int
+    has_previous_summary: bool
+    estimate: Callable[[BaseMessage], int]
+    forced: bool = False
+
+
+@dataclass(frozen=True)
+class SummarizeDecision:
+    """An L2 decision: ``summarize`` (True: choose a cutoff and summarize; False: send the L1
+    view); ``reason`` says why, for the event's ``stats["l2_decision"]``."""
+
+    summarize: bool
+    reason: str = ""
 
 
 @dataclass(frozen=True)
@@ -40,8 +76,6 @@ class CutoffContext:
         has_previous_summary: ``messages[0]`` is the previous summary message.
         estimate: tokens of one message (cached estimator), for token-aware rules.
         target_tokens: the L2 threshold T2 in tokens (a rule may aim the kept part below it).
-        min_new_tokens: the fewest tokens of not-yet-summarized messages a cutoff must summarize
-            to be worth a summary (0 in an overflow-forced round).
         forced: the round was forced by a context overflow (R12): a rule should cut if it can.
     """
 
@@ -49,7 +83,6 @@ class CutoffContext:
     has_previous_summary: bool
     estimate: Callable[[BaseMessage], int]
     target_tokens: float
-    min_new_tokens: float = 0.0
     forced: bool = False
 
 
@@ -78,13 +111,65 @@ def first_new_position(has_previous_summary: bool) -> int:
 
 
 def history_document(messages: list[BaseMessage], start: int, end: int, previous_summary: str | None) -> str:
-    """The history file's text (R10): the summarized state messages ``[start, end)`` in full
-    (Markdown; a previous summary message is replaced by the previous summary's text)."""
+    """The history file's text (R10; seed: 可恢复原文以…历史文件为准, the file is the recoverable
+    original): the summarized state messages ``[start, end)`` in full, a previous summary message
+    replaced by the previous summary's text.
+
+    Markdown: one heading per message (position, role, id, tool name, status), then its content
+    verbatim in a fence longer than any backtick run inside it, so whitespace survives exactly;
+    list content keeps text blocks verbatim and every other block (images with their URLs or
+    data, tool-use blocks) as JSON.  Tool calls follow with every argument in full: a string
+    verbatim in a fence, any other value as JSON; no cap, no truncation.
+    """
     head = f"# Conversation history: state messages {start}..{end - 1}\n\n"
-    body = history_text([m for m in messages if not is_summary_message(m)], cap=10**9)
     if previous_summary:
-        head += "## Previous summary\n\n" + previous_summary + "\n\n## Messages\n\n"
-    return head + body + "\n"
+        head += "## Previous summary\n\n" + _fenced(previous_summary) + "\n## Messages\n\n"
+    parts = [head]
+    position = start
+    for m in messages:
+        if is_summary_message(m):
+            continue
+        parts.append(_history_entry(m, position))
+        position += 1
+    return "".join(parts)
+
+
+def _fenced(text: str) -> str:
+    """``text`` verbatim between two fence lines longer than any backtick run in it."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}\n{text}\n{fence}\n"
+
+
+def _history_entry(message: BaseMessage, position: int) -> str:
+    labels = [f"### {position}: {message.type}"]
+    for key in ("id", "name", "tool_call_id", "status"):
+        value = getattr(message, key, None)
+        if value is not None and not (key == "status" and value == "success"):
+            labels.append(f"{key}={value}")
+    out = [" · ".join(labels) + "\n\n"]
+    content = message.content
+    if isinstance(content, str):
+        out.append(_fenced(content))
+    else:
+        for block in content:
+            if isinstance(block, str):
+                out.append(_fenced(block))
+            elif block.get("type") == "text" and isinstance(block.get("text"), str):
+                out.append(_fenced(block["text"]))
+            else:
+                out.append(_fenced(json.dumps(block, ensure_ascii=False, default=str)))
+    if isinstance(message, AIMessage):
+        for tc in message.tool_calls:
+            out.append(f"\ntool call {tc.get('name')} · id={tc.get('id')}\n")
+            for key, value in (tc.get("args") or {}).items():
+                if isinstance(value, str):
+                    out.append(f"argument {key}:\n" + _fenced(value))
+                else:
+                    out.append(f"argument {key} (JSON):\n")
+                    out.append(_fenced(json.dumps(value, ensure_ascii=False, default=str)))
+    out.append("\n")
+    return "".join(out)
 
 
 def build_summary_message(

@@ -7,7 +7,7 @@ An event is a plain dict, typed as :class:`CompressionEvent`::
      "level": "L1" | "L2" | None,          # None on "started": the level is not known yet
      "tokens_before": int,                 # estimate of the effective messages (tokens)
      "tokens_after": int | None,           # estimate of the view sent (tokens); None if unknown
-     "threshold": int, "l2_threshold": float,   # T and T2 (tokens)
+     "threshold": float, "l2_threshold": float, # T and T2 (tokens; T is an int when whole)
      "forced_by_overflow": bool,
      "cutoff_index": int | None,           # L2 only (global position in state messages)
      "file_path": str | None,              # L2 only (virtual history path, None if not saved)
@@ -87,7 +87,12 @@ class StatsCommon(TypedDict, total=False):
         tokens_l1: estimate of the L1 view (tokens).
         tokens_after: estimate of the view sent (tokens).
         overflow: the text of the context overflow that forced the round (R12).
+        l2_decision: the reason of the L2 decision (hook ``ctxlab_should_summarize``, R7, R8).
         no_cutoff: why no L2 cutoff was taken (R13), when none was.
+        summary_rejected: why an L2 summary was not committed and the L1 view was sent instead
+            (the span is smaller than an empty summary, or the summary is bigger than its span).
+        summary_cut: ``{"from_tokens", "to_tokens"}`` when the summarizer's text was longer than
+            a summary may be and was bounded before it was committed.
         trim_errors: problems the L1 trimmers handled (a failed offload write).
         tail_trimmed: kept messages replaced in the state by the overflow tail trimming (R12).
     """
@@ -98,7 +103,10 @@ class StatsCommon(TypedDict, total=False):
     tokens_l1: int
     tokens_after: int
     overflow: str
+    l2_decision: str
     no_cutoff: str
+    summary_rejected: str
+    summary_cut: dict[str, int]
     trim_errors: list[str]
     tail_trimmed: int
 
@@ -121,7 +129,7 @@ class EventFields(TypedDict, total=False):
     level: Level | None
     tokens_before: int | None
     tokens_after: int | None
-    threshold: int | None
+    threshold: float | None
     l2_threshold: float | None
     forced_by_overflow: bool
     cutoff_index: int | None

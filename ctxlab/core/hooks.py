@@ -18,7 +18,7 @@ import pluggy
 from langchain_core.messages import BaseMessage
 
 if TYPE_CHECKING:
-    from ctxlab.core.cutoff import CutoffContext, CutoffDecision
+    from ctxlab.core.cutoff import CutoffContext, CutoffDecision, SummarizeContext, SummarizeDecision
     from ctxlab.core.events import CompressionEvent
     from ctxlab.core.l1 import TrimContext, TrimReport
     from ctxlab.core.settings import CompressionSettings
@@ -54,6 +54,11 @@ class CompressionHooks:
         returns the trimmers' reports (implementations that returned ``None`` left out)."""
         reports = cast("list[TrimReport | None]", self._hook.ctxlab_l1_trim(view=view, ctx=ctx))
         return [r for r in reports if r is not None]
+
+    def should_summarize(self, view: list[BaseMessage], ctx: SummarizeContext) -> SummarizeDecision | None:
+        """``ctxlab_should_summarize`` (firstresult): L2 or the L1 view (R7, R8); ``None`` when no
+        decision plugin answered."""
+        return cast("SummarizeDecision | None", self._hook.ctxlab_should_summarize(view=view, ctx=ctx))
 
     def select_cutoff(self, messages: list[BaseMessage], ctx: CutoffContext) -> CutoffDecision | None:
         """``ctxlab_select_cutoff`` (firstresult): where L2 cuts the effective messages (R9);

@@ -25,7 +25,7 @@ import pluggy
 if TYPE_CHECKING:
     from langchain_core.messages import BaseMessage
 
-    from ctxlab.core.cutoff import CutoffContext, CutoffDecision
+    from ctxlab.core.cutoff import CutoffContext, CutoffDecision, SummarizeContext, SummarizeDecision
     from ctxlab.core.events import CompressionEvent
     from ctxlab.core.l1 import TrimContext, TrimReport
     from ctxlab.core.settings import CompressionSettings
@@ -76,6 +76,20 @@ def ctxlab_l1_trim(view: list[BaseMessage], ctx: TrimContext) -> TrimReport | No
 
 
 # --- L2 cutoff and summary ----------------------------------------------------------------------
+
+
+@hookspec(firstresult=True)
+def ctxlab_should_summarize(view: list[BaseMessage], ctx: SummarizeContext) -> SummarizeDecision | None:
+    """Decide whether this round summarizes (L2) or sends the L1 view (spec R7, R8).
+
+    Asked once L1 ran, and again in forced mode after the L1 view overflowed (R12).  ``view`` is
+    the L1 view (``view[0]`` is the previous summary message when
+    ``ctx.has_previous_summary``); ``ctx`` is a :class:`ctxlab.core.cutoff.SummarizeContext`
+    (``tokens``: the L1 request estimate; T, T2, ``keep_messages``, ``estimate``, ``forced``).
+    Return a :class:`ctxlab.core.cutoff.SummarizeDecision`, or ``None`` to defer.  firstresult.
+    Built-ins (``trylast``): the ARS rule (forced, or the L1 estimate strictly above T2, R8) and,
+    before it, the re-summarize guard (a documented deviation, ``docs/middleware.md``).
+    """
 
 
 @hookspec(firstresult=True)

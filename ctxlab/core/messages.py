@@ -1,4 +1,5 @@
-"""Message helpers: text of a message, effective messages, tool-call pairing (spec R9, R11).
+"""Message helpers: text of a message, effective messages, tool-call pairing (spec R9, R11), the
+view as sent (no orphan tool result).
 
 Shapes: message lists are ``list[BaseMessage]``; indices are positions in that list.
 """
@@ -7,16 +8,19 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
-from ctxlab.core.marks import is_user_request
+from ctxlab.core.marks import OBSERVATION_KEY, is_user_request
 
 __all__ = [
     "effective_messages",
     "last_human_index",
+    "late_result_observation",
     "message_text",
+    "resolve_cutoff",
+    "sendable_view",
     "tool_pair_spans",
     "valid_cut_positions",
 ]
@@ -55,23 +59,46 @@ def message_text(message: BaseMessage | Any, *, with_reasoning: bool = False) ->
     return "\n".join(parts)
 
 
+def resolve_cutoff(state_messages: Sequence[BaseMessage], event: Mapping[str, Any] | None) -> int | None:
+    """Where the kept part of ``state_messages`` starts under ``event`` (R11), or ``None`` when
+    ``event`` is not a usable summarization event (not a dict, no summary message, a cutoff that
+    is not an int ``>= 0``): then there is no summary yet.
+
+    The stored ``cutoff_index`` is a position; another component may have removed messages since
+    it was written (a trimming node, a rewind).  An event ctxlab wrote also names
+    ``last_summarized_id``, the id of the last summarized message: when the message at
+    ``cutoff_index - 1`` does not carry it but a state message does, the cutoff follows that
+    message.  Otherwise a cutoff past the end of the state is clamped to ``len(state_messages)``:
+    the summary is kept and nothing it covers is sent again.
+    """
+    if not isinstance(event, Mapping) or event.get("summary_message") is None:
+        return None
+    cutoff = event.get("cutoff_index")
+    if not isinstance(cutoff, int) or isinstance(cutoff, bool) or cutoff < 0:
+        return None
+    n = len(state_messages)
+    anchor = event.get("last_summarized_id")
+    if isinstance(anchor, str) and not (0 < cutoff <= n and state_messages[cutoff - 1].id == anchor):
+        for i in range(n - 1, -1, -1):
+            if state_messages[i].id == anchor:
+                return i + 1
+    return min(cutoff, n)
+
+
 def effective_messages(
     state_messages: Sequence[BaseMessage], event: Mapping[str, Any] | None
 ) -> list[BaseMessage]:
-    """``[event.summary_message, *state_messages[event.cutoff_index:]]`` or the state messages.
+    """``[event.summary_message, *state_messages[cutoff:]]`` or the state messages.
 
-    Spec: "effective messages".  A malformed event (no int ``cutoff_index``, or one outside
-    ``0..len(state_messages)``, or no summary message) is ignored: the full state is returned,
-    so a damaged checkpoint degrades to "no summary yet" instead of dropping history.
+    Spec: "effective messages"; ``cutoff`` is :func:`resolve_cutoff` (the stored cutoff, moved to
+    its anchor or clamped when messages were removed).  A malformed event (no int
+    ``cutoff_index >= 0``, no summary message) is ignored: the full state is returned, so a
+    damaged checkpoint degrades to "no summary yet" instead of dropping history.
     """
-    if not isinstance(event, dict):
+    cutoff = resolve_cutoff(state_messages, event)
+    if cutoff is None or event is None:
         return list(state_messages)
-    cutoff = event.get("cutoff_index")
-    summary = event.get("summary_message")
-    if not isinstance(cutoff, int) or isinstance(cutoff, bool) or not 0 <= cutoff <= len(state_messages):
-        return list(state_messages)
-    if summary is None:
-        return list(state_messages)
+    summary = event["summary_message"]
     if isinstance(summary, dict):
         summary = HumanMessage(**{k: v for k, v in summary.items() if k != "type"})
     return [summary, *state_messages[cutoff:]]
@@ -80,46 +107,109 @@ def effective_messages(
 def tool_pair_spans(messages: Sequence[BaseMessage]) -> list[tuple[int, int]]:
     """(call index, last result index) for every tool call answered later in ``messages``.
 
-    A call whose result never arrives (a dead call) yields no span, so it never blocks a cutoff;
-    a ToolMessage whose call is not in ``messages`` yields no span either.  Error and rejection
-    results (``status="error"``) close a call like any result.  Several results for one call id
-    all belong to the span.
+    A ToolMessage answers the nearest earlier AIMessage that issued its ``tool_call_id`` — what
+    providers check, and the only reading that holds when ids are reused across turns
+    (``read_file:0`` in every response, as some providers and proxies emit).  A call whose result
+    never arrives (a dead call) yields no span, so it never blocks a cutoff; a ToolMessage with no
+    earlier call yields no span either.  Error and rejection results (``status="error"``) close a
+    call like any result; several results for one call all belong to its span.
     """
-    call_at: dict[str, int] = {}
-    last_result: dict[str, int] = {}
+    issuer: dict[str, int] = {}
+    last_result: dict[tuple[int, str], int] = {}
     for i, m in enumerate(messages):
         if isinstance(m, AIMessage):
             for tc in m.tool_calls:
                 cid = tc.get("id")
-                if cid is not None and cid not in call_at:
-                    call_at[cid] = i
+                if cid is not None:
+                    issuer[cid] = i
         elif isinstance(m, ToolMessage):
-            cid = m.tool_call_id
-            if cid in call_at:
-                last_result[cid] = i
-    return [(call_at[cid], j) for cid, j in last_result.items()]
+            owner = issuer.get(m.tool_call_id)
+            if owner is not None:
+                last_result[(owner, m.tool_call_id)] = i
+    return [(owner, j) for (owner, _cid), j in last_result.items()]
+
+
+def _inside_pairs(messages: Sequence[BaseMessage]) -> list[bool]:
+    """``inside[c]`` for ``c`` in ``0..len(messages)``: a cut before ``messages[c]`` would separate
+    a tool call from one of its results (:func:`tool_pair_spans`).  Linear."""
+    n = len(messages)
+    depth = [0] * (n + 2)
+    for a, b in tool_pair_spans(messages):
+        depth[a + 1] += 1  # cuts a+1 .. b are inside the pair
+        depth[b + 1] -= 1
+    inside = [False] * (n + 1)
+    running = 0
+    for c in range(n + 1):
+        running += depth[c]
+        inside[c] = running > 0
+    return inside
 
 
 def valid_cut_positions(messages: Sequence[BaseMessage]) -> list[bool]:
     """``ok[c]`` for ``c`` in ``0..len(messages)``: may a cutoff go before ``messages[c]``?
 
     Invalid when the cut separates a tool call from any of its results (R9: parallel calls,
-    interleaved results of several AIMessages, out-of-order results), or when the kept part would
-    open with a ToolMessage or a SystemMessage (a provider rejects those right after the summary).
-    Linear in the number of messages.
+    interleaved results of several AIMessages, out-of-order results, ids reused across turns), or
+    when the kept part would open with a ToolMessage or a SystemMessage (a provider rejects those
+    right after the summary).  Linear in the number of messages.
     """
     n = len(messages)
-    depth = [0] * (n + 2)
-    for a, b in tool_pair_spans(messages):
-        depth[a + 1] += 1  # cuts a+1 .. b are inside the pair
-        depth[b + 1] -= 1
-    ok = [True] * (n + 1)
-    running = 0
-    for c in range(n + 1):
-        running += depth[c]
-        if running > 0 or (c < n and isinstance(messages[c], (ToolMessage, SystemMessage))):
-            ok[c] = False
-    return ok
+    inside = _inside_pairs(messages)
+    return [
+        not inside[c] and not (c < n and isinstance(messages[c], (ToolMessage, SystemMessage)))
+        for c in range(n + 1)
+    ]
+
+
+def late_result_observation(message: ToolMessage) -> HumanMessage:
+    """A ToolMessage whose call is not in the view, as a text observation (same id): a
+    ``HumanMessage`` marked :data:`ctxlab.core.marks.OBSERVATION_KEY` that names the tool and the
+    call id before the result's own content (text and image blocks kept)."""
+    head = (
+        f"[ctxlab: result of the earlier tool call {message.name or 'tool'} (id {message.tool_call_id}); "
+        "the call itself is in the summarized part of the conversation]"
+    )
+    content: str | list[str | dict[Any, Any]]
+    if isinstance(message.content, str):
+        content = f"{head}\n{message.content}"
+    else:
+        content = [{"type": "text", "text": head}, *message.content]
+    return HumanMessage(content=content, id=message.id, additional_kwargs={OBSERVATION_KEY: True})
+
+
+def sendable_view(view: list[BaseMessage]) -> list[BaseMessage]:
+    """``view`` as a provider accepts it: no ToolMessage without an earlier call in the view.
+
+    A result that arrives after its call went behind the cutoff (a call still unanswered at the
+    cutoff does not block it) would be such an orphan.  It becomes a text observation
+    (:func:`late_result_observation`, same id) in its place, or right after the tool-call pair
+    it would split (a message between a call and its results is rejected too).  Returns ``view``
+    itself when it has no orphan (the usual case), else a new list; never edits a message.
+    """
+    issuer: set[str] = set()
+    orphans: list[int] = []
+    for i, m in enumerate(view):
+        if isinstance(m, AIMessage):
+            issuer.update(cid for tc in m.tool_calls if (cid := tc.get("id")) is not None)
+        elif isinstance(m, ToolMessage) and m.tool_call_id not in issuer:
+            orphans.append(i)
+    if not orphans:
+        return view
+    skip = set(orphans)
+    rest = [m for i, m in enumerate(view) if i not in skip]
+    inside = _inside_pairs(rest)
+    at: dict[int, list[BaseMessage]] = {}
+    for i in orphans:
+        pos = i - sum(1 for j in orphans if j < i)  # its position among the other messages
+        while inside[pos]:
+            pos += 1
+        at.setdefault(pos, []).append(late_result_observation(cast(ToolMessage, view[i])))
+    out: list[BaseMessage] = []
+    for pos in range(len(rest) + 1):
+        out.extend(at.get(pos, []))
+        if pos < len(rest):
+            out.append(rest[pos])
+    return out
 
 
 def last_human_index(messages: Sequence[BaseMessage]) -> int | None:

@@ -191,7 +191,10 @@ class CompressionMiddleware(AgentMiddleware):
             hooks=hooks,
             save_tool_result=save_tool_result,
             capacity_tokens=capacity,
-            summarizer_budget=input_budget(model, self.settings.summary_prompt, capacity),
+            # the main model's window sizes the summarizer only when it is the main model (R10)
+            summarizer_budget=input_budget(
+                model, self.settings.summary_prompt, capacity if model is request.model else None
+            ),
             thread_id=_thread_id(),
             emit=emit,
         )

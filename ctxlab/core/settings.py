@@ -114,20 +114,24 @@ class CompressionSettings:
             )
 
     @property
-    def entry_threshold_tokens(self) -> int:
-        """T in tokens: ``int(summary_threshold × 1024)``.
+    def entry_threshold_tokens(self) -> float:
+        """T in tokens: ``summary_threshold × 1024``, exactly (seed: 乘以 1,024 得到 token 阈值).
 
+        Not floored: ``summary_threshold=0.3`` is T = 307.2 tokens, so an estimate of 307 is
+        below T.  An ``int`` when the product is whole (``100`` → ``102400``), else a ``float``.
         The trigger itself: :func:`ctxlab.core.compression.compression_round` compares the
         request estimate with this property directly; an estimate ``≥ T`` starts a round (R3, R4).
         """
-        return int(self.summary_threshold * 1024)
+        tokens = self.summary_threshold * 1024
+        return int(tokens) if float(tokens).is_integer() else float(tokens)
 
     @property
     def l2_threshold_tokens(self) -> float:
         """T2 in tokens: ``T × summary_l2_trigger_ratio`` (a float).
 
-        The round compares the L1 view's estimate with this property directly: ``≤ T2`` sends the
-        L1 view (R7), above it L2 summarizes (R8) and the cutoff rule aims below it (R9).
+        The built-in L2 decision (:class:`ctxlab.core.builtin.decision.ArsSummarizeRule`) compares
+        the L1 request estimate with it: ``≤ T2`` sends the L1 view (R7), strictly above it L2
+        summarizes (R8); the cutoff rule aims below it (R9).
         """
         return self.entry_threshold_tokens * self.summary_l2_trigger_ratio
 

@@ -1,11 +1,16 @@
-"""L2 summaries: the cleaned history, the bounded summarizer input, the summary message (R10).
+"""L2 summaries: the cleaned history, the bounded summarizer input, the summary's size (R10).
 
 The summarizer sees a plain-text history built from the L1 view of the summarized messages
 (offloaded results appear as their path and preview, images as ``[image]``, reasoning blocks
 dropped) and, when a previous summary exists, that summary first, so its facts survive (R10).
 Its input is bounded by its context: ``profile["max_input_tokens"]`` of the summarizing model
-when known.  A history longer than the budget is folded chunk by chunk (each call sees the
-running summary plus the next chunk), so nothing is silently dropped.
+when known (:func:`input_budget`).  A history longer than the budget is **folded**: split into
+pieces (a long message — the previous summary above all — at line ends, never cut), and each
+call sees the running summary plus as many pieces as fit, so nothing is silently dropped.
+
+A reply without text (only a reasoning block, only a tool call, an empty string) is a failed
+summary (:class:`EmptySummaryError`), handled like a model error.  What is committed is bounded
+(:func:`summary_token_limit`, :func:`bound_summary`).
 
 The summarizer call is tagged ``TAG_NOSTREAM`` (never streamed to the user) and its token usage
 is recorded apart from the main model's (R10, R16).
@@ -15,6 +20,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections import deque
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -37,20 +43,37 @@ logger = logging.getLogger("ctxlab.core.summarize")
 DEFAULT_SUMMARIZER_CONTEXT = 128_000
 #: share of the summarizer's context its input may use
 INPUT_SHARE = 0.7
-#: one message's text in the history is cut to this many characters (head and tail kept)
+#: one message's text in the summarizer's input is cut to this many characters (head and tail
+#: kept); never a summary message, which is folded instead
 MESSAGE_CHARS_CAP = 20_000
 #: the latest user request is carried verbatim up to this many characters
 LATEST_REQUEST_CHARS = 8_000
+#: share of a folded input given to new pieces at most (the rest is for the running summary)
+PIECE_SHARE = 0.6
+#: share of a folded input new pieces always get: a running summary larger than the rest is cut
+MIN_PIECE_SHARE = 0.2
+#: share of the summarizer's input budget (and of the main model's window) a summary may use
+SUMMARY_MAX_SHARE = 0.25
 
 __all__ = [
+    "SUMMARY_MAX_SHARE",
     "TAG_NOSTREAM",
+    "EmptySummaryError",
     "LLMSummarizer",
     "Summarizer",
     "SummaryJob",
     "SummaryResult",
+    "bound_summary",
     "history_text",
     "input_budget",
+    "reply_text",
+    "summary_token_limit",
 ]
+
+
+class EmptySummaryError(ValueError):
+    """The summarizer's reply holds no text: only a reasoning block, only a tool call, or an
+    empty string.  A failed summary (R10), never committed as one."""
 
 
 @dataclass
@@ -92,7 +115,9 @@ class SummaryResult:
 class Summarizer(Protocol):
     """Something that turns a :class:`SummaryJob` into a :class:`SummaryResult`.
 
-    ``summarize`` must not raise for model errors: it returns ``SummaryResult(error=...)``.
+    ``summarize`` must not raise for model errors: it returns ``SummaryResult(error=...)``.  A
+    result whose ``text`` is empty or blank without an ``error`` is treated as a failed summary
+    by the round (R10).
     """
 
     name: str
@@ -113,9 +138,11 @@ def _cap(text: str, limit: int) -> str:
 
 
 def render_message(message: BaseMessage, cap: int = MESSAGE_CHARS_CAP) -> str:
-    """One message as history text: ``[role] text`` plus its tool calls."""
+    """One message as history text: ``[role] text`` plus its tool calls (arguments cut to 2,000
+    characters: this is the summarizer's input, the history file keeps them whole).  A summary
+    message is never cut: it is folded (:func:`split_text`)."""
     if is_summary_message(message):
-        return f"[previous summary]\n{_cap(message_text(message), cap)}"
+        return f"[previous summary]\n{message_text(message)}"
     if isinstance(message, HumanMessage):
         role = "observation" if is_observation(message) else "user"
     elif isinstance(message, AIMessage):
@@ -141,54 +168,114 @@ def history_text(messages: Sequence[BaseMessage], cap: int = MESSAGE_CHARS_CAP) 
 
 def input_budget(model: Any, prompt: str, fallback_context: int | None = None) -> int:
     """Tokens one summarizer input may use: 70 % of the model's ``max_input_tokens`` (from its
-    ``profile``; else ``fallback_context``; else 128k), minus nothing else: the prompt counts
-    inside the budget."""
+    ``profile``; else ``fallback_context``; else 128k), the prompt included.
+
+    ``fallback_context`` is for a model whose window is known another way — the middleware
+    passes the main model's window only when the summarizer *is* the main model, never for a
+    separate summarizer model without a profile (its window is not the main model's).
+    """
     context = None
     profile = getattr(model, "profile", None)
     if isinstance(profile, dict):
-        context = profile.get("max_input_tokens")
+        value = profile.get("max_input_tokens")
+        context = value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
     context = context or fallback_context or DEFAULT_SUMMARIZER_CONTEXT
     return max(256, int(context * INPUT_SHARE))
 
 
-def plan_inputs(job: SummaryJob, previous: str | None = None) -> list[list[str]]:
-    """Split the history into chunks so that prompt + running summary + chunk fits the budget.
-
-    Returns a list of chunks, each a list of rendered message blocks.  A single message too
-    large for any chunk is cut (head and tail kept) to fit.
-    """
-    prompt_tokens = estimate_text_tokens(job.prompt)
-    room = max(128, job.budget_tokens - prompt_tokens)
-    blocks = [render_message(m) for m in job.messages]
-    chunk_room = max(96, int(room * 0.6))  # the rest is for the running summary
-    chunks: list[list[str]] = []
-    current: list[str] = []
-    used = 0
-    for block in blocks:
-        t = estimate_text_tokens(block)
-        if t > chunk_room:
-            ratio = chunk_room / t
-            block = _cap(block, max(200, int(len(block) * ratio * 0.9)))
-            t = estimate_text_tokens(block)
-        if current and used + t > chunk_room:
-            chunks.append(current)
-            current, used = [], 0
-        current.append(block)
-        used += t
-    if current:
-        chunks.append(current)
-    if sum(estimate_text_tokens(b) for c in chunks for b in c) <= room:
-        return [[b for c in chunks for b in c]]  # everything fits at once
-    return chunks
+def split_text(text: str, max_tokens: int) -> list[str]:
+    """``text`` in consecutive pieces of at most about ``max_tokens`` tokens each, split at line
+    ends where one falls in the second half of a piece; ``"".join(pieces) == text``."""
+    tokens = estimate_text_tokens(text)
+    if tokens <= max_tokens or len(text) < 2:
+        return [text]
+    size = max(1, int(len(text) * max_tokens / tokens * 0.95))  # characters per piece
+    pieces: list[str] = []
+    start = 0
+    while start < len(text):
+        end = min(len(text), start + size)
+        if end < len(text):
+            newline = text.rfind("\n", start + size // 2, end)
+            end = newline + 1 if newline >= 0 else end
+        pieces.append(text[start:end])
+        start = end
+    return pieces
 
 
-def fold_prompt(job: SummaryJob, chunk: list[str], running: str | None, room: int) -> str:
-    """The text sent for one chunk: the running summary (cut to fit) first, then the chunk."""
+def fold_prompt(job: SummaryJob, chunk: list[str], running: str | None) -> str:
+    """The text sent for one folded input: the running summary first, then the chunk."""
     body = "\n\n".join(chunk)
     if running:
-        keep = max(200, int((room - estimate_text_tokens(body)) * 3))
-        body = f"[previous summary]\n{_cap(running, keep)}\n\n{body}"
+        body = f"[previous summary]\n{running}\n\n{body}"
     return job.prompt.replace("{messages}", body)
+
+
+def reply_text(reply: Any) -> str:
+    """The text of a summarizer reply: its ``str`` content, or its text blocks joined.
+
+    Reasoning, tool-use and every other block are left out.
+
+    Raises:
+        EmptySummaryError: the reply has no text (only a reasoning block, only a tool call, an
+            empty or blank string).
+    """
+    content = getattr(reply, "content", reply)
+    if isinstance(content, str):
+        text = content
+    elif isinstance(content, list):
+        text = "\n".join(
+            b if isinstance(b, str) else str(b.get("text", ""))
+            for b in content
+            if isinstance(b, str) or (isinstance(b, dict) and b.get("type") == "text")
+        )
+    else:
+        text = ""
+    if text.strip():
+        return text
+    kinds = {b.get("type") for b in content if isinstance(b, dict)} if isinstance(content, list) else set()
+    if getattr(reply, "tool_calls", None) or kinds & {"tool_use", "tool_call", "function_call"}:
+        what = "only a tool call"
+    elif kinds & {"reasoning", "thinking", "redacted_thinking"}:
+        what = "only a reasoning block"
+    else:
+        what = "an empty reply"
+    raise EmptySummaryError(f"the summarizer's reply has no text ({what})")
+
+
+def summary_token_limit(summarizer_budget: int, capacity_tokens: int | None) -> int:
+    """The most tokens a committed summary's text may hold: :data:`SUMMARY_MAX_SHARE` of the
+    summarizer's input budget and of the main model's window when known (the next round must
+    fit the summary into both, with room for the messages around it)."""
+    limit = summarizer_budget if capacity_tokens is None else min(summarizer_budget, capacity_tokens)
+    return max(64, int(limit * SUMMARY_MAX_SHARE))
+
+
+def bound_summary(text: str, max_tokens: int) -> tuple[str, int]:
+    """``(text, tokens)`` when ``text`` fits ``max_tokens``; else the head (70 %) and the tail of
+    it, cut at line ends, around a note of what was left out, and the original size in tokens.
+    The history file keeps everything the summary covered (R10)."""
+    tokens = estimate_text_tokens(text)
+    if tokens <= max_tokens:
+        return text, tokens
+    pieces = split_text(text, max(1, int(max_tokens * 0.09)))  # ~ten pieces per bound
+    head: list[str] = []
+    tail: list[str] = []
+    used = 0
+    for piece in pieces:  # the head: 70 % of the limit
+        t = estimate_text_tokens(piece)
+        if used + t > max_tokens * 0.63:
+            break
+        head.append(piece)
+        used += t
+    for piece in reversed(pieces[len(head) :]):  # the tail: what remains of 90 %
+        t = estimate_text_tokens(piece)
+        if used + t > max_tokens * 0.9:
+            break
+        tail.insert(0, piece)
+        used += t
+    omitted = len(text) - sum(map(len, head)) - sum(map(len, tail))
+    note = f"\n[... {omitted} characters of the summary omitted: it exceeded {max_tokens} tokens ...]\n"
+    return "".join(head) + note + "".join(tail), tokens
 
 
 def _usage(message: Any) -> tuple[int, int] | None:
@@ -201,8 +288,9 @@ def _usage(message: Any) -> tuple[int, int] | None:
 class LLMSummarizer:
     """Summarizes with a LangChain chat model (the agent's own model by default, R10).
 
-    Calls are tagged ``TAG_NOSTREAM``; a model error becomes ``SummaryResult(error=...)``; a
-    context overflow of the summarizer halves the budget and tries again (twice at most).
+    Calls are tagged ``TAG_NOSTREAM``; a model error, and a reply without text
+    (:class:`EmptySummaryError`), become ``SummaryResult(error=...)``; a context overflow of the
+    summarizer halves the budget and tries again (twice at most).
     """
 
     name = "llm"
@@ -250,15 +338,8 @@ class LLMSummarizer:
         result = SummaryResult(text="")
         budget = job.budget_tokens
         for _attempt in range(3):
-            running: str | None = None
-            room = max(128, budget - estimate_text_tokens(job.prompt))
-            sized = SummaryJob(job.messages, job.prompt, budget, job.previous_summary)
             try:
-                for chunk in plan_inputs(sized):
-                    text = fold_prompt(sized, chunk, running, room)
-                    reply = yield text
-                    running = self._account(result, text, reply)
-                result.text = running or ""
+                result.text = yield from self._fold_at(job, budget, result)
                 result.error = None
                 return result
             except ContextOverflowError as exc:
@@ -271,12 +352,51 @@ class LLMSummarizer:
                 return result
         return result
 
+    def _fold_at(self, job: SummaryJob, budget: int, result: SummaryResult) -> Generator[str, Any, str]:
+        """One summary within ``budget`` tokens per input: all at once when the history fits,
+        else folded piece by piece (:func:`split_text`; nothing is cut but a running summary
+        that leaves new pieces less than :data:`MIN_PIECE_SHARE` of the input)."""
+        room = max(128, budget - estimate_text_tokens(job.prompt))
+        blocks = [render_message(m) for m in job.messages]
+        sizes = [estimate_text_tokens(b) for b in blocks]
+        if sum(sizes) <= room:
+            text = job.prompt.replace("{messages}", "\n\n".join(blocks))
+            return self._account(result, text, (yield text))
+        piece_room = max(64, int(room * PIECE_SHARE))
+        queue: deque[tuple[str, int]] = deque()
+        for block, size in zip(blocks, sizes, strict=True):
+            parts = [block] if size <= piece_room else split_text(block, piece_room)
+            queue.extend((p, size if len(parts) == 1 else estimate_text_tokens(p)) for p in parts)
+        running: str | None = None
+        while queue:
+            avail = room - (estimate_text_tokens(running) + 8 if running else 0)
+            if running and avail < room * MIN_PIECE_SHARE:
+                logger.warning("the running summary leaves no room for new pieces; cutting it")
+                running = _cap(
+                    running, max(200, int(len(running) * room * (1 - MIN_PIECE_SHARE) / (room - avail)))
+                )
+                avail = int(room * MIN_PIECE_SHARE)
+            chunk: list[str] = []
+            used = 0
+            while queue and used + queue[0][1] <= avail:
+                piece, size = queue.popleft()
+                chunk.append(piece)
+                used += size
+            if not chunk:  # the next piece is larger than the room left: split it further
+                piece, _size = queue.popleft()
+                first, *rest = split_text(piece, max(16, avail))
+                queue.extendleft((p, estimate_text_tokens(p)) for p in reversed(rest))
+                chunk.append(first)
+            text = fold_prompt(job, chunk, running)
+            running = self._account(result, text, (yield text))
+        return running or ""
+
     @staticmethod
     def _account(result: SummaryResult, text: str, reply: Any) -> str:
+        """Count one call and return the reply's text (raises :class:`EmptySummaryError`)."""
         result.calls += 1
         est_in = estimate_text_tokens(text)
         result.inputs.append(est_in)
-        out = message_text(reply)
         usage = _usage(reply)
         if usage:
             result.usage_reported = True
@@ -284,5 +404,5 @@ class LLMSummarizer:
             result.output_tokens += usage[1]
         else:
             result.input_tokens += est_in
-            result.output_tokens += estimate_text_tokens(out)
-        return out
+            result.output_tokens += estimate_text_tokens(message_text(reply))
+        return reply_text(reply)

@@ -185,7 +185,7 @@ class ModelNodeHarness:
         on_event: Callable[[Any], None] | None = None,
         record: bool = True,
     ) -> None:
-        self.middleware = middleware
+        self.middleware = middleware  # a property: also reads which hooks it overrides
         self.model: BaseChatModel = model if model is not None else ReplayModel()
         self.tools: list[BaseTool | dict[str, Any]] = list(tools)
         self.system_message = (
@@ -201,11 +201,21 @@ class ModelNodeHarness:
         self.state: dict[str, Any] = {"messages": []}
         self.views: list[RequestView] = []
         self.events: list[Any] = []
+        if messages:
+            self.add(*messages)
+
+    @property
+    def middleware(self) -> AgentMiddleware:
+        """The middleware driven.  Assigning another one
+        keeps the state, as when an agent is rebuilt around the same checkpoint."""
+        return self._middleware
+
+    @middleware.setter
+    def middleware(self, middleware: AgentMiddleware) -> None:
+        self._middleware = middleware
         self._before = overrides(middleware, "before_model")
         self._abefore = overrides(middleware, "abefore_model")
         self._wrap = overrides(middleware, "wrap_model_call") or overrides(middleware, "awrap_model_call")
-        if messages:
-            self.add(*messages)
 
     # --- state --------------------------------------------------------------------------------
 

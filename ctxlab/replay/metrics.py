@@ -364,27 +364,40 @@ def view_parts(request: RequestView, measure: EstimateCache) -> dict[str, int]:
     return parts
 
 
-def unmatched_tool_pairs(view: Sequence[BaseMessage], answered: Iterable[str] | None = None) -> int:
+def unmatched_tool_pairs(
+    view: Sequence[BaseMessage], answered: Iterable[str | tuple[str | None, str]] | None = None
+) -> int:
     """Broken tool pairs in a view (must be 0).
 
-    Counts ToolMessages whose ``tool_call_id`` has no earlier call in the view, plus tool calls
-    in the view that were answered in the transcript before this call (``answered``: their ids)
-    but whose result is not in the view.
+    Pairs as providers do: a ToolMessage answers the nearest earlier AIMessage in the view that
+    issued its ``tool_call_id`` (ids may be reused across turns).  Counts ToolMessages with no
+    such call, plus calls in the view that were answered in the transcript before this call but
+    have no result in the view.  ``answered`` names the answered calls: ``(AIMessage id, call
+    id)`` pairs (exact when ids are reused; the replay engine passes these), or bare call ids
+    (an id answered once counts for every call carrying it).  ``None``: orphans only.
     """
-    called: set[str] = set()
-    results: set[str] = set()
+    issuer: dict[str, int] = {}
+    calls: list[tuple[int, str]] = []
+    closed: set[tuple[int, str]] = set()
     orphans = 0
-    for m in view:
+    for i, m in enumerate(view):
         if isinstance(m, AIMessage):
-            called.update(cid for tc in m.tool_calls if (cid := tc.get("id")))
+            for tc in m.tool_calls:
+                if (cid := tc.get("id")) is not None:
+                    issuer[cid] = i
+                    calls.append((i, cid))
         elif isinstance(m, ToolMessage):
-            results.add(m.tool_call_id)
-            if m.tool_call_id not in called:
+            owner = issuer.get(m.tool_call_id)
+            if owner is None:
                 orphans += 1
+            else:
+                closed.add((owner, m.tool_call_id))
     if answered is None:
         return orphans
-    answered_set = answered if isinstance(answered, (set, frozenset)) else set(answered)
-    missing = sum(1 for cid in called if cid in answered_set and cid not in results)
+    keys = answered if isinstance(answered, (set, frozenset)) else set(answered)
+    missing = sum(
+        1 for i, cid in calls if (i, cid) not in closed and ((view[i].id, cid) in keys or cid in keys)
+    )
     return orphans + missing
 
 

@@ -148,7 +148,10 @@ def replay_one(
     ids = IdentifierIndex()
     key_cache: IdentityCache[BaseMessage, tuple[Any, ...]] = IdentityCache(MESSAGES_CACHED)
     earlier_idents: set[str] = set()
-    answered: set[str] = set()
+    # answered calls as (id of the calling AIMessage, call id): a result answers the latest call
+    # of its id (ids may be reused across turns, R9)
+    answered: set[tuple[str | None, str]] = set()
+    issuer: dict[str, str | None] = {}
     raw_messages_tokens = 0
     base_tokens = measure.tools_tokens(tools) + (measure.message_tokens(system) if system is not None else 0)
     prev_view: RequestView | None = None
@@ -170,7 +173,7 @@ def replay_one(
             if not isinstance(original, SystemMessage):
                 earlier_idents |= ids.present(original)
             if isinstance(original, ToolMessage):
-                answered.add(original.tool_call_id)
+                answered.add((issuer.get(original.tool_call_id), original.tool_call_id))
             continue
         if limit_calls is not None and call_index >= limit_calls:
             break
@@ -183,6 +186,7 @@ def replay_one(
         event_before = state.get(EVENT_KEY)
         with count_summarizer_usage(measure) as usage:
             call = harness.call(original)
+        issuer.update({cid: original.id for tc in original.tool_calls if (cid := tc.get("id")) is not None})
         if not call.views:
             raise RuntimeError(f"strategy {strategy_name!r} did not call the model at call {call_index}")
         new_summaries = [

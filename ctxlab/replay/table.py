@@ -85,7 +85,7 @@ class CallRow(TypedDict):
     cache_reusable_tokens: int
     cache_reusable_share: float | None
     retention: float | None
-    threshold: int | None
+    threshold: float | None
     l2_threshold: float | None
     unmatched_tool_pairs: int
     output_tokens: int | None
@@ -124,7 +124,7 @@ CALLS_SCHEMA: dict[str, Any] = {
     "cache_reusable_tokens": pl.Int64,
     "cache_reusable_share": pl.Float64,
     "retention": pl.Float64,
-    "threshold": pl.Int64,
+    "threshold": pl.Float64,
     "l2_threshold": pl.Float64,
     "unmatched_tool_pairs": pl.Int64,
     # cost and summary fidelity (ctxlab.replay.run_measures)

@@ -13,13 +13,13 @@ class KeepRecentCutoff:
     """Cut as late as possible while keeping at least ``keep_messages`` messages.
 
     The cutoff is the largest valid position ``c <= len(messages) - keep_messages`` (R9): never
-    between a tool call and any of its results, never so that the kept part opens with a
+    between a tool call and any of its results (paired the way providers pair them:
+    :func:`ctxlab.core.messages.tool_pair_spans`), never so that the kept part opens with a
     ToolMessage or SystemMessage.  It must summarize at least one message that is not already
     summarized (``c >= 2`` after a previous summary): re-summarizing only the summary would loop
-    on every call when the kept window alone is above the trigger.  And it must pay: the new
-    messages it summarizes must hold at least ``ctx.min_new_tokens`` (a tenth of the excess over
-    T2, set by the round), else a fixed overhead above the trigger (a long system prompt, many
-    tool schemas) would summarize one tiny message per turn.  No such position: no cutoff.
+    on every call when the kept window alone is above the trigger.  No such position: no cutoff
+    (R13).  Whether a summary is worth it at all is the L2 decision's question
+    (``ctxlab_should_summarize``), not this rule's.
     """
 
     name = "keep-recent-cutoff"
@@ -31,11 +31,6 @@ class KeepRecentCutoff:
         lowest = first_new_position(ctx.has_previous_summary)
         for c in range(n - ctx.keep_messages, lowest - 1, -1):
             if ok[c]:
-                new_tokens = sum(ctx.estimate(m) for m in messages[lowest - 1 : c])
-                if new_tokens < ctx.min_new_tokens:
-                    return CutoffDecision(
-                        None, f"summarizing {new_tokens} tokens is not worth it (< {ctx.min_new_tokens:.0f})"
-                    )
                 return CutoffDecision(c, f"kept {n - c} messages (keep {ctx.keep_messages})")
         return CutoffDecision(
             None, f"no valid cutoff keeps {ctx.keep_messages} of {n} messages and summarizes a new one"

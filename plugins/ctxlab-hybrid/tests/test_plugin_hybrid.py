@@ -12,7 +12,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langgraph.runtime import Runtime
 
-from ctxlab import CompressionMiddleware, CompressionSettings
+from ctxlab import CompressionMiddleware, CompressionSettings, hookimpl
 from ctxlab.core.builtin import StructuredSummarizer
 from ctxlab.replay import make_lab_manager, strategies
 
@@ -88,7 +88,7 @@ def test_masking_is_enough_between_t2_and_t(tmp_path):
     assert not isinstance(result, ExtendedModelResponse)  # no summary, state unchanged
     assert completed["level"] == "L1"
     assert completed["stats"]["tokens_l1"] > SETTINGS.l2_threshold_tokens  # ARS alone would summarize
-    assert completed["stats"]["no_cutoff"].startswith("hybrid: masking is enough")
+    assert completed["stats"]["l2_decision"].startswith("hybrid: masking is enough")
     results = [m for m in views[-1] if isinstance(m, ToolMessage)]
     assert sum(m.content.startswith(MASK_MARKER) for m in results) == 10
 
@@ -119,9 +119,49 @@ def test_overflow_of_a_view_between_t2_and_t_forces_the_ars_summary(tmp_path):
     assert completed["level"] == "L2" and completed["forced_by_overflow"]
 
 
-def test_strategy_uses_the_settings_threshold():
+def test_strategy_builds_the_hybrid_plugin():
     pm = make_lab_manager(load_entrypoints=True)
     assert not any(isinstance(p, HybridMasking) for p in pm.get_plugins())
     (plugin,) = strategies(pm)["hybrid"].factory(SETTINGS)
-    assert isinstance(plugin, HybridMasking)
-    assert plugin.threshold_tokens == 4096 and plugin.keep == 10
+    assert isinstance(plugin, HybridMasking) and plugin.keep == 10
+
+
+def test_the_decision_weighs_the_whole_masked_request(tmp_path):
+    # spec: R8, R16 — the hybrid's L2 decision is the ctxlab_should_summarize hook: it is given
+    # the masked L1 view and the estimate of the whole request (system message and tool schemas
+    # count), not a cached estimate of the masked messages alone
+    msgs = history(ai_chars=500)
+    seen = []
+
+    class Spy:
+        name = "spy"
+
+        @hookimpl(tryfirst=True)
+        def ctxlab_should_summarize(self, view, ctx):
+            masked = sum(m.content.startswith(MASK_MARKER) for m in view if isinstance(m, ToolMessage))
+            seen.append((masked, ctx.tokens))
+
+    for system_chars, summarized in ((20, False), (9000, True)):
+        mw = CompressionMiddleware(
+            settings=SETTINGS,
+            backend=FilesystemBackend(root_dir=str(tmp_path), virtual_mode=True),
+            summarizer=StructuredSummarizer(),
+            plugins=[*hybrid_plugins(SETTINGS, keep=2), Spy()],
+        )
+        events: list[dict] = []
+        request = ModelRequest(
+            model=_Model(),
+            messages=list(msgs),
+            system_message=SystemMessage(content=("You fix code. " * 700)[:system_chars]),
+            tools=[],
+            state={"messages": list(msgs)},
+            runtime=Runtime(context=None, store=None, stream_writer=events.append),
+        )
+        result = mw.wrap_model_call(
+            request, lambda r: ModelResponse(result=[AIMessage(content="ok", id="resp")])
+        )
+        assert isinstance(result, ExtendedModelResponse) is summarized
+        decision = next(e for e in events if e["phase"] == "completed")["stats"]["l2_decision"]
+        assert decision.startswith("hybrid: masking is enough") is not summarized
+    assert [masked for masked, _ in seen] == [10, 10]  # the decision saw the masked view
+    assert seen[0][1] < SETTINGS.entry_threshold_tokens <= seen[1][1]

@@ -15,20 +15,15 @@ The ``hybrid`` strategy adds one plugin to ARS, :class:`HybridMasking`.  A round
 Why T and not T2 for step 3: ARS sends an L1 view only up to T2 (0.4 T by default) because
 plain L1 trimming barely slows the growth of a view; a masked view grows only by the assistant
 turns, the placeholders (~25 tokens each) and the N recent results, so it may use the whole
-budget below T before a summary is worth its cost.  (When the masked view is at most T2, ARS
-itself sends it; between T2 and T the cutoff hook of :class:`HybridMasking` declines L2.)
-The cutoff hook sees the effective messages but not the view, so the L1 wrapper records the
-final masked view's estimate (messages only: the hook does not see the system message and the
-tool schemas) under a fingerprint of the round's messages.  A round forced by a context
-overflow always goes to the ARS cutoff.
+budget below T before a summary is worth its cost.  The decision is the core's L2 decision
+hook, ``ctxlab_should_summarize``: :class:`HybridMasking` answers it first (``tryfirst``) and
+declines L2 while the L1 request estimate it is given (system message, tool schemas and the
+masked view) is below T (``ctx.threshold_tokens``); otherwise it defers to the ARS rule, which
+summarizes above T2.  A round forced by a context overflow is always left to ARS: an overflow
+of a masked view, whether at most T2 or between T2 and T, forces the ARS summary (R12).
 
-Limitation: when the hook declines L2 (masked view between T2 and T), the core sends the L1 view
-through its "no cutoff" path (R13), where a context overflow propagates instead of forcing L2; a
-masked view at most T2 goes through R7, where an overflow forces the ARS summary as usual.  Both
-are only reachable when the model's window is smaller than T.  (A core change — re-asking the
-cutoff in forced mode after such an overflow — would close the gap; see the xfail test.)
-
-Measured on the four longest public transcripts (T = 20 K tokens): ARS 20 summaries, hybrid 9
+Measured on the four longest public transcripts (T = 20 K tokens, with the earlier bar of the
+masked *messages* only, without system message and tool schemas): ARS 20 summaries, hybrid 9
 summaries and 128 masked-only calls, masking-only 0 summaries; with T2 as the bar instead of T,
 masking was never enough and the hybrid equalled ARS.
 
@@ -39,75 +34,44 @@ crosses T it stays masked.  ``N`` is ``$CTXLAB_MASKING_KEEP`` (default 10).  Nee
 
 from __future__ import annotations
 
-from collections.abc import Generator
 from typing import Any
 
 from ctxlab_masking import ObservationMasking, keep_from_env
 from langchain_core.messages import BaseMessage
 
 from ctxlab import hookimpl
-from ctxlab.core.cutoff import CutoffContext, CutoffDecision
-from ctxlab.core.identity import BoundedCache
-from ctxlab.core.l1 import TrimContext, TrimReport, protect_key
+from ctxlab.core.cutoff import SummarizeContext, SummarizeDecision
 
 __all__ = ["HybridMasking", "entry_point", "hybrid_plugins"]
 
 
-#: masked-view estimates remembered (one round writes one, its cutoff hook reads it)
-MASKED_ROUNDS_CACHED = 32
-
-
-def _fingerprint(messages: list[BaseMessage]) -> tuple[Any, ...]:
-    return tuple(protect_key(m) for m in messages)
-
-
 class HybridMasking(ObservationMasking):
-    """Masking as an L1 wrapper plus a cutoff rule that declines L2 while masking is enough.
+    """Masking as an L1 trimmer (``tryfirst``, from :class:`ctxlab_masking.ObservationMasking`)
+    plus an L2 decision that declines a summary while the masked request stays below T.
 
     Args:
         keep: tool results kept verbatim (``N``).
-        threshold_tokens: T in tokens; L2 runs only when the masked view's messages reach it
-            (or the round was forced by an overflow).
     """
 
     name = "hybrid-masking"
 
-    def __init__(self, keep: int, *, threshold_tokens: int) -> None:
-        super().__init__(keep)
-        self.threshold_tokens = threshold_tokens
-        self._masked_tokens: BoundedCache[tuple[Any, ...], int] = BoundedCache(MASKED_ROUNDS_CACHED)
-
-    # a pluggy wrapper around every trimmer, where ObservationMasking's is a plain implementation
-    @hookimpl(wrapper=True, tryfirst=True)
-    def ctxlab_l1_trim(  # type: ignore[override]
-        self, view: list[BaseMessage], ctx: TrimContext
-    ) -> Generator[None, Any, list[TrimReport]]:
-        key = _fingerprint(view)
-        report = self.mask(view, ctx)
-        reports: list[TrimReport] = yield
-        self._masked_tokens.put(key, sum(ctx.estimate(m) for m in view))
-        return [report, *(reports or [])]
-
     @hookimpl(tryfirst=True)
-    def ctxlab_select_cutoff(self, messages: list[BaseMessage], ctx: CutoffContext) -> CutoffDecision | None:
+    def ctxlab_should_summarize(
+        self, view: list[BaseMessage], ctx: SummarizeContext
+    ) -> SummarizeDecision | None:
         if ctx.forced:  # forced by a context overflow (R12): ARS decides
             return None
-        masked = self._masked_tokens.get(_fingerprint(messages))
-        if masked is not None and masked < self.threshold_tokens:
-            return CutoffDecision(
-                None, f"hybrid: masking is enough ({masked} tokens of messages < T = {self.threshold_tokens})"
+        if ctx.tokens < ctx.threshold_tokens:
+            return SummarizeDecision(
+                False, f"hybrid: masking is enough ({ctx.tokens} tokens < T = {ctx.threshold_tokens:g})"
             )
-        return None
+        return None  # masking is not enough: the ARS rule (above T2: L2)
 
 
 def hybrid_plugins(settings: Any = None, keep: int | None = None) -> list[object]:
-    """The plugins of the ``hybrid`` strategy (on top of the ARS defaults)."""
-    from ctxlab.core.settings import CompressionSettings
-
-    s = settings if isinstance(settings, CompressionSettings) else CompressionSettings()
-    return [
-        HybridMasking(keep_from_env() if keep is None else keep, threshold_tokens=s.entry_threshold_tokens)
-    ]
+    """The plugins of the ``hybrid`` strategy (on top of the ARS defaults).  ``settings`` is
+    accepted for the strategy-factory signature: the decision reads T from the round itself."""
+    return [HybridMasking(keep_from_env() if keep is None else keep)]
 
 
 class _EntryPoint:

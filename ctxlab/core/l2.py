@@ -1,0 +1,184 @@
+"""The L2 step of a compression round (spec R7-R10): the decision, the cutoff, the summary that
+may be committed.  Pure functions of the round's input; :func:`ctxlab.core.compression.
+compression_round` runs the effects (history write, summarizer, model calls) around them.
+
+Two rules here go beyond the seed and are listed in ``docs/middleware.md`` ("Deliberate
+deviations from the seed"): an L2 is not attempted when its span is smaller than an empty
+summary message, and a summary bigger than the span it replaces is not committed (the L1 view is
+sent, the reason recorded in the event's ``stats["summary_rejected"]``).  The summary's text is
+bounded (:func:`ctxlab.core.summarize.summary_token_limit`) before it is committed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from langchain_core.messages import BaseMessage, HumanMessage
+
+from ctxlab.core.cutoff import (
+    CutoffContext,
+    SummarizeContext,
+    SummarizeDecision,
+    build_summary_message,
+    history_document,
+    to_global,
+)
+from ctxlab.core.estimation import EstimateCache, estimate_text_tokens
+from ctxlab.core.events import StatsCommon
+from ctxlab.core.files import history_path
+from ctxlab.core.hooks import CompressionHooks
+from ctxlab.core.messages import message_text
+from ctxlab.core.settings import CompressionSettings
+from ctxlab.core.summarize import SummaryJob, SummaryResult, bound_summary, summary_token_limit
+
+__all__ = ["L2Plan", "RoundView", "plan_l2", "summary_to_commit"]
+
+
+class RoundView(Protocol):
+    """What the L2 step reads of a round's input (:class:`ctxlab.core.compression.RoundInput`
+    has all of it; a protocol keeps this module below the round's)."""
+
+    @property
+    def settings(self) -> CompressionSettings: ...
+    @property
+    def hooks(self) -> CompressionHooks: ...
+    @property
+    def estimates(self) -> EstimateCache: ...
+    @property
+    def thread_id(self) -> str | None: ...
+    @property
+    def summarizer_budget(self) -> int: ...
+    @property
+    def capacity_tokens(self) -> int | None: ...
+    @property
+    def stats(self) -> StatsCommon: ...
+
+
+@dataclass
+class L2Plan:
+    """An L2 the round is about to run: the local and global cutoffs, the tokens of the L1 view's
+    span ``view1[:local]`` the summary replaces, the summarizer job and the history file."""
+
+    local: int
+    global_cut: int
+    span_tokens: int
+    job: SummaryJob
+    history_path: str
+    history: str
+
+
+def plan_l2(
+    inp: RoundView,
+    eff: list[BaseMessage],
+    view1: list[BaseMessage],
+    est1: int,
+    prev_cut: int | None,
+    forced: bool,
+) -> L2Plan | None:
+    """Decide L2 (hook ``ctxlab_should_summarize``, R7, R8), choose the cutoff (hook
+    ``ctxlab_select_cutoff``, R9) and prepare the summary (R10); ``None`` — with the reason in
+    ``inp.stats`` — when the L1 view is to be sent instead: declined, no valid cutoff (R13), or a
+    span smaller than an empty summary message (it could only grow the request).
+
+    Raises:
+        ValueError: a cutoff plugin returned an index outside ``1..len(eff)``.
+    """
+    s, stats = inp.settings, inp.stats
+    has_prev = prev_cut is not None
+    decision = inp.hooks.should_summarize(
+        list(view1),
+        SummarizeContext(
+            tokens=est1,
+            threshold_tokens=s.entry_threshold_tokens,
+            l2_threshold_tokens=s.l2_threshold_tokens,
+            keep_messages=s.summary_keep_messages,
+            has_previous_summary=has_prev,
+            estimate=inp.estimates.message_tokens,
+            forced=forced,
+        ),
+    )
+    if decision is None:  # no decision plugin (defaults=False): the ARS rule
+        decision = SummarizeDecision(forced or est1 > s.l2_threshold_tokens, "no decision plugin: ARS rule")
+    stats["l2_decision"] = decision.reason
+    if not decision.summarize:
+        return None
+    cut = inp.hooks.select_cutoff(
+        list(eff),
+        CutoffContext(
+            keep_messages=s.summary_keep_messages,
+            has_previous_summary=has_prev,
+            estimate=inp.estimates.message_tokens,
+            target_tokens=s.l2_threshold_tokens,
+            forced=forced,
+        ),
+    )
+    local = cut.index if cut is not None else None
+    if local is None:
+        stats["no_cutoff"] = cut.reason if cut is not None else "no cutoff plugin answered"
+        return None
+    if not 1 <= local <= len(eff):
+        raise ValueError(f"cutoff plugin returned index {local} outside 1..{len(eff)}")
+    global_cut = to_global(local, prev_cut, has_prev)
+    start = prev_cut if prev_cut is not None else 0
+    previous_summary = message_text(eff[0]) if has_prev else None
+    history = history_document(eff[:local], start, global_cut, previous_summary)
+    path = history_path(inp.thread_id, start, global_cut, history)
+    span = sum(inp.estimates.message_tokens(m) for m in view1[:local])
+    empty = build_summary_message(eff, local, SummaryResult(text=""), path, s.summary_prompt, global_cut)
+    floor = inp.estimates.message_tokens(empty)
+    if span <= floor:
+        stats["summary_rejected"] = (
+            f"not summarized: the span of {span} tokens is smaller than an empty summary message ({floor} tokens)"
+        )
+        return None
+    job = SummaryJob(
+        messages=list(view1[:local]),
+        prompt=s.summary_prompt,
+        budget_tokens=inp.summarizer_budget,
+        previous_summary=previous_summary,
+    )
+    return L2Plan(local, global_cut, span, job, path, history)
+
+
+def summary_to_commit(
+    inp: RoundView,
+    eff: list[BaseMessage],
+    plan: L2Plan,
+    file_path: str | None,
+    result: SummaryResult,
+) -> HumanMessage | None:
+    """The summary message to commit (R10), or ``None`` — with the reason in
+    ``inp.stats["summary_rejected"]`` — when it is bigger than the span it replaces.
+
+    A result without text is a failed summary (``EmptySummaryError``: the previous summary's body
+    is carried, the error recorded); a text longer than :func:`ctxlab.core.summarize.
+    summary_token_limit` is bounded first (``stats["summary_cut"]``).  Records the summarizer's
+    accounting in ``inp.stats["summarizer"]``.
+    """
+    stats = inp.stats
+    if not result.text.strip() and not result.error:
+        result.error = "EmptySummaryError: the summarizer returned no text"
+    stats["summarizer"] = {
+        "calls": result.calls,
+        "input_tokens": result.input_tokens,
+        "output_tokens": result.output_tokens,
+        "usage_reported": result.usage_reported,
+        "error": result.error,
+    }
+    if result.text.strip():
+        limit = summary_token_limit(inp.summarizer_budget, inp.capacity_tokens)
+        text, tokens = bound_summary(result.text, limit)
+        if text is not result.text:
+            stats["summary_cut"] = {"from_tokens": tokens, "to_tokens": estimate_text_tokens(text)}
+            result.text = text
+    s = inp.settings
+    message = build_summary_message(eff, plan.local, result, file_path, s.summary_prompt, plan.global_cut)
+    size = inp.estimates.message_tokens(message)
+    if size > plan.span_tokens:
+        stats["summary_rejected"] = (
+            f"not committed: the summary ({size} tokens) is bigger than the span it replaces "
+            f"({plan.span_tokens} tokens)"
+        )
+        return None
+    return message
