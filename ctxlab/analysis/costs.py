@@ -14,7 +14,7 @@ import polars as pl
 
 from ctxlab.analysis.plotting.figures import save_png
 from ctxlab.analysis.plotting.style import fit_margins, font_families, label_text, new_axes
-from ctxlab.replay.table import strategy_totals
+from ctxlab.replay.table import MEASURE_COLUMNS, strategy_totals
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -32,12 +32,7 @@ COST_TABLE_COLUMNS = (
     "calls",
     "l2_rounds",
     "cost_per_call_usd",
-    "cost_usd",
-    "summarizer_cost_usd",
-    "raw_cost_usd",
-    "cost_saving_pct",
-    "span_recall",
-    "needed_recall",
+    *MEASURE_COLUMNS,
 )
 
 

@@ -58,20 +58,25 @@ class SummaryFraming:
     previous: str
 
 
-FRAMING_ZH = SummaryFraming(
-    header="[上下文摘要] 以下是此前对话的摘要（较早的消息已被压缩）：",
-    saved_at="完整的历史记录已保存到 {path} \n",
-    latest_request="用户最近的请求（原文）：",
-    failed="[摘要生成失败] 摘要模型出错：{error}",
-    previous="此前的摘要（本轮摘要失败，原样保留）：",
-)
-FRAMING_EN = SummaryFraming(
-    header="[Context summary] The earlier part of this conversation was compressed into this summary:",
-    saved_at="The full history is saved at {path} \n",
-    latest_request="The user's latest request (verbatim):",
-    failed="[Summary failed] The summarizer raised an error: {error}",
-    previous="The previous summary, kept as it was because this round's summary failed:",
-)
+#: each framing text as (Chinese, English), side by side so that the two stay in step
+_FRAMING_TEXTS = {
+    "header": (
+        "[上下文摘要] 以下是此前对话的摘要（较早的消息已被压缩）：",
+        "[Context summary] The earlier part of this conversation was compressed into this summary:",
+    ),
+    "saved_at": ("完整的历史记录已保存到 {path} \n", "The full history is saved at {path} \n"),
+    "latest_request": ("用户最近的请求（原文）：", "The user's latest request (verbatim):"),
+    "failed": (
+        "[摘要生成失败] 摘要模型出错：{error}",
+        "[Summary failed] The summarizer raised an error: {error}",
+    ),
+    "previous": (
+        "此前的摘要（本轮摘要失败，原样保留）：",
+        "The previous summary, kept as it was because this round's summary failed:",
+    ),
+}
+FRAMING_ZH = SummaryFraming(**{field: zh for field, (zh, _en) in _FRAMING_TEXTS.items()})
+FRAMING_EN = SummaryFraming(**{field: en for field, (_zh, en) in _FRAMING_TEXTS.items()})
 
 
 def framing_for(template: str) -> SummaryFraming:

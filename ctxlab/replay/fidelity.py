@@ -54,8 +54,28 @@ def _share(part: int, whole: int) -> float | None:
     return part / whole if whole else None
 
 
+class _Recalls:
+    """The two recalls of four identifier counts: one round's, or pooled over rounds (the
+    carried identifiers of all rounds over their identifiers)."""
+
+    span_identifiers: int
+    span_carried: int
+    needed_identifiers: int
+    needed_carried: int
+
+    @property
+    def span_recall(self) -> float | None:
+        """``span_carried / span_identifiers``, ``None`` when the span has no identifier."""
+        return _share(self.span_carried, self.span_identifiers)
+
+    @property
+    def needed_recall(self) -> float | None:
+        """``needed_carried / needed_identifiers``, ``None`` when nothing was needed."""
+        return _share(self.needed_carried, self.needed_identifiers)
+
+
 @dataclass(frozen=True)
-class RoundFidelity:
+class RoundFidelity(_Recalls):
     """The fidelity of one L2 summary (see the module docstring).
 
     Attributes:
@@ -72,16 +92,6 @@ class RoundFidelity:
     needed_identifiers: int
     needed_carried: int
     dropped: tuple[str, ...] = ()
-
-    @property
-    def span_recall(self) -> float | None:
-        """``span_carried / span_identifiers``, ``None`` when the span has no identifier."""
-        return _share(self.span_carried, self.span_identifiers)
-
-    @property
-    def needed_recall(self) -> float | None:
-        """``needed_carried / needed_identifiers``, ``None`` when nothing was needed."""
-        return _share(self.needed_carried, self.needed_identifiers)
 
     def as_dict(self) -> dict[str, Any]:
         """The counts, both recalls and ``dropped`` (a list), for a JSON record."""
@@ -154,12 +164,13 @@ def summary_fidelity(
 
 
 @dataclass(frozen=True)
-class FidelityTotals:
+class FidelityTotals(_Recalls):
     """Fidelity over several L2 rounds (a run or a strategy).
 
-    ``rounds`` counts the rounds; the ``*_identifiers``/``*_carried`` fields are sums over them;
-    ``mean_*_recall`` average the rounds' recalls, skipping rounds without a value (``None`` when
-    no round has one).
+    ``rounds`` counts the rounds; the ``*_identifiers``/``*_carried`` fields are sums over them,
+    so that ``span_recall`` and ``needed_recall`` are pooled (the carried identifiers of all rounds
+    over their identifiers); ``mean_*_recall`` average the rounds' recalls, skipping rounds without
+    a value (``None`` when no round has one).
     """
 
     rounds: int = 0
@@ -169,16 +180,6 @@ class FidelityTotals:
     needed_carried: int = 0
     mean_span_recall: float | None = None
     mean_needed_recall: float | None = None
-
-    @property
-    def span_recall(self) -> float | None:
-        """Pooled: carried span identifiers of all rounds over their span identifiers."""
-        return _share(self.span_carried, self.span_identifiers)
-
-    @property
-    def needed_recall(self) -> float | None:
-        """Pooled: carried needed identifiers of all rounds over their needed identifiers."""
-        return _share(self.needed_carried, self.needed_identifiers)
 
 
 def _mean(values: list[float]) -> float | None:

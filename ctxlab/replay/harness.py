@@ -254,26 +254,17 @@ class ModelNodeHarness:
         call, runtime, handler_seconds = self._start()
 
         def handler(request: ModelRequest) -> ModelResponse:
-            t0 = time.perf_counter()
-            try:
-                self._view(call, request)
+            with self._handling(call, request, handler_seconds):
                 return _as_response(_answer_sync(answer, request), "the answer")
-            finally:
-                handler_seconds[0] += time.perf_counter() - t0
 
         with self._config():
             if self._before:
                 t0 = time.perf_counter()
                 before = self.middleware.before_model(dict(self.state), runtime)  # type: ignore[arg-type]
-                call.seconds += time.perf_counter() - t0
-                call.before_update = before
-                self.update(before)
-            call.request = request = self._request(runtime)
-            t0 = time.perf_counter()
-            try:
+                self._before_done(call, before, t0)
+            request = self._request(call, runtime)
+            with self._in_node(call, handler_seconds):
                 out = self.middleware.wrap_model_call(request, handler) if self._wrap else handler(request)
-            finally:
-                call.seconds += time.perf_counter() - t0 - handler_seconds[0]
         self._finish(call, out, append_response)
         return call
 
@@ -284,12 +275,8 @@ class ModelNodeHarness:
         call, runtime, handler_seconds = self._start()
 
         async def handler(request: ModelRequest) -> ModelResponse:
-            t0 = time.perf_counter()
-            try:
-                self._view(call, request)
+            with self._handling(call, request, handler_seconds):
                 return _as_response(await _answer_async(answer, request), "the answer")
-            finally:
-                handler_seconds[0] += time.perf_counter() - t0
 
         with self._config():
             if self._abefore or self._before:
@@ -299,19 +286,14 @@ class ModelNodeHarness:
                     if self._abefore
                     else self.middleware.before_model(dict(self.state), runtime)  # type: ignore[arg-type]
                 )
-                call.seconds += time.perf_counter() - t0
-                call.before_update = before
-                self.update(before)
-            call.request = request = self._request(runtime)
-            t0 = time.perf_counter()
-            try:
+                self._before_done(call, before, t0)
+            request = self._request(call, runtime)
+            with self._in_node(call, handler_seconds):
                 out = (
                     await self.middleware.awrap_model_call(request, handler)
                     if self._wrap
                     else await handler(request)
                 )
-            finally:
-                call.seconds += time.perf_counter() - t0 - handler_seconds[0]
         self._finish(call, out, append_response)
         return call
 
@@ -331,8 +313,16 @@ class ModelNodeHarness:
         runtime: Runtime[Any] = Runtime(context=self.context, store=self.store, stream_writer=writer)
         return call, runtime, [0.0]
 
-    def _request(self, runtime: Runtime[Any]) -> ModelRequest:
-        return ModelRequest(
+    def _before_done(self, call: ModelCall, before: Any, t0: float) -> None:
+        """``before_model`` (started at ``t0``, ``time.perf_counter``) returned ``before``: count
+        its seconds and apply its update."""
+        call.seconds += time.perf_counter() - t0
+        call.before_update = before
+        self.update(before)
+
+    def _request(self, call: ModelCall, runtime: Runtime[Any]) -> ModelRequest:
+        """The model node's request, kept as ``call.request``."""
+        call.request = ModelRequest(
             model=self.model,
             messages=list(self.state["messages"]),
             system_message=self.system_message,
@@ -343,6 +333,29 @@ class ModelNodeHarness:
             runtime=runtime,
             model_settings={},
         )
+        return call.request
+
+    @contextmanager
+    def _handling(
+        self, call: ModelCall, request: ModelRequest, handler_seconds: list[float]
+    ) -> Iterator[None]:
+        """Around the model handler: record the view it received and add its wall time (seconds)
+        to ``handler_seconds[0]``, which the middleware's time leaves out."""
+        t0 = time.perf_counter()
+        try:
+            self._view(call, request)
+            yield
+        finally:
+            handler_seconds[0] += time.perf_counter() - t0
+
+    @contextmanager
+    def _in_node(self, call: ModelCall, handler_seconds: list[float]) -> Iterator[None]:
+        """Around the model node: add its wall time minus the handler's to ``call.seconds``."""
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            call.seconds += time.perf_counter() - t0 - handler_seconds[0]
 
     def _view(self, call: ModelCall, request: ModelRequest) -> None:
         view = RequestView(

@@ -19,6 +19,7 @@ from ctxlab.replay.metrics import VIEW_PARTS
 __all__ = [
     "CALLS_SCHEMA",
     "CALL_COLUMNS",
+    "MEASURE_COLUMNS",
     "SUMMARY_COLUMNS",
     "TOTALS_COLUMNS",
     "CallRow",
@@ -140,6 +141,16 @@ CALLS_SCHEMA: dict[str, Any] = {
     "needed_carried": pl.Int64,
 }
 
+#: the cost and summary-fidelity columns of a group of calls (the last of :data:`SUMMARY_COLUMNS`)
+MEASURE_COLUMNS = (
+    "cost_usd",
+    "summarizer_cost_usd",
+    "raw_cost_usd",
+    "cost_saving_pct",
+    "span_recall",
+    "needed_recall",
+)
+
 #: columns of ``summary.csv``, one row per transcript × strategy
 SUMMARY_COLUMNS = (
     "transcript",
@@ -159,12 +170,7 @@ SUMMARY_COLUMNS = (
     "max_view_tokens",
     "max_raw_tokens",
     "unmatched_tool_pairs",
-    "cost_usd",
-    "summarizer_cost_usd",
-    "raw_cost_usd",
-    "cost_saving_pct",
-    "span_recall",
-    "needed_recall",
+    *MEASURE_COLUMNS,
 )
 #: the totals of a group of calls: :data:`SUMMARY_COLUMNS` without ``transcript`` and ``strategy``
 TOTALS_COLUMNS = SUMMARY_COLUMNS[2:]
@@ -220,21 +226,16 @@ def _measure_aggregations() -> list[pl.Expr]:
     ]
 
 
-def _cost_saving() -> pl.Expr:
-    return (
-        pl.when(pl.col("raw_cost_usd") > 0)
-        .then(100.0 * (1.0 - pl.col("cost_usd") / pl.col("raw_cost_usd")))
-        .otherwise(None)
-        .alias("cost_saving_pct")
-    )
+def _saving_pct(sent: str, raw: str) -> pl.Expr:
+    """``100 × (1 − Σ sent / Σ raw)`` of two summed columns; empty when ``raw`` is not positive."""
+    return pl.when(pl.col(raw) > 0).then(100.0 * (1.0 - pl.col(sent) / pl.col(raw))).otherwise(None)
 
 
-def _saving() -> pl.Expr:
+def _savings() -> tuple[pl.Expr, pl.Expr]:
+    """``saving_pct`` (tokens) and ``cost_saving_pct`` (US dollars) of the aggregated rows."""
     return (
-        pl.when(pl.col("raw_tokens_total") > 0)
-        .then(100.0 * (1.0 - pl.col("sent_tokens_total") / pl.col("raw_tokens_total")))
-        .otherwise(None)
-        .alias("saving_pct")
+        _saving_pct("sent_tokens_total", "raw_tokens_total").alias("saving_pct"),
+        _saving_pct("cost_usd", "raw_cost_usd").alias("cost_saving_pct"),
     )
 
 
@@ -252,7 +253,7 @@ def summary_frame(calls: pl.DataFrame) -> pl.DataFrame:
             pl.col("transcript").cast(pl.String), pl.col("strategy").cast(pl.String)
         )
     out = calls.group_by(["transcript", "strategy"], maintain_order=True).agg(_aggregations())
-    return out.with_columns(_saving(), _cost_saving()).select(SUMMARY_COLUMNS)
+    return out.with_columns(*_savings()).select(SUMMARY_COLUMNS)
 
 
 def strategy_totals(calls: pl.DataFrame) -> pl.DataFrame:
@@ -262,7 +263,7 @@ def strategy_totals(calls: pl.DataFrame) -> pl.DataFrame:
     out = calls.group_by("strategy", maintain_order=True).agg(
         [pl.col("transcript").n_unique().alias("transcripts"), *_aggregations()]
     )
-    return out.with_columns(_saving(), _cost_saving()).select("strategy", "transcripts", *TOTALS_COLUMNS)
+    return out.with_columns(*_savings()).select("strategy", "transcripts", *TOTALS_COLUMNS)
 
 
 #: the per-call row's columns, in order

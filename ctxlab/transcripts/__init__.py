@@ -38,8 +38,8 @@ format plugin needs (see ``docs/transcripts.md``).
 
 from __future__ import annotations
 
+from ctxlab.core.marks import OBSERVATION_KEY  # its one home (re-exported by transcripts.base too)
 from ctxlab.transcripts.base import (
-    OBSERVATION_KEY,
     SYNTHETIC_KEY,
     Transcript,
     TranscriptError,

@@ -1,4 +1,5 @@
-"""Helpers shared by the transcript loaders: reading, JSON with located errors, message building.
+"""Helpers shared by the transcript loaders: reading, JSON with located errors, message building
+(the structure checks of parsed JSON are in :mod:`ctxlab.transcripts._checks`).
 
 Nothing here knows a particular format.  Every error is a :class:`TranscriptError` naming the file
 and the place (``line 12``, ``line 3 column 7 (char 40)``, ``key history[3].content``, ``byte 0``).
@@ -9,12 +10,14 @@ from __future__ import annotations
 import json
 import re
 import warnings
+from collections import Counter
 from collections.abc import Iterator, MutableMapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
+from ctxlab.transcripts._checks import as_dict, expect, join_key, need, optional_objects
 from ctxlab.transcripts.base import (
     OBSERVATION_KEY,
     SYNTHETIC_KEY,
@@ -121,59 +124,6 @@ def warn(path: Path | str, message: str, metadata: MutableMapping[str, Any] | No
         metadata.setdefault("warnings", []).append(text)
 
 
-# --- structure checks ---------------------------------------------------------------------------
-
-_TYPE_NAMES = {dict: "an object", list: "a list", str: "a string", int: "a number", float: "a number"}
-
-
-def _kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    return _TYPE_NAMES.get(type(value), type(value).__name__)
-
-
-def expect(path: Path, value: Any, types: type | tuple[type, ...], where: str) -> Any:
-    """Return ``value`` if it is of ``types``, else raise ``TranscriptError`` at ``key <where>``."""
-    if not isinstance(value, types):
-        wanted = types if isinstance(types, tuple) else (types,)
-        names = " or ".join(sorted({_TYPE_NAMES.get(t, t.__name__) for t in wanted}))
-        raise TranscriptError(path, f"key {where}", f"expected {names}, found {_kind(value)}")
-    return value
-
-
-def need(path: Path, obj: dict[str, Any], key: str, types: type | tuple[type, ...], where: str) -> Any:
-    """``obj[key]`` checked against ``types``; a missing key is reported at ``key <where>.<key>``."""
-    if key not in obj:
-        raise TranscriptError(path, f"key {join_key(where, key)}", "missing")
-    return expect(path, obj[key], types, join_key(where, key))
-
-
-def join_key(where: str, key: str | int) -> str:
-    """``history`` + ``3`` -> ``history[3]``; ``history[3]`` + ``content`` -> ``history[3].content``."""
-    if isinstance(key, int):
-        return f"{where}[{key}]"
-    return f"{where}.{key}" if where else key
-
-
-def as_dict(value: Any) -> dict[str, Any]:
-    """``value`` when it is an object (a dict), else an empty dict (for optional sub-objects)."""
-    return value if isinstance(value, dict) else {}
-
-
-def describe_shape(data: Any) -> str:
-    """A short description of a JSON value for 'unknown shape' errors."""
-    if isinstance(data, dict):
-        keys = list(data)[:8]
-        return f"an object with keys {keys}" + (" ..." if len(data) > 8 else "")
-    if isinstance(data, list):
-        if not data:
-            return "an empty list"
-        first = data[0]
-        inner = f"objects, the first with keys {list(first)[:8]}" if isinstance(first, dict) else _kind(first)
-        return f"a list of {len(data)} {inner}"
-    return _kind(data)
-
-
 # --- content and tool calls ---------------------------------------------------------------------
 
 
@@ -227,7 +177,20 @@ def tool_call(name: Any, args: Any, call_id: Any) -> dict[str, Any]:
     }
 
 
+def openai_call(raw: dict[str, Any]) -> dict[str, Any]:
+    """:func:`tool_call` of an OpenAI-style call ``{id, type, function{name, arguments}}`` (no
+    ``function`` object: an empty name and no arguments)."""
+    fn = as_dict(raw.get("function"))
+    return tool_call(fn.get("name"), fn.get("arguments"), raw.get("id"))
+
+
 # --- building message lists ---------------------------------------------------------------------
+
+
+def unique_run_id(seen: Counter[str], run_id: str) -> str:
+    """``run_id``, or ``<run_id>#<n>`` for its n-th use in one file (``seen`` counts the uses)."""
+    seen[run_id] += 1
+    return f"{run_id}#{seen[run_id]}" if seen[run_id] > 1 else run_id
 
 
 class MessageBuilder:
@@ -383,14 +346,9 @@ def add_openai_messages(
         elif role == "assistant":
             seen_assistant = True
             calls = []
-            raw_calls = msg.get("tool_calls") or []
-            expect(path, raw_calls, list, join_key(at, "tool_calls"))
-            for j, raw in enumerate(raw_calls):
-                cat = join_key(join_key(at, "tool_calls"), j)
-                expect(path, raw, dict, cat)
-                fn = raw.get("function")
-                if isinstance(fn, dict):
-                    calls.append(tool_call(fn.get("name"), fn.get("arguments"), raw.get("id")))
+            for _, raw in optional_objects(path, msg, "tool_calls", at):
+                if isinstance(raw.get("function"), dict):
+                    calls.append(openai_call(raw))
                 else:  # already LangChain-shaped {name, args, id}
                     calls.append(tool_call(raw.get("name"), raw.get("args"), raw.get("id")))
             fc = msg.get("function_call")

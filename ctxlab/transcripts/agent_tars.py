@@ -40,20 +40,18 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from ctxlab.transcripts._checks import as_dict, expect, need, objects, optional_objects, str_field, top_key
 from ctxlab.transcripts._util import (
     JsonFormat,
     MessageBuilder,
     add_openai_messages,
-    expect,
     iter_jsonl,
-    join_key,
     json_decode_error,
-    need,
+    openai_call,
     openai_tools,
     parse_json,
     read_text,
     stripped_head,
-    tool_call,
 )
 from ctxlab.transcripts.base import Transcript, TranscriptError
 
@@ -119,9 +117,7 @@ class AgentTarsEventsFormat(JsonFormat):
         call_events: list[str] = []
         start: dict[str, Any] = {}
         termination: Any = None
-        for i, ev in enumerate(data):
-            at = f"[{i}]"
-            expect(path, ev, dict, at)
+        for at, ev in objects(path, data, ""):
             kind = ev.get("type")
             if kind == "agent_run_start":
                 start = ev
@@ -133,12 +129,8 @@ class AgentTarsEventsFormat(JsonFormat):
                 termination = ev.get("content")
             elif kind == "assistant_message":
                 calls = []
-                raw_calls = ev.get("toolCalls") or []
-                expect(path, raw_calls, list, join_key(at, "toolCalls"))
-                for j, raw in enumerate(raw_calls):
-                    expect(path, raw, dict, join_key(join_key(at, "toolCalls"), j))
-                    fn = raw.get("function") if isinstance(raw.get("function"), dict) else {}
-                    calls.append(tool_call(fn.get("name"), fn.get("arguments"), raw.get("id")))
+                for _, raw in optional_objects(path, ev, "toolCalls", at):
+                    calls.append(openai_call(raw))
                     announced.add(str(raw.get("id")))
                 meta = {"finish_reason": ev["finishReason"]} if ev.get("finishReason") else {}
                 b.ai(ev.get("content"), calls, response_metadata=meta)
@@ -174,22 +166,59 @@ class AgentTarsEventsFormat(JsonFormat):
         }
         if skipped["termination_message"]:
             meta["termination_message"] = termination
-        model = start.get("model") if isinstance(start.get("model"), str) else None
+        model = str_field(start, "model")
         return [b.transcript(path, self.name, model=model, tools=list(tools.values()), metadata=meta)]
 
 
-class AgentTarsRequestFormat(JsonFormat):
-    name = "agent_tars_request"
-    description = "Agent TARS LLM request snapshot (F11): {provider, baseURL, request{messages}}"
+_REQUEST_OBJECT = re.compile(r'"request"\s*:\s*\{')
+_HISTORY_LIST = re.compile(r'"history"\s*:\s*\[')
+_REQUEST_ENTRY = re.compile(r'"type"\s*:\s*"request"')
+
+
+def _head_kind(path: Path, head: str) -> str | None:
+    """Which Agent TARS object a file's head starts: ``"session"`` (F12: ``sessionId`` and a
+    ``history`` list with a request entry), ``"request"`` (F11: no ``history`` list, a ``request``
+    object, and ``baseURL`` or the name ``llm-request.jsonl``), else ``None``."""
+    h = stripped_head(head)
+    if not h.startswith("{"):
+        return None
+    if _HISTORY_LIST.search(h):
+        return "session" if '"sessionId"' in h and _REQUEST_ENTRY.search(h) else None
+    if _REQUEST_OBJECT.search(h) and ('"baseURL"' in h or path.name == "llm-request.jsonl"):
+        return "request"
+    return None
+
+
+class _RequestFormat(JsonFormat):
+    """An Agent TARS format whose transcript is one OpenAI chat request (F11, F12)."""
+
+    #: what :func:`_head_kind` says of this format's files
+    kind = ""
 
     def sniff(self, path: Path, head: str) -> bool:
-        h = stripped_head(head)
-        return (
-            h.startswith("{")
-            and bool(re.search(r'"request"\s*:\s*\{', h))
-            and ('"baseURL"' in h or path.name == "llm-request.jsonl")
-            and not re.search(r'"history"\s*:\s*\[', h)  # that is a session (F12)
-        )
+        return _head_kind(path, head) == self.kind
+
+    @staticmethod
+    def _prompt(path: Path, request: dict[str, Any], where: str) -> MessageBuilder:
+        """A builder holding the ``messages`` of the request found at ``key <where>``, with the
+        results of prompt-based tools (``Tool: <name>\\nResult:``) marked as observations."""
+        b = MessageBuilder(path.name)
+        messages = need(path, request, "messages", list, where)
+        add_openai_messages(path, b, messages, f"{where}.messages", text_observations="tool_prefix")
+        return b
+
+    def _transcript(
+        self, b: MessageBuilder, path: Path, request: dict[str, Any], meta: dict[str, Any]
+    ) -> Transcript:
+        """The transcript of ``b`` with the request's ``model`` and ``tools``."""
+        tools = openai_tools(request.get("tools"))
+        return b.transcript(path, self.name, model=str_field(request, "model"), tools=tools, metadata=meta)
+
+
+class AgentTarsRequestFormat(_RequestFormat):
+    name = "agent_tars_request"
+    description = "Agent TARS LLM request snapshot (F11): {provider, baseURL, request{messages}}"
+    kind = "request"
 
     def match_json(self, data: Any) -> bool:
         return (
@@ -210,32 +239,19 @@ class AgentTarsRequestFormat(JsonFormat):
         return self.load_json(data, path)
 
     def load_json(self, data: Any, path: Path) -> list[Transcript]:
-        expect(path, data, dict, "(top level)")
-        request = need(path, data, "request", dict, "")
-        messages = need(path, request, "messages", list, "request")
-        b = MessageBuilder(path.name)
-        add_openai_messages(path, b, messages, "request.messages", text_observations="tool_prefix")
-        meta = {"provider": data.get("provider"), "base_url": data.get("baseURL")}
-        model = request.get("model") if isinstance(request.get("model"), str) else None
+        request = top_key(path, data, "request", dict)
+        b = self._prompt(path, request, "request")
         return [
-            b.transcript(
-                path, self.name, model=model, tools=openai_tools(request.get("tools")), metadata=meta
+            self._transcript(
+                b, path, request, {"provider": data.get("provider"), "base_url": data.get("baseURL")}
             )
         ]
 
 
-class AgentTarsSessionFormat(JsonFormat):
+class AgentTarsSessionFormat(_RequestFormat):
     name = "agent_tars_session"
     description = "Agent TARS CLI session (F12): last request's prompt plus its response"
-
-    def sniff(self, path: Path, head: str) -> bool:
-        h = stripped_head(head)
-        return (
-            h.startswith("{")
-            and '"sessionId"' in h
-            and bool(re.search(r'"history"\s*:\s*\[', h))
-            and bool(re.search(r'"type"\s*:\s*"request"', h))
-        )
+    kind = "session"
 
     def match_json(self, data: Any) -> bool:
         hist = data.get("history") if isinstance(data, dict) else None
@@ -247,11 +263,9 @@ class AgentTarsSessionFormat(JsonFormat):
         )
 
     def load_json(self, data: Any, path: Path) -> list[Transcript]:
-        expect(path, data, dict, "(top level)")
-        history = need(path, data, "history", list, "")
+        history = top_key(path, data, "history", list)
         last = None
-        for i, item in enumerate(history):
-            expect(path, item, dict, f"history[{i}]")
+        for i, (_, item) in enumerate(objects(path, history, "history")):
             if item.get("type") == "request":
                 last = i
         if last is None:
@@ -259,9 +273,7 @@ class AgentTarsSessionFormat(JsonFormat):
         at = f"history[{last}]"
         req_data = need(path, history[last], "data", dict, at)
         request = need(path, req_data, "request", dict, f"{at}.data")
-        messages = need(path, request, "messages", list, f"{at}.data.request")
-        b = MessageBuilder(path.name)
-        add_openai_messages(path, b, messages, f"{at}.data.request.messages", text_observations="tool_prefix")
+        b = self._prompt(path, request, f"{at}.data.request")
         for k in range(last + 1, len(history)):
             if history[k].get("type") != "response":
                 continue
@@ -274,19 +286,14 @@ class AgentTarsSessionFormat(JsonFormat):
                     rwhere = f"history[{k}].data.response.choices[0].message"
                     add_openai_messages(path, b, [{**msg, "role": "assistant"}], rwhere, single=True)
             break
-        agent = data.get("agent") if isinstance(data.get("agent"), dict) else {}
+        agent = as_dict(data.get("agent"))
         meta = {
             "session_id": data.get("sessionId"),
             "agent": agent.get("name"),
             "requests": sum(1 for h in history if h.get("type") == "request"),
             "provider": req_data.get("provider"),
         }
-        model = request.get("model") if isinstance(request.get("model"), str) else None
-        return [
-            b.transcript(
-                path, self.name, model=model, tools=openai_tools(request.get("tools")), metadata=meta
-            )
-        ]
+        return [self._transcript(b, path, request, meta)]
 
 
 EVENTS = AgentTarsEventsFormat()

@@ -37,7 +37,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ctxlab.transcripts._util import MessageBuilder, read_text, split_lines
+from ctxlab.transcripts._util import MessageBuilder, read_text, split_lines, stripped_head
 from ctxlab.transcripts.base import Transcript, TranscriptError
 
 _SESSION = re.compile(r"\A# aider chat started at (?P<time>.*?)\s*\Z")
@@ -122,7 +122,7 @@ class AiderHistoryFormat:
     description = "Aider .aider.chat.history.md (F15): #### user lines, > console output, replies"
 
     def sniff(self, path: Path, head: str) -> bool:
-        h = head.lstrip("\ufeff \t\r\n")
+        h = stripped_head(head)
         return h.startswith("# aider chat started at ") or (
             path.name.endswith(".aider.chat.history.md") and "\n#### " in h
         )

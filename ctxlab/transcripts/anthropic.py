@@ -27,15 +27,16 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ctxlab.transcripts._util import (
-    JsonFormat,
-    MessageBuilder,
+from ctxlab.transcripts._checks import (
+    all_tagged,
     expect,
     join_key,
     need,
-    stripped_head,
-    tool_call,
+    objects,
+    request_messages,
+    str_field,
 )
+from ctxlab.transcripts._util import JsonFormat, MessageBuilder, stripped_head, tool_call
 from ctxlab.transcripts.base import Transcript, TranscriptError
 
 #: content block types only the Anthropic format has
@@ -61,7 +62,7 @@ def is_anthropic_list(data: Any) -> bool:
     keys (``tool_calls``, roles ``tool``/``function``) and at least one Anthropic-only block."""
     if not isinstance(data, list) or not data:
         return False
-    if not all(isinstance(m, dict) and m.get("role") in ("user", "assistant", "system") for m in data):
+    if not all_tagged(data, "role", ("user", "assistant", "system")):
         return False
     if any("tool_calls" in m or "function_call" in m or "tool_call_id" in m for m in data):
         return False
@@ -77,7 +78,7 @@ def _is_request(data: Any) -> bool:
     )
     return is_anthropic_list(data["messages"]) or (
         ("system" in data or anthropic_tools)
-        and all(isinstance(m, dict) and m.get("role") in ("user", "assistant") for m in data["messages"])
+        and all_tagged(data["messages"], "role", ("user", "assistant"))
         and bool(data["messages"])
     )
 
@@ -85,10 +86,8 @@ def _is_request(data: Any) -> bool:
 def _blocks(path: Path, content: Any, at: str) -> list[dict[str, Any]]:
     if isinstance(content, str):
         return [{"type": "text", "text": content}]
-    expect(path, content, list, join_key(at, "content"))
-    for j, block in enumerate(content):
-        expect(path, block, dict, join_key(join_key(at, "content"), j))
-    return list(content)
+    where = join_key(at, "content")
+    return [block for _, block in objects(path, expect(path, content, list, where), where)]
 
 
 def add_anthropic_messages(path: Path, builder: MessageBuilder, messages: list[Any], where: str) -> None:
@@ -100,9 +99,7 @@ def add_anthropic_messages(path: Path, builder: MessageBuilder, messages: list[A
         TranscriptError: at ``key <where>[i]...`` for a message or block that is not an object, or
             a missing or unknown role.
     """
-    for i, msg in enumerate(messages):
-        at = join_key(where, i)
-        expect(path, msg, dict, at)
+    for at, msg in objects(path, messages, where):
         role = need(path, msg, "role", str, at)
         content = msg.get("content")
         if role == "system":
@@ -142,6 +139,17 @@ def anthropic_tools(tools: Any) -> list[dict[str, Any]]:
     return [t for t in tools if isinstance(t, dict)] if isinstance(tools, list) else []
 
 
+def _last_model_id(messages: list[dict[str, Any]]) -> str | None:
+    """The last ``modelInfo.modelId`` of a bare list's messages (Cline/Roo record one per
+    assistant message), ``None`` when none has one."""
+    models = [
+        m["modelInfo"]["modelId"]
+        for m in messages
+        if isinstance(m.get("modelInfo"), dict) and isinstance(m["modelInfo"].get("modelId"), str)
+    ]
+    return models[-1] if models else None
+
+
 class AnthropicMessagesFormat(JsonFormat):
     name = "anthropic_messages"
     description = (
@@ -156,25 +164,13 @@ class AnthropicMessagesFormat(JsonFormat):
         return is_anthropic_list(data) or _is_request(data)
 
     def load_json(self, data: Any, path: Path) -> list[Transcript]:
+        messages, where, request = request_messages(path, data, "messages")
         b = MessageBuilder(path.name)
-        model = None
-        tools: list[dict[str, Any]] = []
-        if isinstance(data, dict):
-            if data.get("system"):
-                b.system(data["system"])
-            add_anthropic_messages(path, b, need(path, data, "messages", list, ""), "messages")
-            model = data.get("model") if isinstance(data.get("model"), str) else None
-            tools = anthropic_tools(data.get("tools"))
-        else:
-            expect(path, data, list, "(top level)")
-            add_anthropic_messages(path, b, data, "")
-            models = [
-                m["modelInfo"]["modelId"]
-                for m in data
-                if isinstance(m.get("modelInfo"), dict) and isinstance(m["modelInfo"].get("modelId"), str)
-            ]
-            model = models[-1] if models else None
-        return [b.transcript(path, self.name, model=model, tools=tools)]
+        if request.get("system"):
+            b.system(request["system"])
+        add_anthropic_messages(path, b, messages, where)
+        model = str_field(request, "model") if request else _last_model_id(messages)
+        return [b.transcript(path, self.name, model=model, tools=anthropic_tools(request.get("tools")))]
 
 
 FORMAT = AnthropicMessagesFormat()

@@ -33,10 +33,10 @@ from typing import Any
 
 import pluggy
 
+from ctxlab.transcripts._checks import describe_shape
 from ctxlab.transcripts._util import (
     HEAD_BYTES,
     check_text_bytes,
-    describe_shape,
     iter_jsonl,
     json_decode_error,
     read_text,

@@ -35,15 +35,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from ctxlab.transcripts._util import (
-    JsonFormat,
-    MessageBuilder,
-    expect,
-    join_key,
-    need,
-    stripped_head,
-    tool_call,
-)
+from ctxlab.transcripts._checks import all_tagged, objects, optional_objects, top_key
+from ctxlab.transcripts._util import JsonFormat, MessageBuilder, stripped_head, tool_call
 from ctxlab.transcripts.base import Transcript
 
 MESSAGE_TYPES = frozenset({"user", "gemini", "info", "error", "warning"})
@@ -98,7 +91,7 @@ def is_session(data: Any) -> bool:
         isinstance(data, dict)
         and "sessionId" in data
         and isinstance(msgs, list)
-        and all(isinstance(m, dict) and m.get("type") in MESSAGE_TYPES for m in msgs)
+        and all_tagged(msgs, "type", MESSAGE_TYPES)
     )
 
 
@@ -114,15 +107,12 @@ class GeminiCliFormat(JsonFormat):
         return is_session(data)
 
     def load_json(self, data: Any, path: Path) -> list[Transcript]:
-        expect(path, data, dict, "(top level)")
-        messages = need(path, data, "messages", list, "")
+        messages = top_key(path, data, "messages", list)
         b = MessageBuilder(path.name)
         skipped: Counter[str] = Counter()
         models: Counter[str] = Counter()
         missing = 0
-        for i, msg in enumerate(messages):
-            at = join_key("messages", i)
-            expect(path, msg, dict, at)
+        for at, msg in objects(path, messages, "messages"):
             kind = msg.get("type")
             if kind == "user":
                 b.human(_text(msg.get("content")))
@@ -132,10 +122,7 @@ class GeminiCliFormat(JsonFormat):
                 continue
             if isinstance(msg.get("model"), str):
                 models[msg["model"]] += 1
-            raw_calls = msg.get("toolCalls") or []
-            expect(path, raw_calls, list, join_key(at, "toolCalls"))
-            for j, call in enumerate(raw_calls):
-                expect(path, call, dict, join_key(join_key(at, "toolCalls"), j))
+            raw_calls = [call for _, call in optional_objects(path, msg, "toolCalls", at)]
             for k, group in enumerate(_responses(raw_calls)):
                 extra: dict[str, Any] = {}
                 meta: dict[str, Any] = {}

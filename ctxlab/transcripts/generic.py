@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ctxlab.transcripts._checks import str_field
 from ctxlab.transcripts._util import (
     MessageBuilder,
     add_openai_messages,
@@ -111,10 +112,13 @@ def _run(path: Path, found: Found, run_id: str) -> Transcript:
         add_anthropic_messages(path, b, found.messages, found.json_path)
     else:
         add_openai_messages(path, b, found.messages, found.json_path)
-    model = parent.get("model") if isinstance(parent.get("model"), str) else None
     meta = {"json_path": found.json_path, "style": found.style}
     return b.transcript(
-        path, GENERIC_NAME, model=model, tools=openai_tools(parent.get("tools")), metadata=meta
+        path,
+        GENERIC_NAME,
+        model=str_field(parent, "model"),
+        tools=openai_tools(parent.get("tools")),
+        metadata=meta,
     )
 
 

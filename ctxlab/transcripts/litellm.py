@@ -30,12 +30,11 @@ import re
 from pathlib import Path
 from typing import Any
 
+from ctxlab.transcripts._checks import as_dict, expect, need, top_key
 from ctxlab.transcripts._util import (
     JsonFormat,
     MessageBuilder,
     add_openai_messages,
-    expect,
-    need,
     openai_tools,
     stripped_head,
 )
@@ -53,11 +52,9 @@ class LiteLLMLogFormat(JsonFormat):
 
     def sniff(self, path: Path, head: str) -> bool:
         h = stripped_head(head)
-        if not h.startswith("{"):
+        if not _MESSAGES_FIRST.match(h):
             return False
-        if path.parent.name == "llm-logs" and _MESSAGES_FIRST.match(h):
-            return True
-        return bool(_MESSAGES_FIRST.match(h)) and '"response"' in h and any(k in h for k in _LOG_KEYS)
+        return path.parent.name == "llm-logs" or ('"response"' in h and any(k in h for k in _LOG_KEYS))
 
     def match_json(self, data: Any) -> bool:
         return (
@@ -68,15 +65,14 @@ class LiteLLMLogFormat(JsonFormat):
         )
 
     def load_json(self, data: Any, path: Path) -> list[Transcript]:
-        expect(path, data, dict, "(top level)")
-        messages = need(path, data, "messages", list, "")
+        messages = top_key(path, data, "messages", list)
         text_mode = "raw_messages" in data or isinstance(data.get("raw_response"), dict)
         b = MessageBuilder(path.name)
         add_openai_messages(
             path, b, messages, "messages", text_observations=TEXT_RESULT if text_mode else None
         )
         key = "raw_response" if isinstance(data.get("raw_response"), dict) else "response"
-        response = data.get(key) if isinstance(data.get(key), dict) else {}
+        response = as_dict(data.get(key))
         choices = response.get("choices") or []
         expect(path, choices, list, f"{key}.choices")
         if choices:
@@ -85,9 +81,9 @@ class LiteLLMLogFormat(JsonFormat):
             where = f"{key}.choices[0].message"
             add_openai_messages(path, b, [{**msg, "role": "assistant"}], where, single=True)
             b.messages[-1].response_metadata["finish_reason"] = choice.get("finish_reason")
-        kwargs = data.get("kwargs") if isinstance(data.get("kwargs"), dict) else {}
+        kwargs = as_dict(data.get("kwargs"))
         model = response.get("model") or kwargs.get("model")
-        structured = data.get("response") if isinstance(data.get("response"), dict) else {}
+        structured = as_dict(data.get("response"))
         meta: dict[str, Any] = {
             "cost": data.get("cost"),
             "timestamp": data.get("timestamp"),

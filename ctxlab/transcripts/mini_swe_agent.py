@@ -24,15 +24,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ctxlab.transcripts._util import (
-    JsonFormat,
-    MessageBuilder,
-    add_openai_messages,
-    as_dict,
-    expect,
-    need,
-    stripped_head,
-)
+from ctxlab.transcripts._checks import as_dict, str_field, top_key
+from ctxlab.transcripts._util import JsonFormat, MessageBuilder, add_openai_messages, stripped_head
 from ctxlab.transcripts.base import Transcript
 
 
@@ -55,8 +48,7 @@ class MiniSweAgentFormat(JsonFormat):
         )
 
     def load_json(self, data: Any, path: Path) -> list[Transcript]:
-        expect(path, data, dict, "(top level)")
-        messages = need(path, data, "messages", list, "")
+        messages = top_key(path, data, "messages", list)
         info = as_dict(data.get("info"))
         b = MessageBuilder(path.name)
         exits = [m for m in messages if isinstance(m, dict) and m.get("role") == "exit"]
@@ -75,8 +67,7 @@ class MiniSweAgentFormat(JsonFormat):
         }
         if exits:  # newer versions end with a bookkeeping {"role": "exit"} message (not sent)
             meta["exit_message"] = exits[-1].get("content")
-        model = model_cfg.get("model_name") if isinstance(model_cfg.get("model_name"), str) else None
-        return [b.transcript(path, self.name, model=model, metadata=meta)]
+        return [b.transcript(path, self.name, model=str_field(model_cfg, "model_name"), metadata=meta)]
 
 
 FORMAT = MiniSweAgentFormat()

@@ -25,11 +25,11 @@ import re
 from pathlib import Path
 from typing import Any
 
+from ctxlab.transcripts._checks import all_tagged, expect, str_field
 from ctxlab.transcripts._util import (
     JsonFormat,
     MessageBuilder,
     add_openai_messages,
-    expect,
     head_is_cut,
     openai_tools,
     stripped_head,
@@ -45,11 +45,7 @@ _OTHER_STYLE = re.compile(
 
 def is_message_list(data: Any) -> bool:
     """A non-empty list whose items are all objects with a known ``role``."""
-    return (
-        isinstance(data, list)
-        and bool(data)
-        and all(isinstance(m, dict) and m.get("role") in ROLES for m in data)
-    )
+    return isinstance(data, list) and bool(data) and all_tagged(data, "role", ROLES)
 
 
 class OpenAIChatFormat(JsonFormat):
@@ -70,7 +66,7 @@ class OpenAIChatFormat(JsonFormat):
         if isinstance(data, dict):
             messages = expect(path, data.get("messages"), list, "messages")
             add_openai_messages(path, b, messages, "messages")
-            model = data.get("model") if isinstance(data.get("model"), str) else None
+            model = str_field(data, "model")
             tools = openai_tools(data.get("tools"))
         else:
             expect(path, data, list, "(top level)")

@@ -38,18 +38,16 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from ctxlab.transcripts._checks import as_dict, expect, need, objects
 from ctxlab.transcripts._util import (
     JsonFormat,
     MessageBuilder,
-    as_dict,
-    expect,
     iter_jsonl,
-    join_key,
-    need,
     openai_tools,
     read_text,
     stripped_head,
     tool_call,
+    unique_run_id,
 )
 from ctxlab.transcripts.base import Transcript, TranscriptError
 
@@ -84,9 +82,7 @@ def convert_events(
     tools: list[dict[str, Any]] = []
     skipped: Counter[str] = Counter()
     model = None
-    for i, ev in enumerate(events):
-        at = join_key(where, i) if where else f"[{i}]"
-        expect(path, ev, dict, at)
+    for at, ev in objects(path, events, where):
         source = ev.get("source")
         tcm = ev.get("tool_call_metadata") if isinstance(ev.get("tool_call_metadata"), dict) else None
         if "action" in ev and ev.get("action") is not None:
@@ -222,11 +218,7 @@ class OpenHandsEvalFormat(JsonFormat):
         try:
             expect(path, obj, dict, "(line)")
             history = need(path, obj, "history", list, "")
-            run_id = str(obj.get("instance_id") or f"line{lineno}")
-            seen[run_id] += 1
-            if seen[run_id] > 1:
-                run_id = f"{run_id}#{seen[run_id]}"
-            b = MessageBuilder(run_id)
+            b = MessageBuilder(unique_run_id(seen, str(obj.get("instance_id") or f"line{lineno}")))
             tools, stats = convert_events(path, history, b, "history")
         except TranscriptError as exc:  # name the line as well as the key
             raise TranscriptError(path, f"{line}, {exc.where}", exc.problem) from exc

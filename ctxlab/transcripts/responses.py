@@ -30,16 +30,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from ctxlab.transcripts._util import (
-    JsonFormat,
-    MessageBuilder,
-    expect,
-    join_key,
-    need,
-    openai_tools,
-    stripped_head,
-    tool_call,
-)
+from ctxlab.transcripts._checks import join_key, need, objects, request_messages, str_field
+from ctxlab.transcripts._util import JsonFormat, MessageBuilder, openai_tools, stripped_head, tool_call
 from ctxlab.transcripts.base import Transcript, TranscriptError
 
 CALL_ITEMS = frozenset({"function_call", "custom_tool_call", "local_shell_call", "computer_call"})
@@ -121,9 +113,7 @@ def add_response_items(path: Path, builder: MessageBuilder, items: list[Any], wh
             builder.ai(blocks, calls)
         blocks, calls, open_group = [], [], False
 
-    for i, item in enumerate(items):
-        at = join_key(where, i)
-        expect(path, item, dict, at)
+    for at, item in objects(path, items, where):
         kind = item_type(item)
         if kind == "message":
             role = need(path, item, "role", str, at)
@@ -199,19 +189,20 @@ class OpenAIResponsesFormat(JsonFormat):
         return is_item_list(data) or (isinstance(data, dict) and is_item_list(data.get("input")))
 
     def load_json(self, data: Any, path: Path) -> list[Transcript]:
+        items, where, request = request_messages(path, data, "input")
         b = MessageBuilder(path.name)
-        model = None
-        tools: list[dict[str, Any]] = []
-        if isinstance(data, dict):
-            if data.get("instructions"):
-                b.system(data["instructions"])
-            counts = add_response_items(path, b, need(path, data, "input", list, ""), "input")
-            model = data.get("model") if isinstance(data.get("model"), str) else None
-            tools = openai_tools(data.get("tools"))
-        else:
-            expect(path, data, list, "(top level)")
-            counts = add_response_items(path, b, data, "")
-        return [b.transcript(path, self.name, model=model, tools=tools, metadata=split_counts(counts))]
+        if request.get("instructions"):
+            b.system(request["instructions"])
+        counts = add_response_items(path, b, items, where)
+        return [
+            b.transcript(
+                path,
+                self.name,
+                model=str_field(request, "model"),
+                tools=openai_tools(request.get("tools")),
+                metadata=split_counts(counts),
+            )
+        ]
 
 
 FORMAT = OpenAIResponsesFormat()

@@ -48,19 +48,17 @@ Building messages:
 from __future__ import annotations
 
 from ctxlab.core.hookspecs import hookimpl
+from ctxlab.core.marks import OBSERVATION_KEY  # its one home (re-exported by transcripts.base too)
+from ctxlab.transcripts._checks import describe_shape, expect, join_key, need
 from ctxlab.transcripts._util import (
     HEAD_BYTES,
     JsonFormat,
     MessageBuilder,
     add_openai_messages,
     check_text_bytes,
-    describe_shape,
-    expect,
     head_is_cut,
     iter_jsonl,
-    join_key,
     json_decode_error,
-    need,
     openai_tools,
     parse_args,
     parse_json,
@@ -73,7 +71,6 @@ from ctxlab.transcripts._util import (
 )
 from ctxlab.transcripts.anthropic import add_anthropic_messages, is_anthropic_list
 from ctxlab.transcripts.base import (
-    OBSERVATION_KEY,
     SYNTHETIC_KEY,
     Transcript,
     TranscriptError,

@@ -31,16 +31,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ctxlab.transcripts._util import (
-    JsonFormat,
-    MessageBuilder,
-    expect,
-    join_key,
-    need,
-    stripped_head,
-    tool_call,
-    warn,
-)
+from ctxlab.transcripts._checks import as_dict, expect, join_key, need, objects, top_key
+from ctxlab.transcripts._util import JsonFormat, MessageBuilder, openai_call, stripped_head, warn
 from ctxlab.transcripts.base import Transcript, TranscriptError
 
 _TRAJECTORY = re.compile(r'"trajectory"\s*:\s*\[')
@@ -67,14 +59,11 @@ class SweAgentFormat(JsonFormat):
         )
 
     def load_json(self, data: Any, path: Path) -> list[Transcript]:
-        expect(path, data, dict, "(top level)")
-        history = need(path, data, "history", list, "")
-        info = data.get("info") if isinstance(data.get("info"), dict) else {}
+        history = top_key(path, data, "history", list)
+        info = as_dict(data.get("info"))
         b = MessageBuilder(path.name)
         seen_assistant = False
-        for i, msg in enumerate(history):
-            at = join_key("history", i)
-            expect(path, msg, dict, at)
+        for at, msg in objects(path, history, "history"):
             role = need(path, msg, "role", str, at)
             content = msg.get("content")
             extra: dict[str, Any] = {"is_demo": True} if msg.get("is_demo") else {}
@@ -84,11 +73,8 @@ class SweAgentFormat(JsonFormat):
                 b.human(content, observation=seen_assistant, **extra)
             elif role == "assistant":
                 seen_assistant = True
-                calls = []
-                for j, raw in enumerate(msg.get("tool_calls") or []):
-                    expect(path, raw, dict, join_key(join_key(at, "tool_calls"), j))
-                    fn = raw.get("function") if isinstance(raw.get("function"), dict) else {}
-                    calls.append(tool_call(fn.get("name"), fn.get("arguments"), raw.get("id")))
+                raw_calls = msg.get("tool_calls") or []
+                calls = [openai_call(raw) for _, raw in objects(path, raw_calls, join_key(at, "tool_calls"))]
                 b.ai(content, calls, **extra)
             elif role == "tool":
                 ids = msg.get("tool_call_ids") or ([msg["tool_call_id"]] if msg.get("tool_call_id") else [])
@@ -98,7 +84,7 @@ class SweAgentFormat(JsonFormat):
                 b.tool(content, ids[0] if ids else None, **extra)
             else:
                 raise TranscriptError(path, f"key {join_key(at, 'role')}", f"unknown role {role!r}")
-        stats = info.get("model_stats") if isinstance(info.get("model_stats"), dict) else {}
+        stats = as_dict(info.get("model_stats"))
         meta: dict[str, Any] = {
             "history_missing_final_step": _missing_final_step(history, data.get("trajectory")),
             "instance_id": path.stem,

@@ -19,15 +19,13 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from ctxlab.transcripts._checks import as_dict, expect, join_key, need, objects
 from ctxlab.transcripts._util import (
     JsonFormat,
     MessageBuilder,
     add_openai_messages,
-    as_dict,
-    expect,
-    join_key,
-    need,
     stripped_head,
+    unique_run_id,
 )
 from ctxlab.transcripts.base import Transcript
 
@@ -53,15 +51,9 @@ class TauBenchFormat(JsonFormat):
         expect(path, data, list, "(top level)")
         out = []
         seen: Counter[str] = Counter()
-        for i, run in enumerate(data):
-            at = f"[{i}]"
-            expect(path, run, dict, at)
+        for i, (at, run) in enumerate(objects(path, data, "")):
             traj = need(path, run, "traj", list, at)
-            run_id = f"task{run.get('task_id')}-trial{run.get('trial')}"
-            seen[run_id] += 1
-            if seen[run_id] > 1:
-                run_id = f"{run_id}#{seen[run_id]}"
-            b = MessageBuilder(run_id)
+            b = MessageBuilder(unique_run_id(seen, f"task{run.get('task_id')}-trial{run.get('trial')}"))
             add_openai_messages(path, b, traj, join_key(at, "traj"))
             info = as_dict(run.get("info"))
             task = as_dict(info.get("task"))

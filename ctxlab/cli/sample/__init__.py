@@ -25,7 +25,8 @@ deterministic for the same installed package versions.
 The package, by job (each module imports only the ones listed before it):
 
 * :mod:`~ctxlab.cli.sample.sandbox`: path mapping, output cleaning and the four real tools;
-* :mod:`~ctxlab.cli.sample.script`: the plan's vocabulary (scripted turns, tool-call builders,
+* :mod:`~ctxlab.cli.sample.calls`: the builders of calls to those tools;
+* :mod:`~ctxlab.cli.sample.script`: the plan's vocabulary (scripted turns, tables of turns,
   readers of grep output, the surveyed paths and module lists);
 * :mod:`~ctxlab.cli.sample.probes`: the ``python -c`` snippets the agent runs;
 * :mod:`~ctxlab.cli.sample.sections`: the notes and report texts the agent writes;

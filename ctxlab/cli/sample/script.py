@@ -1,22 +1,23 @@
-"""The vocabulary of the scripted plan: scripted turns, tool-call builders, readers of grep and
-read_file output, and the paths and module lists the plan surveys.
+"""The vocabulary of the scripted plan: scripted turns, tables of turns, readers of grep and
+read_file output, and the paths and module lists the plan surveys (the tool calls themselves are
+built by :mod:`ctxlab.cli.sample.calls`).
 
 A plan is a generator (:data:`Plan`) that yields one scripted ``AIMessage`` per assistant turn
 and receives the texts of that turn's tool results (one string per tool call, in call order).
+Runs of turns are written as tables of :data:`Step` rows (:func:`steps`); code between the tables
+reads the results that the next turns depend on.
 """
 
 from __future__ import annotations
 
 import re
-import shlex
-from collections.abc import Callable, Generator
-from typing import Any
+from collections.abc import Callable, Generator, Sequence
 
 from langchain_core.messages import AIMessage
 
-Plan = Generator[AIMessage, list[str], None]
+from ctxlab.cli.sample.calls import Call, edit, run, window
 
-Call = tuple[str, dict[str, Any]]
+Plan = Generator[AIMessage, list[str], None]
 
 
 class Turns:
@@ -31,32 +32,6 @@ class Turns:
             self.n += 1
             tool_calls.append({"name": name, "args": args, "id": f"call_{self.n:04d}", "type": "tool_call"})
         return AIMessage(content=text, tool_calls=tool_calls)
-
-
-def run(command: str) -> Call:
-    return ("run_command", {"command": command})
-
-
-def read(path: str, offset: int | None = None, limit: int | None = None) -> Call:
-    args: dict[str, Any] = {"file_path": path}
-    if offset is not None:
-        args["offset"] = offset
-    if limit is not None:
-        args["limit"] = limit
-    return ("read_file", args)
-
-
-def write(path: str, content: str) -> Call:
-    return ("write_file", {"file_path": path, "content": content})
-
-
-def edit(path: str, old: str, new: str) -> Call:
-    return ("edit_file", {"file_path": path, "old_string": old, "new_string": new})
-
-
-def python(code: str) -> Call:
-    """``run_command`` of ``python -c CODE``, the code shell-quoted as one argument."""
-    return run("python -c " + shlex.quote(code))
 
 
 _GREP_LINE = re.compile(r"^(?:[^:\n]*:)?(\d+)[:-](.*)$")
@@ -123,32 +98,80 @@ def grep_hits(grep_output: str, limit: int = 12) -> list[str]:
     return out
 
 
-def window(path: str, line: int, before: int = 2, size: int = 14) -> Call:
-    """``read_file`` of ``size`` lines starting ``before`` lines above ``line`` (1-based, at least 1)."""
-    return read(path, offset=max(1, line - before), limit=size)
-
-
 def hook_list(grep_output: str) -> str:
     """The hooks defined in ``grep -n`` output as inline code (`` `before_model`, ... ``), or
     ``"no hook methods"``."""
     return ", ".join(f"`{h}`" for h in hook_names(grep_output)) or "no hook methods"
 
 
-def read_around(
+#: one scripted turn as data: the narration, then its tool calls (several run in parallel)
+Step = tuple[str, Call, *tuple[Call, ...]]
+#: a row of :func:`steps`: a :data:`Step`, or a function of the tool results so far that gives the
+#: steps to run at that point (e.g. :func:`around`, which reads where an earlier grep found things)
+Row = Step | Callable[[list[str]], list[Step]]
+
+
+def steps(t: Turns, *rows: Row) -> Generator[AIMessage, list[str], list[str]]:
+    """One turn per step of ``rows``, in order; returns the tool results of all the turns (one
+    string per call, in call order)."""
+    results: list[str] = []
+    for row in rows:
+        for text, *calls in row(results) if callable(row) else [row]:
+            results += yield t.say(text, *calls)
+    return results
+
+
+def per_module(
     t: Turns,
+    folder: str,
+    modules: Sequence[str],
+    size: int,
+    grep: str,
+    text: Callable[[int, Sequence[str]], str],
+    each: Callable[[str, str, str], Plan],
+) -> Plan:
+    """The modules of ``folder`` in batches of ``size``: per batch, one turn ``text(batch number
+    from 0, batch)`` running ``<grep> <folder>/<module>.py`` for each module in parallel, then
+    ``each(module, its path, its grep output)`` for each module of the batch."""
+    for i in range(0, len(modules), size):
+        batch = modules[i : i + size]
+        paths = [f"{folder}/{mod}.py" for mod in batch]
+        outs = yield t.say(text(i // size, batch), *(run(f"{grep} {path}") for path in paths))
+        for mod, path, out in zip(batch, paths, outs, strict=True):
+            yield from each(mod, path, out)
+
+
+_DEF = re.compile(r"\A(?:async )?def ")
+
+
+def around(
     path: str,
-    grep_output: str,
-    needles: tuple[str, ...],
-    text: Callable[[str, int], str],
-    *,
+    *needles: str,
+    text: str,
     before: int = 2,
     size: int = 14,
-) -> Plan:
-    """One turn per needle: ``text(needle, line)`` and a :func:`window` of ``path`` around the
-    needle's first hit in ``grep_output`` (line 1 when it has none); the results are not used."""
-    for needle in needles:
-        line = line_of(grep_output, needle, 1)
-        yield t.say(text(needle, line), window(path, line, before=before, size=size))
+    of: int = -1,
+) -> Callable[[list[str]], list[Step]]:
+    """A :data:`Row` reading ``path`` where a grep found things: one step per needle, a
+    :func:`window` of ``path`` around the needle's first hit in the grep output ``results[of]``
+    (``of`` counts back from the table's latest result: -1, the default, is the last one; line 1
+    when the needle has no hit), narrated by ``text`` formatted with ``needle``, ``name`` (the
+    needle without a leading ``def ``/``async def ``) and ``line``."""
+
+    def rows(results: list[str]) -> list[Step]:
+        out: list[Step] = []
+        for needle in needles:
+            line = line_of(results[of], needle, 1)
+            name = _DEF.sub("", needle, count=1)
+            out.append(
+                (
+                    text.format(needle=needle, name=name, line=line),
+                    window(path, line, before=before, size=size),
+                )
+            )
+        return out
+
+    return rows
 
 
 MW = "langchain/agents/middleware"
