@@ -303,35 +303,25 @@ class LLMSummarizer:
 
     def summarize(self, job: SummaryJob) -> SummaryResult:
         fold = self._fold(job)
-        reply: Any = None
-        error: BaseException | None = None
-        while True:
-            try:
-                text = fold.throw(error) if error is not None else fold.send(reply)
-            except StopIteration as stop:
-                result: SummaryResult = stop.value
-                return result
-            reply, error = None, None
-            try:
-                reply = self.model.invoke([HumanMessage(content=text)], config=self._config())
-            except Exception as exc:
-                error = exc
+        step = _advance(fold, None, None)
+        while isinstance(step, str):
+            reply, error = _attempt(self.model.invoke, [HumanMessage(content=step)], self._config())
+            step = _advance(fold, reply, error)
+        return step
 
     async def asummarize(self, job: SummaryJob) -> SummaryResult:
         fold = self._fold(job)
-        reply: Any = None
-        error: BaseException | None = None
-        while True:
+        step = _advance(fold, None, None)
+        while isinstance(step, str):
             try:
-                text = fold.throw(error) if error is not None else fold.send(reply)
-            except StopIteration as stop:
-                result: SummaryResult = stop.value
-                return result
-            reply, error = None, None
-            try:
-                reply = await self.model.ainvoke([HumanMessage(content=text)], config=self._config())
-            except Exception as exc:
-                error = exc
+                reply, error = (
+                    await self.model.ainvoke([HumanMessage(content=step)], config=self._config()),
+                    None,
+                )
+            except Exception as exc:  # handed to the fold, which records it (R10)
+                reply, error = None, exc
+            step = _advance(fold, reply, error)
+        return step
 
     def _fold(self, job: SummaryJob) -> Generator[str, Any, SummaryResult]:
         """Yields each summarizer input text, receives the model's reply (or its exception)."""
@@ -406,3 +396,23 @@ class LLMSummarizer:
             result.input_tokens += est_in
             result.output_tokens += estimate_text_tokens(message_text(reply))
         return reply_text(reply)
+
+
+def _advance(
+    fold: Generator[str, Any, SummaryResult], reply: Any, error: BaseException | None
+) -> str | SummaryResult:
+    """Send the summarizer model's reply (or throw its error) into the fold: the next prompt to
+    send (text), or the fold's result when it is done."""
+    try:
+        return fold.throw(error) if error is not None else fold.send(reply)
+    except StopIteration as stop:
+        result: SummaryResult = stop.value
+        return result
+
+
+def _attempt(call: Any, messages: list[HumanMessage], config: dict[str, Any]) -> tuple[Any, Exception | None]:
+    """``(reply, None)`` of ``call(messages, config=config)``, or ``(None, the exception)``."""
+    try:
+        return call(messages, config=config), None
+    except Exception as exc:  # handed to the fold, which records it (R10)
+        return None, exc
