@@ -31,8 +31,10 @@ with a built-in's name replaces it.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import stat
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -231,7 +233,34 @@ def _run_loader(fmt: TranscriptFormat, path: Path, data: Any = None) -> list[Tra
     return result
 
 
+def _check_regular(path: Path) -> None:
+    """Refuse what is not a regular file before opening it: a FIFO opened for reading waits for a
+    writer forever, a device or a socket never ends; name a symlink loop and a broken symlink as
+    such (``Path.exists`` calls both "missing").
+
+    Raises:
+        TranscriptError: a folder, a FIFO, a socket, a device, a symlink loop, a broken symlink, a
+            missing file.
+    """
+    try:
+        mode = path.stat().st_mode
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise TranscriptError(path, "", "symbolic link loop (too many levels of symbolic links)") from exc
+        if path.is_symlink():
+            raise TranscriptError(path, "", "broken symbolic link (its target does not exist)") from exc
+        if exc.errno == errno.ENOENT:
+            raise TranscriptError(path, "", "no such file") from exc
+        raise TranscriptError(path, "", f"cannot read file: {exc.strerror or exc}") from exc
+    if stat.S_ISDIR(mode):
+        raise TranscriptError(path, "", "is a folder (use load_many)")
+    if not stat.S_ISREG(mode):
+        kind = "a FIFO" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) else "a device"
+        raise TranscriptError(path, "", f"not a regular file ({kind}): skipped")
+
+
 def _load(path: Path, fmt_name: str | None, formats: dict[str, TranscriptFormat]) -> list[Transcript]:
+    _check_regular(path)
     if fmt_name is not None:
         fmt = formats.get(fmt_name)
         if fmt is None:
@@ -282,6 +311,7 @@ def detect_format(path: PathLike, *, pm: pluggy.PluginManager | None = None) -> 
     """
     path = Path(path)
     formats = available_formats(pm)
+    _check_regular(path)
     head = _read_head(path)
     fmt = _sniff(formats, path, head)
     if fmt is None:
@@ -299,7 +329,9 @@ def iter_transcript_files(paths: PathLike | Iterable[PathLike]) -> list[Path]:
     """The files to load: files as given, folders walked recursively.
 
     In folders, hidden files and folders (``.*``), ``README*``, ``SOURCES.md`` and
-    ``.gitattributes`` are skipped.  The result is de-duplicated and sorted by path.
+    ``.gitattributes`` are skipped.  The result is de-duplicated and sorted by path.  It may hold
+    FIFOs, devices and symlinks that lead nowhere: loading reports each of them as an error
+    (never opening a FIFO) instead of blocking.
 
     Raises:
         FileNotFoundError: a path does not exist.
@@ -313,8 +345,8 @@ def iter_transcript_files(paths: PathLike | Iterable[PathLike]) -> list[Path]:
             for dirpath, dirnames, filenames in os.walk(root):
                 dirnames[:] = [d for d in dirnames if not d.startswith(".")]
                 out.update(Path(dirpath) / f for f in filenames if not _skipped(f))
-        elif root.exists():
-            out.add(root)
+        elif root.exists() or root.is_symlink():
+            out.add(root)  # a file, or a symlink loop or broken symlink that loading names as such
         else:
             raise FileNotFoundError(f"no such file or folder: {root}")
     return sorted(out, key=lambda q: q.as_posix())
