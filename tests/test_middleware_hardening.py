@@ -13,7 +13,6 @@ import math
 import re
 import sys
 import threading
-from pathlib import Path
 
 import pytest
 from langchain_core.exceptions import ContextOverflowError
@@ -279,40 +278,10 @@ def test_offloaded_file_that_vanished_is_written_again(mw_kit, tmp_path, mode):
             f.unlink()  # the file vanishes between rounds
 
 
-class ThreadScopedBackend:
-    """One backend object whose file scope is the LangGraph thread (like ``StateBackend`` or a
-    ``StoreBackend`` namespaced by thread): each thread id gets its own folder."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self.scopes: dict[str, object] = {}
-
-    def _scope(self):
-        from deepagents.backends import FilesystemBackend
-        from langgraph.config import get_config
-
-        tid = str(get_config()["configurable"]["thread_id"])
-        if tid not in self.scopes:
-            self.scopes[tid] = FilesystemBackend(root_dir=str(self.root / tid), virtual_mode=True)
-        return self.scopes[tid]
-
-    def write(self, path, content):
-        return self._scope().write(path, content)
-
-    async def awrite(self, path, content):
-        return self._scope().write(path, content)
-
-    def ls(self, path):
-        return self._scope().ls(path)
-
-    def read(self, path, offset=0, limit=2000):
-        return self._scope().read(path, offset=offset, limit=limit)
-
-
-def test_two_threads_sharing_one_backend_object_each_get_the_file(mw_kit, tmp_path, mode):
+def test_two_threads_sharing_one_backend_object_each_get_the_file(mw_kit, mw_scope, tmp_path, mode):
     # spec: R17 — the file scope is the thread's: one backend object (state- or namespace-scoped)
     # shared by two threads; the same content offloaded in both threads exists in both scopes
-    backend = ThreadScopedBackend(tmp_path)
+    backend = mw_scope.ThreadScopedBackend(tmp_path)
     mw = make_mw(mw_kit, backend)
     for tid in ("thread-a", "thread-b"):
         rec = mw_kit.Driver(mw, offload_history(mw_kit), mode=mode, thread_id=tid).round()
@@ -663,3 +632,21 @@ def test_no_host_path_in_stream_events(mw_kit, tmp_path, mode):
     assert errors and any("/outputs/large_tool_results/" in e for e in errors)
     blob = json.dumps(evs, ensure_ascii=False)
     assert str(tmp_path) not in blob and str(root) not in blob
+
+
+def test_a_v1_tool_call_block_is_counted_once():
+    # spec: R16 — a provider receives a call once, whether LangChain keeps it in tool_calls only or
+    # also as a v1 content block (output_version="v1")
+    args = {"file_path": "/a.py", "content": "x" * 1500}
+    plain = AIMessage("writing", tool_calls=[{"name": "write_file", "args": args, "id": "c1"}], id="a")
+    v1 = AIMessage(
+        content_blocks=[
+            {"type": "text", "text": "writing"},
+            {"type": "tool_call", "id": "c1", "name": "write_file", "args": args},
+        ],
+        id="a",
+    )
+    assert v1.tool_calls and isinstance(v1.content, list)
+    text_only_v1 = AIMessage([{"type": "text", "text": "writing"}], tool_calls=v1.tool_calls, id="a")
+    assert EST.message_tokens(v1) == EST.message_tokens(text_only_v1)
+    assert abs(EST.message_tokens(v1) - EST.message_tokens(plain)) <= 2
