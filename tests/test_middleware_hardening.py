@@ -650,3 +650,29 @@ def test_a_v1_tool_call_block_is_counted_once():
     text_only_v1 = AIMessage([{"type": "text", "text": "writing"}], tool_calls=v1.tool_calls, id="a")
     assert EST.message_tokens(v1) == EST.message_tokens(text_only_v1)
     assert abs(EST.message_tokens(v1) - EST.message_tokens(plain)) <= 2
+
+
+def test_a_saved_mark_whose_file_is_gone_names_no_path(mw_kit, tmp_path, mode):
+    # spec: R6, R17 — a state message the overflow trim replaced (it carries ctxlab's mark) is not
+    # offloaded again while its file exists; once the file is gone the view does not name it
+    from ctxlab.core.marks import offload_kwargs
+
+    full = mw_kit.fill(6000, "FACT-FULL", 21)
+    path = f"/outputs/large_tool_results/read-{mw_kit.sha(full)}.txt"
+    preview = f"{OFFLOAD_MARKER} Full output saved at {path}\n" + mw_kit.fill(2000, "PREVIEW", 22)
+    msgs = [HumanMessage(mw_kit.fill(3000, "FACT-TASK", 23), id="h0")]
+    msgs += mw_kit.tool_pair("c1", "read", preview, ai_id="a1", tool_id="t1")
+    msgs[-1] = msgs[-1].model_copy(update={"additional_kwargs": offload_kwargs(path, len(full))})
+    backend = mw_kit.backend(tmp_path)
+    backend.write(path, full)
+    mw = make_mw(mw_kit, backend, settings=L1_ONLY.replace(summary_tool_result_token_limit=200))
+    d = mw_kit.Driver(mw, msgs, mode=mode)
+    rec = d.round(append_response=False)
+    t1 = next(m for m in view_of(rec) if m.id == "t1")
+    assert t1.content == preview  # saved already: not written again
+    (tmp_path / path.lstrip("/")).unlink()
+    rec = d.round(append_response=False)
+    t1 = next(m for m in view_of(rec) if m.id == "t1")
+    assert path not in t1.content and "no longer available" in t1.content
+    files = mw_kit.files(tmp_path)
+    assert all(p in files for p in named_paths(view_of(rec)))

@@ -399,21 +399,22 @@ class _FinalRequest(BaseException):
 
 class _ProbeModel:
     """Stands in for the chat model in a dry run of the inner middleware: records the tools it is
-    bound to and raises :class:`_FinalRequest` when invoked; any other attribute (``profile``,
-    ...) is the real model's."""
+    bound to and raises :class:`_FinalRequest` when called.  Binding and configuring
+    (``bind_tools``, ``bind``, ``with_config``, ``with_structured_output``, ...) return the probe
+    itself, so that no real model can be called; any other attribute (``profile``, ...) is the
+    real model's."""
 
     def __init__(self, model: Any) -> None:
         self._model = model
         self._tools: list[Any] = []
 
     def __getattr__(self, name: str) -> Any:
+        if name.startswith(("with_", "bind", "configurable_")):
+            return lambda *args, **kwargs: self
         return getattr(self._model, name)
 
     def bind_tools(self, tools: Iterable[Any], **kwargs: Any) -> _ProbeModel:
         self._tools = list(tools)
-        return self
-
-    def bind(self, **kwargs: Any) -> _ProbeModel:
         return self
 
     def invoke(self, messages: Any, *args: Any, **kwargs: Any) -> Any:
@@ -423,6 +424,9 @@ class _ProbeModel:
 
     async def ainvoke(self, messages: Any, *args: Any, **kwargs: Any) -> Any:
         self.invoke(messages)
+
+    stream = batch = generate = invoke
+    abatch = agenerate = ainvoke
 
 
 def _stream_writer(request: ModelRequest) -> Callable[[Any], None] | None:
