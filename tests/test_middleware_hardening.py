@@ -676,3 +676,19 @@ def test_a_saved_mark_whose_file_is_gone_names_no_path(mw_kit, tmp_path, mode):
     assert path not in t1.content and "no longer available" in t1.content
     files = mw_kit.files(tmp_path)
     assert all(p in files for p in named_paths(view_of(rec)))
+
+
+def test_the_deep_agent_defaults_follow_the_slot_name(mw_kit, tmp_path):
+    # spec: R17 — an instance named for DeepAgents' summarization slot (for_deep_agent, or the name
+    # given by hand) writes where the deep agent reads and measures the final request; a plain one
+    # brings its own read tool
+    for mw in (
+        CompressionMiddleware.for_deep_agent(),
+        CompressionMiddleware(name="SummarizationMiddleware"),
+    ):
+        assert mw.name == "SummarizationMiddleware"
+        assert mw.tools == [] and mw.measure_final_request is True
+        assert type(mw._backend_for(None)).__name__ == "StateBackend"
+    plain = CompressionMiddleware()
+    assert [t.name for t in plain.tools] == ["read_saved_output"] and plain.measure_final_request is False
+    assert CompressionMiddleware(read_tool=False).tools == []

@@ -67,8 +67,10 @@ logger = logging.getLogger("ctxlab.core.middleware")
 
 #: summarizers remembered per model object (models made per request must not pile up)
 SUMMARIZERS_CACHED = 16
+#: the name of DeepAgents' summarization slot: a middleware so named replaces the built-in one
+DEEP_AGENT_SLOT = "SummarizationMiddleware"
 
-__all__ = ["CompressionMiddleware", "CompressionState"]
+__all__ = ["DEEP_AGENT_SLOT", "CompressionMiddleware", "CompressionState"]
 
 
 class CompressionState(AgentState):
@@ -85,21 +87,24 @@ class CompressionMiddleware(AgentMiddleware):
         settings: the five fields (:class:`CompressionSettings`); default: the ARS defaults.
         backend: a DeepAgents backend (``deepagents.backends``) or a factory
             ``runtime -> backend``; files land under its virtual ``/outputs/`` (R17).  ``None``:
-            a local ``FilesystemBackend`` rooted at ``$CTXLAB_FILES_DIR`` or ``./.ctxlab/files``,
-            created on first write.
+            a backend the runtime context carries, else in a deep agent (the name
+            ``"SummarizationMiddleware"``) DeepAgents' default ``StateBackend``, else a local
+            ``FilesystemBackend`` rooted at ``$CTXLAB_FILES_DIR`` or ``./.ctxlab/files``, created
+            on first write.
         summarizer: ``None`` — the agent's own model summarizes (R10); a chat model — that model
             summarizes; an object with ``summarize``/``asummarize`` — used as is.
         plugins: plugin objects added on top of the ARS defaults (each instance owns its own
             plugin manager, so two instances with different plugins run side by side).
         load_entrypoints: also load plugins of the ``ctxlab`` entry-point group.
-        name: the middleware's name; ``"SummarizationMiddleware"`` replaces DeepAgents' built-in.
+        name: the middleware's name; ``"SummarizationMiddleware"`` replaces DeepAgents' built-in
+            (:data:`DEEP_AGENT_SLOT`) and makes the deep-agent defaults below.
         read_tool: contribute the ``read_saved_output`` tool (reads the files this middleware
-            saved, through the same backend).  ``None`` (default): yes, except in
-            :meth:`for_deep_agent`, whose agent reads them with its own ``read_file``.
+            saved, through the same backend).  ``None`` (default): yes, except in a deep agent,
+            whose ``read_file`` reads them.
         measure_final_request: estimate the request as the model receives it, after the
             middleware that runs inside this one (a dry run of the inner middleware against a
-            stand-in model, once per model call).  Default ``False``; :meth:`for_deep_agent` turns
-            it on (DeepAgents' Skills and memory middleware change the system message after ours).
+            stand-in model, once per model call).  ``None`` (default): only in a deep agent
+            (DeepAgents' Skills and memory middleware change the system message after ours).
 
     Raises:
         TypeError: ``settings`` is not a :class:`CompressionSettings`.
@@ -117,7 +122,7 @@ class CompressionMiddleware(AgentMiddleware):
         load_entrypoints: bool = False,
         name: str | None = None,
         read_tool: bool | None = None,
-        measure_final_request: bool = False,
+        measure_final_request: bool | None = None,
     ) -> None:
         super().__init__()
         if settings is None:
@@ -128,15 +133,17 @@ class CompressionMiddleware(AgentMiddleware):
         self.plugin_manager = make_plugin_manager(plugins, load_entrypoints=load_entrypoints)
         self.hooks = CompressionHooks(self.plugin_manager)
         self.estimates = EstimateCache(self.hooks.estimate_message, self.hooks.estimate_tools)
+        self._name = name or "CompressionMiddleware"
+        deep = self._name == DEEP_AGENT_SLOT
         self._backend = backend
         self._local_backend: Any = None
-        self._state_default = False  # for_deep_agent: DeepAgents' default backend when none is given
+        self._state_default = deep  # without a backend: DeepAgents' own default, the agent's files
         self._summarizer = summarizer
         self._summarizers: IdentityCache[Any, Summarizer | None] = IdentityCache(SUMMARIZERS_CACHED)
         self._offload_paths = OffloadPaths()
-        self._name = name or "CompressionMiddleware"
-        self.measure_final_request = measure_final_request
-        self.tools = [make_read_tool(self._backend_for)] if read_tool is None or read_tool else []
+        self.measure_final_request = deep if measure_final_request is None else measure_final_request
+        read = not deep if read_tool is None else read_tool
+        self.tools = [make_read_tool(self._backend_for)] if read else []
 
     @classmethod
     def for_deep_agent(cls, **kwargs: Any) -> CompressionMiddleware:
@@ -148,15 +155,11 @@ class CompressionMiddleware(AgentMiddleware):
         else DeepAgents' own default, a ``StateBackend`` (the thread's files; a sub-agent's files
         return to its parent).  If you give ``create_deep_agent`` a backend, give the same one here.
         No ``read_saved_output`` tool (the agent's ``read_file`` reads the files), and the
-        estimate counts the final request (``measure_final_request=True``).  Keyword arguments as
-        for the constructor.
+        estimate counts the final request (``measure_final_request=True``).  These defaults
+        follow from the name; keyword arguments as for the constructor.
         """
-        kwargs.setdefault("name", "SummarizationMiddleware")
-        kwargs.setdefault("read_tool", False)
-        kwargs.setdefault("measure_final_request", True)
-        middleware = cls(**kwargs)
-        middleware._state_default = True
-        return middleware
+        kwargs.setdefault("name", DEEP_AGENT_SLOT)
+        return cls(**kwargs)
 
     @property
     def name(self) -> str:
