@@ -323,6 +323,9 @@ class MwDriver:
             reducer=mw_copying_add_messages if reducer == "add_messages" else mw_concat,
             on_event=self._on_event,
             record=False,
+            # the scenarios count exactly the tools they pass; ctxlab's read tool (which
+            # create_agent adds) is covered by tests/test_middleware_agents.py
+            middleware_tools=False,
         )
         self.harness.state["messages"] = list(messages)  # as given: no ids are added
 
@@ -540,3 +543,58 @@ def mw_kit() -> types.SimpleNamespace:
         SystemMessage=SystemMessage,
         ToolMessage=ToolMessage,
     )
+
+
+# =================================================================================================
+# Offload files in a thread's file scope (prefix ``mw_scope``): a backend object whose file scope
+# is the LangGraph thread, and the outputs/ paths a view names.  Tests get them through the
+# session fixture ``mw_scope`` (a namespace).
+# =================================================================================================
+
+MW_PATH_RE = re.compile(r"outputs/(?:large_tool_results|conversation_history)/[^\s\"'<>()\[\]{}`,;|\\]+")
+
+
+class MwThreadScopedBackend:
+    """One backend object whose file scope is the LangGraph thread (as DeepAgents' ``StateBackend``
+    or a ``StoreBackend`` namespaced by thread): thread ``t`` writes under ``root / t``."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+        self.scopes: dict[str, Any] = {}
+
+    def scope(self, thread_id: str | None = None) -> Any:
+        from deepagents.backends import FilesystemBackend
+        from langgraph.config import get_config
+
+        tid = thread_id or str(get_config()["configurable"]["thread_id"])
+        if tid not in self.scopes:
+            self.scopes[tid] = FilesystemBackend(root_dir=str(self.root / tid), virtual_mode=True)
+        return self.scopes[tid]
+
+    def write(self, path: str, content: str) -> Any:
+        return self.scope().write(path, content)
+
+    async def awrite(self, path: str, content: str) -> Any:
+        return self.scope().write(path, content)
+
+    def ls(self, path: str) -> Any:
+        return self.scope().ls(path)
+
+    def read(self, path: str, offset: int = 0, limit: int = 2000) -> Any:
+        return self.scope().read(path, offset=offset, limit=limit)
+
+
+def mw_named_paths(view: list[BaseMessage]) -> list[str]:
+    """Every ``outputs/...`` path the messages of a view name (what a model would try to read),
+    without the leading slash."""
+    found: list[str] = []
+    for m in view:
+        text = m.content if isinstance(m.content, str) else json.dumps(m.content, ensure_ascii=False)
+        found += [p.rstrip(".:") for p in MW_PATH_RE.findall(text)]
+    return found
+
+
+@pytest.fixture(scope="session")
+def mw_scope() -> types.SimpleNamespace:
+    """Offload-file scope helpers as one namespace."""
+    return types.SimpleNamespace(ThreadScopedBackend=MwThreadScopedBackend, named_paths=mw_named_paths)

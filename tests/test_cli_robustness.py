@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import threading
 from pathlib import Path
 
 import pytest
@@ -86,3 +88,66 @@ def test_a_reused_out_folder_keeps_no_stale_results(tmp_path: Path) -> None:
     assert not (out / "files").exists() or not any("ars" in p.name for p in (out / "files").rglob("*"))
     summaries = (out / "summaries.jsonl").read_text() if (out / "summaries.jsonl").exists() else ""
     assert '"ars"' not in summaries
+
+
+# --- non-regular files and symlink loops (issue 9, kind 23) ------------------------------------
+
+
+def finishes(fn, timeout: float = 60.0):
+    """``fn()`` run in a daemon thread; fails the test (instead of hanging it) when it blocks."""
+    box: dict[str, object] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = fn()
+        except BaseException as exc:  # reported to the test below
+            box["error"] = exc
+
+    worker = threading.Thread(target=target, daemon=True)
+    worker.start()
+    worker.join(timeout)
+    assert not worker.is_alive(), "blocked (a FIFO opened for reading waits for a writer forever)"
+    if "error" in box:
+        raise box["error"]  # type: ignore[misc]
+    return box.get("value")
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this platform")
+def test_a_fifo_alone_or_in_a_folder_is_skipped_with_a_message(
+    good_copy: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fifo = good_copy / "pipe.jsonl"
+    os.mkfifo(fifo)
+    transcripts, errors = finishes(lambda: load_many([good_copy]))
+    assert [Path(t.source).name for t in transcripts] == ["good.jsonl"]
+    (err,) = errors
+    assert Path(err.path) == fifo and "not a regular file" in str(err) and "FIFO" in str(err)
+    # alone, through the CLI: it returns, names the file, and says why
+    code = finishes(
+        lambda: main(["replay", str(fifo), "--out", str(tmp_path / "o"), "--no-progress", "--no-figures"])
+    )
+    assert code == 1
+    out = capsys.readouterr()
+    assert "pipe.jsonl" in out.out + out.err and "not a regular file" in out.out + out.err
+    # a folder with a FIFO still replays its other transcripts
+    code = finishes(
+        lambda: main(
+            ["replay", str(good_copy), "--out", str(tmp_path / "p"), "--no-progress", "--no-figures"]
+        )
+    )
+    assert code == 0 and "not a regular file" in capsys.readouterr().out
+
+
+def test_a_symlink_loop_is_reported_as_a_loop(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    loop = tmp_path / "loop.jsonl"
+    loop.symlink_to(loop.name)  # points at itself
+    broken = tmp_path / "broken.jsonl"
+    broken.symlink_to("nowhere.jsonl")
+    _, errors = load_many([loop, broken])
+    reasons = {Path(e.path).name: str(e) for e in errors}
+    assert "symbolic link loop" in reasons["loop.jsonl"] and "no such file" not in reasons["loop.jsonl"]
+    assert "broken symbolic link" in reasons["broken.jsonl"]
+    code = main(["replay", str(loop), "--out", str(tmp_path / "o"), "--no-progress", "--no-figures"])
+    assert code == 1
+    out = capsys.readouterr()
+    assert "symbolic link loop" in out.out + out.err

@@ -148,22 +148,24 @@ def test_custom_estimator_changes_only_the_estimate(mw_kit, tmp_path):
     # defaults do given the same (10x) estimates
     msgs = [HumanMessage("FACT-TASK check the two logs", id="h0")]
     msgs += mw_kit.tool_pair("c1", "read_log", "SMALL ok", ai_id="a1", tool_id="t1")
-    msgs += mw_kit.tool_pair("c2", "read_log", mw_kit.fill(300, "MID-LOG", 2), ai_id="a2", tool_id="t2")
+    msgs += mw_kit.tool_pair("c2", "read_log", mw_kit.fill(400, "MID-LOG", 2), ai_id="a2", tool_id="t2")
     msgs += [
         (HumanMessage if i % 2 == 0 else AIMessage)(mw_kit.fill(120, f"FACT-M{i}", seed=i), id=f"m{i}")
         for i in range(6)
     ]
     default_est = [EST.message_tokens(m) for m in msgs]
-    assert sum(default_est) < SETTINGS.entry_threshold_tokens <= 10 * sum(default_est)
+    # a limit in which a 10x-estimated replacement (path and header) still fits (R6)
+    settings = SETTINGS.replace(summary_tool_result_token_limit=700)
+    assert sum(default_est) < settings.entry_threshold_tokens <= 10 * sum(default_est)
     t1_est, t2_est = default_est[2], default_est[4]
-    limit = SETTINGS.summary_tool_result_token_limit
+    limit = settings.summary_tool_result_token_limit
     assert t1_est * 10 <= limit < t2_est * 10 and t2_est <= limit
 
-    plain = mw_kit.Driver(mw_with(mw_kit, tmp_path / "plain"), msgs).round()
+    plain = mw_kit.Driver(mw_with(mw_kit, tmp_path / "plain", settings=settings), msgs).round()
     assert plain["events"] == [] and plain["update"] is None  # default: below T
 
     spy = CutoffSpy()
-    mw = mw_with(mw_kit, tmp_path / "tenx", [TenX(), spy])
+    mw = mw_with(mw_kit, tmp_path / "tenx", [TenX(), spy], settings=settings)
     rec = mw_kit.Driver(mw, msgs).round()
     evs = mw_kit.ctx_events(rec)
     assert evs[0]["phase"] == "started" and evs[0]["tokens_before"] == 10 * sum(default_est)

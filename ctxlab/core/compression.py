@@ -18,10 +18,11 @@ an ``ExtendedModelResponse`` carrying ``Command(update={"_summarization_event": 
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypedDict, Unpack
+from typing import Any, NamedTuple, TypedDict, Unpack
 
 from langchain_core.exceptions import ContextOverflowError
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
@@ -39,6 +40,7 @@ from ctxlab.core.events import (
 from ctxlab.core.hooks import CompressionHooks
 from ctxlab.core.l1 import OffloadRecord, TrimContext, TrimReport, TruncatedArg, protect_key
 from ctxlab.core.l2 import plan_l2, summary_to_commit
+from ctxlab.core.marks import offloaded_path_of
 from ctxlab.core.messages import effective_messages, resolve_cutoff, sendable_view
 from ctxlab.core.settings import CompressionSettings
 from ctxlab.core.summarize import SummaryJob
@@ -46,11 +48,16 @@ from ctxlab.core.summarize import SummaryJob
 logger = logging.getLogger("ctxlab.core.compression")
 
 EVENT_KEY = "_summarization_event"
+#: after an overflow, the retry aims at this share of the estimate that overflowed when the
+#: model's capacity is unknown (R12: the overflow itself says that the request was too big)
+OVERFLOW_RETRY_SHARE = 0.75
 
 __all__ = [
     "EVENT_KEY",
+    "OVERFLOW_RETRY_SHARE",
     "CallModel",
     "Effect",
+    "ModelLimits",
     "RoundInput",
     "RoundStats",
     "RoundUpdate",
@@ -142,6 +149,19 @@ class RoundUpdate(TypedDict, total=False):
     messages: list[BaseMessage]
 
 
+class ModelLimits(NamedTuple):
+    """What the round needs to know of the models, read only when a step needs it.
+
+    Attributes:
+        capacity_tokens: the main model's ``max_input_tokens`` if known (a positive int), else
+            ``None``.
+        summarizer_budget: tokens one summarizer input may use.
+    """
+
+    capacity_tokens: int | None
+    summarizer_budget: int
+
+
 @dataclass
 class RoundInput:
     """Everything one round needs, independent of the driver.
@@ -157,10 +177,11 @@ class RoundInput:
         estimates: the cached estimator.
         hooks: the typed cutoff (and, through the driver, trimmer) hooks of the plugin manager.
         save_tool_result: the file writer handed to trimmers.
-        capacity_tokens: the main model's ``max_input_tokens`` if known, else ``None``.
-        summarizer_budget: tokens one summarizer input may use.
+        limits: returns the :class:`ModelLimits`; called at most once, and only when a step
+            needs them (never below T, R3: a malformed model profile cannot break such a call).
         thread_id: names the history file.
         emit: writes one event to the stream (and to observers).
+        file_exists: handed to trimmers (:attr:`ctxlab.core.l1.TrimContext.file_exists`).
         stats: the round's record (:class:`RoundStats`), filled as the round goes.
     """
 
@@ -172,11 +193,25 @@ class RoundInput:
     estimates: EstimateCache
     hooks: CompressionHooks
     save_tool_result: Callable[[str | None, str], str]
-    capacity_tokens: int | None
-    summarizer_budget: int
+    limits: Callable[[], ModelLimits]
     thread_id: str | None
     emit: Callable[[CompressionEvent], None]
+    file_exists: Callable[[str], bool] | None = None
     stats: RoundStats = field(default_factory=lambda: RoundStats())
+
+    @functools.cached_property
+    def _limits(self) -> ModelLimits:
+        return self.limits()
+
+    @property
+    def capacity_tokens(self) -> int | None:
+        """The main model's ``max_input_tokens`` if known, else ``None`` (:class:`ModelLimits`)."""
+        return self._limits.capacity_tokens
+
+    @property
+    def summarizer_budget(self) -> int:
+        """Tokens one summarizer input may use (:class:`ModelLimits`)."""
+        return self._limits.summarizer_budget
 
 
 def compression_round(inp: RoundInput) -> Generator[Effect, Any, tuple[Any, RoundUpdate | None]]:
@@ -190,7 +225,8 @@ def compression_round(inp: RoundInput) -> Generator[Effect, Any, tuple[Any, Roun
     Raises:
         ContextOverflowError: the retry after forced compression overflowed again (R12), or the
             L1 view sent instead of an L2 (no valid cutoff, R13; L2 declined or its summary not
-            committed) overflowed in a forced round; ``failed`` is emitted first.
+            committed) overflowed in a forced round; ``failed`` is emitted first.  It is always
+            the provider's own exception object (its type and attributes), never a new one.
         Exception: any other error of the main model after a round started (``failed`` emitted).
     """
     s = inp.settings
@@ -212,6 +248,9 @@ def compression_round(inp: RoundInput) -> Generator[Effect, Any, tuple[Any, Roun
     forced = False
     started = False
     sent_l1_view = False
+    # the provider's own overflow error (R12: it is what propagates) and the estimate it refused
+    overflow_error: BaseException | None = None
+    overflowed_tokens: int | None = None
 
     def emit(phase: Phase, **fields: Unpack[EventFields]) -> None:
         base: EventFields = {
@@ -245,6 +284,7 @@ def compression_round(inp: RoundInput) -> Generator[Effect, Any, tuple[Any, Roun
             )
             forced = True
             stats["overflow"] = str(exc)
+            overflow_error, overflowed_tokens = exc, est0
     else:
         started = True
         emit("started")  # R4
@@ -256,6 +296,7 @@ def compression_round(inp: RoundInput) -> Generator[Effect, Any, tuple[Any, Roun
             estimate=inp.estimates.message_tokens,
             save_tool_result=inp.save_tool_result,
             token_limit=s.summary_tool_result_token_limit,
+            file_exists=inp.file_exists,
         )
         view1, reports = yield RunL1(eff, trim_ctx)
         _record_trims(stats, reports)
@@ -279,7 +320,9 @@ def compression_round(inp: RoundInput) -> Generator[Effect, Any, tuple[Any, Roun
                     break
                 stats["level"] = "L1"
             if forced and sent_l1_view:
-                raise ContextOverflowError(
+                # R13 / declined L2: the L1 view overflowed and nothing was summarized: the
+                # provider's own error
+                raise overflow_error or ContextOverflowError(
                     stats.get("overflow") or "context overflow and no L2 summary to retry with"
                 )
             try:
@@ -291,6 +334,7 @@ def compression_round(inp: RoundInput) -> Generator[Effect, Any, tuple[Any, Roun
                 logger.warning("context overflow after L1 (%s tokens): forcing L2", est1)
                 forced = True
                 stats["overflow"] = str(exc)
+                overflow_error, overflowed_tokens = exc, est1
                 continue
             stats["tokens_after"] = est1
             emit("completed", level="L1", tokens_after=est1, stats=_public(stats))
@@ -301,10 +345,13 @@ def compression_round(inp: RoundInput) -> Generator[Effect, Any, tuple[Any, Roun
         view2 = [summary_msg, *view1[local:]]
         est2 = tokens(view2)
         replaced: list[BaseMessage] = []
-        if inp.capacity_tokens is not None and est2 > inp.capacity_tokens:
-            view2, replaced = yield from _tail_trim(
-                inp, eff[local:], view2, inp.capacity_tokens, tokens, stats
-            )
+        # R12: the kept tail is trimmed to the model's capacity; after an overflow, toward a
+        # share of the estimate that overflowed as well (the capacity may be unknown or wrong)
+        target = inp.capacity_tokens
+        if overflowed_tokens is not None:
+            target = _retry_target(stats, inp.capacity_tokens, overflowed_tokens)
+        if target is not None and est2 > target:
+            view2, replaced = yield from _tail_trim(inp, eff[local:], view2, target, tokens, stats)
             est2 = tokens(view2)
         try:
             response = yield CallModel(view2)
@@ -313,10 +360,8 @@ def compression_round(inp: RoundInput) -> Generator[Effect, Any, tuple[Any, Roun
                 raise  # R12: the retry overflowed again
             forced = True
             stats["overflow"] = str(exc)
-            target = inp.capacity_tokens or int(est2 * 0.75)
-            view2, more = yield from _tail_trim(
-                inp, eff[local:], view2, min(target, int(est2 * 0.75)), tokens, stats
-            )
+            target = _retry_target(stats, inp.capacity_tokens, est2)
+            view2, more = yield from _tail_trim(inp, eff[local:], view2, target, tokens, stats)
             replaced = _merge_replaced(replaced, more)
             est2 = tokens(view2)
             response = yield CallModel(view2)
@@ -350,6 +395,18 @@ def _level(stats: RoundStats) -> Level | None:
     """The level of a failed round for its event: ``None`` when no step ran yet."""
     level = stats.get("level")
     return None if level is None or level == "none" else level
+
+
+def _retry_target(stats: RoundStats, capacity: int | None, overflowed: int) -> int:
+    """The size the retry after an overflow aims at (R12), recorded in the event's stats: a
+    share (:data:`OVERFLOW_RETRY_SHARE`) of the ``overflowed`` estimate, or the model's
+    ``capacity`` when that is smaller (tokens)."""
+    share = int(overflowed * OVERFLOW_RETRY_SHARE)
+    if capacity is not None and capacity <= share:
+        stats["retry_target_tokens"], stats["retry_target_from"] = capacity, "capacity"
+    else:
+        stats["retry_target_tokens"], stats["retry_target_from"] = share, "estimate"
+    return stats["retry_target_tokens"]
 
 
 def _record_trims(stats: RoundStats, reports: list[TrimReport]) -> None:
@@ -386,9 +443,12 @@ def _tail_trim(
     """R12: trim the kept tail further until the view fits ``capacity`` tokens.
 
     Re-runs the L1 trimmers on the original kept messages with a halving per-message limit.
-    Returns the new view and the kept messages that now differ from the L1 view: the state
-    update replaces those by id (messages without an id are left untrimmed so the checkpoint
-    always matches what the model saw).  Generator: yields :class:`RunL1` effects.
+    Returns the new view and the kept messages that the state update replaces by id: those
+    trimmed here whose original is saved in a file (they carry ctxlab's offload mark,
+    :func:`ctxlab.core.marks.offloaded_path_of`).  A message trimmed otherwise (its offload write
+    failed, or another trimmer edited it) is trimmed in the view only, and the state keeps the
+    original: nothing is lost.  Messages without an id are left untrimmed so that the checkpoint
+    always matches what the model saw.  Generator: yields :class:`RunL1` effects.
     """
     summary, current = view[0], view[1:]
     protect = {protect_key(m) for m in kept_original if m.id is None}
@@ -402,6 +462,7 @@ def _tail_trim(
             save_tool_result=inp.save_tool_result,
             token_limit=limit,
             protect_ids=protect,
+            file_exists=inp.file_exists,
         )
         trimmed, reports = yield RunL1(list(kept_original), ctx)
         trimmed = [
@@ -409,7 +470,14 @@ def _tail_trim(
             for t, k, c in zip(trimmed, kept_original, current, strict=True)
         ]
         _record_trims(stats, reports)
-    replaced = [t for t, c in zip(trimmed, current, strict=True) if t is not c and t.id is not None]
+    replaced = [
+        t
+        for t, c in zip(trimmed, current, strict=True)
+        if t is not c
+        and t.id is not None
+        and offloaded_path_of(t) is not None
+        and offloaded_path_of(c) is None
+    ]
     stats["tail_trimmed"] = len(replaced)
     return [summary, *trimmed], replaced
 

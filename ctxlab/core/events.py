@@ -95,6 +95,11 @@ class StatsCommon(TypedDict, total=False):
             a summary may be and was bounded before it was committed.
         trim_errors: problems the L1 trimmers handled (a failed offload write).
         tail_trimmed: kept messages replaced in the state by the overflow tail trimming (R12).
+        retry_target_tokens: after a context overflow, the size the retry was trimmed toward
+            (tokens, R12).
+        retry_target_from: where that size came from: ``"capacity"`` (the model's
+            ``max_input_tokens``) or ``"estimate"`` (a share of the estimate that overflowed,
+            when the capacity is unknown or larger).
     """
 
     tokens_before: int
@@ -109,6 +114,8 @@ class StatsCommon(TypedDict, total=False):
     summary_cut: dict[str, int]
     trim_errors: list[str]
     tail_trimmed: int
+    retry_target_tokens: int
+    retry_target_from: Literal["capacity", "estimate"]
 
 
 class EventStats(StatsCommon, total=False):

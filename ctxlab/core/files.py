@@ -1,8 +1,12 @@
 """Files through a DeepAgents backend: offloaded tool results and conversation history (R6, R10, R17).
 
 Paths are virtual (``/outputs/...``), relative to the backend's root; the model only ever sees
-these virtual paths, never a host path (R17).  Tool names are reduced to a safe file-name stem
-so that no name can move a file outside ``/outputs/large_tool_results/``.
+these virtual paths, never a host path (R17), and neither do stream events: the error text of a
+failed write has host paths reduced to their virtual part (:func:`hide_host_paths`).  Tool names
+are reduced to a safe file-name stem so that no name can move a file outside
+``/outputs/large_tool_results/``.  Text is written with lone surrogates escaped
+(:func:`writable_text`), so that an undecodable file name in a tool output never leaves an empty
+file behind.
 """
 
 from __future__ import annotations
@@ -29,20 +33,72 @@ __all__ = [
     "LARGE_TOOL_RESULTS_DIR",
     "FileWriteError",
     "default_backend",
+    "hide_host_paths",
     "history_path",
+    "list_folder",
     "safe_stem",
     "tool_result_path",
+    "writable_text",
     "write_text",
 ]
 
+#: an absolute host path inside an error text (POSIX or Windows), up to a quote or a blank
+_HOST_PATH_RE = re.compile(r"(?<![\w.~/-])(?:[A-Za-z]:[\\/]|/)[^\s'\"]+")
+
+
+def hide_host_paths(text: str, roots: tuple[str, ...] = ()) -> str:
+    """``text`` with every absolute host path replaced by its virtual part (R17).
+
+    A path that contains ``/outputs/`` keeps that tail (``/srv/x/outputs/a.txt`` -> ``/outputs/a.txt``);
+    any other absolute path becomes ``<host path>``; a virtual ``/outputs/...`` path stays.  Each
+    of ``roots`` (a backend's root folder) is removed first, so that a root with blanks in it
+    leaves nothing behind.  Pure; never raises.
+    """
+    for root in roots:
+        root = root.rstrip("/\\")
+        if root:
+            text = text.replace(root + "/", "/").replace(root + "\\", "/")
+
+    def virtual(match: re.Match[str]) -> str:
+        path = match.group(0).replace("\\", "/")
+        if path.startswith("/outputs/"):
+            return path
+        at = path.find("/outputs/")
+        return path[at:] if at >= 0 else "<host path>"
+
+    return _HOST_PATH_RE.sub(virtual, text)
+
+
+def _backend_roots(backend: Any) -> tuple[str, ...]:
+    """The host folders a backend is known to write under (``FilesystemBackend.cwd``)."""
+    root = getattr(backend, "cwd", None)
+    return (str(root),) if isinstance(root, (str, os.PathLike)) else ()
+
 
 class FileWriteError(OSError):
-    """The backend could not write a file (an error result or an exception); ``path`` is virtual."""
+    """The backend could not write a file (an error result or an exception).
 
-    def __init__(self, path: str, reason: str) -> None:
+    ``path`` is virtual; ``reason`` is the backend's error text with host paths hidden
+    (:func:`hide_host_paths`), safe for stream events; ``detail`` is the text as the backend gave
+    it, for the operator's log.
+    """
+
+    def __init__(self, path: str, reason: str, *, roots: tuple[str, ...] = ()) -> None:
         self.path = path
-        self.reason = reason
-        super().__init__(f"could not write {path}: {reason}")
+        self.detail = reason
+        self.reason = hide_host_paths(reason, roots)
+        super().__init__(f"could not write {path}: {self.reason}")
+
+
+def writable_text(text: str) -> str:
+    """``text`` as a backend can encode it: lone surrogates (a file name read with
+    ``surrogateescape``, ``'caf\\udce9.txt'``) become ``\\udce9`` escapes; every other character
+    is kept.  The same object is returned when nothing needed escaping."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
 
 
 def safe_stem(name: str | None, fallback: str = "tool") -> str:
@@ -88,34 +144,77 @@ def _result_error(result: Any) -> str | None:
     return str(err) if err else None
 
 
-def write_text(backend: Any, path: str, content: str) -> str:
-    """Write ``content`` at virtual ``path`` through ``backend.write``; return the path.
+def _check_result(backend: Any, path: str, result: Any, exist_ok: bool) -> str:
+    err = _result_error(result)
+    if err and not (exist_ok and "already exists" in err):
+        raise FileWriteError(path, err, roots=_backend_roots(backend))
+    return path
+
+
+def write_text(backend: Any, path: str, content: str, *, exist_ok: bool = False) -> str:
+    """Write ``content`` (through :func:`writable_text`) at virtual ``path`` with
+    ``backend.write``; return the path.
+
+    ``exist_ok``: a backend that refuses to overwrite ("... already exists") has the file
+    already, which is success for a content-addressed path (the same path holds the same text).
 
     Raises:
         FileWriteError: the path leaves ``/outputs/``, the backend returned an error, or it raised.
     """
     _check_virtual(path)
     try:
-        result = backend.write(path, content)
+        result = backend.write(path, writable_text(content))
     except Exception as exc:
-        raise FileWriteError(path, f"{type(exc).__name__}: {exc}") from exc
-    err = _result_error(result)
-    if err:
-        raise FileWriteError(path, err)
-    return path
+        raise FileWriteError(path, f"{type(exc).__name__}: {exc}", roots=_backend_roots(backend)) from exc
+    return _check_result(backend, path, result, exist_ok)
 
 
-async def awrite_text(backend: Any, path: str, content: str) -> str:
+async def awrite_text(backend: Any, path: str, content: str, *, exist_ok: bool = False) -> str:
     """Async :func:`write_text` through ``backend.awrite`` (same errors)."""
     _check_virtual(path)
     try:
-        result = await backend.awrite(path, content)
+        result = await backend.awrite(path, writable_text(content))
     except Exception as exc:
-        raise FileWriteError(path, f"{type(exc).__name__}: {exc}") from exc
-    err = _result_error(result)
-    if err:
-        raise FileWriteError(path, err)
-    return path
+        raise FileWriteError(path, f"{type(exc).__name__}: {exc}", roots=_backend_roots(backend)) from exc
+    return _check_result(backend, path, result, exist_ok)
+
+
+def list_folder(backend: Any, folder: str) -> dict[str, int | None] | None:
+    """The files directly in the virtual ``folder``, by file name, with their size in bytes
+    (``None`` where the backend does not say).
+
+    One ``backend.ls`` call (``ls_info`` on older DeepAgents backends): the cheap existence check
+    of the offload files in a thread's file scope (R6, R17).  A folder that does not exist yet is
+    empty (``{}``).  Returns ``None`` when the backend cannot list (no such method, an exception,
+    an answer of unknown shape): the caller then writes instead of trusting a listing.
+    """
+    lister = getattr(backend, "ls", None) or getattr(backend, "ls_info", None)
+    if not callable(lister):
+        return None
+    try:
+        result = lister(folder)
+    except Exception as exc:
+        logger.debug("listing %s failed: %s", folder, exc)
+        return None
+    entries = getattr(result, "entries", result)
+    if entries is None:
+        return {} if "not_found" in str(getattr(result, "error", "")) else None
+    if not isinstance(entries, list):
+        return None
+    found: dict[str, int | None] = {}
+    for entry in entries:
+        path = entry.get("path") if isinstance(entry, dict) else getattr(entry, "path", None)
+        if (
+            not isinstance(path, str)
+            or path.endswith("/")
+            or (isinstance(entry, dict) and entry.get("is_dir"))
+        ):
+            continue
+        size = entry.get("size") if isinstance(entry, dict) else None
+        found[path.rsplit("/", 1)[-1]] = (
+            size if isinstance(size, int) and not isinstance(size, bool) else None
+        )
+    return found
 
 
 def default_backend(root: str | os.PathLike[str] | None = None) -> Any:

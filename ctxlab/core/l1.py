@@ -88,6 +88,9 @@ class TrimContext:
         token_limit: the per-ToolMessage limit in tokens (``summary_tool_result_token_limit``
             in L1; smaller when the overflow tail trimming of R12 calls the trimmers again).
         protect_ids: :func:`protect_key` of the messages a trimmer must leave alone.
+        file_exists: ``virtual path -> bool``: does the file exist in this request's file scope
+            (the thread's)?  ``None`` when the caller cannot tell: a trimmer then trusts no file
+            it did not write in this round (R6, R17).
     """
 
     settings: CompressionSettings
@@ -95,6 +98,7 @@ class TrimContext:
     save_tool_result: Callable[[str | None, str], str]
     token_limit: int
     protect_ids: set[Any] = field(default_factory=set)
+    file_exists: Callable[[str], bool] | None = None
 
 
 def protect_key(message: BaseMessage) -> object:

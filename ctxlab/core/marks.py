@@ -14,8 +14,12 @@ texts that open an edited message):
 * ``additional_kwargs["ctxlab_observation"]`` — a tool result recorded as a user message, in
   transcripts whose format keeps tool output only as text (mini-swe-agent, SWE-agent):
   :data:`OBSERVATION_KEY`, :func:`is_observation`, :func:`is_tool_result`.
-* :data:`OFFLOAD_MARKER` — the first words of a ToolMessage that L1 offloaded (R6); a message
-  that opens with it is never written again.
+* :data:`OFFLOAD_MARKER` — the first words of a ToolMessage that L1 offloaded (R6).  Text only:
+  a tool can print it, so it decides nothing.
+* ``additional_kwargs["ctxlab_offloaded"]`` — set by L1 on the offloaded copy it makes
+  (:data:`OFFLOADED_KEY`, :func:`offload_kwargs`): the virtual path of the file that holds the
+  full result (its name carries the SHA-256 of the text) and the text's length.  "Already offloaded" (R6: not written again) is decided
+  from this mark and the named file existing, never from the text (:func:`offloaded_path_of`).
 * :func:`truncation_marker` — the text that replaces a truncated write/edit argument (R5).
 * :data:`SUMMARIZER_ROLE_METADATA` — the run metadata of every summarizer model call (R10).
 
@@ -32,6 +36,7 @@ __all__ = [
     "LATEST_REQUEST_KEY",
     "LC_SOURCE_KEY",
     "OBSERVATION_KEY",
+    "OFFLOADED_KEY",
     "OFFLOAD_MARKER",
     "SUMMARIZER_ROLE_METADATA",
     "SUMMARY_BODY_KEY",
@@ -43,6 +48,8 @@ __all__ = [
     "is_user_request",
     "langchain_summary_kwargs",
     "latest_request_of",
+    "offload_kwargs",
+    "offloaded_path_of",
     "summary_body_of",
     "summary_kwargs",
     "truncation_marker",
@@ -60,8 +67,10 @@ SUMMARY_BODY_KEY = "ctxlab_summary_body"
 LATEST_REQUEST_KEY = "ctxlab_latest_request"
 #: ``additional_kwargs`` key marking a text observation (a tool result recorded as a user message)
 OBSERVATION_KEY = "ctxlab_observation"
-#: first words of an offloaded ToolMessage in a view; a message carrying it is not written again (R6)
+#: first words of an offloaded ToolMessage in a view (text only: it marks nothing, see OFFLOADED_KEY)
 OFFLOAD_MARKER = "[ctxlab: tool result offloaded]"
+#: ``additional_kwargs`` key L1 sets on its offloaded copy: ``{"path", "chars"}`` (R6)
+OFFLOADED_KEY = "ctxlab_offloaded"
 #: run metadata of every summarizer model call (the call is also tagged ``TAG_NOSTREAM``, R10)
 SUMMARIZER_ROLE_METADATA: dict[str, str] = {"ctxlab_role": "summarizer"}
 
@@ -114,6 +123,22 @@ def summary_kwargs(body: str, latest_request: str | None = None) -> dict[str, An
     if latest_request:
         kwargs[LATEST_REQUEST_KEY] = latest_request
     return kwargs
+
+
+def offload_kwargs(path: str, chars: int) -> dict[str, Any]:
+    """The mark L1 adds to the ``additional_kwargs`` of an offloaded copy (R6): the virtual
+    ``path`` of the file with the full text (``<tool>-<sha256>.txt``) and the text's length in
+    ``chars`` (characters).  Providers do not send a ToolMessage's ``additional_kwargs``."""
+    return {OFFLOADED_KEY: {"path": path, "chars": chars}}
+
+
+def offloaded_path_of(message: object) -> str | None:
+    """The virtual path in ctxlab's offload mark of ``message`` (:func:`offload_kwargs`), else
+    ``None``.  A mark proves nothing alone (a tool may return a message with any
+    ``additional_kwargs``): the caller checks that the file exists in the thread's file scope."""
+    mark = _kwargs(message).get(OFFLOADED_KEY)
+    path = mark.get("path") if isinstance(mark, dict) else None
+    return path if isinstance(path, str) and path.startswith("/outputs/") else None
 
 
 def langchain_summary_kwargs() -> dict[str, Any]:

@@ -7,6 +7,19 @@ entry whose ``.name`` matches; :meth:`CompressionMiddleware.for_deep_agent` does
 
 Both ``wrap_model_call`` and ``awrap_model_call`` drive the same round
 (:func:`ctxlab.core.compression.compression_round`); see the spec (R3–R17) for the behaviour.
+
+Where files go (R17): the given backend; else a backend the runtime context carries (the seed's
+composite backend of the runtime context); else, in a deep agent, DeepAgents' own default (a
+``StateBackend``: the thread's files, which the agent's ``read_file`` reads), and elsewhere a
+local ``FilesystemBackend``, with a ``read_saved_output`` tool contributed so that the model can
+read what it is told to read (:mod:`ctxlab.core.outputs`).  Nothing about files is remembered
+across requests: each request checks its own file scope.
+
+A deep agent runs middleware after ours that still changes the request (Skills, memory, prompt
+caching).  The seed places Summary after them; DeepAgents places user middleware before them, so
+:meth:`CompressionMiddleware.for_deep_agent` measures instead: before each round it runs the
+inner middleware once against a stand-in model that records the final system message and tools
+and answers nothing (``measure_final_request``), and the estimate counts those.
 """
 
 from __future__ import annotations
@@ -25,12 +38,14 @@ from langchain.agents.middleware.types import (
     ModelResponse,
     PrivateStateAttr,
 )
-from langchain_core.messages import AIMessage, AnyMessage, BaseMessage
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, SystemMessage
 from langgraph.types import Command
 
 from ctxlab.core.compression import (
     EVENT_KEY,
     CallModel,
+    ModelLimits,
     RoundInput,
     RoundUpdate,
     RunL1,
@@ -39,10 +54,11 @@ from ctxlab.core.compression import (
 )
 from ctxlab.core.estimation import EstimateCache
 from ctxlab.core.events import CompressionEvent
-from ctxlab.core.files import FileWriteError, awrite_text, default_backend, tool_result_path, write_text
+from ctxlab.core.files import FileWriteError, awrite_text, default_backend, write_text
 from ctxlab.core.hooks import CompressionHooks
 from ctxlab.core.identity import IdentityCache
 from ctxlab.core.l1 import run_l1
+from ctxlab.core.outputs import FileScope, OffloadPaths, make_read_tool
 from ctxlab.core.plugins import make_plugin_manager
 from ctxlab.core.settings import CompressionSettings
 from ctxlab.core.summarize import Summarizer, SummaryJob, SummaryResult, input_budget
@@ -51,10 +67,10 @@ logger = logging.getLogger("ctxlab.core.middleware")
 
 #: summarizers remembered per model object (models made per request must not pile up)
 SUMMARIZERS_CACHED = 16
-#: (backend, path) pairs remembered as written (offload files are content-addressed)
-WRITTEN_CACHED = 100_000
+#: the name of DeepAgents' summarization slot: a middleware so named replaces the built-in one
+DEEP_AGENT_SLOT = "SummarizationMiddleware"
 
-__all__ = ["CompressionMiddleware", "CompressionState"]
+__all__ = ["DEEP_AGENT_SLOT", "CompressionMiddleware", "CompressionState"]
 
 
 class CompressionState(AgentState):
@@ -71,14 +87,24 @@ class CompressionMiddleware(AgentMiddleware):
         settings: the five fields (:class:`CompressionSettings`); default: the ARS defaults.
         backend: a DeepAgents backend (``deepagents.backends``) or a factory
             ``runtime -> backend``; files land under its virtual ``/outputs/`` (R17).  ``None``:
-            a local ``FilesystemBackend`` rooted at ``$CTXLAB_FILES_DIR`` or ``./.ctxlab/files``,
-            created on first write.
+            a backend the runtime context carries, else in a deep agent (the name
+            ``"SummarizationMiddleware"``) DeepAgents' default ``StateBackend``, else a local
+            ``FilesystemBackend`` rooted at ``$CTXLAB_FILES_DIR`` or ``./.ctxlab/files``, created
+            on first write.
         summarizer: ``None`` — the agent's own model summarizes (R10); a chat model — that model
             summarizes; an object with ``summarize``/``asummarize`` — used as is.
         plugins: plugin objects added on top of the ARS defaults (each instance owns its own
             plugin manager, so two instances with different plugins run side by side).
         load_entrypoints: also load plugins of the ``ctxlab`` entry-point group.
-        name: the middleware's name; ``"SummarizationMiddleware"`` replaces DeepAgents' built-in.
+        name: the middleware's name; ``"SummarizationMiddleware"`` replaces DeepAgents' built-in
+            (:data:`DEEP_AGENT_SLOT`) and makes the deep-agent defaults below.
+        read_tool: contribute the ``read_saved_output`` tool (reads the files this middleware
+            saved, through the same backend).  ``None`` (default): yes, except in a deep agent,
+            whose ``read_file`` reads them.
+        measure_final_request: estimate the request as the model receives it, after the
+            middleware that runs inside this one (a dry run of the inner middleware against a
+            stand-in model, once per model call).  ``None`` (default): only in a deep agent
+            (DeepAgents' Skills and memory middleware change the system message after ours).
 
     Raises:
         TypeError: ``settings`` is not a :class:`CompressionSettings`.
@@ -95,6 +121,8 @@ class CompressionMiddleware(AgentMiddleware):
         plugins: Iterable[object] = (),
         load_entrypoints: bool = False,
         name: str | None = None,
+        read_tool: bool | None = None,
+        measure_final_request: bool | None = None,
     ) -> None:
         super().__init__()
         if settings is None:
@@ -105,19 +133,32 @@ class CompressionMiddleware(AgentMiddleware):
         self.plugin_manager = make_plugin_manager(plugins, load_entrypoints=load_entrypoints)
         self.hooks = CompressionHooks(self.plugin_manager)
         self.estimates = EstimateCache(self.hooks.estimate_message, self.hooks.estimate_tools)
+        self._name = name or "CompressionMiddleware"
+        deep = self._name == DEEP_AGENT_SLOT
         self._backend = backend
+        self._local_backend: Any = None
+        self._state_default = deep  # without a backend: DeepAgents' own default, the agent's files
         self._summarizer = summarizer
         self._summarizers: IdentityCache[Any, Summarizer | None] = IdentityCache(SUMMARIZERS_CACHED)
-        # content-addressed offload files already written, per backend object (qualifier: path)
-        self._written: IdentityCache[Any, bool] = IdentityCache(WRITTEN_CACHED)
-        self._name = name or "CompressionMiddleware"
-        self.tools = []
+        self._offload_paths = OffloadPaths()
+        self.measure_final_request = deep if measure_final_request is None else measure_final_request
+        read = not deep if read_tool is None else read_tool
+        self.tools = [make_read_tool(self._backend_for)] if read else []
 
     @classmethod
     def for_deep_agent(cls, **kwargs: Any) -> CompressionMiddleware:
-        """An instance named ``SummarizationMiddleware``, so that ``create_deep_agent(middleware=
-        [...])`` uses it instead of DeepAgents' built-in summarization."""
-        kwargs.setdefault("name", "SummarizationMiddleware")
+        """An instance for ``create_deep_agent(middleware=[...])``.
+
+        Named ``SummarizationMiddleware``, so that DeepAgents uses it instead of its built-in
+        summarization (in the main agent and the general-purpose sub-agent).  Without a
+        ``backend``, files go where the agent reads them (R17): a backend in the runtime context,
+        else DeepAgents' own default, a ``StateBackend`` (the thread's files; a sub-agent's files
+        return to its parent).  If you give ``create_deep_agent`` a backend, give the same one here.
+        No ``read_saved_output`` tool (the agent's ``read_file`` reads the files), and the
+        estimate counts the final request (``measure_final_request=True``).  These defaults
+        follow from the name; keyword arguments as for the constructor.
+        """
+        kwargs.setdefault("name", DEEP_AGENT_SLOT)
         return cls(**kwargs)
 
     @property
@@ -126,12 +167,24 @@ class CompressionMiddleware(AgentMiddleware):
 
     # --- collaborators ------------------------------------------------------------------------
 
-    def _backend_for(self, request: ModelRequest) -> Any:
+    def _backend_for(self, runtime: Any) -> Any:
+        """The backend of one request or tool call (R17), from its ``runtime``: see the module
+        docstring for the order."""
         backend = self._backend
         if backend is None:
-            self._backend = backend = default_backend()
+            found = _context_backend(runtime)
+            if found is not None:
+                return found
+            if self._local_backend is None:
+                if self._state_default:
+                    from deepagents.backends import StateBackend
+
+                    self._local_backend = StateBackend()
+                else:
+                    self._local_backend = default_backend()
+            return self._local_backend
         if not hasattr(backend, "write") and callable(backend):
-            backend = backend(request.runtime)
+            backend = backend(runtime)
         return backend
 
     def _summarizer_for(self, request: ModelRequest) -> tuple[Any, Any]:
@@ -145,24 +198,28 @@ class CompressionMiddleware(AgentMiddleware):
         )
         return summarizer, model
 
-    def _round_input(self, request: ModelRequest) -> tuple[RoundInput, Any, Callable[[], Any]]:
+    def _round_input(
+        self, request: ModelRequest, final: tuple[BaseMessage | None, list[Any]] | None = None
+    ) -> tuple[RoundInput, Any, Callable[[], Any]]:
+        """The round's input for ``request``; ``final``: the system message and tools the model
+        receives (:meth:`_measure` / :meth:`_ameasure`), counted instead of the request's own."""
         backend_holder: list[Any] = []
 
         def backend() -> Any:
             if not backend_holder:
-                backend_holder.append(self._backend_for(request))
+                backend_holder.append(self._backend_for(request.runtime))
             return backend_holder[0]
 
-        def save_tool_result(tool_name: str | None, text: str) -> str:
-            path = tool_result_path(tool_name, text)
-            target = backend()
-            if self._written.get(target, path) is None:  # content-addressed: same path, same text
-                write_text(target, path, text)
-                self._written.put(target, True, path)
-            return path
-
+        scope = FileScope(backend, self._offload_paths)  # this request's file scope only
         summarizer, model = self._summarizer_for(request)
-        capacity = _max_input_tokens(request.model)
+        settings = self.settings
+
+        def limits() -> ModelLimits:  # read only when the round needs it (never below T)
+            capacity = _max_input_tokens(request.model)
+            # the main model's window sizes the summarizer only when it is the main model (R10)
+            fallback = capacity if model is request.model else None
+            return ModelLimits(capacity, input_budget(model, settings.summary_prompt, fallback))
+
         writer = _stream_writer(request)
         hooks = self.hooks
 
@@ -181,24 +238,51 @@ class CompressionMiddleware(AgentMiddleware):
             if isinstance(request.messages, list)
             else list(request.messages)
         )
+        system, tools = final if final is not None else (request.system_message, list(request.tools or []))
         inp = RoundInput(
             state_messages=messages,
             event=event if isinstance(event, dict) else None,
-            system=request.system_message,
-            tools=list(request.tools or []),
-            settings=self.settings,
+            system=system,
+            tools=tools,
+            settings=settings,
             estimates=self.estimates,
             hooks=hooks,
-            save_tool_result=save_tool_result,
-            capacity_tokens=capacity,
-            # the main model's window sizes the summarizer only when it is the main model (R10)
-            summarizer_budget=input_budget(
-                model, self.settings.summary_prompt, capacity if model is request.model else None
-            ),
+            save_tool_result=scope.save_tool_result,
+            limits=limits,
             thread_id=_thread_id(),
             emit=emit,
+            file_exists=scope.file_exists,
         )
         return inp, summarizer, backend
+
+    def _measure(
+        self, request: ModelRequest, handler: Callable[[ModelRequest], Any]
+    ) -> tuple[BaseMessage | None, list[Any]] | None:
+        """The system message and tools the model would receive from ``handler`` (the inner
+        middleware), by a dry run against a stand-in model; ``None`` when not measured."""
+        if not self.measure_final_request:
+            return None
+        try:
+            handler(request.override(model=cast("BaseChatModel", _ProbeModel(request.model))))
+        except _FinalRequest as seen:
+            return seen.system, seen.tools
+        except Exception as exc:  # the real call will meet the same problem, if it is one
+            logger.debug("measuring the final request failed: %s", exc)
+        return None
+
+    async def _ameasure(
+        self, request: ModelRequest, handler: Callable[[ModelRequest], Awaitable[Any]]
+    ) -> tuple[BaseMessage | None, list[Any]] | None:
+        """Async :meth:`_measure`."""
+        if not self.measure_final_request:
+            return None
+        try:
+            await handler(request.override(model=cast("BaseChatModel", _ProbeModel(request.model))))
+        except _FinalRequest as seen:
+            return seen.system, seen.tools
+        except Exception as exc:
+            logger.debug("measuring the final request failed: %s", exc)
+        return None
 
     # --- the two drivers ----------------------------------------------------------------------
 
@@ -208,7 +292,7 @@ class CompressionMiddleware(AgentMiddleware):
         handler: Callable[[ModelRequest], ModelResponse],
     ) -> ModelResponse | ExtendedModelResponse:
         """Sync path: R3–R14; history is written before summarizing (R10)."""
-        inp, summarizer, backend = self._round_input(request)
+        inp, summarizer, backend = self._round_input(request, self._measure(request, handler))
         gen = compression_round(inp)
         value: Any = None
         error: BaseException | None = None
@@ -237,7 +321,7 @@ class CompressionMiddleware(AgentMiddleware):
         handler: Callable[[ModelRequest], Awaitable[ModelResponse]],
     ) -> ModelResponse | ExtendedModelResponse:
         """Async path: the same round; history write and summary run concurrently (R10)."""
-        inp, summarizer, backend = self._round_input(request)
+        inp, summarizer, backend = self._round_input(request, await self._ameasure(request, handler))
         gen = compression_round(inp)
         value: Any = None
         error: BaseException | None = None
@@ -283,12 +367,70 @@ def _result(response: Any, update: RoundUpdate | None) -> ModelResponse | Extend
 
 
 def _max_input_tokens(model: Any) -> int | None:
-    profile = getattr(model, "profile", None)
-    if isinstance(profile, dict):
-        value = profile.get("max_input_tokens")
-        if isinstance(value, int) and value > 0:
-            return value
-    return None
+    """``model.profile["max_input_tokens"]`` when it is a positive int (tokens), else ``None``.
+
+    A malformed profile (no mapping, a value that is a string, a float, a bool, NaN, negative)
+    is treated as unknown and never raises (R12: the capacity is then unknown).
+    """
+    try:
+        profile = getattr(model, "profile", None)
+        value = profile.get("max_input_tokens") if isinstance(profile, Mapping) else None
+    except Exception:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        return None
+    return value
+
+
+def _context_backend(runtime: Any) -> Any:
+    """A backend the runtime context carries (``context.backend`` or ``context["backend"]``),
+    else ``None``: the seed's composite file backend "from the runtime context" (R17)."""
+    context = getattr(runtime, "context", None)
+    found = context.get("backend") if isinstance(context, Mapping) else getattr(context, "backend", None)
+    return found if found is not None and callable(getattr(found, "write", None)) else None
+
+
+class _FinalRequest(BaseException):
+    """Raised by :class:`_ProbeModel` with what the model would have received.  A
+    ``BaseException``, so that retry and fallback middleware (which catch ``Exception``) let it
+    pass instead of calling a real model."""
+
+    def __init__(self, system: BaseMessage | None, tools: list[Any]) -> None:
+        super().__init__("final request measured")
+        self.system = system
+        self.tools = tools
+
+
+class _ProbeModel:
+    """Stands in for the chat model in a dry run of the inner middleware: records the tools it is
+    bound to and raises :class:`_FinalRequest` when called.  Binding and configuring
+    (``bind_tools``, ``bind``, ``with_config``, ``with_structured_output``, ...) return the probe
+    itself, so that no real model can be called; any other attribute (``profile``, ...) is the
+    real model's."""
+
+    def __init__(self, model: Any) -> None:
+        self._model = model
+        self._tools: list[Any] = []
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith(("with_", "bind", "configurable_")):
+            return lambda *args, **kwargs: self
+        return getattr(self._model, name)
+
+    def bind_tools(self, tools: Iterable[Any], **kwargs: Any) -> _ProbeModel:
+        self._tools = list(tools)
+        return self
+
+    def invoke(self, messages: Any, *args: Any, **kwargs: Any) -> Any:
+        msgs = list(messages) if isinstance(messages, list) else []
+        system = msgs[0] if msgs and isinstance(msgs[0], SystemMessage) else None
+        raise _FinalRequest(system, self._tools)
+
+    async def ainvoke(self, messages: Any, *args: Any, **kwargs: Any) -> Any:
+        self.invoke(messages)
+
+    stream = batch = generate = invoke
+    abatch = agenerate = ainvoke
 
 
 def _stream_writer(request: ModelRequest) -> Callable[[Any], None] | None:
@@ -314,8 +456,8 @@ def _thread_id() -> str | None:
         return None
 
 
-def _history_failed(path: str, exc: BaseException) -> None:
-    logger.error("conversation history could not be saved to %s: %s", path, exc)
+def _history_failed(path: str, exc: FileWriteError) -> None:
+    logger.error("conversation history could not be saved to %s: %s", path, exc.detail)
     logger.warning(
         "L2 continues without a history file: the summarized messages are recoverable "
         "only from the checkpoint (file_path=None)"

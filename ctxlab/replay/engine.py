@@ -119,8 +119,14 @@ def build_middleware(
         backend = FilesystemBackend(root_dir=str(root.resolve()), virtual_mode=True)
         # plugins loaded from a plugins folder into ``pm`` apply to the replayed middleware too
         folder_plugins = [p for n, p in pm.list_name_plugin() if n.startswith("dir:") and p is not None]
+        # the recorded agent never had ctxlab's read tool: a replayed request carries the
+        # recorded tools only, so that raw and sent requests differ by compression alone
         mw = CompressionMiddleware(
-            settings=settings, backend=backend, summarizer=summarizer, plugins=[*made, *folder_plugins]
+            settings=settings,
+            backend=backend,
+            summarizer=summarizer,
+            plugins=[*made, *folder_plugins],
+            read_tool=False,
         )
         mw._ctxlab_files_root = root.resolve()  # type: ignore[attr-defined]
         return strategy, mw

@@ -161,6 +161,9 @@ class ModelNodeHarness:
         on_event: called with each custom stream event as it is written (besides collecting it).
         record: keep every call's views and events in :attr:`views` and :attr:`events`;
             ``False`` keeps only the returned :class:`ModelCall` (long runs).
+        middleware_tools: add the middleware's own ``tools`` to the request's tools, as
+            ``create_agent`` does (default); ``False`` sends ``tools`` only (a test that counts
+            exactly the tools it passes).
 
     Attributes:
         state: the graph state: ``{"messages": [...], ...}``; other keys appear as updates set them
@@ -184,8 +187,10 @@ class ModelNodeHarness:
         reducer: MessagesReducer = add_messages,
         on_event: Callable[[Any], None] | None = None,
         record: bool = True,
+        middleware_tools: bool = True,
     ) -> None:
         self.middleware = middleware  # a property: also reads which hooks it overrides
+        self.middleware_tools = middleware_tools
         self.model: BaseChatModel = model if model is not None else ReplayModel()
         self.tools: list[BaseTool | dict[str, Any]] = list(tools)
         self.system_message = (
@@ -326,7 +331,11 @@ class ModelNodeHarness:
             model=self.model,
             messages=list(self.state["messages"]),
             system_message=self.system_message,
-            tools=list(self.tools),
+            # create_agent gives the model the agent's tools and the tools middlewares contribute
+            tools=[
+                *self.tools,
+                *(getattr(self.middleware, "tools", None) or [] if self.middleware_tools else []),
+            ],
             tool_choice=None,
             response_format=None,
             state=dict(self.state),  # type: ignore[arg-type]  # the node gets a fresh dict per step

@@ -25,8 +25,10 @@ format is found.  Naming a format (``format=NAME``, ``--format NAME``) skips det
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -73,6 +75,32 @@ class Detection:
     how: str
     data: Any = None
     problems: list[str] = field(default_factory=list)
+
+
+def check_regular(path: Path) -> None:
+    """Refuse what is not a regular file before opening it: a FIFO opened for reading waits for a
+    writer forever, a device or a socket never ends; name a symlink loop and a broken symlink as
+    such (``Path.exists`` calls both "missing").
+
+    Raises:
+        TranscriptError: a folder, a FIFO, a socket, a device, a symlink loop, a broken symlink, a
+            missing file.
+    """
+    try:
+        mode = path.stat().st_mode
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise TranscriptError(path, "", "symbolic link loop (too many levels of symbolic links)") from exc
+        if path.is_symlink():
+            raise TranscriptError(path, "", "broken symbolic link (its target does not exist)") from exc
+        if exc.errno == errno.ENOENT:
+            raise TranscriptError(path, "", "no such file") from exc
+        raise TranscriptError(path, "", f"cannot read file: {exc.strerror or exc}") from exc
+    if stat.S_ISDIR(mode):
+        raise TranscriptError(path, "", "is a folder (use load_many)")
+    if not stat.S_ISREG(mode):
+        kind = "a FIFO" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) else "a device"
+        raise TranscriptError(path, "", f"not a regular file ({kind}): skipped")
 
 
 def read_head(path: Path) -> str:
@@ -176,4 +204,5 @@ def detect_format(path: str | os.PathLike[str], *, pm: pluggy.PluginManager | No
     Raises:
         TranscriptError: as :func:`detect`.
     """
+    check_regular(Path(path))
     return detect(Path(path), available_formats(pm)).format.name

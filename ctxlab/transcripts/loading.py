@@ -10,7 +10,7 @@ import pluggy
 
 from ctxlab.transcripts._util import warn
 from ctxlab.transcripts.base import Transcript, TranscriptError, TranscriptFormat
-from ctxlab.transcripts.detection import HOW_TO_NAME_OR_WRITE, Detection, detect
+from ctxlab.transcripts.detection import HOW_TO_NAME_OR_WRITE, Detection, check_regular, detect
 from ctxlab.transcripts.generic import GENERIC_NAME
 from ctxlab.transcripts.registry import available_formats
 
@@ -58,6 +58,7 @@ def _load_detected(path: Path, det: Detection) -> list[Transcript]:
 
 
 def _load(path: Path, fmt_name: str | None, formats: dict[str, TranscriptFormat]) -> list[Transcript]:
+    check_regular(path)
     if fmt_name is None:
         return _load_detected(path, detect(path, formats))
     fmt = formats.get(fmt_name)
@@ -116,8 +117,8 @@ def iter_transcript_files(paths: PathLike | Iterable[PathLike]) -> list[Path]:
             for dirpath, dirnames, filenames in os.walk(root):
                 dirnames[:] = [d for d in dirnames if not d.startswith(".")]
                 out.update(Path(dirpath) / f for f in filenames if not _skipped(f))
-        elif root.exists():
-            out.add(root)
+        elif root.exists() or root.is_symlink():
+            out.add(root)  # a file, or a symlink loop or broken symlink that loading names as such
         else:
             raise FileNotFoundError(f"no such file or folder: {root}")
     return sorted(out, key=lambda q: q.as_posix())

@@ -1,39 +1,64 @@
-"""The two built-in L1 trimmers: argument truncation (R5) and tool-result offload (R6)."""
+"""The two built-in L1 trimmers: argument truncation (R5) and tool-result offload (R6).
+
+Both only ever replace entries of the request view with edited copies, and an edited copy is
+never larger than the message it replaces (its estimate in tokens).
+"""
 
 from __future__ import annotations
 
+import json
 import logging
-from typing import Any, cast
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage
 
 from ctxlab.core.estimation import estimate_text_tokens
-from ctxlab.core.files import FileWriteError
+from ctxlab.core.files import LARGE_TOOL_RESULTS_DIR, FileWriteError, safe_stem
 from ctxlab.core.hookspecs import hookimpl
 from ctxlab.core.identity import IdentityCache
 from ctxlab.core.l1 import OffloadRecord, TrimContext, TrimReport, fit_preview, protect_key
-from ctxlab.core.marks import OFFLOAD_MARKER, is_tool_result, truncation_marker
+from ctxlab.core.marks import (
+    OFFLOAD_MARKER,
+    is_tool_result,
+    offload_kwargs,
+    offloaded_path_of,
+    truncation_marker,
+)
 from ctxlab.core.messages import message_text
 from ctxlab.core.settings import ARG_TRUNCATE_CHARS
 
 logger = logging.getLogger("ctxlab.core.l1")
 
 __all__ = [
+    "CALL_BLOCK_ARGUMENTS",
     "OFFLOAD_MARKER",
     "TRUNCATED_TOOLS",
     "ArgumentTruncation",
     "ToolResultOffload",
+    "bound_arguments",
     "is_tool_result",
     "text_only",
     "truncation_marker",
 ]
 
-#: tools whose large string arguments L1 truncates (R5)
+#: tools whose large arguments L1 truncates (R5)
 TRUNCATED_TOOLS = frozenset({"write_file", "edit_file"})
-#: markers of results that another component already saved to a file
-_FOREIGN_MARKERS = ("saved in the filesystem at this path", "Tool result too large")
+#: content blocks of an AIMessage that carry a tool call, and the key of their arguments:
+#: Anthropic ``tool_use``, LangChain v1 ``tool_call`` (``output_version="v1"``), OpenAI Responses
+#: ``function_call`` (JSON text)
+CALL_BLOCK_ARGUMENTS = {"tool_use": "input", "tool_call": "args", "function_call": "arguments"}
+#: the name :func:`bound_arguments` reports for arguments that are unparsable JSON text
+RAW_ARGUMENTS = "<arguments>"
 #: offloaded copies remembered per trimmer (a long run reuses them on every call)
 OFFLOADS_CACHED = 100_000
+#: what the offload file name looks like, for the size of a header before the file exists
+_PATH_SHAPE = f"{LARGE_TOOL_RESULTS_DIR}/{{stem}}-{'0a1b2c3d4e5f6789' * 4}.txt"
+#: replaces the path of an offloaded copy whose file is gone from the thread's file scope
+FILE_GONE = "(a file that is no longer available)"
+#: a preview shorter than this (tokens) is not worth a header: a shorter header is tried first
+MIN_PREVIEW_TOKENS = 8
 
 
 def text_only(content: list[Any]) -> str:
@@ -45,9 +70,59 @@ def text_only(content: list[Any]) -> str:
     )
 
 
+def _argument_chars(value: Any) -> int:
+    """Characters of one argument as a provider sends it: a string's length, a list's or an
+    object's compact JSON text."""
+    if isinstance(value, str):
+        return len(value)
+    try:
+        return len(json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str))
+    except (TypeError, ValueError):
+        return len(str(value))
+
+
+def bound_arguments(args: Any) -> tuple[Any, list[tuple[str, int]]]:
+    """The arguments of one call with every top-level argument over :data:`ARG_TRUNCATE_CHARS`
+    characters replaced by :func:`truncation_marker` (R5), and ``[(argument name, its characters)]``
+    of those replaced.
+
+    ``args`` is a dict (a string argument counts its characters; a list or an object its compact
+    JSON, so a ``content`` list of several 1,500-character strings or an ``edits`` list is bounded
+    as a whole), or JSON text (``function_call`` blocks, invalid tool calls, OpenAI's legacy
+    ``additional_kwargs["tool_calls"]``): parsed, bounded and dumped again; text that is no JSON
+    object and is too long is replaced whole (reported as ``"<arguments>"``).  The same object
+    is returned when nothing was too long.
+    """
+    if isinstance(args, str):
+        if len(args) <= ARG_TRUNCATE_CHARS:
+            return args, []  # no argument inside can be longer than the whole text
+        try:
+            parsed = json.loads(args)
+        except ValueError:
+            parsed = None
+        if isinstance(parsed, dict):
+            bounded, cut = bound_arguments(parsed)
+            return (json.dumps(bounded, ensure_ascii=False) if cut else args), cut
+        return truncation_marker(len(args)), [(RAW_ARGUMENTS, len(args))]
+    if not isinstance(args, dict):
+        return args, []
+    cut = [(str(k), n) for k, v in args.items() if (n := _argument_chars(v)) > ARG_TRUNCATE_CHARS]
+    if not cut:
+        return args, []
+    return {**args, **{k: truncation_marker(n) for k, n in cut}}, cut
+
+
 class ArgumentTruncation:
-    """R5: every write_file/edit_file string argument over 2,000 characters, in every call
-    (no recent-call window), is replaced by :func:`truncation_marker` in the view."""
+    """R5: every ``write_file``/``edit_file`` argument over 2,000 characters, in every call (no
+    recent-call window) and in every place a provider reads a call, is replaced in the view by
+    :func:`truncation_marker` (which states the original length).
+
+    The places: ``tool_calls``, ``invalid_tool_calls`` (raw JSON text), content blocks
+    (:data:`CALL_BLOCK_ARGUMENTS`: Anthropic ``tool_use``, LangChain v1 ``tool_call``, OpenAI
+    Responses ``function_call``), and OpenAI's legacy ``additional_kwargs["tool_calls"]`` /
+    ``["function_call"]``.  The size of an argument is measured by :func:`bound_arguments`.  A call
+    found in several places is reported once per argument.
+    """
 
     name = "arg-truncation"
 
@@ -55,56 +130,122 @@ class ArgumentTruncation:
     def ctxlab_l1_trim(self, view: list[BaseMessage], ctx: TrimContext) -> TrimReport:
         report = TrimReport(trimmer=self.name)
         for i, m in enumerate(view):
-            if not isinstance(m, AIMessage) or protect_key(m) in ctx.protect_ids:
-                continue
-            update: dict[str, Any] = {}
-            calls = [self._trim_call(cast(dict[str, Any], tc), "args", report) for tc in m.tool_calls]
-            if any(a is not b for a, b in zip(calls, m.tool_calls, strict=True)):
-                update["tool_calls"] = calls
-            # provider-format content (Anthropic ``tool_use`` blocks) carries the same call again
-            if isinstance(m.content, list):
-                blocks = [
-                    self._trim_call(b, "input", None)
-                    if isinstance(b, dict) and b.get("type") == "tool_use"
-                    else b
-                    for b in m.content
-                ]
-                if any(a is not b for a, b in zip(blocks, m.content, strict=True)):
-                    update["content"] = blocks
-            if update:
-                view[i] = m.model_copy(update=update)
+            if isinstance(m, AIMessage) and protect_key(m) not in ctx.protect_ids:
+                new = self._bound_message(m, report)
+                if new is not m:
+                    view[i] = new
         return report
 
+    def _bound_message(self, m: AIMessage, report: TrimReport) -> AIMessage:
+        reported: set[tuple[Any, str]] = set()
+
+        def bound(call_id: Any, name: Any, args: Any) -> Any:
+            if name not in TRUNCATED_TOOLS:
+                return args
+            new, cut = bound_arguments(args)
+            for arg, chars in cut:
+                if (call_id, arg) not in reported:
+                    reported.add((call_id, arg))
+                    report.truncated_args.append(
+                        {"call_id": call_id, "tool": name, "arg": arg, "chars": chars}
+                    )
+            return new
+
+        update: dict[str, Any] = {}
+        calls = _rebuilt(
+            m.tool_calls, lambda c: _with(c, "args", bound(c.get("id"), c.get("name"), c.get("args")))
+        )
+        if calls is not None:
+            update["tool_calls"] = calls
+        invalid = _rebuilt(
+            m.invalid_tool_calls, lambda c: _with(c, "args", bound(c.get("id"), c.get("name"), c.get("args")))
+        )
+        if invalid is not None:
+            update["invalid_tool_calls"] = invalid
+        if isinstance(m.content, list):
+
+            def block(b: Any) -> Any:
+                key = CALL_BLOCK_ARGUMENTS.get(str(b.get("type"))) if isinstance(b, dict) else None
+                if key is None or key not in b:
+                    return b
+                return _with(b, key, bound(b.get("id") or b.get("call_id"), b.get("name"), b[key]))
+
+            blocks = _rebuilt(m.content, block)
+            if blocks is not None:
+                update["content"] = blocks
+        kwargs = self._bound_legacy(m.additional_kwargs, bound)
+        if kwargs is not None:
+            update["additional_kwargs"] = kwargs
+        return m.model_copy(update=update) if update else m
+
     @staticmethod
-    def _trim_call(call: dict[str, Any], key: str, report: TrimReport | None) -> dict[str, Any]:
-        """The call (a tool call or a ``tool_use`` block) with long string arguments replaced."""
-        args = call.get(key) or {}
-        if call.get("name") not in TRUNCATED_TOOLS or not isinstance(args, dict):
-            return call
-        long = {k: v for k, v in args.items() if isinstance(v, str) and len(v) > ARG_TRUNCATE_CHARS}
-        if not long:
-            return call
-        if report is not None:
-            for k, v in long.items():
-                report.truncated_args.append(
-                    {"call_id": call.get("id"), "tool": call.get("name"), "arg": k, "chars": len(v)}
-                )
-        return {**call, key: {**args, **{k: truncation_marker(len(v)) for k, v in long.items()}}}
+    def _bound_legacy(kwargs: dict[str, Any], bound: Callable[[Any, Any, Any], Any]) -> dict[str, Any] | None:
+        """OpenAI's legacy ``additional_kwargs`` (``tool_calls`` of ``{"function": {"name",
+        "arguments"}}``, ``function_call``) with bounded arguments, or ``None`` when unchanged."""
+
+        def function(owner: Any, call_id: Any) -> Any:
+            fn = owner.get("function") if isinstance(owner, dict) and "function" in owner else owner
+            if not isinstance(fn, dict) or "arguments" not in fn:
+                return owner
+            new_fn = _with(fn, "arguments", bound(call_id, fn.get("name"), fn["arguments"]))
+            if new_fn is fn:
+                return owner
+            return _with(owner, "function", new_fn) if owner is not fn else new_fn
+
+        out: dict[str, Any] | None = None
+        legacy = kwargs.get("tool_calls")
+        if isinstance(legacy, list):
+            calls = _rebuilt(legacy, lambda c: function(c, c.get("id") if isinstance(c, dict) else None))
+            if calls is not None:
+                out = {**kwargs, "tool_calls": calls}
+        fc = kwargs.get("function_call")
+        if isinstance(fc, dict):
+            new_fc = function(fc, None)
+            if new_fc is not fc:
+                out = {**(out or kwargs), "function_call": new_fc}
+        return out
+
+
+def _with(d: Any, key: str, value: Any) -> Any:
+    """``d`` with ``d[key] = value`` as a new dict, or ``d`` itself when ``value`` is already there."""
+    return d if d.get(key) is value else {**d, key: value}
+
+
+def _rebuilt(items: list[Any], edit: Callable[[Any], Any]) -> list[Any] | None:
+    """``[edit(x) for x in items]`` when any item changed (identity), else ``None``."""
+    new = [edit(x) for x in items]
+    return new if any(a is not b for a, b in zip(new, items, strict=True)) else None
+
+
+@dataclass
+class _Offloaded:
+    """A remembered offload: the view copy, its report entry and the full text it saved."""
+
+    copy: BaseMessage
+    entry: OffloadRecord
+    text: str
 
 
 class ToolResultOffload:
     """R6: a ToolMessage whose estimate exceeds the token limit is written to
     ``/outputs/large_tool_results/<tool>-<sha256>.txt`` and replaced in the view by the path plus
-    a preview within the same token budget.  Image blocks of a list content stay in the view."""
+    a preview within the same token budget.  Image blocks of a list content stay in the view.
+
+    The replacement fits the limit (its estimate, images aside, is at most the limit) and is
+    smaller than the original, or the message stays as it is: a limit too small even for the path
+    leaves the result whole rather than growing it.  The copy carries ctxlab's offload mark
+    (:func:`ctxlab.core.marks.offload_kwargs`); a message with that mark whose file exists in the
+    thread's file scope is not written again (a text that merely starts with
+    :data:`OFFLOAD_MARKER` decides nothing).  A remembered copy is reused only after its file is
+    saved again in this request's file scope (``ctx.save_tool_result`` writes only what is missing).
+    """
 
     name = "tool-result-offload"
 
     def __init__(self) -> None:
-        # (message, token limit) -> (trimmed copy, report entry): a long run does not re-offload
-        # the same state message on every call
-        self._memo: IdentityCache[BaseMessage, tuple[BaseMessage, OffloadRecord]] = IdentityCache(
-            OFFLOADS_CACHED
-        )
+        # (message, token limit) -> the offloaded copy: a long run does not rebuild the preview
+        # of the same state message on every call
+        self._memo: IdentityCache[BaseMessage, _Offloaded] = IdentityCache(OFFLOADS_CACHED)
 
     @hookimpl(trylast=True)
     def ctxlab_l1_trim(self, view: list[BaseMessage], ctx: TrimContext) -> TrimReport:
@@ -112,52 +253,122 @@ class ToolResultOffload:
         for i, m in enumerate(view):
             if not is_tool_result(m) or protect_key(m) in ctx.protect_ids:
                 continue
+            saved = offloaded_path_of(m)
+            if saved is not None:
+                # R6: offloaded by ctxlab already (the overflow trim wrote the copy to the state)
+                if ctx.file_exists is not None and not ctx.file_exists(saved):
+                    view[i] = _path_gone(m, saved)  # never point the model at a missing file
+                continue
             memo = self._memo.get(m, ctx.token_limit)
-            if memo is not None:
-                view[i] = memo[0]
-                report.offloaded.append(memo[1])
+            if memo is not None and _saved_again(memo, ctx):
+                view[i] = memo.copy
+                report.offloaded.append(memo.entry)
                 continue
-            before = ctx.estimate(m)
-            if before <= ctx.token_limit:
-                continue
-            text = message_text(m)
-            if isinstance(m.content, list) and estimate_text_tokens(text_only(m.content)) <= ctx.token_limit:
-                continue  # what is large is not text (images): offloading text would not shrink it
-            if text.startswith(OFFLOAD_MARKER) or any(k in text[:400] for k in _FOREIGN_MARKERS):
-                continue  # already saved: not written again
-            images = (
-                [b for b in m.content if isinstance(b, dict) and b.get("type") in ("image_url", "image")]
-                if isinstance(m.content, list)
-                else []
-            )
-            try:
-                path = ctx.save_tool_result(getattr(m, "name", None) or "observation", text)
-                header = (
-                    f"{OFFLOAD_MARKER} {len(text)} characters (~{before} tokens). "
-                    f"Full output saved at {path} \nRead that file for the complete result. Preview:"
-                )
-            except FileWriteError as exc:
-                logger.warning("offload of a %s result failed: %s", m.name, exc.reason)
-                report.errors.append(str(exc))
-                path = None
-                header = (
-                    f"{OFFLOAD_MARKER} {len(text)} characters (~{before} tokens); the full output could not "
-                    "be saved, only this preview is shown:"
-                )
-            preview = fit_preview(text, ctx.token_limit, header)
-            content: str | list[Any] = [{"type": "text", "text": preview}, *images] if images else preview
-            new = m.model_copy(update={"content": content})
-            view[i] = new
-            entry: OffloadRecord = {
-                "path": path,
-                "tool": getattr(m, "name", None),
-                "chars": len(text),
-                "tokens_before": before,
-                "tokens_after": ctx.estimate(new),
-                "message_id": m.id,
-                "tool_call_id": getattr(m, "tool_call_id", None),
-            }
-            report.offloaded.append(entry)
-            if path is not None:  # a failed write is tried again next time
-                self._memo.put(m, (new, entry), ctx.token_limit)
+            new = self._offload(m, ctx, report)
+            if new is not None:
+                view[i] = new
         return report
+
+    def _offload(self, m: BaseMessage, ctx: TrimContext, report: TrimReport) -> BaseMessage | None:
+        """The offloaded copy of ``m``, or ``None`` when ``m`` stays as it is."""
+        before = ctx.estimate(m)
+        if before <= ctx.token_limit:
+            return None
+        text = message_text(m)
+        if isinstance(m.content, list) and estimate_text_tokens(text_only(m.content)) <= ctx.token_limit:
+            return None  # what is large is not text (images): offloading text would not shrink it
+        images = (
+            [b for b in m.content if isinstance(b, dict) and b.get("type") in ("image_url", "image")]
+            if isinstance(m.content, list)
+            else []
+        )
+        tool = getattr(m, "name", None) or "observation"
+        framing = ctx.estimate(m.model_copy(update={"content": ""}))
+        budget = ctx.token_limit - framing  # tokens the text of the replacement may use
+        allowance = ctx.token_limit
+        if images:
+            allowance += ctx.estimate(m.model_copy(update={"content": images})) - framing
+        shape = _PATH_SHAPE.format(stem=safe_stem(tool))
+        if budget <= 0 or estimate_text_tokens(_headers(text, before, shape)[-1]) > budget:
+            return None  # not even the path fits the limit: the message stays as it is
+        path: str | None
+        try:
+            path = ctx.save_tool_result(tool, text)
+        except FileWriteError as exc:
+            logger.warning("offload of a %s result failed: %s", tool, exc.detail)
+            report.errors.append(str(exc))
+            path = None
+        kwargs = {**m.additional_kwargs, **offload_kwargs(path, len(text))} if path else m.additional_kwargs
+        after = before
+        for preview in _replacements(text, budget, _headers(text, before, path)):
+            content: str | list[Any] = [{"type": "text", "text": preview}, *images] if images else preview
+            new = m.model_copy(update={"content": content, "additional_kwargs": kwargs})
+            after = ctx.estimate(new)
+            if after <= allowance and after < before:
+                break
+        else:
+            return None  # no replacement fits: the message stays as it is
+        entry: OffloadRecord = {
+            "path": path,
+            "tool": getattr(m, "name", None),
+            "chars": len(text),
+            "tokens_before": before,
+            "tokens_after": after,
+            "message_id": m.id,
+            "tool_call_id": getattr(m, "tool_call_id", None),
+        }
+        report.offloaded.append(entry)
+        if path is not None:  # a failed write is tried again next time
+            self._memo.put(m, _Offloaded(new, entry, text), ctx.token_limit)
+        return new
+
+
+def _headers(text: str, before: int, path: str | None) -> list[str]:
+    """The headers an offloaded copy may open with, longest first; ``path`` ``None``: the file
+    could not be saved."""
+    if path is None:
+        return [
+            f"{OFFLOAD_MARKER} {len(text)} characters (~{before} tokens); the full output could not "
+            "be saved, only this preview is shown:",
+            f"{OFFLOAD_MARKER} not saved; preview:",
+        ]
+    return [
+        f"{OFFLOAD_MARKER} {len(text)} characters (~{before} tokens). "
+        f"Full output saved at {path} \nRead that file for the complete result. Preview:",
+        f"{OFFLOAD_MARKER} Full output saved at {path}",
+    ]
+
+
+def _replacements(text: str, budget: int, headers: list[str]) -> Iterator[str]:
+    """Replacement texts within ``budget`` tokens, best first: each header (longest first) with
+    a preview of at least :data:`MIN_PREVIEW_TOKENS`, then each header alone."""
+    sizes = [estimate_text_tokens(h) for h in headers]
+    for header, size in zip(headers, sizes, strict=True):
+        if size + 8 + MIN_PREVIEW_TOKENS <= budget:  # fit_preview keeps 8 tokens of slack
+            yield fit_preview(text, budget, header)
+    for header, size in zip(headers, sizes, strict=True):
+        if size <= budget:
+            yield header
+
+
+def _saved_again(memo: _Offloaded, ctx: TrimContext) -> bool:
+    """Make sure the file of a remembered copy exists in this request's file scope (R6, R17)."""
+    try:
+        return ctx.save_tool_result(memo.entry["tool"] or "observation", memo.text) == memo.entry["path"]
+    except FileWriteError:
+        return False
+
+
+def _path_gone(m: BaseMessage, path: str) -> BaseMessage:
+    """``m`` with ``path`` replaced by :data:`FILE_GONE` in its text."""
+    content = m.content
+    if isinstance(content, str):
+        new: str | list[Any] = content.replace(path, FILE_GONE)
+    else:
+        new = [
+            {**b, "text": b["text"].replace(path, FILE_GONE)}
+            if isinstance(b, dict) and isinstance(b.get("text"), str)
+            else b
+            for b in content
+        ]
+    return m.model_copy(update={"content": new})

@@ -33,6 +33,8 @@ __all__ = [
 
 #: tokens per message for role and framing (OpenAI's chat format costs ~3-4)
 MESSAGE_OVERHEAD = 4
+#: content blocks that repeat an entry of ``AIMessage.tool_calls`` (Anthropic, LangChain v1)
+_CALL_BLOCKS = ("tool_use", "tool_call")
 
 
 def _block_tokens(block: Any, text_tokens: Callable[[str], int] = estimate_text_tokens) -> int:
@@ -72,8 +74,9 @@ def content_tokens(content: Any, text_tokens: Callable[[str], int] = estimate_te
 class CharClassEstimator:
     """The ARS default estimator (R16): calibrated character classes, images by size.
 
-    ``message_tokens(msg)`` counts content, tool calls (name + JSON args), the tool name of a
-    ToolMessage and a fixed per-message overhead.  Pure: the same message gives the same count.
+    ``message_tokens(msg)`` counts content, tool calls (name + JSON args; a ``tool_use`` or v1
+    ``tool_call`` content block that repeats one is counted once), the tool name of a ToolMessage
+    and a fixed per-message overhead.  Pure: the same message gives the same count.
     Text goes through :attr:`text_tokens` (:func:`estimate_text_tokens`); a subclass may swap it
     (the ``ctxlab-fast-estimator`` plugin uses a sampled variant) and keep this framing.
     """
@@ -86,12 +89,13 @@ class CharClassEstimator:
         text_tokens = self.text_tokens
         content = message.content
         if isinstance(message, AIMessage) and message.tool_calls and isinstance(content, list):
-            # a provider-format tool_use block repeats a tool call: count the call once
+            # a provider-format tool_use block or a LangChain v1 tool_call block repeats a tool
+            # call (a provider receives it once): count the call once
             ids = {tc.get("id") for tc in message.tool_calls}
             content = [
                 b
                 for b in content
-                if not (isinstance(b, dict) and b.get("type") == "tool_use" and b.get("id") in ids)
+                if not (isinstance(b, dict) and b.get("type") in _CALL_BLOCKS and b.get("id") in ids)
             ]
         n = MESSAGE_OVERHEAD + content_tokens(content, text_tokens)
         if isinstance(message, AIMessage) and message.tool_calls:
