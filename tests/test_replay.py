@@ -212,8 +212,9 @@ def test_events_summaries_and_offloads(ars_run, tmp_path: Path) -> None:
     root = tmp_path / "files" / "handmade.json" / "ars"
     for s in ars_run.summaries:
         assert "ValueError" in s["text"] or "parse_config" in s["text"]
-        # replay drives the harness without a thread id: the history file has the default stem
-        assert s["file_path"].startswith("/outputs/conversation_history/session-")
+        # replay runs on the thread of the transcript's label made safe: the history file is
+        # named as a live run on that thread names it (R10)
+        assert s["file_path"].startswith("/outputs/conversation_history/handmade_json-")
         assert (root / s["file_path"].lstrip("/")).is_file()
     first = [o for o in ars_run.offloads if o["first"]]
     assert len(first) == 2  # the two big reads, each written once under its content hash
