@@ -8,10 +8,11 @@ Order of work, so that nothing is written for a run that cannot happen:
    loaded are failures; without ``--keep-going`` the first load failure stops the run here (exit
    1, nothing written), with it the others are replayed;
 3. replaying (a failed run or a run with failed summaries stops the batch unless
-   ``--keep-going``); nothing replayed: exit 1 and nothing written (the files the middlewares
-   wrote are removed);
+   ``--keep-going``), the middlewares writing into a staging folder inside ``--out``; nothing
+   replayed: exit 1, and ``--out`` is left as it was;
 4. writing ``calls.parquet``, ``summary.csv``, ``report.md``, ``run.json``, ``summaries.jsonl``
-   and the figures (old results in ``--out`` are removed first), then printing the tables.
+   and the figures (old results in ``--out`` are removed first, the staged files become
+   ``files/``), then printing the tables.
 
 Exit status: 0 when every run replayed with no failure; 1 when anything failed (the report lists
 it); 2 on a usage error.
@@ -129,23 +130,49 @@ def load(paths: Sequence[str], fmt: str | None, pm: Any) -> tuple[list[Any], lis
     return transcripts, problems
 
 
-def _prepare_out(out: Path) -> None:
-    """Check that ``out`` is a writable folder (made if missing) and remove old results there."""
+#: where a run's middlewares write inside ``--out`` until the run has replayed something
+STAGING = ".ctxlab-staging"
+
+
+def _staging(out: Path) -> tuple[Path, bool]:
+    """A fresh staging folder inside ``out`` (made, with ``out``, if missing) and whether ``out``
+    was made here.
+
+    Raises:
+        CliError: ``out`` is not a folder or cannot be written.
+    """
     if out.exists() and not out.is_dir():
         raise CliError(f"--out {out}: exists and is not a folder")
+    made = not out.exists()
+    stage = out / STAGING
     try:
         out.mkdir(parents=True, exist_ok=True)
-        probe = out / ".ctxlab-write-check"
-        probe.write_text("")
-        probe.unlink()
+        shutil.rmtree(stage, ignore_errors=True)
+        stage.mkdir()
     except OSError as exc:
         raise CliError(f"--out {out}: cannot write there ({exc.strerror or exc})") from exc
+    return stage, made
+
+
+def _discard(stage: Path, out: Path, made: bool) -> None:
+    """Nothing was replayed: remove the staging folder, and ``out`` when it was made for this run."""
+    shutil.rmtree(stage, ignore_errors=True)
+    if made and out.is_dir() and not any(out.iterdir()):
+        out.rmdir()
+
+
+def _publish(stage: Path, out: Path) -> None:
+    """Something was replayed: remove the old results in ``out`` (so no stale one survives) and
+    move the middlewares' files from the staging folder into ``out/files``."""
     for name in OUTPUTS:
         target = out / name
         if target.is_dir():
             shutil.rmtree(target)
         elif target.exists():
             target.unlink()
+    if (stage / "files").is_dir():
+        (stage / "files").rename(out / "files")
+    shutil.rmtree(stage, ignore_errors=True)
 
 
 def _fail(problems: Sequence[Any], message: str) -> int:
@@ -194,12 +221,12 @@ def run_replay(args: argparse.Namespace, argv: Sequence[str]) -> int:
         return _fail(problems, "nothing to replay; nothing written")
     if problems and not args.keep_going:
         return _fail(problems, "stopped before replaying (--keep-going replays the others); nothing written")
-    _prepare_out(out)
+    stage, made = _staging(out)
     result = replay_many(
         transcripts,
         names,
         settings=settings,
-        out_dir=out,
+        out_dir=stage,
         pm=pm,
         summarizer_model=summarizer_model,
         context_window=window,
@@ -211,8 +238,10 @@ def run_replay(args: argparse.Namespace, argv: Sequence[str]) -> int:
     )
     result.errors[:0] = problems
     if result.replayed == 0:
-        shutil.rmtree(out / "files", ignore_errors=True)
+        _discard(stage, out, made)
         return _fail(result.errors, "nothing could be replayed; nothing written")
+    _publish(stage, out)
+    result.files_dir = out / "files"
     command = "ctxlab " + " ".join(argv)
     result.provenance["command"] = command
     figures = "none" if args.no_figures else args.figures
