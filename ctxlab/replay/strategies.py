@@ -8,7 +8,8 @@ named things, so many coexist and can be compared side by side).
 A row labelled with a strategy's name is that strategy and nothing else.  Plugins loaded from a
 plugins folder (``--plugins-dir``, ``$CTXLAB_PLUGINS_DIR``) apply to every ctxlab-middleware
 strategy of the run; when one of them implements a hook that changes what the middleware does
-(:data:`BEHAVIOUR_HOOKS`: estimation, L1 trimming, the cutoff, the summarizer), the strategy is
+(:data:`BEHAVIOUR_HOOKS`: every core hook but the observers — estimation, L1 trimming, the
+cutoff, the summarizer, ...), the strategy is
 a different one and its rows are labelled ``<name>+<plugin>`` (``ars+no_l2``,
 :func:`strategy_label`).  An observer (``ctxlab_on_event`` only) changes nothing and renames
 nothing.  Installed (entry-point) plugins contribute the strategies they register; their own
@@ -24,6 +25,7 @@ from typing import Any
 
 import pluggy
 
+from ctxlab.core import hookspecs as core_specs
 from ctxlab.core.hookspecs import hookimpl
 from ctxlab.core.plugins import describe_plugins, make_plugin_manager
 from ctxlab.replay import hookspecs as replay_specs
@@ -32,6 +34,7 @@ from ctxlab.transcripts import hookspecs as transcript_specs
 
 __all__ = [
     "BEHAVIOUR_HOOKS",
+    "OBSERVER_HOOKS",
     "BuiltinStrategies",
     "Strategy",
     "folder_plugins",
@@ -41,16 +44,15 @@ __all__ = [
     "strategy_label",
 ]
 
-#: the compression hooks that change what a ctxlab middleware sends (``ctxlab_on_event`` only
-#: observes); a plugins-folder plugin implementing one renames the strategies it applies to
+#: core hooks that only observe (they change nothing a middleware sends)
+OBSERVER_HOOKS = frozenset({"ctxlab_on_event"})
+#: the compression hooks that change what a ctxlab middleware sends: every hook the core
+#: specifies (:mod:`ctxlab.core.hookspecs`) but the observers; a plugins-folder plugin
+#: implementing one renames the strategies it applies to
 BEHAVIOUR_HOOKS = frozenset(
-    {
-        "ctxlab_estimate_message",
-        "ctxlab_estimate_tools",
-        "ctxlab_l1_trim",
-        "ctxlab_select_cutoff",
-        "ctxlab_get_summarizer",
-    }
+    name
+    for name, value in vars(core_specs).items()
+    if hasattr(value, f"{core_specs.PROJECT}_spec") and name not in OBSERVER_HOOKS
 )
 
 
