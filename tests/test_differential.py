@@ -381,12 +381,16 @@ def test_char_class_counter_overflows_alike() -> None:
     assert refusals > 0
 
 
-def test_a_window_too_small_fails_at_the_same_call_as_a_live_agent(tmp_path: Path) -> None:
-    t, tools = prepared(public("mini_swe_agent"))
-    window = ContextWindow(3_000)
+@pytest.mark.parametrize(("fmt", "tokens"), [("claude_code", 2_000), ("mini_swe_agent", 2_500)])
+def test_a_window_too_small_fails_at_the_same_call_as_a_live_agent(
+    fmt: str, tokens: int, tmp_path: Path
+) -> None:
+    t, tools = prepared(public(fmt))
+    window = ContextWindow(tokens)
     with pytest.raises(LiveFailure) as live:
         run_live(t, tools, LARGE, window, tmp_path / "live")
     with pytest.raises(ContextOverflowError) as replayed:
         replay(t, "ars", settings=LARGE, out_dir=tmp_path / "replay", context_window=window)
+    assert live.value.index > 0  # it failed mid-run, after compressing
     assert str(replayed.value) == str(live.value.error)
     assert any(f"at call {live.value.index} " in n for n in replayed.value.__notes__)
