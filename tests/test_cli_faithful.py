@@ -517,3 +517,42 @@ def test_figures_all_draws_every_run(tmp_path: Path) -> None:
     assert not list((out / "figures" / "budget").glob("*.png"))
     assert main(["replay", str(folder), "--out", str(out), "--figures", "all", *QUIET]) == 0
     assert [p.name for p in (out / "figures" / "budget").glob("*.png")] == ["small.jsonl__ars.png"]
+
+
+def test_an_installed_plugin_with_a_cutoff_hook_leaves_ars_alone_and_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
+    # a simulated installed distribution whose entry point implements a compression hook
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "fake_ctxlab_cutoff_ep.py").write_text(NO_L2)
+    info = site / "fakecutoff-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: fakecutoff\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[ctxlab]\nfake-cutoff = fake_ctxlab_cutoff_ep\n")
+    monkeypatch.syspath_prepend(str(site))
+    out = tmp_path / "o"
+    args = [
+        "replay",
+        str(SMALL),
+        "--summary-threshold",
+        "1",
+        "--summary-keep-messages",
+        "4",
+        "--out",
+        str(out),
+    ]
+    assert main([*args, "--figures", "none", *QUIET]) == 0
+    err = capsys.readouterr().err
+    assert (
+        "ctxlab: warning: plugin 'fake-cutoff' (entry point (fakecutoff 0.1)) implements ctxlab_select_cutoff"
+        in err
+    )
+    calls = pl.read_parquet(out / "calls.parquet")
+    assert calls["strategy"].unique().to_list() == ["ars"] and (calls["level"] == "L2").sum() > 0
+    record = json.loads((out / "run.json").read_text(encoding="utf-8"))
+    assert {
+        "name": "fake-cutoff",
+        "source": "entry point (fakecutoff 0.1)",
+        "hooks": ["ctxlab_select_cutoff"],
+    } in record["plugins"]

@@ -95,9 +95,12 @@ def print_summary(result: Any, totals: Any, written: Mapping[str, Any], out: Pat
         for name, _ in chosen:
             if name == "transcript":
                 table.add_column(name, overflow="ellipsis" if compact else "fold", no_wrap=compact)
-            else:
+            else:  # a number too wide for a narrow terminal folds onto a second line, never cut
                 table.add_column(
-                    name, justify="left" if name == "strategy" else "right", no_wrap=True, min_width=len(name)
+                    name,
+                    justify="left" if name == "strategy" else "right",
+                    overflow="fold",
+                    min_width=min(len(name), 8),
                 )
         for row in df.iter_rows(named=True):
             table.add_row(*(f(row) for _, f in chosen))
