@@ -97,7 +97,10 @@ def strategy_records(
             out[s.name] = {"strategy": type(s).__name__, "description": "", "plugins": [], "levels": {}}
             continue
         entry = known[s]
-        foreign = isinstance(entry.factory(settings), AgentMiddleware)
+        try:
+            foreign = isinstance(entry.factory(settings), AgentMiddleware)
+        except Exception:  # a factory that fails fails its runs, where it is reported
+            foreign = False
         out[s if foreign else strategy_label(s, pm)] = {
             "strategy": s,
             "description": entry.description,

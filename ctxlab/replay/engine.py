@@ -207,6 +207,14 @@ def replay(
     result.files_dir = files
     result.sources[label] = transcript.source
     result.window = window.describe() if window is not None else None
+    result.provenance = provenance(
+        pm=pm,
+        settings=settings,
+        measure=make_measure(measure).name,
+        strategies=strategy_records([strategy], pm, settings),
+        window=result.window,
+        summarizer=summarizer_name(summarizer_model),
+    )
     return result
 
 
