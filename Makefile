@@ -72,8 +72,8 @@ lint: setup ## ruff check, ruff format --check, the import contracts (lint-impor
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/mypy --strict ctxlab
 
-bench: setup ## the estimator/strategy benchmarks -> docs/benchmarks.md
-	$(VENV)/bin/ctxlab bench
+bench: setup ## the estimator/strategy benchmarks, a full run -> docs/benchmarks.md
+	$(VENV)/bin/ctxlab bench --out docs
 
 # As root (containers) JupyterLab refuses to start without --allow-root. The URL to open, with its
 # token, is printed by JupyterLab ("http://localhost:8888/lab?token=...").

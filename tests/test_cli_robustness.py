@@ -129,13 +129,24 @@ def test_a_fifo_alone_or_in_a_folder_is_skipped_with_a_message(
     assert code == 1
     out = capsys.readouterr()
     assert "pipe.jsonl" in out.out + out.err and "not a regular file" in out.out + out.err
-    # a folder with a FIFO still replays its other transcripts
+    # a folder with a FIFO still replays its other transcripts with --keep-going (a bad file is
+    # a failure: exit 1, and it is named)
     code = finishes(
         lambda: main(
-            ["replay", str(good_copy), "--out", str(tmp_path / "p"), "--no-progress", "--no-figures"]
+            [
+                "replay",
+                str(good_copy),
+                "--out",
+                str(tmp_path / "p"),
+                "--no-progress",
+                "--no-figures",
+                "--keep-going",
+            ]
         )
     )
-    assert code == 0 and "not a regular file" in capsys.readouterr().out
+    out = capsys.readouterr()
+    assert code == 1 and "not a regular file" in out.out + out.err
+    assert (tmp_path / "p" / "calls.parquet").is_file()
 
 
 def test_a_symlink_loop_is_reported_as_a_loop(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

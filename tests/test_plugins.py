@@ -368,13 +368,18 @@ def test_broken_plugin_in_folder_is_reported_and_skipped(tmp_path):
     assert "ctxlab.builtin.keep-recent-cutoff" in infos  # the defaults are intact
 
 
-def test_plugins_folder_from_environment_reaches_the_middleware(mw_kit, tmp_path, monkeypatch):
+def test_the_middleware_loads_a_plugins_folder_only_when_asked(mw_kit, tmp_path, monkeypatch):
     folder = tmp_path / "plugins"
     write_plugins(folder, "b")
     monkeypatch.setenv("CTXLAB_PLUGINS_DIR", str(folder))
     with warnings.catch_warnings(record=True) as wl:
         warnings.simplefilter("always")
-        mw = mw_with(mw_kit, tmp_path / "files")
+        plain = mw_with(mw_kit, tmp_path / "plain")
+    assert wl == []  # the environment variable alone loads nothing into a middleware
+    assert not any(p.source.startswith("plugins folder") for p in describe_plugins(plain.plugin_manager))
+    with warnings.catch_warnings(record=True) as wl:
+        warnings.simplefilter("always")
+        mw = mw_with(mw_kit, tmp_path / "files", plugins_dir=folder)
     assert any("broken_syntax_b.py" in str(w.message) for w in wl)
     rec = mw_kit.Driver(mw, history(mw_kit)).round()
     assert rec["exc"] is None
@@ -610,9 +615,9 @@ def test_class_instance_in_a_plugins_folder_registers_like_a_module(mw_kit, tmp_
     (folder / "recorder.py").write_text(textwrap.dedent(INSTANCE))
     (folder / "class_only.py").write_text(textwrap.dedent(CLASS_ONLY))
     (folder / "misspelt.py").write_text(textwrap.dedent(MISSPELT_FILE))
-    monkeypatch.setenv("CTXLAB_PLUGINS_DIR", str(folder))
+    monkeypatch.delenv("CTXLAB_PLUGINS_DIR", raising=False)
     with pytest.warns(PluginWarning) as record:
-        mw = mw_with(mw_kit, tmp_path / "files")
+        mw = mw_with(mw_kit, tmp_path / "files", plugins_dir=folder)
     messages = plugin_warnings(record)
     assert any("class_only.py" in m and "no hook implementation" in m for m in messages)
     assert any("'dir:misspelt.py'" in m and "ctxlab_on_evnt" in m for m in messages)

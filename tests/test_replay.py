@@ -212,8 +212,9 @@ def test_events_summaries_and_offloads(ars_run, tmp_path: Path) -> None:
     root = tmp_path / "files" / "handmade.json" / "ars"
     for s in ars_run.summaries:
         assert "ValueError" in s["text"] or "parse_config" in s["text"]
-        # replay drives the harness without a thread id: the history file has the default stem
-        assert s["file_path"].startswith("/outputs/conversation_history/session-")
+        # replay runs on the thread of the transcript's label made safe: the history file is
+        # named as a live run on that thread names it (R10)
+        assert s["file_path"].startswith("/outputs/conversation_history/handmade_json-")
         assert (root / s["file_path"].lstrip("/")).is_file()
     first = [o for o in ars_run.offloads if o["first"]]
     assert len(first) == 2  # the two big reads, each written once under its content hash
@@ -566,3 +567,35 @@ def test_replay_pairs_tool_call_ids_reused_across_turns(tmp_path: Path) -> None:
     levels = [r["level"] for r in run.rows]
     assert levels.count("L2") >= 3 and run.rows[-1]["state_cutoff_index"] >= 11  # the cut keeps moving
     assert [r["unmatched_tool_pairs"] for r in run.rows] == [0] * len(run.rows)
+
+
+class _BlankSummarizer:
+    """A summarizer whose every summary is blank (no text, no error)."""
+
+    name = "blank"
+
+    def summarize(self, job):
+        from ctxlab.core.summarize import SummaryResult
+
+        return SummaryResult(text="   ", calls=1)
+
+    async def asummarize(self, job):
+        return self.summarize(job)
+
+
+def test_a_blank_summary_is_a_failure_and_no_saving(tmp_path: Path) -> None:
+    # spec: R10 — a failed or text-less summary is counted, listed, and its "saving" kept apart
+    result = replay_many(
+        [handmade()], ["ars"], settings=SETTINGS, summarizer_model=_BlankSummarizer(), progress=False
+    )
+    rows = result.rows
+    first = next(i for i, r in enumerate(rows) if r["level"] == "L2")
+    assert rows[first]["summary_error"]
+    assert [r["after_failed_summary"] for r in rows] == [i >= first for i in range(len(rows))]
+    summary = result.summary().row(0, named=True)
+    assert summary["summary_errors"] == summary["l2_rounds"] > 0
+    assert summary["saving_pct_without_failed"] != summary["saving_pct"]
+    assert [e.kind for e in result.errors] == ["summary"]
+    assert f"{summary['summary_errors']} of {summary['l2_rounds']} L2 summaries failed" in str(
+        result.errors[0]
+    )

@@ -206,8 +206,8 @@ def test_write_report_end_to_end(tmp_path: Path) -> None:
 
 
 def test_strategy_figure_only_with_several_strategies(tmp_path: Path) -> None:
-    openai_transcript(tmp_path / "run.json", calls=3)
-    result = replay_many([tmp_path / "run.json"], ["ars", "ars"], settings=SETTINGS, progress=False)
+    openai_transcript(tmp_path / "run.json", calls=4)
+    result = replay_many([tmp_path / "run.json"], ["ars"], settings=SETTINGS, progress=False)
     from ctxlab.analysis.plotting import write_figures
 
     df = result.frame().with_columns(

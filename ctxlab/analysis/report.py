@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from ctxlab.analysis.run_record import accounting_lines, problem_lines, provenance_lines
 from ctxlab.core.events import EVENT_ROW_KEYS, event_row
 from ctxlab.replay.cost import COST_DEFINITIONS
 from ctxlab.replay.fidelity import FIDELITY_DEFINITIONS
@@ -240,29 +241,46 @@ def write_report(
     result: ReplayResult,
     out_dir: str | Path,
     *,
-    figures: bool = True,
+    figures: bool | str = "reached",
     title: str = "ctxlab replay report",
     command: str | None = None,
 ) -> dict[str, Any]:
-    """Write ``calls.parquet``, ``summary.csv``, ``report.md`` and the figures to ``out_dir``.
+    """Write ``calls.parquet`` (with the run record as its ``ctxlab`` metadata), ``summary.csv``,
+    ``report.md``, ``run.json``, ``summaries.jsonl`` (when there are summaries) and the figures
+    to ``out_dir``.
+
+    Args:
+        result: the replay.
+        out_dir: the folder (made when missing).
+        figures: ``"reached"`` (default): per-run budget figures only for the runs whose raw
+            request reaches T; ``"all"`` (or ``True``): for every run; ``"none"`` (or ``False``):
+            no figure.  The saving-by-strategy and cost figures are drawn unless ``"none"``.
+        title: the report's title.
+        command: the command line, recorded in the report and the run record.
 
     Returns:
-        ``{"calls": path, "summary": path, "report": path, "figures": [paths]}``.
+        ``{"calls", "summary", "report", "run": path, "summaries": path or None,
+        "figures": [paths]}``.
     """
+    from ctxlab.analysis.run_record import parquet_metadata, write_run_json
+
+    which: str = ("all" if figures else "none") if isinstance(figures, bool) else figures
+    if command is not None and not result.provenance.get("command"):
+        result.provenance["command"] = command
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     calls = result.frame()
     summary = summary_frame(calls)
     totals = strategy_totals(calls)
     calls_path = out / "calls.parquet"
-    calls.write_parquet(calls_path)
+    calls.write_parquet(calls_path, metadata=parquet_metadata(result))
     summary_path = out / "summary.csv"
     summary.write_csv(summary_path)
     figure_paths: list[Path] = []
-    if figures and not calls.is_empty():
+    if which != "none" and not calls.is_empty():
         from ctxlab.analysis.plotting import write_figures
 
-        figure_paths = write_figures(calls, summary, out / "figures", settings=result.settings)
+        figure_paths = write_figures(calls, summary, out / "figures", settings=result.settings, runs=which)
         from ctxlab.analysis.costs import write_cost_figure
 
         cost_figure = write_cost_figure(calls, out / "figures", price_label=_price_line(result))
@@ -270,13 +288,24 @@ def write_report(
             figure_paths.append(cost_figure)
     report_path = out / "report.md"
     report_path.write_text(
-        _report_markdown(result, calls, summary, totals, figure_paths, out, title, command), encoding="utf-8"
+        _report_markdown(result, calls, summary, totals, figure_paths, out, title, command, which),
+        encoding="utf-8",
     )
+    run_path = write_run_json(result, out)
+    summaries_path = None
     if result.summaries:
-        with (out / "summaries.jsonl").open("w", encoding="utf-8") as f:
+        summaries_path = out / "summaries.jsonl"
+        with summaries_path.open("w", encoding="utf-8") as f:
             for s in result.summaries:
                 f.write(json.dumps(s, ensure_ascii=False, default=str) + "\n")
-    return {"calls": calls_path, "summary": summary_path, "report": report_path, "figures": figure_paths}
+    return {
+        "calls": calls_path,
+        "summary": summary_path,
+        "report": report_path,
+        "run": run_path,
+        "summaries": summaries_path,
+        "figures": figure_paths,
+    }
 
 
 def _report_markdown(
@@ -288,6 +317,7 @@ def _report_markdown(
     out: Path,
     title: str,
     command: str | None,
+    figures: str = "all",
 ) -> str:
     s = result.settings
     lines = [f"# {title}", ""]
@@ -300,7 +330,13 @@ def _report_markdown(
         f"Strategies: {', '.join(result.strategies) or '(none)'}. "
         f"Runs replayed: {result.replayed}. Model calls: {calls.height}. "
         f"Measuring estimator: `{result.measure}` (one estimator for every strategy)."
+        + (f" Provider context window: {result.window}." if result.window else "")
     )
+    if result.errors:
+        lines += [
+            "",
+            f"**{len(result.errors)} problem(s)**: see [Errors and skipped files](#errors-and-skipped-files).",
+        ]
     lines += ["", "## Settings", ""]
     lines.append("| field | value |")
     lines.append("|---|---|")
@@ -318,6 +354,8 @@ def _report_markdown(
     lines += ["", "## Per strategy", ""]
     if totals.height:
         lines.append(markdown_table(totals, [c for c in totals.columns if not c.startswith("max_")]))
+        extra = accounting_lines(result, totals)
+        lines += ["", *"\n\n".join(extra).split("\n")] if extra else []
     else:
         lines.append("Nothing was replayed.")
     lines += ["", "## Per transcript and strategy", ""]
@@ -333,12 +371,16 @@ def _report_markdown(
     for name, text in {**METRIC_DEFINITIONS, **COST_DEFINITIONS, **FIDELITY_DEFINITIONS}.items():
         lines.append(f"- **{name}**: {text}.")
     lines += ["", "## Errors and skipped files", ""]
-    if result.errors:
-        for e in result.errors:
-            lines.append(f"- {'skipped file' if e.kind == 'load' else 'failed run'}: `{e}`")
-    else:
-        lines.append("None.")
+    lines += problem_lines(result)
     lines += ["", "## Figures", ""]
+    runs = summary.height
+    budgets = sum(1 for p in figure_paths if p.parent.name == "budget")
+    if figures == "reached" and budgets < runs:
+        lines += [
+            f"Budget figures for the {budgets} of {runs} runs whose raw request reaches T (the others "
+            "never compress; `--figures all` draws every run).",
+            "",
+        ]
     if figure_paths:
         for p in figure_paths:
             rel = p.relative_to(out).as_posix()
@@ -348,6 +390,8 @@ def _report_markdown(
             lines += ["", f"![saving by strategy]({overview.relative_to(out).as_posix()})"]
     else:
         lines.append("No figures.")
+    lines += ["", "## Provenance", ""]
+    lines += provenance_lines(result)
     lines += [
         "",
         "## Files",
@@ -356,6 +400,8 @@ def _report_markdown(
         + ", ".join(f"`{c}`" for c in CALLS_SCHEMA)
         + ")",
         "- `summary.csv`: one row per transcript × strategy",
+        "- `run.json`: what produced this run (the provenance above, the problems, the failed summaries); "
+        "the same record is the `ctxlab` metadata of `calls.parquet`",
         "- `summaries.jsonl`: the L2 summary texts (when any), each with its round's fidelity "
         "(span/needed identifiers, carried, recalls, the needed identifiers it dropped)",
         "- `files/`: offloaded tool results and conversation histories written by the middlewares",

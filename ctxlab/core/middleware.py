@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import warnings
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Annotated, Any, NotRequired, cast
@@ -96,6 +97,8 @@ class CompressionMiddleware(AgentMiddleware):
         plugins: plugin objects added on top of the ARS defaults (each instance owns its own
             plugin manager, so two instances with different plugins run side by side).
         load_entrypoints: also load plugins of the ``ctxlab`` entry-point group.
+        plugins_dir: also load the plugins of this folder of ``.py`` files (never read from the
+            environment by the middleware itself).
         name: the middleware's name; ``"SummarizationMiddleware"`` replaces DeepAgents' built-in
             (:data:`DEEP_AGENT_SLOT`) and makes the deep-agent defaults below.
         read_tool: contribute the ``read_saved_output`` tool (reads the files this middleware
@@ -120,6 +123,7 @@ class CompressionMiddleware(AgentMiddleware):
         summarizer: Any = None,
         plugins: Iterable[object] = (),
         load_entrypoints: bool = False,
+        plugins_dir: str | os.PathLike[str] | None = None,
         name: str | None = None,
         read_tool: bool | None = None,
         measure_final_request: bool | None = None,
@@ -130,7 +134,9 @@ class CompressionMiddleware(AgentMiddleware):
         if not isinstance(settings, CompressionSettings):
             raise TypeError(f"settings must be a CompressionSettings, not {type(settings).__name__}")
         self.settings = settings
-        self.plugin_manager = make_plugin_manager(plugins, load_entrypoints=load_entrypoints)
+        self.plugin_manager = make_plugin_manager(
+            plugins, load_entrypoints=load_entrypoints, plugins_dir=plugins_dir
+        )
         self.hooks = CompressionHooks(self.plugin_manager)
         self.estimates = EstimateCache(self.hooks.estimate_message, self.hooks.estimate_tools)
         self._name = name or "CompressionMiddleware"

@@ -4,7 +4,8 @@ Sources of plugins, in the order they are registered:
 
 1. the built-in ARS defaults (:mod:`ctxlab.core.builtin`, every implementation ``trylast``);
 2. installed packages in the ``ctxlab`` entry-point group (``load_entrypoints=True``);
-3. ``.py`` files in a plugins folder (``plugins_dir=``, or ``$CTXLAB_PLUGINS_DIR``): the module
+3. ``.py`` files in a plugins folder (``plugins_dir=``, or ``$CTXLAB_PLUGINS_DIR`` when asked with
+   ``read_env=True``): the module
    itself when it defines ``@hookimpl`` functions, and every public module-level instance whose
    class has ``@hookimpl`` methods (``plugin = MyPlugin()``);
 4. plugin objects passed explicitly (``extra=``).
@@ -67,6 +68,7 @@ def make_plugin_manager(
     *,
     load_entrypoints: bool = False,
     plugins_dir: str | os.PathLike[str] | None = None,
+    read_env: bool = False,
     defaults: bool = True,
     specs: Iterable[ModuleType] = (),
 ) -> pluggy.PluginManager:
@@ -76,7 +78,9 @@ def make_plugin_manager(
         extra: plugin objects (modules, classes or instances with ``@hookimpl`` methods).
         load_entrypoints: also load installed plugins of the ``ctxlab`` entry-point group.
         plugins_dir: a folder of ``.py`` plugin files (``FileNotFoundError`` when missing);
-            ``None`` reads ``$CTXLAB_PLUGINS_DIR`` (a missing folder there only warns).
+            ``None``: none, or the folder in ``$CTXLAB_PLUGINS_DIR`` when ``read_env``.
+        read_env: without ``plugins_dir``, load the folder named by ``$CTXLAB_PLUGINS_DIR`` (a
+            missing folder there only warns); ``False`` (default): the environment is not read.
         defaults: register the built-in ARS plugins (``False`` only for tests of the hooks).
         specs: more hookspec modules, added before any plugin is registered (the floors above the
             core add theirs: :mod:`ctxlab.transcripts.hookspecs`, :mod:`ctxlab.replay.hookspecs`).
@@ -102,7 +106,7 @@ def make_plugin_manager(
         _load_entrypoints(pm)
     if plugins_dir is not None:
         _load_folder(pm, Path(plugins_dir))
-    elif os.environ.get("CTXLAB_PLUGINS_DIR"):
+    elif read_env and os.environ.get("CTXLAB_PLUGINS_DIR"):
         env_dir = Path(os.environ["CTXLAB_PLUGINS_DIR"])
         if env_dir.is_dir():
             _load_folder(pm, env_dir)

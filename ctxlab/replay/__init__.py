@@ -2,11 +2,15 @@
 
 * :mod:`~ctxlab.replay.harness` — one LangGraph model-node harness (request, runtime, config,
   ``Command`` updates), public so that a middleware can be driven by hand;
-* :mod:`~ctxlab.replay.models` — offline chat models (the replay placeholder, a scripted model);
+* :mod:`~ctxlab.replay.models` — offline chat models (the replay placeholder, a scripted model, a
+  recorded provider stand-in for live agents);
+* :mod:`~ctxlab.replay.provider` — a provider's context window and its overflow check;
 * :mod:`~ctxlab.replay.strategies` — named strategies and the lab's plugin manager;
 * :mod:`~ctxlab.replay.engine` — replay of transcripts × strategies, sweeps (the per-call loop in
-  :mod:`~ctxlab.replay.runner`, results in :mod:`~ctxlab.replay.result`, a foreign summarizer's
-  usage in :mod:`~ctxlab.replay.usage`);
+  :mod:`~ctxlab.replay.runner`, a run's parts in :mod:`~ctxlab.replay.building`, results in
+  :mod:`~ctxlab.replay.result`, what produced them in :mod:`~ctxlab.replay.provenance`, file names
+  and thread ids in :mod:`~ctxlab.replay.names`, a foreign summarizer's usage in
+  :mod:`~ctxlab.replay.usage`);
 * :mod:`~ctxlab.replay.metrics` — per-call measures (cache-reusable prefix, retention, pairing);
 * :mod:`~ctxlab.replay.table` — the per-call table's columns, schema and aggregations.
 """
@@ -22,15 +26,19 @@ from ctxlab.replay.engine import (
     transcript_labels,
 )
 from ctxlab.replay.harness import ModelCall, ModelNodeHarness
-from ctxlab.replay.models import ReplayModel, ScriptedChatModel, scripted_tool_model
+from ctxlab.replay.models import RecordedChatModel, ReplayModel, ScriptedChatModel, scripted_tool_model
+from ctxlab.replay.names import thread_id_for
+from ctxlab.replay.provider import ContextWindow, profile_window
 from ctxlab.replay.result import ReplayIssue, ReplayResult
 from ctxlab.replay.strategies import Strategy, make_lab_manager, strategies
 from ctxlab.replay.table import CALL_COLUMNS
 
 __all__ = [
     "CALL_COLUMNS",
+    "ContextWindow",
     "ModelCall",
     "ModelNodeHarness",
+    "RecordedChatModel",
     "ReplayIssue",
     "ReplayModel",
     "ReplayResult",
@@ -38,11 +46,13 @@ __all__ = [
     "Strategy",
     "build_middleware",
     "make_lab_manager",
+    "profile_window",
     "replay",
     "replay_many",
     "safe_name",
     "scripted_tool_model",
     "strategies",
     "sweep",
+    "thread_id_for",
     "transcript_labels",
 ]

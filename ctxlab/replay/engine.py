@@ -14,9 +14,7 @@ driven as is.
 
 from __future__ import annotations
 
-import hashlib
 import logging
-import re
 import tempfile
 import warnings
 from collections.abc import Iterable, Sequence
@@ -26,11 +24,19 @@ from typing import TYPE_CHECKING, Any
 from langchain.agents.middleware.types import AgentMiddleware
 from langchain_core.messages import AIMessage
 
-from ctxlab.core.builtin import StructuredSummarizer
-from ctxlab.core.middleware import CompressionMiddleware
 from ctxlab.core.settings import CompressionSettings
+from ctxlab.replay.building import (
+    build_middleware,
+    make_summarizer,
+    make_window,
+    strategy_records,
+    summarizer_name,
+)
 from ctxlab.replay.metrics import make_measure
+from ctxlab.replay.names import safe_name
 from ctxlab.replay.prices import PriceRow, PriceTable
+from ctxlab.replay.provenance import provenance
+from ctxlab.replay.provider import ContextWindow
 from ctxlab.replay.result import ReplayIssue, ReplayResult
 from ctxlab.replay.run_measures import resolve_price
 from ctxlab.replay.runner import replay_one
@@ -50,90 +56,17 @@ __all__ = [
     "ReplayIssue",
     "ReplayResult",
     "build_middleware",
+    "make_window",
     "replay",
     "replay_many",
     "safe_name",
+    "strategy_records",
     "sweep",
     "transcript_labels",
 ]
 
 
 # --- strategies ---------------------------------------------------------------------------------
-
-
-def safe_name(text: str, limit: int = 80, *, empty: str = "x") -> str:
-    """A file or folder name for ``text``: ASCII letters, digits, ``._-``, at most ``limit``
-    characters.  A name that had to change (other characters, or too long) ends with ``-`` and
-    8 hex digits of the text's SHA-1, so that two texts never share a name.
-
-    Examples: ``safe_name("ars") == "ars"``; ``safe_name("a/b.json")`` is ``"a_b.json-<sha1>"``.
-    """
-    s = re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("._-") or empty
-    if len(s) > limit or s != text:
-        digest = hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()[:8]
-        s = f"{s[: limit - 9]}-{digest}"
-    return s
-
-
-def build_middleware(
-    strategy: str | AgentMiddleware,
-    *,
-    settings: CompressionSettings,
-    pm: pluggy.PluginManager | None = None,
-    files_dir: str | Path | None = None,
-    summarizer: Any = None,
-) -> tuple[str, AgentMiddleware]:
-    """A fresh middleware for a strategy name (or the given middleware), and its name.
-
-    Args:
-        strategy: a name registered through ``ctxlab_register_strategies`` in ``pm``, or an
-            ``AgentMiddleware`` instance (used as is).
-        settings: the compression settings handed to the strategy factory and the middleware.
-        pm: where strategies are looked up; default: ``make_lab_manager(load_entrypoints=True)``.
-        files_dir: root of the middleware's ``FilesystemBackend`` (virtual mode).
-        summarizer: the ``summarizer=`` of the CompressionMiddleware (default: the offline
-            :class:`ctxlab.core.builtin.StructuredSummarizer`).
-
-    Raises:
-        KeyError: the strategy name is not registered (the message lists the known names).
-        TypeError: the factory returned neither a list of plugins nor an AgentMiddleware.
-    """
-
-    if isinstance(strategy, AgentMiddleware):
-        return strategy.name, strategy
-    if pm is None:
-        pm = make_lab_manager(load_entrypoints=True)
-    known = registered_strategies(pm)
-    if strategy not in known:
-        raise KeyError(f"unknown strategy {strategy!r}; known: {', '.join(sorted(known)) or '(none)'}")
-    made = known[strategy].factory(settings)
-    if isinstance(made, AgentMiddleware):
-        return strategy, made
-    if isinstance(made, (list, tuple)):
-        from deepagents.backends import FilesystemBackend
-
-        if summarizer is None:
-            summarizer = StructuredSummarizer()
-        root = Path(files_dir) if files_dir is not None else Path(tempfile.mkdtemp(prefix="ctxlab-replay-"))
-        root.mkdir(parents=True, exist_ok=True)
-        backend = FilesystemBackend(root_dir=str(root.resolve()), virtual_mode=True)
-        # plugins loaded from a plugins folder into ``pm`` apply to the replayed middleware too
-        folder_plugins = [p for n, p in pm.list_name_plugin() if n.startswith("dir:") and p is not None]
-        # the recorded agent never had ctxlab's read tool: a replayed request carries the
-        # recorded tools only, so that raw and sent requests differ by compression alone
-        mw = CompressionMiddleware(
-            settings=settings,
-            backend=backend,
-            summarizer=summarizer,
-            plugins=[*made, *folder_plugins],
-            read_tool=False,
-        )
-        mw._ctxlab_files_root = root.resolve()  # type: ignore[attr-defined]
-        return strategy, mw
-    raise TypeError(
-        f"strategy {strategy!r}: factory returned {type(made).__name__}; expected a list of plugin objects "
-        "or an AgentMiddleware instance"
-    )
 
 
 def _count_calls(transcript: Transcript, limit_calls: int | None) -> int:
@@ -168,16 +101,6 @@ def transcript_labels(transcripts: Sequence[Transcript]) -> list[str]:
     return out
 
 
-def _summarizer(summarizer_model: str | Any | None) -> Any:
-    if summarizer_model is None:
-        return StructuredSummarizer()
-    if isinstance(summarizer_model, str):
-        from langchain.chat_models import init_chat_model
-
-        return init_chat_model(summarizer_model)
-    return summarizer_model
-
-
 def _progress(total: int, desc: str, enabled: bool, leave: bool = True) -> Any:
     from tqdm.auto import tqdm
 
@@ -199,11 +122,13 @@ def replay(
     pm: pluggy.PluginManager | None = None,
     out_dir: str | Path | None = None,
     summarizer_model: str | Any | None = None,
-    context_window: int | None = None,
+    context_window: int | ContextWindow | None = None,
+    provider_count: str = "tiktoken",
     measure: str = "char-class",
     limit_calls: int | None = None,
     keep_views: bool = False,
     label: str | None = None,
+    thread_id: str | None = None,
     format: str | None = None,
     progress: bool = False,
     price_model: str | PriceRow | None = None,
@@ -220,11 +145,18 @@ def replay(
             (a temporary folder when ``None``).
         summarizer_model: ``"provider:model"`` (``init_chat_model``) or a chat model for L2
             summaries; ``None``: the offline structured summarizer.
-        context_window: the placeholder model's ``profile["max_input_tokens"]``.
+        context_window: the provider's window: tokens (counted with ``provider_count``) or a
+            :class:`~ctxlab.replay.provider.ContextWindow`.  A request above it is refused with
+            ``ContextOverflowError`` as a provider would; it is also the model profile's
+            ``max_input_tokens``.  ``None``: no window.
+        provider_count: the provider stand-in's counter, ``"tiktoken"`` (cl100k) or ``"char-class"``.
         measure: the measuring estimator, ``"char-class"`` or ``"tiktoken"``.
         limit_calls: replay at most this many model calls.
-        keep_views: keep every request view in ``result.views``.
+        keep_views: keep every request view in ``result.views`` (and state updates in
+            ``result.updates``).
         label: the transcript's label in the rows (default: ``Transcript.name``).
+        thread_id: the LangGraph thread id (default: the label made safe,
+            :func:`ctxlab.replay.names.thread_id_for`).
         format: the transcript format name when ``transcript`` is a path.
         progress: show a progress bar over the calls.
 
@@ -235,7 +167,8 @@ def replay(
     Raises:
         KeyError: unknown strategy or price row.  TranscriptError: the file cannot be loaded.
         PriceTableError: an invalid price file.
-        ValueError: the file holds several runs (use :func:`replay_many`).
+        ValueError: the file holds several runs (use :func:`replay_many`), or an invalid window.
+        ContextOverflowError: the strategy could not fit the window (as a live agent would fail).
     """
     settings = settings or CompressionSettings()
     price = resolve_price(price_model, prices)
@@ -247,10 +180,10 @@ def replay(
             raise ValueError(f"{transcript} holds {len(loaded)} runs; use replay_many")
         transcript = loaded[0]
     label = label or transcript.name
-    strategy_label = strategy if isinstance(strategy, str) else strategy.name
-    files = _files_dir(out_dir, label, strategy_label)
+    window = make_window(context_window, provider_count)
+    files = _files_dir(out_dir, label, strategy if isinstance(strategy, str) else strategy.name)
     name, mw = build_middleware(
-        strategy, settings=settings, pm=pm, files_dir=files, summarizer=_summarizer(summarizer_model)
+        strategy, settings=settings, pm=pm, files_dir=files, summarizer=make_summarizer(summarizer_model)
     )
     bar = _progress(_count_calls(transcript, limit_calls), label, progress, leave=False)
     try:
@@ -261,9 +194,10 @@ def replay(
             mw,
             settings=settings,
             measure=make_measure(measure),
-            context_window=context_window,
+            window=window,
             limit_calls=limit_calls,
             keep_views=keep_views,
+            thread_id=thread_id,
             on_call=bar.update,
             price=price,
         )
@@ -272,6 +206,15 @@ def replay(
     result.measure = measure
     result.files_dir = files
     result.sources[label] = transcript.source
+    result.window = window.describe() if window is not None else None
+    result.provenance = provenance(
+        pm=pm,
+        settings=settings,
+        measure=make_measure(measure).name,
+        strategies=strategy_records([strategy], pm, settings),
+        window=result.window,
+        summarizer=summarizer_name(summarizer_model),
+    )
     return result
 
 
@@ -289,36 +232,43 @@ def replay_many(
     format: str | None = None,
     pm: pluggy.PluginManager | None = None,
     summarizer_model: str | Any | None = None,
-    context_window: int | None = None,
+    context_window: int | ContextWindow | None = None,
+    provider_count: str = "tiktoken",
     measure: str = "char-class",
     limit_calls: int | None = None,
     keep_views: bool = False,
     progress: bool = True,
     price_model: str | PriceRow | None = None,
     prices: str | Path | PriceTable | None = None,
+    stop_on_failure: bool = False,
 ) -> ReplayResult:
-    """Replay every transcript × strategy; a bad file or a failing run never stops the batch.
+    """Replay every transcript × strategy; by default a bad file or a failing run never stops the
+    batch.
 
     Args:
         paths_or_transcripts: files, folders (walked recursively) and/or loaded transcripts.
         strategies: strategy names (or ``AgentMiddleware`` instances); a string may hold
             several names separated by commas.
-        settings, pm, summarizer_model, context_window, measure, limit_calls, keep_views:
-            as for :func:`replay`.
+        settings, pm, summarizer_model, context_window, provider_count, measure, limit_calls,
+            keep_views: as for :func:`replay` (each transcript runs on the thread id of its label).
         out_dir: root of the files written by the middlewares (``<out_dir>/files/...``);
             a temporary folder when ``None``.  Reports are written by
             :func:`ctxlab.analysis.report.write_report`.
         format: the transcript format name (default: detected per file).
         progress: progress bars over the runs and the calls of the current run.
         price_model, prices: the price row of the cost columns, as for :func:`replay`.
+        stop_on_failure: stop after the first run that failed or whose summaries failed (the
+            CLI without ``--keep-going``); files that failed to load stop it before any replay.
 
     Returns:
-        A :class:`ReplayResult`; files that failed to load and runs that failed are in
-        ``result.errors``.
+        A :class:`ReplayResult`; files that failed to load (``kind="load"``), runs that failed
+        (``"replay"``) and runs with failed or text-less summaries (``"summary"``) are in
+        ``result.errors``; ``result.provenance`` records what produced it.
 
     Raises:
         KeyError: an unknown strategy name or price row (checked before anything is replayed).
         PriceTableError: an invalid price file.
+        ValueError: a strategy named twice, or an invalid context window.
     """
 
     settings = settings or CompressionSettings()
@@ -331,6 +281,11 @@ def replay_many(
     for s in strategies:
         if isinstance(s, str) and s not in known:
             raise KeyError(f"unknown strategy {s!r}; known: {', '.join(sorted(known)) or '(none)'}")
+    names = [s if isinstance(s, str) else s.name for s in strategies]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise ValueError(f"strategy {twice[0]!r} is named twice; each strategy runs once per transcript")
+    window = make_window(context_window, provider_count)
 
     if isinstance(paths_or_transcripts, (str, Path, Transcript)):
         paths_or_transcripts = [paths_or_transcripts]
@@ -338,18 +293,28 @@ def replay_many(
     paths: list[str | Path] = []
     for item in paths_or_transcripts:
         (transcripts if isinstance(item, Transcript) else paths).append(item)  # type: ignore[arg-type]
-    result = ReplayResult(settings=settings, measure=measure, price=price)
+    records = strategy_records(strategies, pm, settings)
+    result = ReplayResult(settings=settings, measure=measure, price=price, strategies=list(records))
+    result.window = window.describe() if window is not None else None
+    result.provenance = provenance(
+        pm=pm,
+        settings=settings,
+        measure=make_measure(measure).name,
+        strategies=records,
+        window=result.window,
+        summarizer=summarizer_name(summarizer_model),
+    )
     if paths:
         loaded, load_errors = load_many(paths, format=format, pm=pm)
         transcripts.extend(loaded)
         result.errors.extend(ReplayIssue.from_transcript_error(e) for e in load_errors)
+        if load_errors and stop_on_failure:
+            return result
     labels = transcript_labels(transcripts)
-    names = [s if isinstance(s, str) else s.name for s in strategies]
-    result.strategies = list(dict.fromkeys(names))
     root = Path(out_dir) if out_dir is not None else Path(tempfile.mkdtemp(prefix="ctxlab-replay-"))
     result.files_dir = root / "files"
     meter = make_measure(measure)
-    summarizer = _summarizer(summarizer_model)
+    summarizer = make_summarizer(summarizer_model)
     jobs = [(t, lab, s) for t, lab in zip(transcripts, labels, strict=True) for s in strategies]
     outer = _progress(len(jobs), "replay", progress)
     try:
@@ -369,30 +334,50 @@ def replay_many(
                     mw,
                     settings=settings,
                     measure=meter,
-                    context_window=context_window,
+                    window=window,
                     limit_calls=limit_calls,
                     keep_views=keep_views,
                     on_call=inner.update,
                     price=price,
                 )
                 result.extend(one)
-            except Exception as exc:  # one failing run never stops the batch
-                logger.exception("replay of %s with %s failed", lab, sname)
-                result.errors.append(
-                    ReplayIssue(
-                        kind="replay",
-                        source=t.source,
-                        transcript=lab,
-                        strategy=sname,
-                        problem=f"{type(exc).__name__}: {exc}",
-                    )
+                failed = _summary_issue(one, t.source, lab, name)
+            except Exception as exc:  # one failing run never stops the batch (unless asked)
+                logger.info("replay of %s with %s failed", lab, sname, exc_info=True)
+                failed = ReplayIssue(
+                    kind="replay",
+                    source=t.source,
+                    transcript=lab,
+                    strategy=sname,
+                    where="; ".join(getattr(exc, "__notes__", None) or []).removeprefix("ctxlab replay: "),
+                    problem=f"{type(exc).__name__}: {exc}",
                 )
             finally:
                 inner.close()
                 outer.update(1)
+            if failed is not None:
+                result.errors.append(failed)
+                if stop_on_failure:
+                    break
     finally:
         outer.close()
     return result
+
+
+def _summary_issue(one: ReplayResult, source: str, label: str, strategy: str) -> ReplayIssue | None:
+    """A ``kind="summary"`` issue when some L2 summaries of a run failed or have no text."""
+    bad = [s for s in one.summaries if s.get("error")]
+    if not bad:
+        return None
+    first = bad[0]
+    return ReplayIssue(
+        kind="summary",
+        source=source,
+        transcript=label,
+        strategy=strategy,
+        where=f"call {first.get('call_index')}",
+        problem=f"{len(bad)} of {len(one.summaries)} L2 summaries failed; first: {first.get('error')}",
+    )
 
 
 # --- a sweep over one setting -------------------------------------------------------------------

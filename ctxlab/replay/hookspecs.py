@@ -12,7 +12,9 @@ from ctxlab.core.hookspecs import hookspec
 
 @hookspec
 def ctxlab_register_strategies(register: Callable[..., None]) -> None:
-    """Register named strategies: call ``register(name, factory, description="")`` per strategy.
+    """Register named strategies: call ``register(name, factory, description="", levels=None)`` per
+    strategy (``levels``: how reports name the strategy's compression levels, e.g.
+    ``{"L1": "masking"}`` when its L1 rounds are observation masking; default: L1 and L2).
 
     ``factory(settings) -> list[object] | AgentMiddleware``: a list of plugin objects that, added
     on top of the ARS defaults in a fresh :class:`~ctxlab.CompressionMiddleware`, make up the

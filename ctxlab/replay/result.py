@@ -48,7 +48,15 @@ class ReplayResult:
 
     Attributes:
         rows: one dict per model call (:data:`CALL_COLUMNS`).
-        views: ``(transcript, strategy, call_index) -> RequestView`` when ``keep_views=True``.
+        views: ``(transcript, strategy, call_index) -> RequestView`` when ``keep_views=True``
+            (the last request of the call: the one the model answered).
+        requests: the same key -> every request the model received in the call, in order (one,
+            or more when the provider refused one with ``ContextOverflowError``), with
+            ``keep_views=True``.
+        updates: ``(transcript, strategy, call_index) -> [(state key, value), ...]`` when
+            ``keep_views=True``: the state writes of the call's hooks besides the model's answer
+            (``before_model``'s update, then the ``Command`` update of ``wrap_model_call``: the
+            ``_summarization_event`` of an L2 round and the tail-trimmed messages, R11/R12).
         events: every stream event, with ``transcript``, ``strategy`` and ``call_index`` added.
         summaries: one dict per L2 round: ``transcript, strategy, call_index, cutoff_index,
             text, tokens, file_path, error``.
@@ -58,10 +66,16 @@ class ReplayResult:
         settings: the settings used; ``strategies``: the strategy names; ``measure``: the
             measuring estimator; ``files_dir``: where offloads and histories were written;
             ``price``: the price row of the cost columns (:mod:`ctxlab.replay.cost`).
+        sources: transcript label -> its file.
+        window: the provider's context window description (``None``: no window).
+        provenance: what produced the result (:func:`ctxlab.replay.provenance.provenance`),
+            set by :func:`~ctxlab.replay.engine.replay_many`.
     """
 
     rows: list[dict[str, Any]] = field(default_factory=list)
     views: dict[tuple[str, str, int], RequestView] = field(default_factory=dict)
+    requests: dict[tuple[str, str, int], list[RequestView]] = field(default_factory=dict)
+    updates: dict[tuple[str, str, int], list[tuple[str, Any]]] = field(default_factory=dict)
     events: list[dict[str, Any]] = field(default_factory=list)
     summaries: list[dict[str, Any]] = field(default_factory=list)
     offloads: list[dict[str, Any]] = field(default_factory=list)
@@ -72,11 +86,15 @@ class ReplayResult:
     files_dir: Path | None = None
     sources: dict[str, str] = field(default_factory=dict)
     price: PriceRow | None = None
+    window: str | None = None
+    provenance: dict[str, Any] = field(default_factory=dict)
 
     def extend(self, other: ReplayResult) -> None:
         """Append another result's rows, views, events, summaries, offloads and errors."""
         self.rows.extend(other.rows)
         self.views.update(other.views)
+        self.requests.update(other.requests)
+        self.updates.update(other.updates)
         self.events.extend(other.events)
         self.summaries.extend(other.summaries)
         self.offloads.extend(other.offloads)

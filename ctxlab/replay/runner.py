@@ -15,6 +15,17 @@ tokens are counted by :func:`ctxlab.replay.usage.count_summarizer_usage`.
 
 Each call yields one row (see :data:`ctxlab.replay.metrics.METRIC_DEFINITIONS`); all token
 columns are measured with one measuring estimator for every strategy.
+
+Faithful to a live run (``tests/test_differential.py`` checks it call by call against
+``create_agent``):
+
+* the hooks run inside a LangGraph config whose ``configurable.thread_id`` is the replay's thread
+  id (default: the transcript label made safe, :func:`ctxlab.replay.names.thread_id_for`), so history file names,
+  events and summary texts are those of a live run on that thread;
+* with a :class:`~ctxlab.replay.provider.ContextWindow`, every request the model handler receives
+  is counted with the provider's counter and refused with ``ContextOverflowError`` above the
+  window, as a provider would refuse it; the middleware then forces compression (spec R12) and
+  the row counts the refusals (``overflow_errors``).
 """
 
 from __future__ import annotations
@@ -23,14 +34,16 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from langchain.agents.middleware.types import ModelRequest
+from langchain_core.exceptions import ContextOverflowError
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
 
 from ctxlab.core.compression import EVENT_KEY
 from ctxlab.core.events import EVENT_TYPE
 from ctxlab.core.identity import IdentityCache
-from ctxlab.core.marks import is_summary_message
+from ctxlab.core.marks import is_summary_message, summary_body_of
 from ctxlab.core.settings import CompressionSettings
-from ctxlab.replay.harness import ModelNodeHarness
+from ctxlab.replay.harness import ModelNodeHarness, update_items
 from ctxlab.replay.metrics import (
     MESSAGES_CACHED,
     VIEW_PARTS,
@@ -43,6 +56,7 @@ from ctxlab.replay.metrics import (
     view_parts,
 )
 from ctxlab.replay.models import ReplayModel
+from ctxlab.replay.names import thread_id_for
 from ctxlab.replay.prices import PriceRow
 from ctxlab.replay.result import ReplayResult
 from ctxlab.replay.run_measures import RunMeasures
@@ -52,6 +66,7 @@ if TYPE_CHECKING:
     from langchain.agents.middleware.types import AgentMiddleware
 
     from ctxlab.core.estimation import EstimateCache
+    from ctxlab.replay.provider import ContextWindow
     from ctxlab.transcripts.base import Transcript
 
 __all__ = ["replay_one"]
@@ -109,9 +124,10 @@ def replay_one(
     *,
     settings: CompressionSettings,
     measure: EstimateCache,
-    context_window: int | None,
+    window: ContextWindow | None,
     limit_calls: int | None,
     keep_views: bool,
+    thread_id: str | None = None,
     on_call: Callable[[], None] | None = None,
     price: PriceRow | None = None,
 ) -> ReplayResult:
@@ -122,22 +138,32 @@ def replay_one(
         label: its label in the rows; ``strategy_name``: the strategy's label in the rows.
         mw: a fresh middleware (its state is this run's).
         settings: recorded in the result; ``measure``: the measuring estimator (tokens).
-        context_window: the placeholder model's ``profile["max_input_tokens"]`` (tokens).
+        window: the provider's context window (the placeholder model's
+            ``profile["max_input_tokens"]``, and the overflow check of every request); ``None``:
+            no window, no profile.
         limit_calls: replay at most this many model calls (``None``: all).
-        keep_views: keep every request view in ``result.views``.
+        keep_views: keep every request view in ``result.views`` and every call's state update in
+            ``result.updates``.
+        thread_id: the LangGraph thread id the hooks run under (default :func:`ctxlab.replay.names.thread_id_for`).
         on_call: called after each call (a progress bar).
         price: the price row of the cost columns (:mod:`ctxlab.replay.cost`); ``None``: no cost
             or fidelity measures.
 
     Raises:
         RuntimeError: the middleware answered a call without calling the model.
-        Exception: whatever the middleware raises.
+        Exception: whatever the middleware raises (a ``ContextOverflowError`` it could not
+            recover from, say); a note names the call.
     """
     result = ReplayResult(settings=settings, strategies=[strategy_name], price=price)
     system, rest, offset = _split_system(transcript.messages)
     tools = list(transcript.tools or [])
     harness = ModelNodeHarness(
-        mw, model=ReplayModel.create(context_window), tools=tools, system_message=system, record=False
+        mw,
+        model=ReplayModel.create(window.max_input_tokens if window is not None else None),
+        tools=tools,
+        system_message=system,
+        thread_id=thread_id if thread_id is not None else thread_id_for(label),
+        record=False,
     )
     mw_settings = getattr(mw, "settings", None)
     is_ars = isinstance(mw_settings, CompressionSettings)
@@ -162,6 +188,7 @@ def replay_one(
     # cost and summary fidelity (ctxlab.replay.run_measures): filled in when the run is over
     run_measures = RunMeasures(price, measure, system=system, index=ids) if price is not None else None
     arrived: list[BaseMessage] = []  # transcript messages added to the state since the last call
+    failed_summary_seen = False
 
     for pos, original in enumerate(rest):
         if original.id is None:  # add_messages would give it a random id: make it stable
@@ -184,8 +211,13 @@ def replay_one(
         # (LangChain) or the _summarization_event (DeepAgents)
         summaries_before = _summary_ids(state["messages"])
         event_before = state.get(EVENT_KEY)
-        with count_summarizer_usage(measure) as usage:
-            call = harness.call(original)
+        answer, refusals = _provider_answer(original, window)
+        try:
+            with count_summarizer_usage(measure) as usage:
+                call = harness.call(answer)
+        except Exception as exc:
+            exc.add_note(f"ctxlab replay: at call {call_index} (transcript message {pos + offset})")
+            raise
         issuer.update({cid: original.id for tc in original.tool_calls if (cid := tc.get("id")) is not None})
         if not call.views:
             raise RuntimeError(f"strategy {strategy_name!r} did not call the model at call {call_index}")
@@ -213,6 +245,7 @@ def replay_one(
         cutoff_index = (completed or {}).get("cutoff_index")
         n_summaries = len(result.summaries)
         where = {"transcript": label, "strategy": strategy_name, "call_index": call_index}
+        summary_failure: str | None = None
         if completed is None and not is_ars:
             # a foreign middleware emits no event: its summarizer calls come from the callback
             # counter, its L2 round from the state it changed
@@ -221,6 +254,8 @@ def replay_one(
             if found:
                 level = "L2"
             for m, ev in found:
+                failure = None if m.text.strip() else "the summary has no text"
+                summary_failure = summary_failure or failure
                 result.summaries.append(
                     {
                         **where,
@@ -228,11 +263,12 @@ def replay_one(
                         "text": m.text,
                         "tokens": measure.message_tokens(m),
                         "file_path": ev.get("file_path"),
-                        "error": None,
+                        "error": failure,
                     }
                 )
         elif new_event is not None and level == "L2":  # ARS: the summary is in the new event
             sm = new_event.get("summary_message")
+            summary_failure = _summary_failure(new_event.get("summary_error"), sm)
             result.summaries.append(
                 {
                     **where,
@@ -240,9 +276,10 @@ def replay_one(
                     "text": sm.text if isinstance(sm, BaseMessage) else str(sm),
                     "tokens": measure.message_tokens(sm) if isinstance(sm, BaseMessage) else None,
                     "file_path": new_event.get("file_path"),
-                    "error": new_event.get("summary_error"),
+                    "error": summary_failure,
                 }
             )
+        failed_summary_seen = failed_summary_seen or summary_failure is not None
         event_state = state.get(EVENT_KEY) if isinstance(state.get(EVENT_KEY), dict) else None
         offloaded = stats.get("offloaded")
         for p in [p for p in offloaded or [] if p] if isinstance(offloaded, list) else []:
@@ -267,8 +304,10 @@ def replay_one(
             "summarizer_calls": int(summ.get("calls") or 0),
             "summarizer_input_tokens": int(summ.get("input_tokens") or 0),
             "summarizer_output_tokens": int(summ.get("output_tokens") or 0),
-            "summary_error": (completed or {}).get("error"),
+            "summary_error": summary_failure or (completed or {}).get("error"),
+            "after_failed_summary": failed_summary_seen,
             "forced_by_overflow": bool((completed or {}).get("forced_by_overflow")),
+            "overflow_errors": refusals[0],
             "overhead_ms": max(0.0, call.seconds * 1000.0),
             "cache_reusable_tokens": reusable,
             "cache_reusable_share": reusable / view_tokens if view_tokens else None,
@@ -292,6 +331,11 @@ def replay_one(
         arrived = [original]
         if keep_views:
             result.views[(label, strategy_name, call_index)] = view
+            result.requests[(label, strategy_name, call_index)] = list(call.views)
+            result.updates[(label, strategy_name, call_index)] = [
+                *update_items(call.before_update),
+                *update_items(call.command),
+            ]
         if on_call is not None:
             on_call()
 
@@ -306,3 +350,33 @@ def replay_one(
 
 def _usage_stats(usage: SummarizerUsage) -> dict[str, int]:
     return {"calls": usage.calls, "input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens}
+
+
+def _provider_answer(original: AIMessage, window: ContextWindow | None) -> tuple[Any, list[int]]:
+    """The model handler's answer for one call: the recorded message, after the provider
+    stand-in's check of the request (``ContextOverflowError`` above the window); and a counter
+    of the requests refused in this call (``[n]``)."""
+    refusals = [0]
+    if window is None:
+        return original, refusals
+
+    def answer(request: ModelRequest) -> AIMessage:
+        try:
+            window.check(request.system_message, request.tools, request.messages)
+        except ContextOverflowError:
+            refusals[0] += 1
+            raise
+        return original
+
+    return answer, refusals
+
+
+def _summary_failure(error: Any, summary: Any) -> str | None:
+    """Why an L2 summary failed, or ``None``: the summarizer's error (R10), or a summary whose
+    body (the summarizer's text, :func:`ctxlab.core.marks.summary_body_of`) is empty."""
+    if error:
+        return str(error)
+    body = summary_body_of(summary) if isinstance(summary, BaseMessage) else None
+    if body is None and isinstance(summary, BaseMessage):
+        body = summary.text
+    return None if (body or "").strip() else "the summary has no text"

@@ -4,6 +4,16 @@ A *strategy* is a name for a way of compressing: the ARS defaults plus some plug
 middleware from another framework.  Plugins register strategies through the
 :func:`~ctxlab.replay.hookspecs.ctxlab_register_strategies` hook (llm-style: a callback registers
 named things, so many coexist and can be compared side by side).
+
+A row labelled with a strategy's name is that strategy and nothing else.  Plugins loaded from a
+plugins folder (``--plugins-dir``, ``$CTXLAB_PLUGINS_DIR``) apply to every ctxlab-middleware
+strategy of the run; when one of them implements a hook that changes what the middleware does
+(:data:`BEHAVIOUR_HOOKS`: every core hook but the observers — estimation, L1 trimming, the
+cutoff, the summarizer, ...), the strategy is
+a different one and its rows are labelled ``<name>+<plugin>`` (``ars+no_l2``,
+:func:`strategy_label`).  An observer (``ctxlab_on_event`` only) changes nothing and renames
+nothing.  Installed (entry-point) plugins contribute the strategies they register; their own
+compression hooks are not applied to any strategy (:func:`ignored_hook_plugins` names them).
 """
 
 from __future__ import annotations
@@ -15,13 +25,35 @@ from typing import Any
 
 import pluggy
 
+from ctxlab.core import hookspecs as core_specs
 from ctxlab.core.hookspecs import hookimpl
-from ctxlab.core.plugins import make_plugin_manager
+from ctxlab.core.plugins import describe_plugins, make_plugin_manager
 from ctxlab.replay import hookspecs as replay_specs
 from ctxlab.transcripts import formats_plugin
 from ctxlab.transcripts import hookspecs as transcript_specs
 
-__all__ = ["BuiltinStrategies", "Strategy", "make_lab_manager", "strategies"]
+__all__ = [
+    "BEHAVIOUR_HOOKS",
+    "OBSERVER_HOOKS",
+    "BuiltinStrategies",
+    "Strategy",
+    "folder_plugins",
+    "ignored_hook_plugins",
+    "make_lab_manager",
+    "strategies",
+    "strategy_label",
+]
+
+#: core hooks that only observe (they change nothing a middleware sends)
+OBSERVER_HOOKS = frozenset({"ctxlab_on_event"})
+#: the compression hooks that change what a ctxlab middleware sends: every hook the core
+#: specifies (:mod:`ctxlab.core.hookspecs`) but the observers; a plugins-folder plugin
+#: implementing one renames the strategies it applies to
+BEHAVIOUR_HOOKS = frozenset(
+    name
+    for name, value in vars(core_specs).items()
+    if hasattr(value, f"{core_specs.PROJECT}_spec") and name not in OBSERVER_HOOKS
+)
 
 
 @dataclass(frozen=True)
@@ -29,13 +61,16 @@ class Strategy:
     """A named compression strategy.
 
     ``factory(settings)`` returns the list of plugin objects added on top of the ARS defaults
-    (empty for ARS itself), or an ``AgentMiddleware`` used as is.
+    (empty for ARS itself), or an ``AgentMiddleware`` used as is.  ``levels`` renames compression
+    levels in reports (``{"L1": "masking"}``: this strategy's L1 rounds are observation masking);
+    empty: the levels are ARS's L1 and L2.
     """
 
     name: str
     factory: Callable[[Any], Any]
     description: str = ""
     source: str = field(default="", compare=False)
+    levels: dict[str, str] = field(default_factory=dict, compare=False)
 
 
 class BuiltinStrategies:
@@ -53,15 +88,18 @@ def make_lab_manager(
     *,
     load_entrypoints: bool = False,
     plugins_dir: str | os.PathLike[str] | None = None,
+    read_env: bool = True,
 ) -> pluggy.PluginManager:
     """A plugin manager for the lab: the compression hooks and defaults, the transcript-format and
     strategy hook specs, the built-in formats and the ``ars`` strategy, then entry-point, folder
     and ``extra`` plugins (see :func:`ctxlab.core.plugins.make_plugin_manager` for the order and
-    the errors)."""
+    the errors).  Without ``plugins_dir`` the lab reads the folder in ``$CTXLAB_PLUGINS_DIR``
+    unless ``read_env=False`` (a ``CompressionMiddleware`` never reads it by itself)."""
     pm = make_plugin_manager(
         extra,
         load_entrypoints=load_entrypoints,
         plugins_dir=plugins_dir,
+        read_env=read_env,
         specs=[transcript_specs, replay_specs],
     )
     pm.register(formats_plugin, name="ctxlab.builtin.transcript_formats")
@@ -77,12 +115,63 @@ def strategies(pm: pluggy.PluginManager) -> dict[str, Strategy]:
     """
     found: dict[str, Strategy] = {}
 
-    def register(name: str, factory: Callable[[Any], Any], description: str = "") -> None:
+    def register(
+        name: str,
+        factory: Callable[[Any], Any],
+        description: str = "",
+        *,
+        levels: dict[str, str] | None = None,
+    ) -> None:
         if name in found:
             raise ValueError(f"strategy {name!r} is registered twice")
-        found[name] = Strategy(name=name, factory=factory, description=description)
+        found[name] = Strategy(name=name, factory=factory, description=description, levels=dict(levels or {}))
 
     hook = getattr(pm.hook, "ctxlab_register_strategies", None)
     if hook is not None:
         hook(register=register)
     return found
+
+
+def _behaviour_hooks(pm: pluggy.PluginManager, plugin: object) -> tuple[str, ...]:
+    return tuple(sorted(h.name for h in pm.get_hookcallers(plugin) or [] if h.name in BEHAVIOUR_HOOKS))
+
+
+def folder_plugins(pm: pluggy.PluginManager) -> list[tuple[str, object, tuple[str, ...]]]:
+    """The plugins loaded from a plugins folder into ``pm``: ``(registered name, plugin, the
+    :data:`BEHAVIOUR_HOOKS` it implements)``, in registration order.  They are added to every
+    ctxlab-middleware strategy of a replay."""
+    return [
+        (name, plugin, _behaviour_hooks(pm, plugin))
+        for name, plugin in pm.list_name_plugin()
+        if plugin is not None and name.startswith("dir:")
+    ]
+
+
+def _short_label(name: str) -> str:
+    """``dir:no_l2.py`` → ``no_l2``; ``dir:rules.py:plugin`` → ``rules.plugin``."""
+    _, _, rest = name.partition(":")
+    file, _, attr = rest.partition(":")
+    stem = file[:-3] if file.endswith(".py") else file
+    return f"{stem}.{attr}" if attr else stem
+
+
+def strategy_label(name: str, pm: pluggy.PluginManager) -> str:
+    """The label of a ctxlab-middleware strategy's rows: ``name`` itself, or, when plugins-folder
+    plugins that change the middleware (:data:`BEHAVIOUR_HOOKS`) are loaded in ``pm``,
+    ``name+<plugin>+<plugin>`` (``ars+no_l2``), so that a row labelled ``ars`` is always the
+    built-in ``ars``."""
+    changing = [_short_label(n) for n, _, hooks in folder_plugins(pm) if hooks]
+    return "+".join([name, *changing]) if changing else name
+
+
+def ignored_hook_plugins(pm: pluggy.PluginManager) -> list[tuple[str, str, tuple[str, ...]]]:
+    """Installed (entry-point) plugins that implement :data:`BEHAVIOUR_HOOKS`: ``(name, source,
+    hooks)``.  The lab applies only the strategies such a package registers; its hooks reach a
+    middleware only through a strategy's factory or ``CompressionMiddleware(plugins=[...])``."""
+    out = []
+    for info in describe_plugins(pm):
+        if info.source.startswith("entry point"):
+            hooks = tuple(h for h in info.hooks if h in BEHAVIOUR_HOOKS)
+            if hooks:
+                out.append((info.name, info.source, hooks))
+    return out

@@ -45,8 +45,13 @@ class CallRow(TypedDict):
         cutoff_index: the L2 cutoff set by this call; state_cutoff_index: the one in effect after.
         offloaded, truncated_args: tool results offloaded and arguments truncated by L1.
         summarizer_calls, summarizer_input_tokens, summarizer_output_tokens: the L2 summarizer.
-        summary_error: the summarizer's error of this call's L2 round.
+        summary_error: why this call's L2 summary failed: the summarizer's error, or "the summary
+            has no text" (``None``: no L2 round, or it succeeded).
+        after_failed_summary: this call's request was built on a failed summary: its own L2
+            round's, or an earlier one's in this run (its saving is not a real saving).
         forced_by_overflow: the round was forced by a context overflow (R12).
+        overflow_errors: requests of this call the provider stand-in refused with
+            ``ContextOverflowError`` (0 without a context window).
         overhead_ms: wall time inside the middleware minus the model handler (milliseconds).
         cache_reusable_tokens, cache_reusable_share: the prompt-cache reusable prefix.
         retention: share of earlier identifiers still in the view (``None``: none mentioned).
@@ -81,7 +86,9 @@ class CallRow(TypedDict):
     summarizer_input_tokens: int
     summarizer_output_tokens: int
     summary_error: str | None
+    after_failed_summary: bool
     forced_by_overflow: bool
+    overflow_errors: int
     overhead_ms: float
     cache_reusable_tokens: int
     cache_reusable_share: float | None
@@ -120,7 +127,9 @@ CALLS_SCHEMA: dict[str, Any] = {
     "summarizer_input_tokens": pl.Int64,
     "summarizer_output_tokens": pl.Int64,
     "summary_error": pl.String,
+    "after_failed_summary": pl.Boolean,
     "forced_by_overflow": pl.Boolean,
+    "overflow_errors": pl.Int64,
     "overhead_ms": pl.Float64,
     "cache_reusable_tokens": pl.Int64,
     "cache_reusable_share": pl.Float64,
@@ -159,8 +168,11 @@ SUMMARY_COLUMNS = (
     "raw_tokens_total",
     "sent_tokens_total",
     "saving_pct",
+    "saving_pct_without_failed",
     "l1_rounds",
     "l2_rounds",
+    "summary_errors",
+    "overflow_rounds",
     "summarizer_calls",
     "summarizer_input_tokens",
     "summarizer_output_tokens",
@@ -193,6 +205,10 @@ def _aggregations() -> list[pl.Expr]:
         pl.col("view_tokens").sum().alias("sent_tokens_total"),
         (pl.col("level") == "L1").sum().cast(pl.Int64).alias("l1_rounds"),
         (pl.col("level") == "L2").sum().cast(pl.Int64).alias("l2_rounds"),
+        pl.col("summary_error").is_not_null().sum().cast(pl.Int64).alias("summary_errors"),
+        (pl.col("overflow_errors") > 0).sum().cast(pl.Int64).alias("overflow_rounds"),
+        pl.col("raw_tokens").filter(~pl.col("after_failed_summary")).sum().alias("_raw_ok"),
+        pl.col("view_tokens").filter(~pl.col("after_failed_summary")).sum().alias("_sent_ok"),
         pl.col("summarizer_calls").sum().alias("summarizer_calls"),
         pl.col("summarizer_input_tokens").sum().alias("summarizer_input_tokens"),
         pl.col("summarizer_output_tokens").sum().alias("summarizer_output_tokens"),
@@ -231,10 +247,13 @@ def _saving_pct(sent: str, raw: str) -> pl.Expr:
     return pl.when(pl.col(raw) > 0).then(100.0 * (1.0 - pl.col(sent) / pl.col(raw))).otherwise(None)
 
 
-def _savings() -> tuple[pl.Expr, pl.Expr]:
-    """``saving_pct`` (tokens) and ``cost_saving_pct`` (US dollars) of the aggregated rows."""
+def _savings() -> tuple[pl.Expr, pl.Expr, pl.Expr]:
+    """``saving_pct`` (tokens), ``saving_pct_without_failed`` (tokens, over the calls whose request
+    was not built on a failed summary; empty when there is none) and ``cost_saving_pct`` (US
+    dollars) of the aggregated rows."""
     return (
         _saving_pct("sent_tokens_total", "raw_tokens_total").alias("saving_pct"),
+        _saving_pct("_sent_ok", "_raw_ok").alias("saving_pct_without_failed"),
         _saving_pct("cost_usd", "raw_cost_usd").alias("cost_saving_pct"),
     )
 
@@ -242,8 +261,12 @@ def _savings() -> tuple[pl.Expr, pl.Expr]:
 def summary_frame(calls: pl.DataFrame) -> pl.DataFrame:
     """One row per transcript × strategy (:data:`SUMMARY_COLUMNS`), in first-seen order.
 
-    ``saving_pct`` = ``100 × (1 − sent_tokens_total / raw_tokens_total)``; means skip empty
-    values (``retention`` is empty where the assistant mentioned no earlier identifier);
+    ``saving_pct`` = ``100 × (1 − sent_tokens_total / raw_tokens_total)``;
+    ``saving_pct_without_failed`` the same over the calls not built on a failed summary (a failed
+    summary is short, so its "saving" is no saving); ``summary_errors`` counts failed or
+    text-less L2 summaries, ``overflow_rounds`` the calls in which the provider stand-in refused a
+    request.  Means skip empty values (``retention`` is empty where the assistant mentioned no
+    earlier identifier);
     ``cost_usd`` includes ``summarizer_cost_usd``; ``cost_saving_pct`` =
     ``100 × (1 − cost_usd / raw_cost_usd)``; ``span_recall`` and ``needed_recall`` are pooled over
     the L2 rounds (carried / identifiers; empty without identifiers).
@@ -259,7 +282,9 @@ def summary_frame(calls: pl.DataFrame) -> pl.DataFrame:
 def strategy_totals(calls: pl.DataFrame) -> pl.DataFrame:
     """One row per strategy over all transcripts: totals, saving % and means."""
     if calls.is_empty():
-        return pl.DataFrame(schema={"strategy": pl.String, "transcripts": pl.Int64, "saving_pct": pl.Float64})
+        return pl.DataFrame(
+            schema={"strategy": pl.String, "transcripts": pl.Int64, **{c: pl.Float64 for c in TOTALS_COLUMNS}}
+        )
     out = calls.group_by("strategy", maintain_order=True).agg(
         [pl.col("transcript").n_unique().alias("transcripts"), *_aggregations()]
     )

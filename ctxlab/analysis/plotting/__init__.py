@@ -19,7 +19,7 @@ The package, by job: :mod:`~ctxlab.analysis.plotting.style` (fonts, colours, axe
 
 from __future__ import annotations
 
-from ctxlab.analysis.plotting.figures import budget_figure, figure_name, write_figures
+from ctxlab.analysis.plotting.figures import budget_figure, figure_name, reaching_runs, write_figures
 from ctxlab.analysis.plotting.plots import (
     ROTATE_NAMES_OVER,
     plot_budget,
@@ -42,5 +42,6 @@ __all__ = [
     "plot_strategies",
     "plot_sweep",
     "plot_view_parts",
+    "reaching_runs",
     "write_figures",
 ]

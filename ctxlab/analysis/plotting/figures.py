@@ -3,20 +3,19 @@
 
 from __future__ import annotations
 
-import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
 from ctxlab.analysis.plotting.plots import plot_budget, plot_savings, plot_strategies, plot_view_parts
-from ctxlab.analysis.plotting.runs import pick_run
+from ctxlab.analysis.plotting.runs import one_value, pick_run
 from ctxlab.analysis.plotting.style import font_families, label_text, shorten
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["budget_figure", "figure_name", "save_png", "write_figures"]
+__all__ = ["budget_figure", "figure_name", "reaching_runs", "save_png", "write_figures"]
 
 
 def budget_figure(
@@ -83,19 +82,36 @@ def figure_name(*parts: str) -> str:
 
 
 def save_png(fig: Figure, path: Path) -> Path:
-    """Render ``fig`` with the Agg canvas to ``path`` as PNG (100 dpi) and return ``path``;
-    warnings about glyphs missing from the font are silenced."""
+    """Render ``fig`` with the Agg canvas to ``path`` as PNG (100 dpi) and return ``path``.  Labels
+    go through :func:`~ctxlab.analysis.plotting.style.label_text`, so no glyph is missing (a
+    missing-glyph warning is not silenced: it would be a bug)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
     FigureCanvasAgg(fig)
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="Glyph .* missing from")
-        fig.savefig(path, dpi=100, pil_kwargs={"compress_level": 3})
+    fig.savefig(path, dpi=100, pil_kwargs={"compress_level": 3})
     return path
 
 
+def reaching_runs(calls: pl.DataFrame, settings: Any = None) -> list[tuple[str, str]]:
+    """The runs (transcript, strategy) whose raw request reaches the entry threshold T in some
+    call (the row's ``threshold``, else ``settings.entry_threshold_tokens``; a run with neither
+    counts as reaching), in first-seen order."""
+    fallback = getattr(settings, "entry_threshold_tokens", None)
+    out = []
+    for (transcript, strategy), df in calls.group_by("transcript", "strategy", maintain_order=True):
+        T = one_value(df["threshold"]) or fallback
+        if T is None or max(df["raw_tokens"].to_list(), default=0) >= T:
+            out.append((str(transcript), str(strategy)))
+    return out
+
+
 def write_figures(
-    calls: pl.DataFrame, summary: pl.DataFrame | None, out_dir: str | Path, *, settings: Any = None
+    calls: pl.DataFrame,
+    summary: pl.DataFrame | None,
+    out_dir: str | Path,
+    *,
+    settings: Any = None,
+    runs: str = "all",
 ) -> list[Path]:
     """Write the report's PNGs (Agg canvas) and return their paths:
 
@@ -103,20 +119,36 @@ def write_figures(
     * ``strategies/<transcript>.png`` per transcript when there are several strategies
       (:func:`plot_strategies`);
     * ``saving_by_strategy.png`` (:func:`plot_savings`).
+
+    Args:
+        runs: ``"all"``: the per-run and per-transcript figures of every run; ``"reached"``: only
+            of the runs that reach T (:func:`reaching_runs`), where compression can show.
+
+    Raises:
+        ValueError: ``runs`` is neither.
     """
+    if runs not in ("all", "reached"):
+        raise ValueError(f"runs={runs!r} is invalid: allowed 'all' or 'reached'")
     out = Path(out_dir)
     (out / "budget").mkdir(parents=True, exist_ok=True)
     paths: list[Path] = []
     if calls.is_empty():
         return paths
     paths.append(save_png(plot_savings(calls), out / "saving_by_strategy.png"))
-    runs = calls.select("transcript", "strategy").unique(maintain_order=True).iter_rows()
-    for transcript, strategy in runs:
+    chosen = (
+        reaching_runs(calls, settings)
+        if runs == "reached"
+        else [
+            (str(t), str(s))
+            for t, s in calls.select("transcript", "strategy").unique(maintain_order=True).iter_rows()
+        ]
+    )
+    for transcript, strategy in chosen:
         fig = plot_budget(calls, transcript, strategy)
         paths.append(save_png(fig, out / "budget" / figure_name(transcript, strategy)))
     if calls["strategy"].n_unique() > 1:
         (out / "strategies").mkdir(parents=True, exist_ok=True)
-        for transcript in calls["transcript"].unique(maintain_order=True).to_list():
+        for transcript in dict.fromkeys(t for t, _ in chosen):
             fig = plot_strategies(calls, transcript)
             paths.append(save_png(fig, out / "strategies" / figure_name(transcript)))
     return paths

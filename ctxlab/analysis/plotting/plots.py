@@ -76,7 +76,17 @@ def plot_budget(
     # raw is drawn dashed on top, so that it stays visible where nothing was compressed
     same = df.height > 0 and (df["view_tokens"] == df["raw_tokens"]).all()
     sent_label = "sent (view) = raw: nothing compressed" if same else "sent (view)"
-    ax.plot(x, df["view_tokens"].to_list(), color=COLORS["sent"], linewidth=2.2, label=sent_label, zorder=2)
+    lone = len(x) == 1  # a line of one point draws nothing: mark the point
+    ax.plot(
+        x,
+        df["view_tokens"].to_list(),
+        color=COLORS["sent"],
+        linewidth=2.2,
+        label=sent_label,
+        zorder=2,
+        marker="o" if lone else None,
+        markersize=9,
+    )
     ax.plot(
         x,
         df["raw_tokens"].to_list(),
@@ -85,6 +95,8 @@ def plot_budget(
         linewidth=1.4,
         label="raw (uncompressed)",
         zorder=3,
+        marker="x" if lone else None,
+        markersize=9,
     )
     T = threshold if threshold is not None else (one_value(df["threshold"]) if df.height else None)
     T2 = l2_threshold if l2_threshold is not None else (one_value(df["l2_threshold"]) if df.height else None)
@@ -137,17 +149,28 @@ def plot_view_parts(
     x = df["call_index"].to_list()
     if df.height:
         ys = [df[f"view_{p}_tokens"].to_list() for p in VIEW_PARTS]
-        ax.stackplot(
-            x,
-            *ys,
-            labels=[p if p != "system" else "system + tools" for p in VIEW_PARTS],
-            colors=[PART_COLORS[p] for p in VIEW_PARTS],
-            alpha=0.85,
-            linewidth=0,
-        )
+        labels = [p if p != "system" else "system + tools" for p in VIEW_PARTS]
+        lone = len(x) == 1  # an area over one point has no width: a stacked bar shows it
+        if lone:
+            bottom = 0.0
+            for y, label, part in zip(ys, labels, VIEW_PARTS, strict=True):
+                ax.bar(x, y, bottom=bottom, width=0.6, color=PART_COLORS[part], alpha=0.85, label=label)
+                bottom += float(y[0] or 0)
+        else:
+            ax.stackplot(
+                x, *ys, labels=labels, colors=[PART_COLORS[p] for p in VIEW_PARTS], alpha=0.85, linewidth=0
+            )
         if show_raw:
-            ax.plot(x, df["raw_tokens"].to_list(), color="black", linestyle="--", linewidth=1.0, label="raw")
-        ax.set_xlim(min(x), max(x) if len(x) > 1 else min(x) + 1)
+            ax.plot(
+                x,
+                df["raw_tokens"].to_list(),
+                color="black",
+                linestyle="--",
+                linewidth=1.0,
+                label="raw",
+                marker="x" if lone else None,
+            )
+        ax.set_xlim(min(x) - 0.5, max(x) + 0.5) if lone else ax.set_xlim(min(x), max(x))
         if thresholds:
             peak = max([*df["view_tokens"].to_list(), *(df["raw_tokens"].to_list() if show_raw else []), 1])
             top = threshold_lines(ax, one_value(df["threshold"]), one_value(df["l2_threshold"]), peak, False)
@@ -189,6 +212,7 @@ def plot_strategies(
             linewidth=1.4,
             label="raw (uncompressed)",
             zorder=3 + len(names),  # on top: visible where a strategy sends everything
+            marker="x" if first.height == 1 else None,  # a one-call run: a point, not an empty line
         )
     n = max(1, len(names))
     for i, name in enumerate(names):

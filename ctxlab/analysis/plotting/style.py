@@ -1,9 +1,13 @@
-"""The look shared by every figure: fonts (CJK when one is installed), colours, line styles, the
-token axis and its tick labels, threshold lines, titles and legends, and figure margins.
+"""The look shared by every figure: fonts (CJK included), colours, line styles, the token axis and
+its tick labels, threshold lines, titles and legends, and figure margins.
 
-Labels with CJK text render with a CJK font when one is installed (``fc-list :lang=zh``:
-Noto Sans CJK, Source Han Sans, WenQuanYi, ...); without one, non-ASCII characters in labels
-are replaced by ``?`` (:func:`label_text`) so that nothing renders as empty boxes.
+Labels with Chinese, Japanese or Korean text render with a CJK font: first the Noto Sans CJK
+collection of the ``noto-cjk-sans-otc`` package (a lab dependency, installed by ``make setup``
+and the conda environment from PyPI; registered with matplotlib's font manager on first use, no
+system font needed), else an installed one (Noto Sans CJK, Source Han Sans, WenQuanYi, ...).
+A character that none of the label fonts has (an emoji, say) is replaced by ``?``
+(:func:`label_text`), so that no label renders as empty boxes and matplotlib warns of no missing
+glyph.
 """
 
 from __future__ import annotations
@@ -24,11 +28,13 @@ __all__ = [
     "STRATEGY_MARKERS",
     "STRATEGY_STYLES",
     "cjk_font",
+    "covered",
     "fit_margins",
     "font_families",
     "format_tokens",
     "label_text",
     "new_axes",
+    "packaged_cjk_font",
     "shorten",
     "threshold_lines",
     "title_and_legend",
@@ -76,11 +82,36 @@ STRATEGY_STYLES = ("-", (0, (6, 2)), "-.", (0, (2, 1)), (0, (8, 2, 1, 2, 1, 2)),
 STRATEGY_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 
 
+#: the module of the pip package that ships the Noto Sans CJK collection (``FONT_PATH``)
+CJK_FONT_MODULE = "noto_cjk_sans_otc"
+
+
 @functools.lru_cache(maxsize=1)
-def cjk_font() -> str | None:
-    """The family name of an installed font with CJK glyphs, or ``None``."""
+def packaged_cjk_font() -> str | None:
+    """Register the Noto Sans CJK collection of the ``noto-cjk-sans-otc`` package with
+    matplotlib's font manager and return its family name; ``None`` when the package is missing
+    or its font cannot be read."""
+    import importlib
+
     from matplotlib import font_manager
 
+    try:
+        path = str(importlib.import_module(CJK_FONT_MODULE).FONT_PATH)
+        font_manager.fontManager.addfont(path)
+        return str(font_manager.FontProperties(fname=path).get_name())
+    except (ImportError, AttributeError, OSError, RuntimeError):
+        return None
+
+
+@functools.lru_cache(maxsize=1)
+def cjk_font() -> str | None:
+    """The family name of a font with CJK glyphs: the packaged one (:func:`packaged_cjk_font`),
+    else an installed one; ``None`` when there is none."""
+    from matplotlib import font_manager
+
+    packaged = packaged_cjk_font()
+    if packaged is not None:
+        return packaged
     for entry in font_manager.fontManager.ttflist:
         if any(entry.name.startswith(n) for n in _CJK_NAMES):
             return entry.name
@@ -88,17 +119,32 @@ def cjk_font() -> str | None:
 
 
 def font_families() -> list[str]:
-    """The ``fontfamily`` of every label: the CJK font (:func:`cjk_font`) first when there is one,
-    then DejaVu Sans."""
+    """The ``fontfamily`` of every label: DejaVu Sans (Latin, Greek, Cyrillic, symbols) first,
+    then the CJK font (:func:`cjk_font`) when there is one; matplotlib falls back from one to
+    the next per character."""
     cjk = cjk_font()
-    return [cjk, "DejaVu Sans"] if cjk else ["DejaVu Sans"]
+    return ["DejaVu Sans", cjk] if cjk else ["DejaVu Sans"]
+
+
+@functools.lru_cache(maxsize=1)
+def covered() -> frozenset[int]:
+    """The code points the label fonts (:func:`font_families`) have glyphs for."""
+    from matplotlib import font_manager
+    from matplotlib.ft2font import FT2Font
+
+    points: set[int] = set()
+    for family in font_families():
+        path = font_manager.findfont(font_manager.FontProperties(family=family), fallback_to_default=False)
+        points.update(FT2Font(path).get_charmap())
+    return frozenset(points)
 
 
 def label_text(s: Any) -> str:
-    """A label that renders: kept as is with a CJK font, else non-ASCII becomes ``?``."""
+    """A label that renders: every character the label fonts lack (:func:`covered`) becomes
+    ``?``; ``$`` is escaped (no mathtext)."""
     text = str(s)
-    if cjk_font() is None:
-        text = text.encode("ascii", "replace").decode("ascii")
+    have = covered()
+    text = "".join(c if ord(c) in have or c in "\n\t" else "?" for c in text)
     return text.replace("$", r"\$")
 
 

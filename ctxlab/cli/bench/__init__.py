@@ -1,4 +1,6 @@
-"""``ctxlab bench``: benchmarks measured side by side in one run, written to ``docs/benchmarks.md``.
+"""``ctxlab bench``: benchmarks measured side by side in one run, written as ``benchmarks.md`` under
+``--out`` (default ``out/bench``; the committed ``docs/benchmarks.md`` is a full run's,
+``ctxlab bench --out docs``, and a ``--quick`` run refuses to overwrite it).
 
 Three sections, each printed as ratios measured in the same process (never absolute timings
 alone; a benchmark is never a unit test):
@@ -62,6 +64,7 @@ from ctxlab.cli.bench.timing import cl100k_encoding, fit_exponent, machine_info
 
 __all__ = [
     "CLASSES",
+    "COMMITTED",
     "SECTIONS",
     "EstimatorResult",
     "EstimatorRow",
@@ -73,6 +76,7 @@ __all__ = [
     "bench_estimators",
     "bench_overhead",
     "bench_replay",
+    "bench_target",
     "cjk_share",
     "cl100k_encoding",
     "collect_samples",
@@ -80,6 +84,7 @@ __all__ = [
     "drive_ars",
     "drive_langchain",
     "fit_exponent",
+    "is_committed_benchmarks",
     "is_json_text",
     "label_block",
     "machine_info",
@@ -92,20 +97,43 @@ __all__ = [
 ]
 
 SECTIONS = ("overhead", "estimators", "replay")
+#: the committed benchmarks, relative to the repository root (written by a full run only)
+COMMITTED = Path("docs") / "benchmarks.md"
+
+
+def bench_target(out: str | Path) -> Path:
+    """The Markdown file ``--out`` names: ``<out>/benchmarks.md``, or ``out`` itself when it ends
+    in ``.md``."""
+    path = Path(out)
+    return path if path.suffix.lower() == ".md" else path / "benchmarks.md"
+
+
+def is_committed_benchmarks(target: Path) -> bool:
+    """Whether ``target`` is the repository's committed ``docs/benchmarks.md`` (the checkout this
+    package runs from, or the one in the current folder)."""
+    roots = {Path.cwd(), Path(__file__).resolve().parents[3]}
+    resolved = target.resolve()
+    return any(resolved == (root / COMMITTED).resolve() for root in roots)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``ctxlab bench``: run the benchmarks, print them and write the Markdown table.
 
     Returns:
-        0 on success, 2 when the transcripts folder is missing.
+        0 on success, 2 when the transcripts folder is missing or ``--quick`` would overwrite the
+        committed ``docs/benchmarks.md``.
     """
     parser = argparse.ArgumentParser(
-        prog="ctxlab bench", description="Benchmarks written to docs/benchmarks.md."
+        prog="ctxlab bench",
+        description="Benchmarks written as benchmarks.md under --out. The committed docs/benchmarks.md "
+        "is a full run's: `ctxlab bench --out docs` (a --quick run never writes there).",
     )
-    parser.add_argument("--quick", action="store_true", help="smaller inputs (about a minute)")
+    parser.add_argument("--quick", action="store_true", help="smaller inputs, about a minute (default: off)")
     parser.add_argument(
-        "--out", default="docs/benchmarks.md", help="the Markdown file to write ('-': print only)"
+        "--out",
+        default="out/bench",
+        help="folder to write benchmarks.md in; a path ending in .md is the file itself; '-' prints "
+        "only (default: %(default)s)",
     )
     parser.add_argument(
         "--transcripts",
@@ -123,6 +151,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     unknown = [s for s in sections if s not in SECTIONS]
     if unknown:
         parser.error(f"unknown section(s) {', '.join(unknown)}; allowed: {', '.join(SECTIONS)}")
+    target = None if args.out == "-" else bench_target(args.out)
+    if target is not None and args.quick and is_committed_benchmarks(target):
+        print(
+            f"ctxlab bench: --quick does not overwrite the committed {target} (a full run's figures); "
+            "give another --out",
+            file=sys.stderr,
+        )
+        return 2
     transcripts = Path(args.transcripts) if args.transcripts else default_transcripts_dir()
     if not transcripts.is_dir():
         print(
@@ -157,11 +193,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         names = [s.strip() for s in args.strategies.split(",")] if args.strategies else None
         replay = bench_replay(transcripts, args.quick, names)
     text = render(machine, command.strip(), args.quick, overhead, estimators, replay)
-    if args.out != "-":
-        out = Path(args.out)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(text + "\n", encoding="utf-8")
-        print(f"wrote {out} ({time.perf_counter() - t0:.0f} s)")
+    if target is not None:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text + "\n", encoding="utf-8")
+        print(f"wrote {target} ({time.perf_counter() - t0:.0f} s)")
     else:
         print(text)
     return 0

@@ -204,6 +204,7 @@ class _EntryPoint:
             lambda settings: masking_plugins(),
             "Observation masking (Lindenbauer et al. 2025): last N tool results verbatim, older ones "
             "replaced by a placeholder from T on; no L2 ($CTXLAB_MASKING_KEEP, default 10)",
+            levels={"L1": "masking"},
         )
 
 

@@ -1,0 +1,151 @@
+"""The record of a replay written beside its numbers: ``run.json`` (the provenance of
+:func:`ctxlab.replay.provenance.provenance` plus the run's problems), the ``calls.parquet`` file
+metadata (key ``ctxlab``: the same JSON), and the report's sections on provenance, problems,
+overflow rounds and failed summaries.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import polars as pl
+
+if TYPE_CHECKING:
+    from ctxlab.replay import ReplayResult
+
+__all__ = [
+    "PARQUET_KEY",
+    "accounting_lines",
+    "parquet_metadata",
+    "problem_lines",
+    "provenance_lines",
+    "run_record",
+    "write_run_json",
+]
+
+#: the ``calls.parquet`` metadata key holding the run record (JSON)
+PARQUET_KEY = "ctxlab"
+#: what a problem of each kind is called in the report
+KINDS = {"load": "skipped file", "replay": "failed run", "summary": "failed summaries"}
+
+
+def run_record(result: ReplayResult) -> dict[str, Any]:
+    """The provenance (``result.provenance``) plus ``replayed`` (runs), ``calls``, ``problems``
+    (one string per problem) and ``failed_summaries`` (transcript, strategy, call, error)."""
+    return {
+        **result.provenance,
+        "replayed": result.replayed,
+        "calls": len(result.rows),
+        "problems": [f"{KINDS.get(e.kind, e.kind)}: {e}" for e in result.errors],
+        "failed_summaries": [
+            {k: s.get(k) for k in ("transcript", "strategy", "call_index", "error")}
+            for s in result.summaries
+            if s.get("error")
+        ],
+    }
+
+
+def write_run_json(result: ReplayResult, out: Path) -> Path:
+    """Write :func:`run_record` to ``out/run.json`` and return the path."""
+    path = out / "run.json"
+    path.write_text(json.dumps(run_record(result), indent=2, ensure_ascii=False, default=str) + "\n", "utf-8")
+    return path
+
+
+def parquet_metadata(result: ReplayResult) -> dict[str, str]:
+    """``{"ctxlab": <run record as JSON>}`` for ``DataFrame.write_parquet(metadata=...)``; read it
+    back with ``polars.read_parquet_metadata(path)["ctxlab"]``."""
+    return {PARQUET_KEY: json.dumps(run_record(result), ensure_ascii=False, default=str)}
+
+
+def provenance_lines(result: ReplayResult) -> list[str]:
+    """The report's provenance section (Markdown lines)."""
+    p = result.provenance
+    if not p:
+        return ["Not recorded (the result was not made by `replay_many`)."]
+    packages = ", ".join(f"{k} {v}" for k, v in (p.get("packages") or {}).items() if v) or "(none found)"
+    lines = [
+        f"- ctxlab {p.get('ctxlab')}, Python {p.get('python')} on {p.get('platform')}",
+        f"- packages: {packages}",
+        f"- command: `{p.get('command')}`" if p.get("command") else "- command: (not run from the CLI)",
+        f"- measuring estimator: `{p.get('measure')}`",
+        f"- provider context window: {p.get('context_window') or 'none'}",
+        f"- summarizer: {p.get('summarizer')}",
+    ]
+    env = p.get("environment") or {}
+    lines.append(
+        "- environment: " + (", ".join(f"`{k}={v}`" for k, v in env.items()) or "no `CTXLAB_*` variable set")
+    )
+    lines += ["", "Strategies (a row's label is the strategy it names, and nothing else):", ""]
+    lines += ["| label | strategy | plugins-folder plugins added (hooks) | level names | description |"]
+    lines += ["|---|---|---|---|---|"]
+    for label, rec in (p.get("strategies") or {}).items():
+        added = "; ".join(
+            f"{a['name']} ({', '.join(a['hooks']) or 'observer only'})" for a in rec.get("plugins") or []
+        )
+        levels = ", ".join(f"{k} = {v}" for k, v in (rec.get("levels") or {}).items())
+        desc = str(rec.get("description") or "").replace("|", "\\|")
+        lines.append(f"| `{label}` | `{rec.get('strategy')}` | {added or 'none'} | {levels} | {desc} |")
+    lines += ["", "Plugins loaded:", "", "| name | source | hooks |", "|---|---|---|"]
+    for info in p.get("plugins") or []:
+        lines.append(f"| `{info['name']}` | {info['source']} | {', '.join(info['hooks'])} |")
+    lines += [
+        "",
+        "Settings, the measure and the rest are also in `run.json` and in the `ctxlab` metadata "
+        "of `calls.parquet`.",
+    ]
+    return lines
+
+
+def problem_lines(result: ReplayResult) -> list[str]:
+    """The report's errors section: each problem, then each failed or text-less summary."""
+    lines = [f"- {KINDS.get(e.kind, e.kind)}: `{e}`" for e in result.errors]
+    failed = [s for s in result.summaries if s.get("error")]
+    if failed:
+        lines += ["", f"Failed or text-less L2 summaries ({len(failed)}):", ""]
+        lines += [
+            f"- {s.get('transcript')} [{s.get('strategy')}] call {s.get('call_index')}: `{s.get('error')}`"
+            for s in failed
+        ]
+    return lines or ["None."]
+
+
+def accounting_lines(result: ReplayResult, totals: pl.DataFrame) -> list[str]:
+    """Lines under the per-strategy table: overflow rounds (with a window), the saving without the
+    calls built on failed summaries, and renamed levels."""
+    lines: list[str] = []
+    if not totals.height:
+        return lines
+    rows = list(totals.iter_rows(named=True))
+    if result.window:
+        lines.append(
+            f"Provider context window {result.window}: overflow rounds (calls in which the provider "
+            "refused a request above the window and the strategy had to compress again): "
+            + ", ".join(f"{r['strategy']} {r['overflow_rounds']}" for r in rows)
+            + "."
+        )
+    for r in rows:
+        if r["summary_errors"]:
+            without = r["saving_pct_without_failed"]
+            lines.append(
+                f"**{r['strategy']}: {r['summary_errors']} L2 summaries failed.** Its saving of "
+                f"{r['saving_pct']:.1f} % counts calls sent with a failed summary (a short error notice, "
+                "no saving); over the other calls it saves "
+                + (f"{without:.1f} %." if without is not None else "nothing (every call was built on one).")
+            )
+    renamed = {
+        label: rec.get("levels")
+        for label, rec in (result.provenance.get("strategies") or {}).items()
+        if rec.get("levels")
+    }
+    for label, levels in renamed.items():
+        lines.append(
+            f"`{label}` names its levels: "
+            + ", ".join(
+                f"its {k} rounds are {v} rounds (counted in `{k.lower()}_rounds`)" for k, v in levels.items()
+            )
+            + "."
+        )
+    return lines

@@ -1,0 +1,356 @@
+"""The options of ``ctxlab replay`` and ``ctxlab compare``, one function per group, and what they
+resolve to: the settings (:func:`settings_from_args`), the provider's context window
+(:func:`window_from_args`), the price row (:func:`price_row`) and the summarizer model
+(:func:`summarizer_from_args`).
+
+Every option's help names its default.  A user error raises :class:`CliError` (printed as
+``ctxlab: error: ...``, exit status 2 unless it says otherwise).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import warnings
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "FIGURES",
+    "SETTING_FLAGS",
+    "CliError",
+    "add_common_options",
+    "add_input_options",
+    "add_measure_options",
+    "add_model_options",
+    "add_output_options",
+    "add_plugin_options",
+    "add_settings_options",
+    "load_config",
+    "price_row",
+    "settings_from_args",
+    "summarizer_from_args",
+    "window_from_args",
+]
+
+#: flag -> settings field
+SETTING_FLAGS = {
+    "summary_threshold": "--summary-threshold",
+    "summary_keep_messages": "--summary-keep-messages",
+    "summary_tool_result_token_limit": "--summary-tool-result-token-limit",
+    "summary_l2_trigger_ratio": "--summary-l2-trigger-ratio",
+}
+#: ``--figures`` choices: runs that reach T, every run, none
+FIGURES = ("reached", "all", "none")
+
+
+class CliError(Exception):
+    """A user error: printed as ``ctxlab: error: <message>`` with exit status ``code``."""
+
+    def __init__(self, message: str, code: int = 2) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+# --- option groups ------------------------------------------------------------------------------
+
+
+def add_settings_options(p: argparse.ArgumentParser) -> None:
+    """``--config`` and the ``--summary-*`` flags (the five ARS fields; flags override the file)."""
+    g = p.add_argument_group("settings (the five ARS fields; flags override --config)")
+    g.add_argument(
+        "--config", metavar="FILE", help="TOML or JSON file with the settings fields (default: none)"
+    )
+    g.add_argument(
+        "--summary-threshold", metavar="K", help="entry threshold T in K tokens (x1024) (default: 100)"
+    )
+    g.add_argument("--summary-keep-messages", metavar="N", help="messages kept verbatim by L2 (default: 10)")
+    g.add_argument(
+        "--summary-tool-result-token-limit",
+        metavar="TOKENS",
+        help="L1 limit for one tool result, and the preview budget (default: 300)",
+    )
+    g.add_argument("--summary-l2-trigger-ratio", metavar="RATIO", help="T2 / T (default: 0.4)")
+    g.add_argument(
+        "--summary-prompt-file",
+        metavar="FILE",
+        help="summarizer prompt, must contain {messages} (default: the built-in prompt)",
+    )
+
+
+def add_input_options(p: argparse.ArgumentParser) -> None:
+    """What is replayed, and what a failure does to the batch."""
+    g = p.add_argument_group("input")
+    g.add_argument("--format", metavar="NAME", help="transcript format name (default: detected per file)")
+    g.add_argument(
+        "--limit-calls",
+        metavar="N",
+        type=int,
+        help="replay at most N model calls per transcript (default: all)",
+    )
+    g.add_argument(
+        "--keep-going",
+        action="store_true",
+        help="batch use: go on after a file that cannot be loaded, a missing path or a failed run, and "
+        "report every failure (the exit status is still 1); default: stop at the first failure",
+    )
+
+
+def add_model_options(p: argparse.ArgumentParser) -> None:
+    """The main model's provider stand-in (its context window and counter) and the summarizer."""
+    g = p.add_argument_group("models")
+    g.add_argument(
+        "--context-window",
+        metavar="TOKENS",
+        type=int,
+        help="the provider's input window: a request above it is refused with ContextOverflowError, "
+        "as a live call would be (default: no window)",
+    )
+    g.add_argument(
+        "--context-window-from",
+        metavar="PROVIDER:MODEL",
+        help="the window of a model profile shipped by the installed LangChain provider package, e.g. "
+        "anthropic:claude-sonnet-4-5 (default: none)",
+    )
+    g.add_argument(
+        "--provider-count",
+        choices=("tiktoken", "char-class"),
+        default="tiktoken",
+        help="how the provider stand-in counts a request: tiktoken = cl100k_base, offline; char-class = "
+        "ctxlab's estimate (default: %(default)s)",
+    )
+    g.add_argument(
+        "--summarizer-model",
+        metavar="PROVIDER:MODEL",
+        help="summarize with this chat model (init_chat_model) (default: the offline structured summary)",
+    )
+
+
+def add_measure_options(p: argparse.ArgumentParser) -> None:
+    """How the token and cost columns are measured."""
+    g = p.add_argument_group("measures")
+    g.add_argument(
+        "--measure",
+        choices=("char-class", "tiktoken"),
+        default="char-class",
+        help="the measuring estimator for every token column (default: %(default)s)",
+    )
+    g.add_argument(
+        "--prices",
+        metavar="FILE",
+        help="price table (TOML, the fields of ctxlab/replay/prices.toml) replacing the shipped one "
+        "(default: the shipped table)",
+    )
+    g.add_argument(
+        "--price-model",
+        metavar="PROVIDER:MODEL",
+        help="the price row of the cost columns (default: anthropic:claude-sonnet-4-5)",
+    )
+
+
+def add_output_options(p: argparse.ArgumentParser, command: str) -> None:
+    """Where the results go and what is drawn."""
+    g = p.add_argument_group("output")
+    g.add_argument(
+        "--out",
+        metavar="DIR",
+        default=f"out/{command}",
+        help="output folder: calls.parquet, summary.csv, report.md, run.json, figures/, files/ "
+        "(default: %(default)s)",
+    )
+    g.add_argument(
+        "--figures",
+        choices=FIGURES,
+        default="reached",
+        help="budget figures for the runs that reach T, for every run, or none (default: %(default)s)",
+    )
+    g.add_argument("--no-figures", action="store_true", help="the same as --figures none")
+    g.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="no progress bar (default: a bar on a terminal, none when stderr is not one)",
+    )
+
+
+def add_plugin_options(p: argparse.ArgumentParser) -> None:
+    """A plugins folder (the lab also reads ``$CTXLAB_PLUGINS_DIR``)."""
+    p.add_argument(
+        "--plugins-dir",
+        metavar="DIR",
+        help="also load plugins from the .py files in DIR; hooks that change compression rename the "
+        "strategies they apply to (ars+<plugin>) (default: $CTXLAB_PLUGINS_DIR, else none)",
+    )
+
+
+def add_common_options(p: argparse.ArgumentParser, command: str) -> None:
+    """Every option group of ``replay`` and ``compare``."""
+    add_settings_options(p)
+    add_input_options(p)
+    add_model_options(p)
+    add_measure_options(p)
+    add_output_options(p, command)
+    add_plugin_options(p)
+
+
+# --- settings -----------------------------------------------------------------------------------
+
+
+def _number(text: str) -> Any:
+    """``"12"`` → 12, ``"0.5"`` → 0.5; anything else is passed on as text so that the settings
+    validation names the field in its error."""
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
+def load_config(path: str | Path) -> dict[str, Any]:
+    """The settings mapping of a TOML or JSON file (a ``[settings]``/``[ctxlab]`` table or the
+    top level); hyphens in keys become underscores.
+
+    Raises:
+        CliError: the file is missing or is neither valid TOML nor JSON.
+    """
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise CliError(f"--config {p}: cannot read file: {exc.strerror or exc}") from exc
+    data: Any
+    if p.suffix.lower() == ".json":
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise CliError(f"--config {p}: invalid JSON: {exc}") from exc
+    else:
+        import tomllib
+
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            try:
+                data = json.loads(text)
+            except json.JSONDecodeError:
+                raise CliError(f"--config {p}: invalid TOML: {exc}") from exc
+    if not isinstance(data, dict):
+        raise CliError(f"--config {p}: expected a table of settings, got {type(data).__name__}")
+    for table in ("settings", "ctxlab"):
+        if isinstance(data.get(table), dict):
+            data = data[table]
+            break
+    out = {str(k).replace("-", "_"): v for k, v in data.items()}
+    prompt_file = out.pop("summary_prompt_file", None)
+    if prompt_file is not None:
+        out["summary_prompt"] = _read_prompt(
+            (p.parent / str(prompt_file))
+            if not Path(str(prompt_file)).is_absolute()
+            else Path(str(prompt_file))
+        )
+    return out
+
+
+def _read_prompt(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise CliError(f"summary prompt file {path}: cannot read: {exc.strerror or exc}") from exc
+
+
+def settings_from_args(args: argparse.Namespace) -> Any:
+    """The :class:`~ctxlab.CompressionSettings` of ``--config`` plus the flags.
+
+    Raises:
+        SettingsError: an invalid value (names the field and the allowed range).
+        CliError: an unreadable config or prompt file.
+    """
+    from ctxlab.core.settings import CompressionSettings
+
+    data: dict[str, Any] = load_config(args.config) if getattr(args, "config", None) else {}
+    for field in SETTING_FLAGS:
+        value = getattr(args, field, None)
+        if value is not None:
+            data[field] = _number(value)
+    if getattr(args, "summary_prompt_file", None):
+        data["summary_prompt"] = _read_prompt(Path(args.summary_prompt_file))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        settings = CompressionSettings.from_mapping(data)
+    for w in caught:
+        print(f"ctxlab: warning: {w.message}", file=sys.stderr)
+    return settings
+
+
+# --- models and measures ------------------------------------------------------------------------
+
+
+def window_from_args(args: argparse.Namespace) -> Any:
+    """The provider's :class:`~ctxlab.replay.provider.ContextWindow` of ``--context-window`` or
+    ``--context-window-from`` (counted with ``--provider-count``), or ``None``.
+
+    Raises:
+        CliError: both given, a window that is not a positive integer, an unknown profile, or
+            tiktoken missing for the tiktoken counter.
+    """
+    from ctxlab.replay.provider import ContextWindow, profile_window
+
+    tokens, spec = args.context_window, args.context_window_from
+    if tokens is not None and spec:
+        raise CliError("give --context-window or --context-window-from, not both")
+    if tokens is None and not spec:
+        return None
+    source = "--context-window"
+    if spec:
+        try:
+            tokens = profile_window(spec)
+        except ValueError as exc:
+            raise CliError(f"--context-window-from {exc}") from exc
+        source = f"profile {spec}"
+    if tokens is None or tokens <= 0:
+        raise CliError(f"--context-window={tokens} is invalid: allowed an integer > 0")
+    try:
+        return ContextWindow(int(tokens), counter=args.provider_count, source=source)
+    except ImportError as exc:
+        raise CliError(
+            "--provider-count tiktoken needs the tiktoken package (pip install 'ctxlab[lab]')"
+        ) from exc
+
+
+def price_row(args: argparse.Namespace) -> Any:
+    """The price row of ``--prices``/``--price-model``.
+
+    Raises:
+        CliError: an unreadable or invalid price file, or no such row.
+    """
+    from ctxlab.replay.prices import PriceTableError
+    from ctxlab.replay.run_measures import resolve_price
+
+    try:
+        return resolve_price(args.price_model, args.prices)
+    except PriceTableError as exc:
+        raise CliError(f"--prices: {exc}") from exc
+    except OSError as exc:
+        raise CliError(f"--prices {args.prices}: cannot read file: {exc.strerror or exc}") from exc
+    except KeyError as exc:
+        raise CliError(f"--price-model: {exc.args[0]}") from exc
+
+
+def summarizer_from_args(args: argparse.Namespace) -> Any:
+    """The chat model of ``--summarizer-model`` (``init_chat_model``), or ``None`` (offline).
+
+    Raises:
+        CliError: an unknown provider, a missing integration package or key.
+    """
+    if not args.summarizer_model:
+        return None
+    from langchain.chat_models import init_chat_model
+
+    try:
+        return init_chat_model(args.summarizer_model)
+    except Exception as exc:  # unknown provider, missing integration package, missing key
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise CliError(f"--summarizer-model {args.summarizer_model}: {first}") from exc

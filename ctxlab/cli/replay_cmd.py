@@ -1,0 +1,257 @@
+"""``ctxlab replay`` and ``ctxlab compare``: load, replay, write, print, and the exit status.
+
+Order of work, so that nothing is written for a run that cannot happen:
+
+1. usage checks (settings, strategy names — a name given twice is refused —, window, format,
+   prices, summarizer model): a usage error exits 2 before anything is read;
+2. loading every PATH: a missing path, a folder with no transcripts and a file that cannot be
+   loaded are failures; without ``--keep-going`` the first load failure stops the run here (exit
+   1, nothing written), with it the others are replayed;
+3. replaying (a failed run or a run with failed summaries stops the batch unless
+   ``--keep-going``), the middlewares writing into a staging folder inside ``--out``; nothing
+   replayed: exit 1, and ``--out`` is left as it was;
+4. writing ``calls.parquet``, ``summary.csv``, ``report.md``, ``run.json``, ``summaries.jsonl``
+   and the figures (old results in ``--out`` are removed first, the staged files become
+   ``files/``), then printing the tables.
+
+Exit status: 0 when every run replayed with no failure; 1 when anything failed (the report lists
+it); 2 on a usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ctxlab.cli.options import CliError, price_row, settings_from_args, summarizer_from_args, window_from_args
+
+__all__ = ["OUTPUTS", "lab_manager", "run_replay", "warn"]
+
+#: what a run writes into its output folder; removed first so no stale result survives
+OUTPUTS = ("calls.parquet", "summary.csv", "report.md", "run.json", "summaries.jsonl", "figures", "files")
+
+
+def warn(message: object) -> None:
+    """Print ``ctxlab: warning: <message>`` on stderr (one line per line of the message)."""
+    for line in str(message).splitlines() or [""]:
+        print(f"ctxlab: warning: {line}", file=sys.stderr)
+
+
+def lab_manager(args: argparse.Namespace) -> Any:
+    """The lab's plugin manager with entry points and ``--plugins-dir`` (else
+    ``$CTXLAB_PLUGINS_DIR``); plugin problems are printed as ``ctxlab: warning:`` lines, and so
+    is an installed plugin whose compression hooks the lab does not apply.
+
+    Raises:
+        CliError: ``--plugins-dir`` is not a folder.
+    """
+    from ctxlab.replay import make_lab_manager
+    from ctxlab.replay.strategies import ignored_hook_plugins
+
+    folder = getattr(args, "plugins_dir", None)
+    if folder is not None and not Path(folder).is_dir():
+        raise CliError(f"--plugins-dir {folder}: no such folder")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        pm = make_lab_manager(load_entrypoints=True, plugins_dir=folder)
+    for w in caught:
+        warn(w.message)
+    for name, source, hooks in ignored_hook_plugins(pm):
+        warn(
+            f"plugin {name!r} ({source}) implements {', '.join(hooks)}; the lab applies only the strategies "
+            "an installed plugin registers, not its hooks (load the file with --plugins-dir to apply them)"
+        )
+    return pm
+
+
+def _strategy_names(args: argparse.Namespace, known: dict[str, Any]) -> list[str]:
+    if args.command == "compare":
+        names = [s.strip() for s in args.strategies.split(",") if s.strip()]
+        if names == ["all"]:
+            names = list(known)
+        if not names:
+            raise CliError("--strategies names no strategy")
+    else:
+        names = [args.strategy]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise CliError(f"--strategies names {twice[0]!r} twice; each strategy runs once per transcript")
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise CliError(f"unknown strategy {unknown[0]!r}; known: {', '.join(sorted(known)) or '(none)'}")
+    return names
+
+
+def _paths(args: argparse.Namespace) -> list[str]:
+    paths = list(args.paths)
+    if not paths and args.command == "replay":
+        from ctxlab.transcripts.locate import SAMPLE_TRANSCRIPT
+
+        if not Path(SAMPLE_TRANSCRIPT).is_file():
+            raise CliError(f"the bundled sample transcript is missing: {SAMPLE_TRANSCRIPT}", code=1)
+        paths = [str(SAMPLE_TRANSCRIPT)]
+    return paths
+
+
+def load(paths: Sequence[str], fmt: str | None, pm: Any) -> tuple[list[Any], list[Any]]:
+    """Every transcript under ``paths`` and the load problems (:class:`~ctxlab.replay.ReplayIssue`,
+    ``kind="load"``): a path that does not exist, a path under which no transcript was found,
+    each file that could not be loaded.  Loader warnings are printed as ``ctxlab: warning:``."""
+    from ctxlab.replay import ReplayIssue
+    from ctxlab.transcripts import load_many
+
+    transcripts: list[Any] = []
+    problems: list[Any] = []
+    seen: set[tuple[str, str]] = set()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for p in paths:
+            if not Path(p).exists() and not Path(p).is_symlink():  # loading names a link loop as such
+                problems.append(ReplayIssue(kind="load", source=p, problem=f"no such file or folder: {p}"))
+                continue
+            loaded, errors = load_many([p], format=fmt, pm=pm)
+            problems.extend(ReplayIssue.from_transcript_error(e) for e in errors)
+            if not loaded and not errors:
+                problems.append(ReplayIssue(kind="load", source=p, problem=f"no transcripts found under {p}"))
+            for t in loaded:
+                key = (t.source, t.name)
+                if key not in seen:
+                    seen.add(key)
+                    transcripts.append(t)
+    for w in caught[:20]:
+        warn(w.message)
+    if len(caught) > 20:
+        warn(f"... {len(caught) - 20} more loader warnings")
+    return transcripts, problems
+
+
+#: where a run's middlewares write inside ``--out`` until the run has replayed something
+STAGING = ".ctxlab-staging"
+
+
+def _staging(out: Path) -> tuple[Path, bool]:
+    """A fresh staging folder inside ``out`` (made, with ``out``, if missing) and whether ``out``
+    was made here.
+
+    Raises:
+        CliError: ``out`` is not a folder or cannot be written.
+    """
+    if out.exists() and not out.is_dir():
+        raise CliError(f"--out {out}: exists and is not a folder")
+    made = not out.exists()
+    stage = out / STAGING
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        shutil.rmtree(stage, ignore_errors=True)
+        stage.mkdir()
+    except OSError as exc:
+        raise CliError(f"--out {out}: cannot write there ({exc.strerror or exc})") from exc
+    return stage, made
+
+
+def _discard(stage: Path, out: Path, made: bool) -> None:
+    """Nothing was replayed: remove the staging folder, and ``out`` when it was made for this run."""
+    shutil.rmtree(stage, ignore_errors=True)
+    if made and out.is_dir() and not any(out.iterdir()):
+        out.rmdir()
+
+
+def _publish(stage: Path, out: Path) -> None:
+    """Something was replayed: remove the old results in ``out`` (so no stale one survives) and
+    move the middlewares' files from the staging folder into ``out/files``."""
+    for name in OUTPUTS:
+        target = out / name
+        if target.is_dir():
+            shutil.rmtree(target)
+        elif target.exists():
+            target.unlink()
+    if (stage / "files").is_dir():
+        (stage / "files").rename(out / "files")
+    shutil.rmtree(stage, ignore_errors=True)
+
+
+def _fail(problems: Sequence[Any], message: str) -> int:
+    for e in problems[:20]:
+        print(f"ctxlab: error: {e}", file=sys.stderr)
+    if len(problems) > 20:
+        print(f"ctxlab: error: ... {len(problems) - 20} more", file=sys.stderr)
+    print(f"ctxlab: error: {message}", file=sys.stderr)
+    return 1
+
+
+def run_replay(args: argparse.Namespace, argv: Sequence[str]) -> int:
+    """``ctxlab replay``/``compare`` (see the module doc); returns the exit status."""
+    from ctxlab.analysis.report import strategy_totals, write_report
+    from ctxlab.cli.output import print_summary
+    from ctxlab.replay import replay_many
+    from ctxlab.replay import strategies as registered
+
+    settings = settings_from_args(args)
+    pm = lab_manager(args)
+    names = _strategy_names(args, registered(pm))
+    if args.limit_calls is not None and args.limit_calls <= 0:
+        raise CliError(f"--limit-calls={args.limit_calls} is invalid: allowed an integer > 0")
+    window = window_from_args(args)
+    if args.format is not None:
+        from ctxlab.transcripts import available_formats
+
+        formats = available_formats(pm)
+        if args.format not in formats:
+            raise CliError(f"--format {args.format}: unknown format; known: {', '.join(sorted(formats))}")
+    price = price_row(args)
+    if args.measure == "tiktoken":
+        try:
+            import tiktoken  # noqa: F401
+        except ImportError as exc:
+            raise CliError(
+                "--measure tiktoken needs the tiktoken package (pip install 'ctxlab[lab]')"
+            ) from exc
+    summarizer_model = summarizer_from_args(args)
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise CliError(f"--out {out}: exists and is not a folder")
+
+    transcripts, problems = load(_paths(args), args.format, pm)
+    if not transcripts:
+        return _fail(problems, "nothing to replay; nothing written")
+    if problems and not args.keep_going:
+        return _fail(problems, "stopped before replaying (--keep-going replays the others); nothing written")
+    stage, made = _staging(out)
+    result = replay_many(
+        transcripts,
+        names,
+        settings=settings,
+        out_dir=stage,
+        pm=pm,
+        summarizer_model=summarizer_model,
+        context_window=window,
+        measure=args.measure,
+        limit_calls=args.limit_calls,
+        progress=not args.no_progress and sys.stderr.isatty(),
+        price_model=price,
+        stop_on_failure=not args.keep_going,
+    )
+    result.errors[:0] = problems
+    if result.replayed == 0:
+        _discard(stage, out, made)
+        return _fail(result.errors, "nothing could be replayed; nothing written")
+    _publish(stage, out)
+    result.files_dir = out / "files"
+    command = "ctxlab " + " ".join(argv)
+    result.provenance["command"] = command
+    figures = "none" if args.no_figures else args.figures
+    written = write_report(result, out, figures=figures, command=command)
+    print_summary(result, strategy_totals(result.frame()), written, out)
+    if result.errors:
+        stopped = "" if args.keep_going else " (stopped at the first; --keep-going runs the rest)"
+        print(
+            f"ctxlab: error: {len(result.errors)} failure(s){stopped}, listed in {out / 'report.md'}",
+            file=sys.stderr,
+        )
+        return 1
+    return 0

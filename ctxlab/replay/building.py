@@ -1,0 +1,152 @@
+"""What one replay run is made of: the middleware of a strategy (:func:`build_middleware`, with
+the plugins-folder plugins and the row label they imply), the provider's context window
+(:func:`make_window`), the summarizer, and the record of the strategies for provenance
+(:func:`strategy_records`)."""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from langchain.agents.middleware.types import AgentMiddleware
+
+from ctxlab.core.builtin import StructuredSummarizer
+from ctxlab.core.middleware import CompressionMiddleware
+from ctxlab.core.settings import CompressionSettings
+from ctxlab.replay.provider import ContextWindow
+from ctxlab.replay.strategies import folder_plugins, make_lab_manager, strategy_label
+from ctxlab.replay.strategies import strategies as registered_strategies
+
+if TYPE_CHECKING:
+    import pluggy
+
+__all__ = ["build_middleware", "make_summarizer", "make_window", "strategy_records", "summarizer_name"]
+
+
+def build_middleware(
+    strategy: str | AgentMiddleware,
+    *,
+    settings: CompressionSettings,
+    pm: pluggy.PluginManager | None = None,
+    files_dir: str | Path | None = None,
+    summarizer: Any = None,
+) -> tuple[str, AgentMiddleware]:
+    """A fresh middleware for a strategy name (or the given middleware), and the label of its rows.
+
+    Plugins loaded from a plugins folder into ``pm`` are added to a ctxlab-middleware strategy;
+    when one of them changes what the middleware does, the label is ``<name>+<plugin>``
+    (:func:`ctxlab.replay.strategies.strategy_label`), so a row labelled ``ars`` is the built-in.
+
+    Args:
+        strategy: a name registered through ``ctxlab_register_strategies`` in ``pm``, or an
+            ``AgentMiddleware`` instance (used as is, labelled with its ``name``).
+        settings: the compression settings handed to the strategy factory and the middleware.
+        pm: where strategies are looked up; default: ``make_lab_manager(load_entrypoints=True)``.
+        files_dir: root of the middleware's ``FilesystemBackend`` (virtual mode).
+        summarizer: the ``summarizer=`` of the CompressionMiddleware (default: the offline
+            :class:`ctxlab.core.builtin.StructuredSummarizer`).
+
+    Raises:
+        KeyError: the strategy name is not registered (the message lists the known names).
+        TypeError: the factory returned neither a list of plugins nor an AgentMiddleware.
+    """
+
+    if isinstance(strategy, AgentMiddleware):
+        return strategy.name, strategy
+    if pm is None:
+        pm = make_lab_manager(load_entrypoints=True)
+    known = registered_strategies(pm)
+    if strategy not in known:
+        raise KeyError(f"unknown strategy {strategy!r}; known: {', '.join(sorted(known)) or '(none)'}")
+    made = known[strategy].factory(settings)
+    if isinstance(made, AgentMiddleware):
+        return strategy, made
+    if isinstance(made, (list, tuple)):
+        from deepagents.backends import FilesystemBackend
+
+        if summarizer is None:
+            summarizer = StructuredSummarizer()
+        root = Path(files_dir) if files_dir is not None else Path(tempfile.mkdtemp(prefix="ctxlab-replay-"))
+        root.mkdir(parents=True, exist_ok=True)
+        backend = FilesystemBackend(root_dir=str(root.resolve()), virtual_mode=True)
+        extra = [p for _, p, _ in folder_plugins(pm)]
+        # the recorded agent never had ctxlab's read tool: a replayed request carries the
+        # recorded tools only, so that raw and sent requests differ by compression alone
+        mw = CompressionMiddleware(
+            settings=settings,
+            backend=backend,
+            summarizer=summarizer,
+            plugins=[*made, *extra],
+            read_tool=False,
+        )
+        mw._ctxlab_files_root = root.resolve()  # type: ignore[attr-defined]
+        return strategy_label(strategy, pm), mw
+    raise TypeError(
+        f"strategy {strategy!r}: factory returned {type(made).__name__}; expected a list of plugin objects "
+        "or an AgentMiddleware instance"
+    )
+
+
+def strategy_records(
+    strategies: Sequence[str | AgentMiddleware], pm: pluggy.PluginManager, settings: CompressionSettings
+) -> dict[str, dict[str, Any]]:
+    """Row label -> what it is, for provenance: ``strategy`` (the registered name or the
+    middleware's class), ``description``, ``plugins`` (the plugins-folder plugins added, with
+    the hooks that changed it) and ``levels`` (level renames, ``{"L1": "masking"}``)."""
+    known = registered_strategies(pm)
+    added = [{"name": n, "hooks": list(h)} for n, _, h in folder_plugins(pm)]
+    out: dict[str, dict[str, Any]] = {}
+    for s in strategies:
+        if isinstance(s, AgentMiddleware):
+            out[s.name] = {"strategy": type(s).__name__, "description": "", "plugins": [], "levels": {}}
+            continue
+        entry = known[s]
+        try:
+            foreign = isinstance(entry.factory(settings), AgentMiddleware)
+        except Exception:  # a factory that fails fails its runs, where it is reported
+            foreign = False
+        out[s if foreign else strategy_label(s, pm)] = {
+            "strategy": s,
+            "description": entry.description,
+            "plugins": [] if foreign else added,
+            "levels": dict(entry.levels),
+        }
+    return out
+
+
+def make_window(
+    context_window: int | ContextWindow | None, provider_count: str = "tiktoken"
+) -> ContextWindow | None:
+    """A :class:`ContextWindow` from a number of tokens (counted with ``provider_count``), or
+    the given one; ``None`` stays ``None``.
+
+    Raises:
+        ValueError: not a positive integer, or an unknown counter.
+    """
+    if context_window is None or isinstance(context_window, ContextWindow):
+        return context_window
+    return ContextWindow(int(context_window), counter=provider_count)
+
+
+def make_summarizer(summarizer_model: str | Any | None) -> Any:
+    """The L2 summarizer: the offline :class:`StructuredSummarizer` (``None``), a chat model by
+    ``"provider:model"`` (``init_chat_model``; raises what it raises), or the given object."""
+    if summarizer_model is None:
+        return StructuredSummarizer()
+    if isinstance(summarizer_model, str):
+        from langchain.chat_models import init_chat_model
+
+        return init_chat_model(summarizer_model)
+    return summarizer_model
+
+
+def summarizer_name(summarizer_model: str | Any | None) -> str:
+    """What writes the L2 summaries, in words (provenance)."""
+    if summarizer_model is None:
+        return "offline structured summarizer (ctxlab.core.builtin.StructuredSummarizer)"
+    if isinstance(summarizer_model, str):
+        return f"chat model {summarizer_model} (init_chat_model)"
+    name = getattr(summarizer_model, "model_name", None) or getattr(summarizer_model, "model", None)
+    return f"{type(summarizer_model).__name__}" + (f" {name}" if isinstance(name, str) else "")

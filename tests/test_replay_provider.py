@@ -1,0 +1,118 @@
+"""The provider stand-in of a replay (:mod:`ctxlab.replay.provider`), the recorded live model, the
+replay's thread id, and how plugins-folder plugins name the strategies they change."""
+
+from __future__ import annotations
+
+import pytest
+from langchain_core.exceptions import ContextOverflowError
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+from langchain_core.tools import tool
+
+from ctxlab.replay import ContextWindow, RecordedChatModel, make_lab_manager, profile_window, thread_id_for
+from ctxlab.replay.models import ScriptExhaustedError
+from ctxlab.replay.strategies import BEHAVIOUR_HOOKS, OBSERVER_HOOKS, folder_plugins, strategy_label
+
+SYSTEM = SystemMessage("You are a careful agent.")
+LONG = [HumanMessage("word " * 400, id="h1")]
+
+
+@pytest.mark.parametrize("bad", [0, -5, True, 1.5])
+def test_a_window_is_a_positive_integer(bad: object) -> None:
+    with pytest.raises(ValueError, match="max_input_tokens"):
+        ContextWindow(bad)  # type: ignore[arg-type]
+
+
+def test_an_unknown_counter_is_refused() -> None:
+    with pytest.raises(ValueError, match="counter='bytes'"):
+        ContextWindow(1000, counter="bytes")
+
+
+def test_a_request_above_the_window_is_refused_like_a_provider() -> None:
+    window = ContextWindow(1000)
+    n = window.request_tokens(SYSTEM, [], LONG)
+    assert 400 <= n <= 1000 and window.check(SYSTEM, [], LONG) == n  # at or below: passes
+    small = ContextWindow(n - 1)
+    with pytest.raises(ContextOverflowError, match=rf"prompt is too long: {n} tokens > {n - 1} maximum"):
+        small.check(SYSTEM, [], LONG)
+    assert small.describe() == f"{n - 1:,} tokens (tiktoken, --context-window)"
+
+
+def test_the_counters_differ_and_tools_count() -> None:
+    @tool
+    def read_file(path: str) -> str:
+        """Read a file."""
+        return path
+
+    tiktoken, charclass = ContextWindow(10_000), ContextWindow(10_000, counter="char-class")
+    assert tiktoken.request_tokens(SYSTEM, [], LONG) != charclass.request_tokens(SYSTEM, [], LONG)
+    assert tiktoken.request_tokens(SYSTEM, [read_file], LONG) > tiktoken.request_tokens(SYSTEM, [], LONG)
+
+
+def test_a_window_from_the_installed_provider_profiles() -> None:
+    assert profile_window("anthropic:claude-sonnet-4-5") >= 100_000
+    with pytest.raises(ValueError, match="expected provider:model"):
+        profile_window("claude-sonnet-4-5")
+    with pytest.raises(ValueError, match="not in the langchain_anthropic profiles; known models include"):
+        profile_window("anthropic:claude-nonesuch")
+    with pytest.raises(ValueError, match="no model profiles for provider 'nosuch'"):
+        profile_window("nosuch:model")
+
+
+def test_the_recorded_model_refuses_above_its_window_without_using_an_answer() -> None:
+    answers = [AIMessage("one", id="a1"), AIMessage("two", id="a2")]
+    model = RecordedChatModel(answers=answers, window=ContextWindow(50))
+    assert model.profile == {"max_input_tokens": 50}
+    with pytest.raises(ContextOverflowError):
+        model.invoke([SYSTEM, *LONG])
+    bound = model.bind_tools([])
+    assert bound.invoke([HumanMessage("hi")]).id == "a1"  # the refused call used no answer
+    assert model.invoke([HumanMessage("hi")]).id == "a2"  # copies share the cursor and requests
+    assert len(model.requests) == 3 and model.requests[0][0] is SYSTEM
+    with pytest.raises(ScriptExhaustedError):
+        model.invoke([HumanMessage("again")])
+
+
+def test_the_thread_id_of_a_replay_is_its_label_made_safe() -> None:
+    assert thread_id_for("katy.traj") == "katy.traj"
+    tid = thread_id_for("数据/会话.json")
+    assert tid.isascii() and tid != thread_id_for("数据/会话2.json")
+
+
+OBSERVER = "from ctxlab.core.hookspecs import hookimpl\n@hookimpl\ndef ctxlab_on_event(event):\n    pass\n"
+CUTOFF = (
+    "from ctxlab.core.hookspecs import hookimpl\n"
+    "class Rule:\n"
+    "    @hookimpl(tryfirst=True)\n"
+    "    def ctxlab_select_cutoff(self, messages, ctx):\n"
+    "        return None\n"
+    "rule = Rule()\n"
+)
+
+
+def test_only_plugins_that_change_compression_rename_the_strategies(tmp_path, monkeypatch) -> None:
+    monkeypatch.delenv("CTXLAB_PLUGINS_DIR", raising=False)
+    assert "ctxlab_on_event" in OBSERVER_HOOKS and "ctxlab_on_event" not in BEHAVIOUR_HOOKS
+    assert {"ctxlab_select_cutoff", "ctxlab_l1_trim", "ctxlab_estimate_message"} <= BEHAVIOUR_HOOKS
+    folder = tmp_path / "plugins"
+    folder.mkdir()
+    (folder / "watch.py").write_text(OBSERVER)
+    pm = make_lab_manager(plugins_dir=folder)
+    assert [(n, h) for n, _, h in folder_plugins(pm)] == [("dir:watch.py", ())]
+    assert strategy_label("ars", pm) == "ars"  # an observer changes nothing
+    (folder / "rules.py").write_text(CUTOFF)
+    pm = make_lab_manager(plugins_dir=folder)
+    assert strategy_label("ars", pm) == "ars+rules.rule"
+    assert make_lab_manager(read_env=False).list_name_plugin()  # the lab manager builds without env
+
+
+def test_the_lab_reads_the_environment_folder_and_the_core_does_not(tmp_path, monkeypatch) -> None:
+    from ctxlab.core.plugins import make_plugin_manager
+
+    folder = tmp_path / "plugins"
+    folder.mkdir()
+    (folder / "rules.py").write_text(CUTOFF)
+    monkeypatch.setenv("CTXLAB_PLUGINS_DIR", str(folder))
+    assert strategy_label("ars", make_lab_manager()) == "ars+rules.rule"
+    assert strategy_label("ars", make_lab_manager(read_env=False)) == "ars"
+    assert not [n for n, _ in make_plugin_manager().list_name_plugin() if n.startswith("dir:")]
+    assert [n for n, _ in make_plugin_manager(read_env=True).list_name_plugin() if n.startswith("dir:")]
