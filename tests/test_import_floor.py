@@ -52,7 +52,16 @@ def test_import_ctxlab_alone_defers_langchain() -> None:
 
 
 #: what ``ctxlab --help`` must not load: start-up stays a parser and nothing else (issue 12, target 4)
-HEAVY_FOR_HELP = ("langchain", "langchain_core", "langgraph", "polars", "matplotlib", "tiktoken", "ray", "numpy")
+HEAVY_FOR_HELP = (
+    "langchain",
+    "langchain_core",
+    "langgraph",
+    "polars",
+    "matplotlib",
+    "tiktoken",
+    "ray",
+    "numpy",
+)
 
 
 def _modules_after_cli(args: list[str]) -> list[str]:

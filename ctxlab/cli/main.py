@@ -104,6 +104,17 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     o.add_argument("--plugins-dir", metavar="DIR", help="also load plugins from the .py files in DIR")
     o.add_argument("--no-figures", action="store_true", help="do not write PNG figures")
     o.add_argument("--no-progress", action="store_true", help="no progress bar")
+    j = p.add_argument_group("parallel runs (same results as serial; ctxlab.replay.parallel)")
+    j.add_argument("--jobs", metavar="N", type=int, default=1, help="local worker processes; default 1")
+    j.add_argument(
+        "--engine",
+        choices=("local", "ray"),
+        default="local",
+        help="local processes or a Ray cluster (ctxlab[ray])",
+    )
+    j.add_argument(
+        "--ray-address", metavar="ADDR", help="the Ray cluster to join (default: $RAY_ADDRESS or a local one)"
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -330,20 +341,25 @@ def _run(args: argparse.Namespace, argv: Sequence[str]) -> int:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise CliError(f"--summarizer-model {args.summarizer_model}: {first}") from exc
 
-    result = replay_many(
-        paths,
-        names,
-        settings=settings,
-        out_dir=out,
-        format=args.format,
-        pm=pm,
-        summarizer_model=summarizer_model,
-        context_window=args.context_window,
-        measure=args.measure,
-        limit_calls=args.limit_calls,
-        progress=not args.no_progress,
-        price_model=price,
-    )
+    if args.jobs < 1:
+        raise CliError(f"--jobs={args.jobs} is invalid: allowed an integer > 0")
+    if args.jobs > 1 or args.engine == "ray":
+        result = _run_parallel(args, paths, names, settings, out, price)
+    else:
+        result = replay_many(
+            paths,
+            names,
+            settings=settings,
+            out_dir=out,
+            format=args.format,
+            pm=pm,
+            summarizer_model=summarizer_model,
+            context_window=args.context_window,
+            measure=args.measure,
+            limit_calls=args.limit_calls,
+            progress=not args.no_progress,
+            price_model=price,
+        )
     written = write_report(result, out, figures=not args.no_figures, command="ctxlab " + " ".join(argv))
     _print_summary(result, strategy_totals(result.frame()), written, out)
     if result.replayed == 0:
@@ -369,6 +385,35 @@ def _price_row(args: argparse.Namespace) -> Any:
         raise CliError(f"--prices {args.prices}: cannot read file: {exc.strerror or exc}") from exc
     except KeyError as exc:
         raise CliError(f"--price-model: {exc.args[0]}") from exc
+
+
+def _run_parallel(
+    args: argparse.Namespace, paths: list[Any], names: list[str], settings: Any, out: Path, price: Any
+) -> Any:
+    """``--jobs N`` / ``--engine ray``: the same replay on worker processes or a Ray cluster."""
+    from ctxlab.replay.parallel import RayUnavailableError, run_grid
+
+    try:
+        grid = run_grid(
+            paths,
+            names,
+            settings,
+            jobs=args.jobs,
+            engine=args.engine,
+            ray_address=args.ray_address,
+            out_dir=out,
+            format=args.format,
+            plugins_dir=args.plugins_dir,
+            measure=args.measure,
+            limit_calls=args.limit_calls,
+            context_window=args.context_window,
+            summarizer_model=args.summarizer_model,
+            price_model=price,
+            progress=not args.no_progress,
+        )
+    except RayUnavailableError as exc:
+        raise CliError(str(exc)) from exc
+    return grid.results[0]
 
 
 def _print_summary(result: Any, totals: Any, written: dict[str, Any], out: Path) -> None:

@@ -296,6 +296,7 @@ def replay_many(
     progress: bool = True,
     price_model: str | PriceRow | None = None,
     prices: str | Path | PriceTable | None = None,
+    labels: Sequence[str] | None = None,
 ) -> ReplayResult:
     """Replay every transcript × strategy; a bad file or a failing run never stops the batch.
 
@@ -311,6 +312,9 @@ def replay_many(
         format: the transcript format name (default: detected per file).
         progress: progress bars over the runs and the calls of the current run.
         price_model, prices: the price row of the cost columns, as for :func:`replay`.
+        labels: the transcripts' labels, one per transcript in load order (default:
+            :func:`transcript_labels`); :mod:`ctxlab.replay.parallel` passes the labels of the
+            whole batch when it replays one transcript per task.
 
     Returns:
         A :class:`ReplayResult`; files that failed to load and runs that failed are in
@@ -319,6 +323,7 @@ def replay_many(
     Raises:
         KeyError: an unknown strategy name or price row (checked before anything is replayed).
         PriceTableError: an invalid price file.
+        ValueError: ``labels`` does not hold one label per transcript.
     """
 
     settings = settings or CompressionSettings()
@@ -343,7 +348,10 @@ def replay_many(
         loaded, load_errors = load_many(paths, format=format, pm=pm)
         transcripts.extend(loaded)
         result.errors.extend(ReplayIssue.from_transcript_error(e) for e in load_errors)
-    labels = transcript_labels(transcripts)
+    if labels is None:
+        labels = transcript_labels(transcripts)
+    elif len(labels) != len(transcripts):
+        raise ValueError(f"{len(labels)} labels for {len(transcripts)} transcripts")
     names = [s if isinstance(s, str) else s.name for s in strategies]
     result.strategies = list(dict.fromkeys(names))
     root = Path(out_dir) if out_dir is not None else Path(tempfile.mkdtemp(prefix="ctxlab-replay-"))
