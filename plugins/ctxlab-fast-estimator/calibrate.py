@@ -40,13 +40,12 @@ from ctxlab.cli.bench import cl100k_encoding, collect_samples, default_transcrip
 from ctxlab.cli.bench.samples import Sample, textset
 from ctxlab.core import estimation as core
 
-FIXED_LONG = {"digit_token": 1.0, "compat": 1.0}
-DROPPED_LONG: tuple[str, ...] = ()
+FIXED_LONG = {"digit_token": 1.0, "u.digit": 0.0, "u.compat": 1.0, "u.cont": 0.0}
+#: a pair weighs at most this many 1/UNIT tokens (so that adler32 never wraps on a sample)
+PAIR_MAX = 255
 #: the short tier weighs a non-ASCII character on its lead byte alone (its script's weight)
 FIXED_SHORT = {"cont": 0}
-GRID_LO = (10.0, 15.0, 20.0, 30.0)
-GRID_SPAN = (20.0, 40.0, 60.0)
-ALPHA = 0.5
+ALPHA = 0.2
 
 
 def fit(A: np.ndarray, T: np.ndarray, fixed: np.ndarray, cls: np.ndarray) -> np.ndarray:
@@ -100,7 +99,9 @@ def pieces(samples: Sequence[Sample], limit: int) -> list[Sample]:
     return out
 
 
-def matrix(samples: Sequence[Sample], fn: Callable[[str], dict[str, float]], keys: Sequence[str]) -> np.ndarray:
+def matrix(
+    samples: Sequence[Sample], fn: Callable[[str], dict[str, float]], keys: Sequence[str]
+) -> np.ndarray:
     rows = [fn(s.text) for s in samples]
     return np.array([[r[k] for k in keys] for r in rows], float)
 
@@ -120,27 +121,23 @@ def main() -> int:
     print(f"{len(train)} calibration samples, {len(held)} held-out samples")
 
     # --- long tier ---
-    names = [k for k in core.LONG_WEIGHTS if k not in FIXED_LONG and k not in DROPPED_LONG]
+    names = [k for k in core.LONG_WEIGHTS if k not in FIXED_LONG]
     keys = [f"long.{k}" for k in names]
-    best = None
-    for lo in GRID_LO:
-        for span in GRID_SPAN:
-            feats = lambda t, lo=lo, span=span: core.long_features(t, lo, lo + span)  # noqa: E731
-            A = matrix(train, feats, keys)
-            fixed = matrix(train, feats, [f"long.{k}" for k in FIXED_LONG]) @ np.array(list(FIXED_LONG.values()))
-            coef = fit(A, T, fixed, cls)
-            err = errors(A @ coef + fixed, T, cls)
-            score = float(np.mean([e[1] for e in err.values()]))
-            if best is None or score < best[0]:
-                best = (score, lo, lo + span, coef, A @ coef + fixed)
-    assert best is not None
-    _, lo, hi, coef, pred = best
-    long_w = dict(FIXED_LONG) | dict.fromkeys(DROPPED_LONG, 0.0) | dict(zip(names, coef, strict=True))
-    print(f"\nlong tier, ramp {lo:g}..{hi:g}")
-    show("calibration error per class (long tier on every sample)", errors(pred, T, cls))
-    feats_h = lambda t: core.long_features(t, lo, hi)  # noqa: E731
+    A = matrix(train, core.long_features, keys)
+    fixed = matrix(train, core.long_features, [f"long.{k}" for k in FIXED_LONG]) @ np.array(
+        list(FIXED_LONG.values())
+    )
+    coef = fit(A, T, fixed, cls)
+    unit = core.UNIT
+    qcoef = np.clip(np.round(coef * unit), 0, [PAIR_MAX if k.startswith("p.") else 255 for k in names])
+    pred = A @ qcoef / unit + fixed
+    long_w = {k: int(round(v * unit)) for k, v in FIXED_LONG.items()} | {
+        k: int(v) for k, v in zip(names, qcoef, strict=True)
+    }
+    print("\nlong tier")
+    show("calibration error per class (long tier on every sample, rounded weights)", errors(pred, T, cls))
     all_keys = [f"long.{k}" for k in core.LONG_WEIGHTS]
-    ph = matrix(held, feats_h, all_keys) @ np.array([long_w[k] for k in core.LONG_WEIGHTS])
+    ph = matrix(held, core.long_features, all_keys) @ np.array([long_w[k] for k in core.LONG_WEIGHTS]) / unit
     show("HELD-OUT error per class (long tier on every sample; never fitted)", errors(ph, Th, clsh))
 
     # --- short tier ---
@@ -150,7 +147,6 @@ def main() -> int:
     skeys = [f"short.{k}" for k in core.SHORT_WEIGHTS if k not in FIXED_SHORT]
     As = matrix(short_train, core.short_features, skeys)
     scoef = fit(As, Ts, np.zeros(len(Ts)), clss)
-    unit = core.SHORT_UNIT
     q = np.clip(np.round(scoef * unit), 0, 255)
     short_w = dict(FIXED_SHORT) | {k.split(".", 1)[1]: int(v) for k, v in zip(skeys, q, strict=True)}
     print(f"\nshort tier ({len(short_train)} pieces of at most {core.SHORT_BYTES} bytes)")
@@ -158,17 +154,19 @@ def main() -> int:
     short_held = pieces(held, core.SHORT_BYTES)
     Tsh = tokens([s.text for s in short_held])
     Ash = matrix(short_held, core.short_features, skeys)
-    show("HELD-OUT error per class (short tier on pieces; never fitted)", errors(Ash @ q / unit, Tsh, np.array([s.cls for s in short_held])))
+    show(
+        "HELD-OUT error per class (short tier on pieces; never fitted)",
+        errors(Ash @ q / unit, Tsh, np.array([s.cls for s in short_held])),
+    )
 
     print("\n# --- paste into ctxlab/core/estimation/charclass.py (calibrated constants) ---")
-    print("LONG_WEIGHTS: dict[str, float] = {")
-    for k in core.LONG_WEIGHTS:
-        print(f'    "{k}": {long_w[k]:.4g},')
-    print("}")
-    print(f"RAMP_LO = {lo:.1f}\nRAMP_HI = {hi:.1f}")
     print("SHORT_WEIGHTS: dict[str, int] = {")
     for k in core.SHORT_WEIGHTS:
         print(f'    "{k}": {short_w[k]},')
+    print("}")
+    print("LONG_WEIGHTS: dict[str, int] = {")
+    for k in core.LONG_WEIGHTS:
+        print(f'    "{k}": {long_w[k]},')
     print("}")
     return 0
 

@@ -187,8 +187,14 @@ def _emoji_pool() -> list[str]:
 def emoji_samples(split: str, rng: random.Random) -> Iterator[tuple[str, str]]:
     pool = _emoji_pool()
     tones = [chr(c) for c in range(0x1F3FB, 0x1F400)]
-    flags = ["".join(chr(0x1F1E6 + ord(ch) - 65) for ch in cc) for cc in ("US", "FR", "JP", "BR", "DE", "IN", "UA")]
-    zwj = ["\U0001f468\u200d\U0001f469\u200d\U0001f467", "\U0001f3f3\ufe0f\u200d\U0001f308", "\U0001f469\u200d\U0001f4bb"]
+    flags = [
+        "".join(chr(0x1F1E6 + ord(ch) - 65) for ch in cc) for cc in ("US", "FR", "JP", "BR", "DE", "IN", "UA")
+    ]
+    zwj = [
+        "\U0001f468\u200d\U0001f469\u200d\U0001f467",
+        "\U0001f3f3\ufe0f\u200d\U0001f308",
+        "\U0001f469\u200d\U0001f4bb",
+    ]
     names = ["ana", "bo", "chen", "dmitri", "eli", "fatima", "gus", "hana"]
     for _ in range(60):
         lines = []
@@ -233,7 +239,7 @@ def url_samples(split: str, rng: random.Random) -> Iterator[tuple[str, str]]:
             qs = []
             for _ in range(rng.randint(1, 4)):
                 k = rng.choice(keys)
-                v = rng.choice(words) if rng.random() < 0.6 else str(rng.randint(0, 10**rng.randint(1, 8)))
+                v = rng.choice(words) if rng.random() < 0.6 else str(rng.randint(0, 10 ** rng.randint(1, 8)))
                 if rng.random() < 0.15:
                     v = "%20".join(rng.sample(words, 2))
                 qs.append(f"{k}={v}")
@@ -311,7 +317,9 @@ def hex_samples(split: str, rng: random.Random) -> Iterator[tuple[str, str]]:
     for i in range(40):
         if split == "calibration":
             if i % 2:
-                lines = [f"sha256:{hashlib.sha256(rng.randbytes(16)).hexdigest()}  file_{j}.bin" for j in range(8)]
+                lines = [
+                    f"sha256:{hashlib.sha256(rng.randbytes(16)).hexdigest()}  file_{j}.bin" for j in range(8)
+                ]
                 yield "\n".join(lines) + "\n", "generated (digest lists)"
             else:
                 yield rng.randbytes(rng.randint(100, 700)).hex() + "\n", "generated (hex of random bytes)"
@@ -413,7 +421,7 @@ def trace_samples(split: str, rng: random.Random) -> Iterator[tuple[str, str]]:
         if split == "calibration":  # Java
             head = rng.choice(
                 [
-                    "java.lang.NullPointerException: Cannot invoke \"String.length()\" because \"name\" is null",
+                    'java.lang.NullPointerException: Cannot invoke "String.length()" because "name" is null',
                     "java.lang.IllegalStateException: Connection pool exhausted",
                     "java.io.IOException: Broken pipe",
                 ]
@@ -456,7 +464,7 @@ def numlog_samples(split: str, rng: random.Random) -> Iterator[tuple[str, str]]:
             if split == "calibration":
                 if rng.random() < 0.5:
                     lines.append(
-                        f'{ip()} - - [12/Mar/2024:{rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}:{rng.randint(0, 59):02d} +0000] '
+                        f"{ip()} - - [12/Mar/2024:{rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}:{rng.randint(0, 59):02d} +0000] "
                         f'"GET /api/v1/items/{rng.randint(1, 99999)} HTTP/1.1" {rng.choice([200, 200, 304, 404, 500])} '
                         f"{rng.randint(100, 99999)} {rng.uniform(0.001, 2):.3f}"
                     )
@@ -574,7 +582,10 @@ def main() -> int:
         by: dict[str, int] = {}
         for r in rows:
             by[r["cls"]] = by.get(r["cls"], 0) + len(r["text"])
-        print(f"{path}: {len(rows)} samples, {path.stat().st_size:,} bytes; " + ", ".join(f"{k} {v:,}" for k, v in by.items()))
+        print(
+            f"{path}: {len(rows)} samples, {path.stat().st_size:,} bytes; "
+            + ", ".join(f"{k} {v:,}" for k, v in by.items())
+        )
     return 0
 
 

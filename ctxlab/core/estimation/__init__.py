@@ -4,10 +4,10 @@ Provider-reported usage is the billing truth (R16); these estimates decide when 
 how much L1 and L2 must cut.  All values are tokens (``int``).  Nothing here raises on odd
 content: unknown block types count their JSON length.  The parts, one job each:
 
-* :mod:`~ctxlab.core.estimation.charclass` — text by calibrated character classes and runs, an
-  approximation of ``cl100k_base`` about 20× cheaper than tiktoken (:func:`estimate_text_tokens`,
-  :func:`char_class_tokens`, :func:`features`, the constants :data:`LONG_WEIGHTS` /
-  :data:`SHORT_WEIGHTS` / :data:`COEFFICIENTS`, fitted by
+* :mod:`~ctxlab.core.estimation.charclass` — text by calibrated byte classes and pairs of
+  character classes, an approximation of ``cl100k_base`` many times cheaper than tiktoken
+  (:func:`estimate_text_tokens`, :func:`char_class_tokens`, :func:`features`, the constants
+  :data:`SHORT_WEIGHTS` / :data:`LONG_WEIGHTS` / :data:`COEFFICIENTS`, fitted by
   ``plugins/ctxlab-fast-estimator/calibrate.py``);
 * :mod:`~ctxlab.core.estimation.images` — images by size with OpenAI's tile rule
   (:func:`estimate_image_tokens`), data-URL images inside texts;
@@ -25,14 +25,15 @@ from __future__ import annotations
 from ctxlab.core.estimation.cache import EstimateCache
 from ctxlab.core.estimation.charclass import (
     BLOCK,
+    BYTE_CLASSES,
     COEFFICIENTS,
     GROUPS,
     LONG_WEIGHTS,
-    RAMP_HI,
-    RAMP_LO,
+    PAIR_CLASSES,
+    RUN_SAMPLE,
     SHORT_BYTES,
-    SHORT_UNIT,
     SHORT_WEIGHTS,
+    UNIT,
     WEIGHTS,
     char_class_tokens,
     estimate_text_tokens,
@@ -51,15 +52,16 @@ from ctxlab.core.estimation.images import UNKNOWN_IMAGE_TOKENS, estimate_image_t
 
 __all__ = [
     "BLOCK",
+    "BYTE_CLASSES",
     "COEFFICIENTS",
     "GROUPS",
     "LONG_WEIGHTS",
     "MESSAGE_OVERHEAD",
-    "RAMP_HI",
-    "RAMP_LO",
+    "PAIR_CLASSES",
+    "RUN_SAMPLE",
     "SHORT_BYTES",
-    "SHORT_UNIT",
     "SHORT_WEIGHTS",
+    "UNIT",
     "UNKNOWN_IMAGE_TOKENS",
     "WEIGHTS",
     "CharClassEstimator",

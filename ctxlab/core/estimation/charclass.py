@@ -1,43 +1,43 @@
 """The character-class text estimate: an approximation of ``cl100k_base`` tokens (spec R16).
 
 Estimates are local approximations used only to trigger and trim; provider-reported usage is the
-billing truth (R16).  All values are tokens; the calibrated weights below are tokens per counted
-unit (a character, a byte, a run).  Nothing here raises on odd content.
+billing truth (R16).  All values are tokens; the calibrated weights below are in
+1/:data:`UNIT` tokens per counted byte or pair.  Nothing here raises on odd content.
 
-A text is weighed in one of two tiers, each a weighted sum of counts taken with C-speed passes
-over its UTF-8 bytes (``bytes.translate``, ``bytes.count``, ``bytes.replace``):
+Each UTF-8 byte has a class (:data:`BYTE_CLASSES`: ASCII lower case, upper case, digit,
+whitespace, newline, double quote, other punctuation; a continuation byte; the lead byte of a
+non-ASCII character by the script its range names, :data:`GROUPS` — Cyrillic, Arabic, the Indic
+scripts, kana, Han, Hangul, 4-byte characters such as emoji, ...).  A text is weighed in one of
+two tiers:
 
-* **short** — texts of at most :data:`SHORT_BYTES` UTF-8 bytes: one weight per byte class
-  (:data:`SHORT_WEIGHTS`, in 1/:data:`SHORT_UNIT` tokens, so that a table maps every byte to its
-  weight); the sum is taken by ``zlib.adler32`` over the translated bytes, whose low half is
-  ``1 + Σ bytes mod 65521`` and never wraps here (at most 255 × 256 < 65521).  Two C calls: a
-  short text's estimate costs little more than the Python call itself, about 20× less than
-  tiktoken on 100-character texts (``ctxlab bench``).
-* **long** — longer texts, block by block (:data:`BLOCK` characters, so that a base64 blob inside
-  a long tool result is weighed as such), with :data:`LONG_WEIGHTS` on the features of
-  :func:`features`.  Besides the byte classes they count what cl100k's pre-tokenizer splits on:
-  letter runs and punctuation runs, digit runs as groups of at most three digits
-  (``Σ ceil(len/3)``, exact for cl100k), a digit run after whitespace or punctuation (that
-  character is then a token of its own), runs of non-ASCII characters, and a ramp for unbroken
-  text (base64, hashes: with ``d`` the mean length of whitespace-separated runs, ``r = clip((d -
-  RAMP_LO) / (RAMP_HI - RAMP_LO), 0, 1)`` adds ``r × (dense·letters + dense_upper·upper)``).
+* **short** — at most :data:`SHORT_BYTES` UTF-8 bytes: one weight per byte class
+  (:data:`SHORT_WEIGHTS`).
+* **long** — longer texts, block by block (:data:`BLOCK` characters): one weight per byte class
+  (:data:`LONG_WEIGHTS`, ``u.<class>``), plus one weight per *pair* of neighbouring character
+  classes (``p.<previous>_<this>``: what cl100k's pre-tokenizer splits on — a word after
+  whitespace or a digit, a punctuation mark after a word, a digit after whitespace, a lower- to
+  upper-case change as in base64, a non-ASCII run after ASCII text), plus ``digit_token``: digit
+  runs counted as groups of at most three digits (``Σ ceil(len/3)``, exact for cl100k).  Pairs
+  and digit groups are counted on at most :data:`RUN_SAMPLE` bytes of a block (evenly spaced
+  windows) and scaled to the block.
 
-Non-ASCII characters are weighed by the script their UTF-8 lead byte names (:data:`GROUPS`): one
-weight for Cyrillic, one for Hebrew/Arabic, one for the Indic scripts and Thai, one each for CJK
-punctuation and kana, Han, Hangul, full-width forms, 4-byte characters (emoji) — where one
-constant for all 2-byte scripts once put Russian at +44 % and Arabic at −12 %.
+The sums are taken in C: a table maps every byte (or pair code) to its weight
+(``bytes.translate``) and ``zlib.adler32`` adds them up — its low half is ``1 + Σ bytes mod
+65521``, and chunks are kept short enough that it never wraps.  Pairs become single bytes through
+one big integer: with each character's class code ``k`` as one byte of ``X``, the bytes of ``(X
+>> 8) * 8 + X`` are ``8 k(previous) + k(this)``.  A short text costs two C calls (about 20× less
+than tiktoken on 100-character texts), a long block about ten (``ctxlab bench``).
 
 The weights were fitted against tiktoken ``cl100k_base`` by
-``plugins/ctxlab-fast-estimator/calibrate.py`` on the shared public transcripts (six classes:
-prose, code, JSON, logs, CJK, base64; :func:`ctxlab.cli.bench.collect_samples`) plus the
-*calibration* split of the committed text sets (:func:`ctxlab.cli.bench.textset`: six scripts,
-emoji chat, URLs, minified JavaScript, CSV, hex, diffs, stack traces, digit-heavy logs, English
-docs, Python source, other scripts), every class weighted equally.  The *held-out* split, from
-disjoint sources, is never fitted on: ``ctxlab bench`` reports it and
-``tests/test_estimation_heldout.py`` checks every class within ±10 %.  ``features`` and the
-weights are public: ``char_class_tokens(text) == max(1, round(Σ COEFFICIENTS[WEIGHTS[k]] × v))``
-over ``features(text).items()`` (texts without data-URL images).  Data-URL images inside a long
-text count as images (:mod:`ctxlab.core.estimation.images`); a short text is never split for them.
+``plugins/ctxlab-fast-estimator/calibrate.py`` on the shared public transcripts (prose, code,
+JSON, logs, CJK, base64; :func:`ctxlab.cli.bench.collect_samples`) plus the *calibration* split of
+the committed text sets (:func:`ctxlab.cli.bench.textset`: six scripts, emoji chat, URLs, minified
+JavaScript, CSV, hex, diffs, stack traces, digit-heavy logs, English docs, Python source, other
+scripts), every class weighted equally.  The *held-out* split, from disjoint sources, is never
+fitted on: ``ctxlab bench`` reports it, ``tests/test_estimation_heldout.py`` checks every class
+within ±10 %.  ``char_class_tokens(text) == max(1, round(Σ COEFFICIENTS[WEIGHTS[k]] × v))`` over
+``features(text).items()`` for a non-empty text without data-URL images.  Data-URL images in a
+long text count as images (:mod:`ctxlab.core.estimation.images`); a short text is never split.
 """
 
 from __future__ import annotations
@@ -48,14 +48,15 @@ from ctxlab.core.estimation.images import split_data_url_images
 
 __all__ = [
     "BLOCK",
+    "BYTE_CLASSES",
     "COEFFICIENTS",
     "GROUPS",
     "LONG_WEIGHTS",
-    "RAMP_HI",
-    "RAMP_LO",
+    "PAIR_CLASSES",
+    "RUN_SAMPLE",
     "SHORT_BYTES",
-    "SHORT_UNIT",
     "SHORT_WEIGHTS",
+    "UNIT",
     "WEIGHTS",
     "char_class_tokens",
     "estimate_text_tokens",
@@ -69,8 +70,9 @@ GROUPS: dict[str, tuple[int, int]] = {
     "latin2": (0xC2, 0xCB),  # U+0080-02FF: Latin-1 supplement, Latin extended, IPA
     "greek": (0xCC, 0xCF),  # U+0300-03FF: combining diacritics, Greek
     "cyrillic": (0xD0, 0xD3),  # U+0400-04FF
-    "arabic": (0xD8, 0xDB),  # U+0600-06FF
     "other2": (0xD4, 0xD7),  # U+0500-05FF: Cyrillic supplement, Armenian, Hebrew
+    "arabic": (0xD8, 0xDB),  # U+0600-06FF
+    "other2b": (0xDC, 0xDF),  # U+0700-07FF: Syriac, Arabic supplement, Thaana, N'Ko
     "indic": (0xE0, 0xE0),  # U+0800-0FFF: Devanagari ... Malayalam, Sinhala, Thai, Lao, Tibetan
     "misc": (0xE1, 0xE1),  # U+1000-1FFF: Myanmar, Georgian, Ethiopic, Khmer, Latin/Greek extended
     "symbol": (0xE2, 0xE2),  # U+2000-2FFF: punctuation, arrows, math, box drawing, dingbats
@@ -79,238 +81,253 @@ GROUPS: dict[str, tuple[int, int]] = {
     "hangul": (0xEA, 0xED),  # U+A000-DFFF: Hangul syllables, Yi
     "compat": (0xEE, 0xEF),  # U+E000-FFFF: private use, CJK compatibility, full-width forms, FE0F
     "astral": (0xF0, 0xF4),  # 4-byte characters: emoji, CJK extensions, math alphanumerics
-    "other2b": (0xDC, 0xDF),  # U+0700-07FF: Syriac, Arabic supplement, Thaana, N'Ko
 }
-#: the groups whose runs count as CJK runs (``long.cjk_run``) rather than ``long.nonascii_run``
+#: the scripts whose runs count as CJK runs in the pair classes
 CJK_GROUPS = ("kana", "han", "hangul", "compat")
 
-# --- calibrated constants (plugins/ctxlab-fast-estimator/calibrate.py) -----------------------------
-#: long tier: tokens per unit of each feature of :func:`features`
-LONG_WEIGHTS: dict[str, float] = {
-    "lower": 0.03995,
-    "upper": 0.04836,
-    "space": 0.02621,
-    "newline": 0.488,
-    "quote": 0.2656,
-    "punct": 0.09243,
-    "digit_token": 1,
-    "space_digit": 0.7761,
-    "punct_digit": 0,
-    "letter_run": 0.8405,
-    "punct_letter": 0.08149,
-    "punct_run": 1.077,
-    "letter_punct": 1.162,
-    "dense": 0.07731,
-    "dense_upper": 0.8309,
-    "nonascii_run": 0.2366,
-    "cjk_run": 1.591,
-    "latin2": 3.125,
-    "greek": 1.083,
-    "cyrillic": 0.5138,
-    "arabic": 0.7927,
-    "other2": 1.447,
-    "indic": 1.162,
-    "misc": 2.228,
-    "symbol": 0.2964,
-    "kana": 1.023,
-    "han": 1.04,
-    "hangul": 0.7533,
-    "compat": 1,
-    "astral": 3.146,
-    "other2b": 0,
+_LOWER = bytes(range(0x61, 0x7B))
+_UPPER = bytes(range(0x41, 0x5B))
+_DIGITS = b"0123456789"
+_CONT = bytes(range(0x80, 0xC0))
+_ASCII = bytes(range(0x80))
+
+#: byte class -> the bytes in it (ASCII punctuation: every ASCII byte not named here)
+BYTE_CLASSES: dict[str, bytes] = {
+    "lower": _LOWER,
+    "upper": _UPPER,
+    "digit": _DIGITS,
+    "space": b" \t\r",
+    "newline": b"\n",
+    "quote": b'"',
+    "punct": bytes(c for c in _ASCII if c not in _LOWER + _UPPER + _DIGITS + b' \t\r\n"'),
+    "cont": _CONT,
+    **{name: bytes(range(lo, hi + 1)) for name, (lo, hi) in GROUPS.items()},
 }
-RAMP_LO = 15.0  # mean run length where unbroken text starts to cost more
-RAMP_HI = 75.0  # mean run length where it costs the most
-#: short tier: 1/SHORT_UNIT tokens per byte of each class (``cont``: a UTF-8 continuation byte)
+#: character classes of the pairs: code -> name (continuation bytes are left out)
+PAIR_CLASSES = ("lo", "up", "sp", "pu", "di", "cjk", "nona", "qu")
+
+# --- calibrated constants (plugins/ctxlab-fast-estimator/calibrate.py), in 1/UNIT tokens --------
+UNIT = 64
+#: short tier: per byte of each class
 SHORT_WEIGHTS: dict[str, int] = {
     "lower": 17,
     "upper": 39,
     "digit": 54,
     "space": 7,
     "newline": 0,
-    "quote": 43,
-    "punct": 16,
+    "quote": 45,
+    "punct": 14,
     "cont": 0,
-    "latin2": 198,
+    "latin2": 199,
     "greek": 77,
     "cyrillic": 37,
+    "other2": 99,
     "arabic": 56,
-    "other2": 101,
+    "other2b": 0,
     "indic": 80,
-    "misc": 153,
-    "symbol": 66,
-    "kana": 73,
-    "han": 84,
-    "hangul": 87,
+    "misc": 151,
+    "symbol": 68,
+    "kana": 71,
+    "han": 83,
+    "hangul": 85,
     "compat": 0,
     "astral": 246,
-    "other2b": 0,
+}
+#: long tier: ``u.<byte class>`` per byte, ``p.<previous>_<this>`` per pair, ``digit_token`` per group
+LONG_WEIGHTS: dict[str, int] = {
+    "u.lower": 8,
+    "u.upper": 5,
+    "u.digit": 0,
+    "u.space": 5,
+    "u.newline": 58,
+    "u.quote": 29,
+    "u.punct": 7,
+    "u.cont": 0,
+    "u.latin2": 226,
+    "u.greek": 46,
+    "u.cyrillic": 13,
+    "u.other2": 62,
+    "u.arabic": 28,
+    "u.other2b": 0,
+    "u.indic": 50,
+    "u.misc": 110,
+    "u.symbol": 0,
+    "u.kana": 67,
+    "u.han": 66,
+    "u.hangul": 40,
+    "u.compat": 64,
+    "u.astral": 191,
+    "p.sp_lo": 25,
+    "p.sp_up": 49,
+    "p.di_lo": 58,
+    "p.di_up": 166,
+    "p.pu_lo": 71,
+    "p.pu_up": 0,
+    "p.sp_pu": 0,
+    "p.di_pu": 0,
+    "p.lo_pu": 0,
+    "p.up_pu": 53,
+    "p.pu_pu": 0,
+    "p.sp_di": 65,
+    "p.pu_di": 63,
+    "p.lo_di": 0,
+    "p.up_di": 153,
+    "p.lo_up": 0,
+    "p.up_lo": 37,
+    "p.up_up": 0,
+    "p.sp_cjk": 132,
+    "p.lo_cjk": 0,
+    "p.pu_cjk": 105,
+    "p.sp_nona": 108,
+    "p.lo_nona": 0,
+    "p.pu_nona": 255,
+    "p.qu_lo": 38,
+    "p.lo_qu": 0,
+    "p.qu_pu": 33,
+    "p.pu_qu": 0,
+    "p.sp_qu": 0,
+    "p.qu_sp": 42,
+    "p.nona_pu": 152,
+    "digit_token": 64,
 }
 #: texts of at most this many UTF-8 bytes are weighed by the short tier
 SHORT_BYTES = 256
-SHORT_UNIT = 64
+#: pairs and digit groups are counted on at most this many bytes of a block
+RUN_SAMPLE = 1024
+_WINDOWS = 16
+_WINDOW = RUN_SAMPLE // _WINDOWS
 
-#: every calibrated constant by name: ``long.<feature>`` (tokens) and ``short.<class>`` (tokens)
+#: every calibrated constant by name, in tokens: ``short.<class>`` and ``long.<feature>``
 COEFFICIENTS: dict[str, float] = {
-    **{f"long.{k}": v for k, v in LONG_WEIGHTS.items()},
-    **{f"short.{k}": v / SHORT_UNIT for k, v in SHORT_WEIGHTS.items()},
+    **{f"short.{k}": v / UNIT for k, v in SHORT_WEIGHTS.items()},
+    **{f"long.{k}": v / UNIT for k, v in LONG_WEIGHTS.items()},
 }
 #: the coefficient name of each feature key of :func:`features` (the same names)
 WEIGHTS: dict[str, str] = {k: k for k in COEFFICIENTS}
 
-#: texts are estimated in blocks of this many characters (mixed content gets per-block ramps)
+#: texts are estimated in blocks of this many characters (mixed content gets its own pairs per block)
 BLOCK = 8192
 
-_LOWER = bytes(range(0x61, 0x7B))
-_UPPER = bytes(range(0x41, 0x5B))
-_DIGITS = b"0123456789"
-_WS = b" \n\t\r"
-_HIGH = bytes(range(0x80, 0x100))
-_CONT = bytes(range(0x80, 0xC0))
 
-
-def _table(default: int, **classes: tuple[bytes, int]) -> bytes:
-    out = bytearray([default]) * 256
-    for chars, value in classes.values():
+def _byte_table(weights: dict[str, int]) -> bytes:
+    table = bytearray(256)  # bytes of no class (C0, C1, F5-FF: never in UTF-8) weigh 0
+    for name, chars in BYTE_CLASSES.items():
         for c in chars:
-            out[c] = value
-    return bytes(out)
-
-
-#: ASCII byte -> class letter: a letters, 0 digits, space whitespace, . the rest
-_CLASS_MAP = _table(
-    ord("."), letters=(_LOWER + _UPPER, ord("a")), digits=(_DIGITS, ord("0")), ws=(_WS, ord(" "))
-)
-#: digit -> 0, anything else -> x
-_DIGIT_MAP = _table(ord("x"), digits=(_DIGITS, ord("0")))
-#: lead byte -> its group letter (ASCII -> a); continuation bytes are deleted with _CONT
-_GROUP_LETTERS = {name: chr(ord("A") + i).encode() for i, name in enumerate(GROUPS)}
-_GROUP_MAP = _table(
-    ord("a"),
-    **{name: (bytes(range(lo, hi + 1)), _GROUP_LETTERS[name][0]) for name, (lo, hi) in GROUPS.items()},
-)
-_CJK_PAIRS = tuple(b"a" + _GROUP_LETTERS[n] for n in CJK_GROUPS)
-_CJK_FIRST = tuple(_GROUP_LETTERS[n] for n in CJK_GROUPS)
-_NONASCII_MAP = _table(ord("n"), ascii=(bytes(range(0x80)), ord("a")))
-
-
-def _short_table() -> bytes:
-    w = SHORT_WEIGHTS
-    classes = {
-        "lower": (_LOWER, w["lower"]),
-        "upper": (_UPPER, w["upper"]),
-        "digit": (_DIGITS, w["digit"]),
-        "space": (b" \t\r", w["space"]),
-        "newline": (b"\n", w["newline"]),
-        "quote": (b'"', w["quote"]),
-        "cont": (_CONT, w["cont"]),
-    }
-    for name, (lo, hi) in GROUPS.items():
-        classes[name] = (bytes(range(lo, hi + 1)), w[name])
-    table = bytearray(_table(w["punct"], **classes))
-    for c in (0xC0, 0xC1, *range(0xF5, 0x100)):  # never in UTF-8 (surrogatepass gives ED lead bytes)
-        table[c] = 0
+            table[c] = weights[name]
     return bytes(table)
 
 
-_SHORT_TABLE = _short_table()
-assert max(_SHORT_TABLE) * SHORT_BYTES < 65521, "short weights would wrap adler32's sum"
+_CODE = {name: i for i, name in enumerate(PAIR_CLASSES)}
+#: byte -> pair class code (continuation bytes are deleted before)
+_CODE_MAP = bytes(
+    _CODE["lo"]
+    if c in _LOWER
+    else _CODE["up"]
+    if c in _UPPER
+    else _CODE["di"]
+    if c in _DIGITS
+    else _CODE["sp"]
+    if c in b" \t\r\n"
+    else _CODE["qu"]
+    if c == 0x22
+    else _CODE["pu"]
+    if c < 0x80
+    else _CODE["cjk"]
+    if any(GROUPS[g][0] <= c <= GROUPS[g][1] for g in CJK_GROUPS)
+    else _CODE["nona"]
+    for c in range(256)
+)
+_DI = _CODE["di"]
+_IS_DIGIT_CODE = bytes(1 if c == _CODE["di"] else 0 for c in range(256))
+_PAIR_KEYS = [k for k in LONG_WEIGHTS if k.startswith("p.")]
+#: feature key -> its pair code (8 × previous + this)
+_PAIR_CODES = {k: 8 * _CODE[k[2:].split("_")[0]] + _CODE[k[2:].split("_")[1]] for k in _PAIR_KEYS}
+
+
+def _pair_table(weights: dict[str, int]) -> bytes:
+    table = bytearray(256)
+    for k, code in _PAIR_CODES.items():
+        table[code] = weights[k]
+    return bytes(table)
+
+
+_SHORT_TABLE = _byte_table(SHORT_WEIGHTS)
+_LONG_TABLE = _byte_table({k[2:]: v for k, v in LONG_WEIGHTS.items() if k.startswith("u.")})
+_LONG_PAIRS = _pair_table(LONG_WEIGHTS)
+_DIGIT_TOKEN = LONG_WEIGHTS["digit_token"]
+#: bytes per adler32 call so that its sum never wraps (at most 255 per byte; less for ASCII text)
+_CHUNK = 65520 // 255
+_CHUNK_ALL = 65520 // max(1, max(_LONG_TABLE))
+_CHUNK_ASCII = 65520 // max(1, max(_LONG_TABLE[:128]))
+_CHUNK_PAIRS = 65520 // max(1, max(_LONG_PAIRS))
+assert SHORT_BYTES <= _CHUNK
+
+
+def _class_counts(u: bytes, prefix: str) -> dict[str, float]:
+    return {
+        f"{prefix}{name}": float(len(u) - len(u.translate(None, chars)))
+        for name, chars in BYTE_CLASSES.items()
+    }
 
 
 def short_features(text: str) -> dict[str, float]:
-    """The byte-class counts of ``text``'s UTF-8 bytes (keys ``short.<class>``): what the short
-    tier weighs (the calibration computes them for texts of any length)."""
-    u = text.encode("utf-8", "surrogatepass")
-    n_ws = sum(u.count(c) for c in (b" ", b"\t", b"\r"))
-    out = {
-        "short.lower": float(len(u) - len(u.translate(None, _LOWER))),
-        "short.upper": float(len(u) - len(u.translate(None, _UPPER))),
-        "short.digit": float(len(u) - len(u.translate(None, _DIGITS))),
-        "short.space": float(n_ws),
-        "short.newline": float(u.count(b"\n")),
-        "short.quote": float(u.count(b'"')),
-        "short.cont": float(len(u) - len(u.translate(None, _CONT))),
-    }
-    for name, (lo, hi) in GROUPS.items():
-        out[f"short.{name}"] = float(len(u) - len(u.translate(None, bytes(range(lo, hi + 1)))))
-    ascii_count = len(u.translate(None, _HIGH))
-    out["short.punct"] = float(ascii_count - sum(out[k] for k in ("short.lower", "short.upper", "short.digit"))) - (
-        out["short.space"] + out["short.newline"] + out["short.quote"]
-    )
-    return out
+    """The byte-class counts of ``text``'s UTF-8 bytes (keys ``short.<class>``), what the short
+    tier weighs; the calibration computes them for texts of any length."""
+    return _class_counts(text.encode("utf-8", "surrogatepass"), "short.")
 
 
-def long_features(
-    text: str, ramp_lo: float = RAMP_LO, ramp_hi: float = RAMP_HI, stride: int = 1, sample_from: int = 0
-) -> dict[str, float]:
-    """The long-tier features of one block of at most :data:`BLOCK` characters (keys
-    ``long.<feature>``); the calibration computes them for texts of any length."""
-    out = dict.fromkeys((f"long.{k}" for k in LONG_WEIGHTS), 0.0)
-    if text.isascii():
-        b = text.encode("ascii")
-    else:
-        u = text.encode("utf-8", "surrogatepass")
-        g = u.translate(_GROUP_MAP, _CONT)
-        for name, letter in _GROUP_LETTERS.items():
-            out[f"long.{name}"] = float(g.count(letter))
-        nonascii = u.translate(_NONASCII_MAP, _CONT)
-        runs = nonascii.count(b"an") + (nonascii[:1] == b"n")
-        cjk = sum(g.count(_CJK_PAIRS[i]) for i in range(len(CJK_GROUPS))) + (g[:1] in _CJK_FIRST)
-        out["long.cjk_run"] = float(cjk)
-        out["long.nonascii_run"] = float(runs - cjk)
-        b = u.translate(None, _HIGH)
-    na = len(b)
+def _sample(u: bytes, stride: int, sample_from: int) -> tuple[bytes, float, bytes, float]:
+    """``(bytes for the byte classes, their scale, pair codes with a leading space, their scale)``."""
+    n = len(u)
     scale = 1.0
-    if stride > 1 and na >= sample_from:
-        # contiguous windows (so that runs stay whole), one in every `stride`
-        win = 256
-        b = b"".join(b[i : i + win] for i in range(0, na, win * stride))
-        scale = na / len(b) if b else 1.0
-    m = b.translate(_CLASS_MAP)
-    ws = m.count(b" ")
-    digits = m.count(b"0")
-    letters = m.count(b"a")
-    upper = len(b) - len(b.translate(None, _UPPER))
-    nonspace = len(b) - ws
-    first = m[:1]
-    out["long.lower"] = float(letters - upper) * scale
-    out["long.upper"] = float(upper) * scale
-    out["long.space"] = float(ws) * scale
-    out["long.newline"] = float(b.count(b"\n")) * scale
-    out["long.quote"] = float(b.count(b'"')) * scale
-    out["long.punct"] = float(nonspace - letters - digits) * scale
-    # runs by what precedes them (cl100k merges one punctuation mark or space into a word)
-    out["long.letter_run"] = float(m.count(b" a") + m.count(b"0a") + (first == b"a")) * scale
-    out["long.punct_letter"] = float(m.count(b".a")) * scale
-    out["long.punct_run"] = float(m.count(b" .") + m.count(b"0.") + (first == b".")) * scale
-    out["long.letter_punct"] = float(m.count(b"a.")) * scale
-    if digits:
-        d = (b"x" + b.translate(_DIGIT_MAP)).replace(b"x0", b"x000")
-        out["long.digit_token"] = float(d.count(b"000")) * scale
-        out["long.space_digit"] = float(m.count(b" 0")) * scale
-        out["long.punct_digit"] = float(m.count(b".0")) * scale
-    dense = nonspace / (ws + 1)
-    if dense > ramp_lo:
-        ramp = min(1.0, (dense - ramp_lo) / (ramp_hi - ramp_lo))
-        out["long.dense"] = ramp * letters * scale
-        out["long.dense_upper"] = ramp * upper * scale
+    if stride > 1 and n >= sample_from:  # the fast estimator: one window in every `stride`
+        u = b"".join([u[i : i + 256] for i in range(0, n, 256 * stride)])
+        scale = n / len(u)
+    nu = len(u)
+    if nu <= RUN_SAMPLE:
+        return u, scale, (b" " + u).translate(_CODE_MAP, _CONT), scale
+    step = nu // _WINDOWS
+    s = b"".join([u[i : i + _WINDOW] for i in range(0, step * _WINDOWS, step)])
+    return u, scale, (b" " + s).translate(_CODE_MAP, _CONT), scale * nu / len(s)
+
+
+def _pairs(codes: bytes) -> bytes:
+    x = int.from_bytes(codes, "big")
+    return (((x >> 8) << 3) + x).to_bytes(len(codes), "big")
+
+
+def _digit_tokens(codes: bytes) -> int:
+    """Σ ceil(len/3) over the digit runs: a run's first digit, then every third one after it."""
+    dg = int.from_bytes(codes.translate(_IS_DIGIT_CODE), "big")
+    p_dg = dg >> 8
+    group = dg & ~p_dg
+    three = dg & p_dg & (p_dg >> 8)
+    tokens = 0
+    while group:
+        tokens += group.bit_count()
+        group = (group >> 24) & three
+    return tokens
+
+
+def long_features(text: str, stride: int = 1, sample_from: int = 0) -> dict[str, float]:
+    """The long-tier features of one block of at most :data:`BLOCK` characters (keys
+    ``long.<feature>``: byte-class counts, pair counts and digit groups, the last two counted on
+    at most :data:`RUN_SAMPLE` bytes and scaled); the calibration computes them for any text."""
+    u, scale, codes, rs = _sample(text.encode("utf-8", "surrogatepass"), stride, sample_from)
+    out = {k: v * scale for k, v in _class_counts(u, "long.u.").items()}
+    pairs = _pairs(codes)
+    for k, code in _PAIR_CODES.items():
+        out[f"long.{k}"] = pairs.count(code) * rs
+    out["long.digit_token"] = (_digit_tokens(codes) if _DI in codes else 0) * rs
     return out
 
 
-def features(
-    text: str,
-    ramp_lo: float = RAMP_LO,
-    ramp_hi: float = RAMP_HI,
-    *,
-    stride: int = 1,
-    sample_from: int = 0,
-) -> dict[str, float]:
+def features(text: str, *, stride: int = 1, sample_from: int = 0) -> dict[str, float]:
     """The features behind the estimate: keys of :data:`WEIGHTS`, values in counted units.
 
-    A text of at most :data:`SHORT_BYTES` UTF-8 bytes gives its ``short.<class>`` byte counts;
-    a longer one the ``long.<feature>`` counts summed over its blocks.  ``ramp_lo``/``ramp_hi``
-    let the calibration try other ramps; ``stride``/``sample_from`` as for
-    :func:`char_class_tokens`.  An empty text gives ``{}``.
+    A text of at most :data:`SHORT_BYTES` UTF-8 bytes gives its ``short.<class>`` byte counts; a
+    longer one the ``long.<feature>`` counts summed over its blocks (:func:`long_features`).
+    ``stride``/``sample_from`` as for :func:`char_class_tokens`.  An empty text gives ``{}``.
     """
     if not text:
         return {}
@@ -318,47 +335,56 @@ def features(
         return short_features(text)
     out: dict[str, float] = {}
     for i in range(0, len(text), BLOCK):
-        for k, v in long_features(text[i : i + BLOCK], ramp_lo, ramp_hi, stride, sample_from).items():
+        for k, v in long_features(text[i : i + BLOCK], stride, sample_from).items():
             out[k] = out.get(k, 0.0) + v
     return out
 
 
-_LONG_ITEMS = tuple((f"long.{k}", v) for k, v in LONG_WEIGHTS.items() if v)
+def _sum(w: bytes, chunk: int, _adler32: object = adler32) -> int:
+    """Σ w over the bytes of ``w`` with adler32, ``chunk`` bytes a call (so that it never wraps)."""
+    if len(w) <= chunk:
+        return (_adler32(w) & 0xFFFF) - 1  # type: ignore[operator,no-any-return]
+    return sum([(_adler32(w[i : i + chunk]) & 0xFFFF) - 1 for i in range(0, len(w), chunk)])  # type: ignore[operator]
 
 
-def _long_estimate(text: str, stride: int, sample_from: int) -> float:
-    est = 0.0
+def _long_units(text: str, u: bytes, stride: int, sample_from: int) -> float:
+    """The long-tier estimate of ``text`` (``u``: its UTF-8 bytes), in 1/UNIT tokens."""
+    total = 0.0
     for i in range(0, len(text), BLOCK):
-        f = long_features(text[i : i + BLOCK], RAMP_LO, RAMP_HI, stride, sample_from)
-        for k, w in _LONG_ITEMS:
-            est += w * f[k]
-    return est
+        if len(text) > BLOCK:
+            u = text[i : i + BLOCK].encode("utf-8", "surrogatepass")
+        u, scale, codes, rs = _sample(u, stride, sample_from)
+        units = _sum(u.translate(_LONG_TABLE), _CHUNK_ASCII if u.isascii() else _CHUNK_ALL) * scale
+        x = int.from_bytes(codes, "big")
+        units += (
+            _sum((((x >> 8) << 3) + x).to_bytes(len(codes), "big").translate(_LONG_PAIRS), _CHUNK_PAIRS) * rs
+        )
+        if _DI in codes:
+            units += _DIGIT_TOKEN * _digit_tokens(codes) * rs
+        total += units
+    return total
 
 
-def char_class_tokens(
-    text: str,
-    stride: int = 1,
-    sample_from: int = 0,
-    _table: bytes = _SHORT_TABLE,
-    _adler32: object = adler32,
-) -> int:
+def char_class_tokens(text: str, stride: int = 1, sample_from: int = 0) -> int:
     """Estimated ``cl100k_base`` tokens of ``text`` (at least 1 for a non-empty text; 0 for "").
 
-    Exact counts by default (:func:`estimate_text_tokens`); ``stride`` > 1 counts the ASCII part
-    of a long block of ``sample_from`` ASCII characters or more on one window in every ``stride``
-    (the ``ctxlab-fast-estimator`` plugin).  Data-URL images in a long text count as images
-    (:func:`~ctxlab.core.estimation.images.estimate_image_tokens`).
+    Exact counts by default (:func:`estimate_text_tokens`); ``stride`` > 1 counts the bytes of a
+    long block of ``sample_from`` bytes or more on one 256-byte window in every ``stride`` (the
+    ``ctxlab-fast-estimator`` plugin).  Data-URL images in a long text count as images
+    (:func:`~ctxlab.core.estimation.images.estimate_image_tokens`); the text around them is
+    estimated as a text of its own.
     """
     u = text.encode("utf-8", "surrogatepass")
     if len(u) <= SHORT_BYTES:
         if not u:
             return 0
-        s = (_adler32(u.translate(_table)) & 0xFFFF) - 1  # type: ignore[operator]
-        return round(s / SHORT_UNIT) if s >= SHORT_UNIT else 1
+        s = (adler32(u.translate(_SHORT_TABLE)) & 0xFFFF) - 1
+        return round(s / UNIT) if s >= UNIT else 1
     if "data:image/" in text:
-        text, images = split_data_url_images(text)
-        return (max(1, round(_long_estimate(text, stride, sample_from))) if text else 0) + images
-    return max(1, round(_long_estimate(text, stride, sample_from)))
+        rest, images = split_data_url_images(text)
+        if images:
+            return char_class_tokens(rest, stride, sample_from) + images
+    return max(1, round(_long_units(text, u, stride, sample_from) / UNIT))
 
 
 def estimate_text_tokens(
@@ -376,4 +402,4 @@ def estimate_text_tokens(
     if not u:
         return 0
     s = (_adler32(u.translate(_table)) & 0xFFFF) - 1  # type: ignore[operator]
-    return round(s / SHORT_UNIT) if s >= SHORT_UNIT else 1
+    return round(s / UNIT) if s >= UNIT else 1
