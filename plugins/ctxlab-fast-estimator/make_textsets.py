@@ -118,9 +118,11 @@ def script_samples(cls: str, split: str, rng: random.Random) -> Iterator[tuple[s
         lines = _cldr_text(loc, split)
         rng.shuffle(lines)
         for chunk in _limit(_chunks("".join(lines), 300), CLDR_CHARS // len(locales)):
-            yield chunk, f"CLDR via babel ({loc})"
+            yield chunk, f"CLDR via babel ({loc}; {CLDR_FIELDS[split]})"
 
 
+#: the CLDR fields each split draws on
+CLDR_FIELDS = {"calibration": "territories, languages", "heldout": "currencies, scripts, units, months, days"}
 #: CLDR characters per script class and split: name lists (transliterated names cost more per
 #: character than prose) stay at most a third of a class; the hand-written prose is 400-900 characters
 CLDR_CHARS = 300
@@ -133,7 +135,7 @@ def other_script_samples(rng: random.Random) -> Iterator[tuple[str, str]]:
         lines = _cldr_text(loc, "calibration")
         rng.shuffle(lines)
         for chunk in _limit(_chunks("".join(lines), 400), 1_200):
-            yield chunk, f"CLDR via babel ({loc})"
+            yield chunk, f"CLDR via babel ({loc}; territories, languages)"
 
 
 # --- emoji chat ---------------------------------------------------------------------------------
@@ -210,7 +212,7 @@ def emoji_samples(split: str, rng: random.Random) -> Iterator[tuple[str, str]]:
             else:
                 msg += " " + "".join(rng.choice(pool) for _ in range(rng.randint(1, 3)))
             lines.append(f"{rng.choice(names)}: {msg}")
-        yield "\n".join(lines) + "\n", "written chat lines + emoji from unicodedata"
+        yield "\n".join(lines) + "\n", f"chat lines written for the {split} split + emoji from unicodedata"
 
 
 # --- URLs -----------------------------------------------------------------------------------------
@@ -257,7 +259,8 @@ def url_samples(split: str, rng: random.Random) -> Iterator[tuple[str, str]]:
             text = "\n".join(f"- [{rng.choice(words)}]({u})" for u in urls)
         else:
             text = " ".join(f"see {u}" if j % 2 else u for j, u in enumerate(urls))
-        yield text + "\n", "generated from sys.stdlib_module_names"
+        half = "even" if split == "calibration" else "odd"
+        yield text + "\n", f"generated from the {half}-indexed names of sys.stdlib_module_names"
 
 
 # --- minified JavaScript (JupyterLab's bundles) ---------------------------------------------------
@@ -413,7 +416,10 @@ def _py_trace(fn: Callable[[], object], chained: bool) -> str:
 def trace_samples(split: str, rng: random.Random) -> Iterator[tuple[str, str]]:
     fails = _PY_FAILURES[split]
     for i in range(24):
-        yield _py_trace(fails[i % len(fails)], chained=bool(i % 3 == 0)), "Python tracebacks of stdlib calls"
+        yield (
+            _py_trace(fails[i % len(fails)], chained=bool(i % 3 == 0)),
+            f"Python tracebacks of the {split} split's failing stdlib calls",
+        )
     classes = ["OrderService", "PaymentGateway", "UserRepository", "CacheLoader", "HttpClient", "JobRunner"]
     methods = ["process", "handle", "load", "execute", "apply", "validate", "lambda$run$0"]
     for _ in range(20):
@@ -493,7 +499,8 @@ def numlog_samples(split: str, rng: random.Random) -> Iterator[tuple[str, str]]:
                         f"{rng.randint(10000, 99999)} restarts={rng.randint(0, 30)} latency_p99={rng.randint(1, 5000)}ms "
                         f"{ip()}:{rng.randint(1024, 65535)}"
                     )
-        yield "\n".join(lines) + "\n", "generated"
+        kinds = "access and app log lines" if split == "calibration" else "kernel, metrics and pod log lines"
+        yield "\n".join(lines) + "\n", f"generated ({kinds})"
 
 
 # --- English prose and Python code from the standard library ------------------------------------
@@ -516,7 +523,9 @@ def docs_samples(split: str, rng: random.Random) -> Iterator[tuple[str, str]]:
     for mod in _stdlib_modules(split):
         docs = []
         for _, obj in inspect.getmembers(mod):
-            doc = inspect.getdoc(obj) if (inspect.isfunction(obj) or inspect.isclass(obj)) else None
+            own = getattr(obj, "__module__", None) == mod.__name__  # not re-exported names
+            raw = obj.__doc__ if own and (inspect.isfunction(obj) or inspect.isclass(obj)) else None
+            doc = inspect.cleandoc(raw) if isinstance(raw, str) else None  # its own, never inherited
             if doc and len(doc) > 300 and doc.isascii() and ">>>" not in doc:
                 docs.append(doc)
         rng.shuffle(docs)

@@ -104,90 +104,89 @@ BYTE_CLASSES: dict[str, bytes] = {
     **{name: bytes(range(lo, hi + 1)) for name, (lo, hi) in GROUPS.items()},
 }
 #: character classes of the pairs: code -> name (continuation bytes are left out)
-PAIR_CLASSES = ("lo", "up", "sp", "pu", "di", "cjk", "nona", "qu")
+PAIR_CLASSES = ("lo", "up", "sp", "pu", "di", "cjk", "nona", "pp")
 
 # --- calibrated constants (plugins/ctxlab-fast-estimator/calibrate.py), in 1/UNIT tokens --------
 UNIT = 64
 #: short tier: per byte of each class
 SHORT_WEIGHTS: dict[str, int] = {
     "lower": 17,
-    "upper": 39,
-    "digit": 54,
-    "space": 7,
+    "upper": 38,
+    "digit": 53,
+    "space": 6,
     "newline": 0,
-    "quote": 45,
-    "punct": 14,
+    "quote": 41,
+    "punct": 18,
     "cont": 0,
     "latin2": 199,
     "greek": 77,
-    "cyrillic": 37,
-    "other2": 99,
+    "cyrillic": 38,
+    "other2": 102,
     "arabic": 56,
     "other2b": 0,
     "indic": 80,
-    "misc": 151,
-    "symbol": 68,
-    "kana": 71,
-    "han": 83,
-    "hangul": 85,
+    "misc": 153,
+    "symbol": 70,
+    "kana": 72,
+    "han": 84,
+    "hangul": 86,
     "compat": 0,
-    "astral": 246,
+    "astral": 247,
 }
 #: long tier: ``u.<byte class>`` per byte, ``p.<previous>_<this>`` per pair, ``digit_token`` per group
 LONG_WEIGHTS: dict[str, int] = {
-    "u.lower": 8,
-    "u.upper": 5,
+    "u.lower": 7,
+    "u.upper": 7,
     "u.digit": 0,
-    "u.space": 5,
-    "u.newline": 58,
-    "u.quote": 29,
-    "u.punct": 7,
+    "u.space": 4,
+    "u.newline": 52,
+    "u.quote": 30,
+    "u.punct": 10,
     "u.cont": 0,
-    "u.latin2": 226,
-    "u.greek": 46,
-    "u.cyrillic": 13,
-    "u.other2": 62,
-    "u.arabic": 28,
+    "u.latin2": 250,
+    "u.greek": 44,
+    "u.cyrillic": 11,
+    "u.other2": 63,
+    "u.arabic": 26,
     "u.other2b": 0,
-    "u.indic": 50,
-    "u.misc": 110,
+    "u.indic": 47,
+    "u.misc": 112,
     "u.symbol": 0,
-    "u.kana": 67,
-    "u.han": 66,
-    "u.hangul": 40,
+    "u.kana": 66,
+    "u.han": 67,
+    "u.hangul": 36,
     "u.compat": 64,
-    "u.astral": 191,
-    "p.sp_lo": 25,
-    "p.sp_up": 49,
-    "p.di_lo": 58,
-    "p.di_up": 166,
-    "p.pu_lo": 71,
+    "u.astral": 178,
+    "p.sp_lo": 37,
+    "p.sp_up": 0,
+    "p.di_lo": 49,
+    "p.di_up": 121,
+    "p.pu_lo": 77,
     "p.pu_up": 0,
     "p.sp_pu": 0,
     "p.di_pu": 0,
     "p.lo_pu": 0,
-    "p.up_pu": 53,
+    "p.up_pu": 59,
     "p.pu_pu": 0,
-    "p.sp_di": 65,
-    "p.pu_di": 63,
-    "p.lo_di": 0,
-    "p.up_di": 153,
+    "p.sp_di": 71,
+    "p.pu_di": 60,
+    "p.lo_di": 11,
+    "p.up_di": 119,
     "p.lo_up": 0,
-    "p.up_lo": 37,
+    "p.up_lo": 66,
     "p.up_up": 0,
-    "p.sp_cjk": 132,
+    "p.sp_cjk": 151,
     "p.lo_cjk": 0,
-    "p.pu_cjk": 105,
-    "p.sp_nona": 108,
+    "p.pu_cjk": 255,
+    "p.sp_nona": 121,
     "p.lo_nona": 0,
     "p.pu_nona": 255,
-    "p.qu_lo": 38,
-    "p.lo_qu": 0,
-    "p.qu_pu": 33,
-    "p.pu_qu": 0,
-    "p.sp_qu": 0,
-    "p.qu_sp": 42,
-    "p.nona_pu": 152,
+    "p.pp_lo": 51,
+    "p.pp_up": 0,
+    "p.pu_pp": 0,
+    "p.pp_sp": 15,
+    "p.pp_di": 7,
+    "p.nona_pu": 153,
     "digit_token": 64,
 }
 #: texts of at most this many UTF-8 bytes are weighed by the short tier
@@ -228,8 +227,6 @@ _CODE_MAP = bytes(
     if c in _DIGITS
     else _CODE["sp"]
     if c in b" \t\r\n"
-    else _CODE["qu"]
-    if c == 0x22
     else _CODE["pu"]
     if c < 0x80
     else _CODE["cjk"]
@@ -238,6 +235,10 @@ _CODE_MAP = bytes(
     for c in range(256)
 )
 _DI = _CODE["di"]
+#: a punctuation mark right after another becomes class pp: cl100k merges a lone mark into the
+#: word after it, but not the last mark of a longer run (``.attr`` is one token, ``","x`` two)
+_PU_PU = bytes([_CODE["pu"], _CODE["pu"]])
+_PU_PP = bytes([_CODE["pu"], _CODE["pp"]])
 _IS_DIGIT_CODE = bytes(1 if c == _CODE["di"] else 0 for c in range(256))
 _PAIR_KEYS = [k for k in LONG_WEIGHTS if k.startswith("p.")]
 #: feature key -> its pair code (8 × previous + this)
@@ -285,10 +286,10 @@ def _sample(u: bytes, stride: int, sample_from: int) -> tuple[bytes, float, byte
         scale = n / len(u)
     nu = len(u)
     if nu <= RUN_SAMPLE:
-        return u, scale, (b" " + u).translate(_CODE_MAP, _CONT), scale
+        return u, scale, (b" " + u).translate(_CODE_MAP, _CONT).replace(_PU_PU, _PU_PP), scale
     step = nu // _WINDOWS
     s = b"".join([u[i : i + _WINDOW] for i in range(0, step * _WINDOWS, step)])
-    return u, scale, (b" " + s).translate(_CODE_MAP, _CONT), scale * nu / len(s)
+    return u, scale, (b" " + s).translate(_CODE_MAP, _CONT).replace(_PU_PU, _PU_PP), scale * nu / len(s)
 
 
 def _pairs(codes: bytes) -> bytes:
