@@ -140,7 +140,7 @@ def main() -> int:
     assert best is not None
     _, alpha, qcoef = best
     pred = A @ qcoef / unit + fixed
-    long_w = {k: int(round(v * unit)) for k, v in FIXED_LONG.items()} | {
+    long_w = {k: round(v * unit) for k, v in FIXED_LONG.items()} | {
         k: int(v) for k, v in zip(names, qcoef, strict=True)
     }
     print(f"\nlong tier (alpha {alpha})")

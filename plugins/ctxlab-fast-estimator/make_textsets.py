@@ -366,7 +366,7 @@ def diff_samples(split: str, rng: random.Random, repo: Path) -> Iterator[tuple[s
         ).stdout
         hunks = re.split(r"(?=^diff --git )", patch, flags=re.M)
         for h in hunks:
-            if h.startswith("diff --git") and 400 < len(h) and h.isascii():
+            if h.startswith("diff --git") and len(h) > 400 and h.isascii():
                 yield h[:2500], f"git show {c[:10]} (this repository, MIT)"
                 n += 1
                 break
