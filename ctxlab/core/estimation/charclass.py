@@ -385,7 +385,18 @@ def char_class_tokens(text: str, stride: int = 1, sample_from: int = 0) -> int:
         rest, images = split_data_url_images(text)
         if images:
             return char_class_tokens(rest, stride, sample_from) + images
-    return max(1, round(_long_units(text, u, stride, sample_from) / UNIT))
+    if len(u) > RUN_SAMPLE or (stride > 1 and len(u) >= sample_from):
+        return max(1, round(_long_units(text, u, stride, sample_from) / UNIT))
+    # one block, no sample: _long_units inlined (the common size of a message)
+    w = u.translate(_LONG_TABLE)
+    units = (adler32(w) & 0xFFFF) - 1 if len(w) <= _CHUNK_ASCII and u.isascii() else _sum(w, _CHUNK_ALL)
+    codes = (b" " + u).translate(_CODE_MAP, _CONT).replace(_PU_PU, _PU_PP)
+    x = int.from_bytes(codes, "big")
+    pw = (((x >> 8) << 3) + x).to_bytes(len(codes), "big").translate(_LONG_PAIRS)
+    units += (adler32(pw) & 0xFFFF) - 1 if len(pw) <= _CHUNK_PAIRS else _sum(pw, _CHUNK_PAIRS)
+    if _DI in codes:
+        units += _DIGIT_TOKEN * _digit_tokens(codes)
+    return max(1, round(units / UNIT))
 
 
 def estimate_text_tokens(
