@@ -5,9 +5,10 @@ from __future__ import annotations
 from ctxlab.cli.bench.estimators import EstimatorResult
 from ctxlab.cli.bench.overhead import OverheadResult
 from ctxlab.cli.bench.samples import CLASSES, TEXTSET_CLASSES
+from ctxlab.cli.bench.scale import ParallelResult, StartupResult
 from ctxlab.cli.bench.throughput import ReplayThroughput
 
-__all__ = ["render"]
+__all__ = ["render", "render_scale"]
 
 
 def _pct(x: float) -> str:
@@ -153,8 +154,8 @@ def _heldout_section(estimators: EstimatorResult) -> list[str]:
         "| class | samples | characters | cl100k tokens | chars/token |",
         "|---|---:|---:|---:|---:|",
     ]
-    for c, (n, chars, toks) in estimators.heldout_counts.items():
-        out.append(f"| {c} | {n:,} | {chars:,} | {toks:,} | {chars / toks if toks else 0:.2f} |")
+    for c, (count, chars, toks) in estimators.heldout_counts.items():
+        out.append(f"| {c} | {count:,} | {chars:,} | {toks:,} | {chars / toks if toks else 0:.2f} |")
     names = list(estimators.heldout)
     out += ["", "| class | " + " | ".join(names) + " |", "|---|" + "---:|" * len(names)]
     for c in TEXTSET_CLASSES:
@@ -206,3 +207,36 @@ def _replay_section(replay: ReplayThroughput) -> list[str]:
         )
     out.append("")
     return out
+
+
+def render_scale(startup: StartupResult | None, parallel: ParallelResult | None) -> str:
+    """The Markdown of sections 4 (start-up) and 5 (parallel sweeps); empty when neither ran."""
+    out: list[str] = []
+    if startup is not None:
+        out += [
+            "",
+            "## 4. Start-up",
+            "",
+            f"`ctxlab --help` in a fresh interpreter: **{startup.help_seconds:.2f} s** (target ≤ 0.3 s); "
+            f"`python -c pass`: {startup.python_seconds:.2f} s (best of several runs). The parser loads no "
+            "LangChain, polars, matplotlib, tiktoken or Ray (`tests/test_import_floor.py`).",
+        ]
+    if parallel is not None and parallel.seconds:
+        base = parallel.seconds.get("jobs=1")
+        out += [
+            "",
+            "## 5. Sweeps on several processes",
+            "",
+            f"`ctxlab.replay.parallel.run_grid` over {parallel.transcripts} transcripts × "
+            f"{', '.join(parallel.strategies)} ({parallel.calls:,} model calls), on a {parallel.cpus}-CPU machine "
+            "shared with other work. Rows compared without `overhead_ms` (wall time).",
+            "",
+            "| run | seconds | speed-up vs jobs=1 | rows identical to jobs=1 |",
+            "|---|---:|---:|---|",
+        ]
+        for label, sec in parallel.seconds.items():
+            speed = f"**{base / sec:.2f}×**" if base else "–"
+            out.append(
+                f"| {label} | {sec:.1f} | {speed} | {'yes' if parallel.identical.get(label) else 'NO'} |"
+            )
+    return "\n".join(out)
