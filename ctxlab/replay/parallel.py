@@ -38,7 +38,16 @@ if TYPE_CHECKING:
     import pluggy
     import polars as pl
 
-__all__ = ["ENGINES", "GridResult", "GridTask", "RayUnavailableError", "grid_tasks", "run_grid", "run_task"]
+__all__ = [
+    "ENGINES",
+    "GridResult",
+    "GridTask",
+    "RayUnavailableError",
+    "grid_tasks",
+    "run_batch",
+    "run_grid",
+    "run_task",
+]
 
 #: the execution engines of :func:`run_grid`
 ENGINES = ("local", "ray")
@@ -114,10 +123,14 @@ class GridResult:
 
 # --- the worker ---------------------------------------------------------------------------------
 
-#: per worker process: plugin managers by plugins folder, the last files loaded
+#: per process: plugin managers by plugins folder; the runs of the files loaded, by (path, format,
+#: plugins folder).  :func:`run_grid` fills both before it starts local workers, so that a forked
+#: worker (the default on Linux) inherits them instead of loading every file again; a worker
+#: started afresh (spawn, Ray) loads what its tasks need and keeps the last few files.
 _MANAGERS: dict[str | None, pluggy.PluginManager] = {}
 _FILES: OrderedDict[tuple[str, str | None, str | None], list[Any]] = OrderedDict()
 _FILES_KEPT = 4
+_PLANNED: dict[tuple[str, str | None, str | None], list[Any]] = {}
 
 
 def _manager(plugins_dir: str | None) -> pluggy.PluginManager:
@@ -129,6 +142,9 @@ def _manager(plugins_dir: str | None) -> pluggy.PluginManager:
 
 def _runs(path: str, format: str | None, plugins_dir: str | None) -> list[Any]:
     key = (path, format, plugins_dir)
+    planned = _PLANNED.get(key)
+    if planned is not None:
+        return planned
     runs = _FILES.get(key)
     if runs is None:
         runs = load_transcripts(path, format=format, pm=_manager(plugins_dir))
@@ -170,6 +186,11 @@ def run_task(task: GridTask) -> ReplayResult:
     )
 
 
+def run_batch(tasks: Sequence[GridTask]) -> list[ReplayResult]:
+    """Replay several tasks in order (one file's runs × strategies: the file is loaded once)."""
+    return [run_task(t) for t in tasks]
+
+
 # --- planning and merging -----------------------------------------------------------------------
 
 
@@ -195,6 +216,13 @@ def grid_tasks(
     pm = pm or make_lab_manager(load_entrypoints=True, plugins_dir=plugins_dir)
     transcripts, load_errors = load_many(list(paths), format=format, pm=pm)
     labels = transcript_labels(transcripts)
+    plugins_key = os.fspath(plugins_dir) if plugins_dir is not None else None
+    by_file: dict[str, list[Any]] = {}
+    for t in transcripts:
+        by_file.setdefault(t.source, []).append(t)
+    _PLANNED.clear()
+    _PLANNED.update({(src, format, plugins_key): runs for src, runs in by_file.items()})
+    _MANAGERS.setdefault(plugins_key, pm)
     runs: list[tuple[str, int, str, int]] = []
     seen: dict[str, int] = {}
     for t, lab in zip(transcripts, labels, strict=True):
@@ -227,23 +255,29 @@ def grid_tasks(
     return tasks, [ReplayIssue.from_transcript_error(e) for e in load_errors], labels
 
 
+def _batches(tasks: Sequence[GridTask]) -> list[list[GridTask]]:
+    """The tasks grouped by settings point and file, the biggest batches first."""
+    groups: dict[tuple[int, str], list[GridTask]] = {}
+    for t in tasks:
+        groups.setdefault((t.point, t.path), []).append(t)
+    return sorted(groups.values(), key=lambda b: -sum(t.size for t in b))
+
+
 def _execute_local(tasks: Sequence[GridTask], jobs: int, on_done: Callable[[], None]) -> list[ReplayResult]:
-    if jobs <= 1:
-        out = []
-        for t in tasks:
-            out.append(run_task(t))
-            on_done()
-        return out
-    from concurrent.futures import ProcessPoolExecutor
-
     results: dict[int, ReplayResult] = {}
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
-        futures = {pool.submit(run_task, t): t.index for t in sorted(tasks, key=lambda t: -t.size)}
-        from concurrent.futures import as_completed
-
-        for fut in as_completed(futures):
-            results[futures[fut]] = fut.result()
+    if jobs <= 1:
+        for t in tasks:
+            results[t.index] = run_task(t)
             on_done()
+        return [results[t.index] for t in tasks]
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        futures = {pool.submit(run_batch, batch): batch for batch in _batches(tasks)}
+        for fut in as_completed(futures):
+            for t, one in zip(futures[fut], fut.result(), strict=True):
+                results[t.index] = one
+                on_done()
     return [results[t.index] for t in tasks]
 
 
@@ -262,15 +296,16 @@ def _execute_ray(
         ray.init(address=address, **kwargs)
         started = True
     try:
-        remote = ray.remote(num_cpus=1)(run_task)
-        refs = {remote.remote(t): t.index for t in sorted(tasks, key=lambda t: -t.size)}
+        remote = ray.remote(num_cpus=1)(run_batch)
+        refs = {remote.remote(batch): batch for batch in _batches(tasks)}
         results: dict[int, ReplayResult] = {}
         pending = list(refs)
         while pending:
             done, pending = ray.wait(pending, num_returns=1)
             for ref in done:
-                results[refs[ref]] = ray.get(ref)
-                on_done()
+                for t, one in zip(refs[ref], ray.get(ref), strict=True):
+                    results[t.index] = one
+                    on_done()
         return [results[t.index] for t in tasks]
     finally:
         if started:
@@ -378,6 +413,7 @@ def run_grid(
         else:
             done = _execute_local(tasks, jobs, on_done)
     finally:
+        _PLANNED.clear()  # the planner's transcripts are not kept past the grid
         if bar is not None:
             bar.close()
     out = GridResult(settings=points, engine=engine, jobs=jobs)

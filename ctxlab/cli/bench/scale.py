@@ -35,7 +35,11 @@ class ParallelResult:
     strategies: list[str] = field(default_factory=list)
     calls: int = 0
     seconds: dict[str, float] = field(default_factory=dict)  # "jobs=1", "jobs=2", "ray (2 CPUs)"
+    #: CPU seconds of this process and of the worker processes it reaped (local runs)
+    cpu_seconds: dict[str, float] = field(default_factory=dict)
     identical: dict[str, bool] = field(default_factory=dict)
+    #: the 1-minute load average before each run (other work on the machine)
+    load: dict[str, float] = field(default_factory=dict)
     cpus: int = 1
 
 
@@ -59,6 +63,15 @@ def bench_startup(quick: bool, log: Callable[[str], None] = print) -> StartupRes
     result = StartupResult(_wall(help_cmd, repeat), _wall([sys.executable, "-c", "pass"], repeat))
     log(f"  ctxlab --help {result.help_seconds:.2f} s, python -c pass {result.python_seconds:.2f} s")
     return result
+
+
+def _cpu() -> float:
+    """CPU seconds of this process plus its reaped children (the pool's workers once shut down)."""
+    import resource
+
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
 
 def _rows(result: object) -> list[dict[str, object]]:
@@ -85,15 +98,21 @@ def bench_parallel(
     if os.environ.get("CTXLAB_BENCH_RAY") == "1":
         runs.append((f"ray ({jobs} CPUs)", {"engine": "ray", "ray_init": {"num_cpus": jobs}}))
     for label, options in runs:
+        result.load[label] = os.getloadavg()[0]
         with tempfile.TemporaryDirectory(prefix="ctxlab-bench-") as tmp:
+            c0 = _cpu()
             t0 = time.perf_counter()
             grid = run_grid(files, strategies, out_dir=tmp, **options)  # type: ignore[arg-type]
             result.seconds[label] = time.perf_counter() - t0
+            result.cpu_seconds[label] = _cpu() - c0
         rows = _rows(grid.results[0])
         if reference is None:
             reference = rows
             result.calls = len(rows)
             result.transcripts = len({r["transcript"] for r in rows})
         result.identical[label] = rows == reference
-        log(f"  {label}: {result.seconds[label]:.1f} s, rows identical to jobs=1: {result.identical[label]}")
+        log(
+            f"  {label}: {result.seconds[label]:.1f} s wall, {result.cpu_seconds[label]:.1f} s CPU, "
+            f"load {result.load[label]:.1f}, rows identical to jobs=1: {result.identical[label]}"
+        )
     return result
