@@ -2,8 +2,8 @@
 
     .venv/bin/python plugins/ctxlab-fast-estimator/calibrate.py [--transcripts DIR] [--chars N]
 
-One set of constants exists: ``ctxlab.core.estimation.LONG_WEIGHTS`` / ``SHORT_WEIGHTS`` (with
-``RAMP_LO``/``RAMP_HI``), used exactly by the core default
+One set of constants exists: ``ctxlab.core.estimation.SHORT_WEIGHTS`` / ``LONG_WEIGHTS`` (in
+1/``UNIT`` tokens), used exactly by the core default
 (:func:`ctxlab.core.estimation.estimate_text_tokens`) and on a sample of the bytes of long texts
 by this plugin (:func:`ctxlab_fast_estimator.fast_text_tokens`).
 
@@ -13,16 +13,17 @@ Samples (the fit never sees the held-out split):
   prose, code, JSON, logs, CJK, base64);
 * the *calibration* split of the committed text sets (:func:`ctxlab.cli.bench.textset`).
 
-Long tier: for each ramp (RAMP_LO, RAMP_HI) on a grid, the weights of
-:func:`ctxlab.core.estimation.long_features` are fitted by weighted least squares on a blend of
-two objectives, each class weighted equally: the relative error of each sample (weight
-1/tokens²) and the class aggregate (weight 1/class tokens).  Two weights are fixed by how cl100k
-splits text, not fitted: a group of up to three digits is one token (``digit_token`` = 1) and a
-full-width punctuation mark is one token (``compat`` = 1); ``punct_digit`` is left out.  A
-weight that comes out negative is set to 0 and the rest refitted.  The ramp with the lowest mean
-per-sample error wins.  Short tier: the byte-class weights of
+Long tier: the weights of :func:`ctxlab.core.estimation.long_features` (byte classes, pairs of
+character classes) are fitted by weighted least squares on a blend of two objectives, each class
+weighted equally: the relative error of each sample (weight 1/tokens²) and the class aggregate
+(weight 1/class tokens); the blend (:data:`ALPHAS`) with the smallest largest class error on the
+calibration samples wins.  Some weights are fixed by how cl100k splits text, not fitted
+(:data:`FIXED_LONG`): a group of up to three digits is one token and a digit weighs nothing else,
+a full-width punctuation mark is one token, a continuation byte weighs nothing (its lead byte
+carries the character).  A weight that comes out negative is set to 0 and the rest refitted;
+weights are rounded to 1/``UNIT`` tokens.  Short tier: the byte-class weights of
 :func:`ctxlab.core.estimation.short_features` are fitted the same way on pieces of at most
-``SHORT_BYTES`` bytes of every sample, then rounded to 1/``SHORT_UNIT`` tokens.
+``SHORT_BYTES`` bytes of every sample.
 
 Prints the error per class of both splits (the held-out one only measured), and the constants to
 paste into ``ctxlab/core/estimation/charclass.py``.
