@@ -229,14 +229,17 @@ def render_scale(startup: StartupResult | None, parallel: ParallelResult | None)
             "",
             f"`ctxlab.replay.parallel.run_grid` over {parallel.transcripts} transcripts × "
             f"{', '.join(parallel.strategies)} ({parallel.calls:,} model calls), on a {parallel.cpus}-CPU machine "
-            "shared with other work. Rows compared without `overhead_ms` (wall time).",
+            "shared with other work: its 1-minute load average before each run is listed (with both cores busy, "
+            "the workers wait for them). CPU = this process and the worker processes it reaped. Rows compared "
+            "without `overhead_ms` (wall time).",
             "",
-            "| run | seconds | speed-up vs jobs=1 | rows identical to jobs=1 |",
-            "|---|---:|---:|---|",
+            "| run | wall s | speed-up vs jobs=1 | CPU s | load before | rows identical to jobs=1 |",
+            "|---|---:|---:|---:|---:|---|",
         ]
         for label, sec in parallel.seconds.items():
             speed = f"**{base / sec:.2f}×**" if base else "–"
-            out.append(
-                f"| {label} | {sec:.1f} | {speed} | {'yes' if parallel.identical.get(label) else 'NO'} |"
-            )
+            cpu = parallel.cpu_seconds.get(label, float("nan"))
+            load = parallel.load.get(label, float("nan"))
+            same = "yes" if parallel.identical.get(label) else "NO"
+            out.append(f"| {label} | {sec:.1f} | {speed} | {cpu:.1f} | {load:.1f} | {same} |")
     return "\n".join(out)
