@@ -10,6 +10,7 @@ from langchain_core.messages import AIMessage, ToolMessage
 
 from ctxlab.cli import bench
 from ctxlab.cli.bench import CLASSES, fit_exponent, label_block, segment, synthetic_history
+from ctxlab.cli.bench.samples import TEXTSET_CLASSES
 
 
 @pytest.mark.parametrize(
@@ -72,6 +73,9 @@ def test_quick_run_writes_the_table(tmp_path, capsys):
         "## 1. Middleware overhead per model call",
         "## 2. Token estimators against tiktoken cl100k_base",
         "## 3. Replay throughput per strategy",
+        "### Held-out text set (never fitted on)",
+        "## 4. Start-up",
+        "## 5. Sweeps on several processes",
     ):
         assert heading in text
     assert "- command: `ctxlab bench --quick --out" in text
@@ -82,6 +86,11 @@ def test_quick_run_writes_the_table(tmp_path, capsys):
     assert "| fast estimator (ctxlab-fast-estimator) |" in text
     assert "| LangChain count_tokens_approximately |" in text
     assert "| ars |" in text and "| masking |" in text
+    for cls in TEXTSET_CLASSES:  # the held-out classes, each with its error
+        assert f"| {cls} |" in text
+    assert "Speed on 100-character texts" in text
+    jobs2 = next(line for line in text.splitlines() if line.startswith("| jobs=2 |"))
+    assert jobs2.endswith("| yes |")  # the parallel rows equal the serial ones
     assert "wrote" in capsys.readouterr().out
 
 

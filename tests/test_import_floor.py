@@ -49,3 +49,42 @@ def test_import_ctxlab_alone_defers_langchain() -> None:
     code = "import json, sys; import ctxlab; print(json.dumps(sorted(m for m in sys.modules if m.startswith(('langchain', 'langgraph')))))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert json.loads(out.stdout.strip().splitlines()[-1]) == []
+
+
+#: what ``ctxlab --help`` must not load: start-up stays a parser and nothing else (issue 12, target 4)
+HEAVY_FOR_HELP = (
+    "langchain",
+    "langchain_core",
+    "langgraph",
+    "polars",
+    "matplotlib",
+    "tiktoken",
+    "ray",
+    "numpy",
+)
+
+
+def _modules_after_cli(args: list[str]) -> list[str]:
+    """The heavy top-level packages in ``sys.modules`` after ``ctxlab.cli.main.main(args)``, run
+    in a fresh interpreter (the console script's entry point, ``ctxlab.cli.main:main``)."""
+    code = (
+        "import json, sys\n"
+        "from ctxlab.cli.main import main\n"
+        "try:\n"
+        f"    main({args!r})\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        f"print(json.dumps(sorted({{m.split('.')[0] for m in sys.modules}} & set({HEAVY_FOR_HELP!r}))))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_ctxlab_help_imports_no_langchain_polars_or_matplotlib() -> None:
+    assert _modules_after_cli(["--help"]) == []
+
+
+def test_subcommand_help_imports_nothing_heavy_either() -> None:
+    # the parser of every subcommand (with the sweep options: --jobs, --engine ray) stays light
+    for sub in ("replay", "compare", "plugins"):
+        assert _modules_after_cli([sub, "--help"]) == [], sub

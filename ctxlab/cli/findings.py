@@ -22,9 +22,11 @@ __all__ = ["add_findings_parser", "run_findings"]
 
 
 def add_findings_parser(sub: Any) -> argparse.ArgumentParser:
-    """Add the ``findings`` subcommand to the ``ctxlab`` subparsers ``sub``."""
-    from ctxlab.analysis.findings import DEFAULT_STRATEGIES, DEFAULT_THRESHOLD_K
+    """Add the ``findings`` subcommand to the ``ctxlab`` subparsers ``sub``.
 
+    Imports nothing heavy (``ctxlab --help`` stays a parser, issue 12): the defaults of
+    ``--strategies`` and ``--summary-threshold`` are filled in by :func:`run_findings` from
+    ``ctxlab.analysis.findings``."""
     p: argparse.ArgumentParser = sub.add_parser(
         "findings",
         help="observation share of agent turns and masking's saving, next to The Complexity Trap's",
@@ -40,16 +42,16 @@ def add_findings_parser(sub: Any) -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--strategies",
-        default=",".join(DEFAULT_STRATEGIES),
+        default=None,
         metavar="A,B,...",
-        help=f"strategies to replay for the savings (default: {','.join(DEFAULT_STRATEGIES)})",
+        help="strategies to replay for the savings (default: ctxlab.analysis.findings.DEFAULT_STRATEGIES)",
     )
     p.add_argument(
         "--summary-threshold",
         type=float,
-        default=float(DEFAULT_THRESHOLD_K),
+        default=None,
         metavar="K",
-        help=f"entry threshold of every strategy, in K tokens (default {DEFAULT_THRESHOLD_K})",
+        help="entry threshold of every strategy, in K tokens (default: ctxlab.analysis.findings.DEFAULT_THRESHOLD_K)",
     )
     p.add_argument("--limit-calls", type=int, metavar="N", help="replay at most N model calls per run")
     p.add_argument("--no-savings", action="store_true", help="the observation share only (no replay)")
@@ -71,9 +73,13 @@ def run_findings(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from ctxlab.analysis.findings import PAPER, findings
+    from ctxlab.analysis.findings import DEFAULT_STRATEGIES, DEFAULT_THRESHOLD_K, PAPER, findings
     from ctxlab.core.settings import CompressionSettings
 
+    if args.strategies is None:
+        args.strategies = ",".join(DEFAULT_STRATEGIES)
+    if args.summary_threshold is None:
+        args.summary_threshold = float(DEFAULT_THRESHOLD_K)
     names = [] if args.no_savings else [s.strip() for s in args.strategies.split(",") if s.strip()]
     if args.limit_calls is not None and args.limit_calls <= 0:
         print(

@@ -183,6 +183,21 @@ def add_plugin_options(p: argparse.ArgumentParser) -> None:
     )
 
 
+def add_parallel_options(p: argparse.ArgumentParser) -> None:
+    """Parallel runs: local processes or a Ray cluster (:mod:`ctxlab.replay.parallel`)."""
+    g = p.add_argument_group("parallel runs (the same rows as the serial run; ctxlab.replay.parallel)")
+    g.add_argument("--jobs", metavar="N", type=int, default=1, help="local worker processes (default: 1)")
+    g.add_argument(
+        "--engine",
+        choices=("local", "ray"),
+        default="local",
+        help="local processes or a Ray cluster, needs ctxlab[ray] (default: local)",
+    )
+    g.add_argument(
+        "--ray-address", metavar="ADDR", help="the Ray cluster to join (default: $RAY_ADDRESS or a local one)"
+    )
+
+
 def add_common_options(p: argparse.ArgumentParser, command: str) -> None:
     """Every option group of ``replay`` and ``compare``."""
     add_settings_options(p)
@@ -191,6 +206,7 @@ def add_common_options(p: argparse.ArgumentParser, command: str) -> None:
     add_measure_options(p)
     add_output_options(p, command)
     add_plugin_options(p)
+    add_parallel_options(p)
 
 
 # --- settings -----------------------------------------------------------------------------------

@@ -221,21 +221,26 @@ def run_replay(args: argparse.Namespace, argv: Sequence[str]) -> int:
         return _fail(problems, "nothing to replay; nothing written")
     if problems and not args.keep_going:
         return _fail(problems, "stopped before replaying (--keep-going replays the others); nothing written")
+    if args.jobs < 1:
+        raise CliError(f"--jobs={args.jobs} is invalid: allowed an integer > 0")
     stage, made = _staging(out)
-    result = replay_many(
-        transcripts,
-        names,
-        settings=settings,
-        out_dir=stage,
-        pm=pm,
-        summarizer_model=summarizer_model,
-        context_window=window,
-        measure=args.measure,
-        limit_calls=args.limit_calls,
-        progress=not args.no_progress and sys.stderr.isatty(),
-        price_model=price,
-        stop_on_failure=not args.keep_going,
-    )
+    if args.jobs > 1 or args.engine == "ray":
+        result = _run_parallel(args, names, settings, stage, window, price)
+    else:
+        result = replay_many(
+            transcripts,
+            names,
+            settings=settings,
+            out_dir=stage,
+            pm=pm,
+            summarizer_model=summarizer_model,
+            context_window=window,
+            measure=args.measure,
+            limit_calls=args.limit_calls,
+            progress=not args.no_progress and sys.stderr.isatty(),
+            price_model=price,
+            stop_on_failure=not args.keep_going,
+        )
     result.errors[:0] = problems
     if result.replayed == 0:
         _discard(stage, out, made)
@@ -255,3 +260,33 @@ def run_replay(args: argparse.Namespace, argv: Sequence[str]) -> int:
         )
         return 1
     return 0
+
+
+def _run_parallel(
+    args: argparse.Namespace, names: list[str], settings: Any, stage: Path, window: Any, price: Any
+) -> Any:
+    """``--jobs N`` / ``--engine ray``: the same replay on worker processes or a Ray cluster, which
+    load the files themselves (a task carries a path, never an object)."""
+    from ctxlab.replay.parallel import RayUnavailableError, run_grid
+
+    try:
+        grid = run_grid(
+            _paths(args),
+            names,
+            settings,
+            jobs=args.jobs,
+            engine=args.engine,
+            ray_address=args.ray_address,
+            out_dir=stage,
+            format=args.format,
+            plugins_dir=args.plugins_dir,
+            measure=args.measure,
+            limit_calls=args.limit_calls,
+            context_window=window,
+            summarizer_model=args.summarizer_model,
+            price_model=price,
+            progress=not args.no_progress and sys.stderr.isatty(),
+        )
+    except RayUnavailableError as exc:
+        raise CliError(str(exc)) from exc
+    return grid.results[0]

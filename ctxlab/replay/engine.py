@@ -241,6 +241,7 @@ def replay_many(
     price_model: str | PriceRow | None = None,
     prices: str | Path | PriceTable | None = None,
     stop_on_failure: bool = False,
+    labels: Sequence[str] | None = None,
 ) -> ReplayResult:
     """Replay every transcript × strategy; by default a bad file or a failing run never stops the
     batch.
@@ -259,6 +260,9 @@ def replay_many(
         price_model, prices: the price row of the cost columns, as for :func:`replay`.
         stop_on_failure: stop after the first run that failed or whose summaries failed (the
             CLI without ``--keep-going``); files that failed to load stop it before any replay.
+        labels: the transcripts' labels, one per transcript in load order (default:
+            :func:`transcript_labels`); :mod:`ctxlab.replay.parallel` passes the labels of the
+            whole batch when it replays one transcript per task.
 
     Returns:
         A :class:`ReplayResult`; files that failed to load (``kind="load"``), runs that failed
@@ -268,7 +272,8 @@ def replay_many(
     Raises:
         KeyError: an unknown strategy name or price row (checked before anything is replayed).
         PriceTableError: an invalid price file.
-        ValueError: a strategy named twice, or an invalid context window.
+        ValueError: a strategy named twice, an invalid context window, or ``labels`` does not
+            hold one label per transcript.
     """
 
     settings = settings or CompressionSettings()
@@ -310,7 +315,10 @@ def replay_many(
         result.errors.extend(ReplayIssue.from_transcript_error(e) for e in load_errors)
         if load_errors and stop_on_failure:
             return result
-    labels = transcript_labels(transcripts)
+    if labels is None:
+        labels = transcript_labels(transcripts)
+    elif len(labels) != len(transcripts):
+        raise ValueError(f"{len(labels)} labels for {len(transcripts)} transcripts")
     root = Path(out_dir) if out_dir is not None else Path(tempfile.mkdtemp(prefix="ctxlab-replay-"))
     result.files_dir = root / "files"
     meter = make_measure(measure)

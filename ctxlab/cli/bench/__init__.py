@@ -18,6 +18,8 @@ alone; a benchmark is never a unit test):
    tiktoken on the same texts.
 3. **Replay throughput** — every strategy over the whole public transcript set (characters per
    second, and the time as a multiple of one tiktoken pass over the same text).
+4. **Start-up** and 5. **parallel sweeps** — ``ctxlab --help`` against ``python -c pass``; a grid
+   of transcripts × strategies on 1 and 2 worker processes (:mod:`~ctxlab.cli.bench.scale`).
 
 Content classes (:func:`label_block`) are labeled from the text itself, independently of any
 estimator's features; see :func:`collect_samples` for how samples are extracted.
@@ -47,7 +49,7 @@ from ctxlab.cli.bench.overhead import (
     real_histories,
     synthetic_history,
 )
-from ctxlab.cli.bench.render import render
+from ctxlab.cli.bench.render import render, render_scale
 from ctxlab.cli.bench.samples import (
     CLASSES,
     Sample,
@@ -59,6 +61,7 @@ from ctxlab.cli.bench.samples import (
     segment,
     synthetic_base64,
 )
+from ctxlab.cli.bench.scale import ParallelResult, StartupResult, bench_parallel, bench_startup
 from ctxlab.cli.bench.throughput import ReplayRow, ReplayThroughput, bench_replay
 from ctxlab.cli.bench.timing import cl100k_encoding, fit_exponent, machine_info
 
@@ -70,12 +73,16 @@ __all__ = [
     "EstimatorRow",
     "OverheadResult",
     "OverheadRow",
+    "ParallelResult",
     "ReplayRow",
     "ReplayThroughput",
     "Sample",
+    "StartupResult",
     "bench_estimators",
     "bench_overhead",
+    "bench_parallel",
     "bench_replay",
+    "bench_startup",
     "bench_target",
     "cjk_share",
     "cl100k_encoding",
@@ -91,12 +98,13 @@ __all__ = [
     "main",
     "real_histories",
     "render",
+    "render_scale",
     "segment",
     "synthetic_base64",
     "synthetic_history",
 ]
 
-SECTIONS = ("overhead", "estimators", "replay")
+SECTIONS = ("overhead", "estimators", "replay", "startup", "parallel")
 #: the committed benchmarks, relative to the repository root (written by a full run only)
 COMMITTED = Path("docs") / "benchmarks.md"
 
@@ -192,7 +200,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("3. replay throughput")
         names = [s.strip() for s in args.strategies.split(",")] if args.strategies else None
         replay = bench_replay(transcripts, args.quick, names)
-    text = render(machine, command.strip(), args.quick, overhead, estimators, replay)
+    startup = parallel = None
+    if "startup" in sections:
+        print("4. start-up of the command")
+        startup = bench_startup(args.quick)
+    if "parallel" in sections:
+        print("5. sweeps on several processes")
+        parallel = bench_parallel(transcripts, args.quick)
+    text = render(machine, command.strip(), args.quick, overhead, estimators, replay) + render_scale(
+        startup, parallel
+    )
     if target is not None:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text + "\n", encoding="utf-8")

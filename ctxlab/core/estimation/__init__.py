@@ -4,10 +4,11 @@ Provider-reported usage is the billing truth (R16); these estimates decide when 
 how much L1 and L2 must cut.  All values are tokens (``int``).  Nothing here raises on odd
 content: unknown block types count their JSON length.  The parts, one job each:
 
-* :mod:`~ctxlab.core.estimation.charclass` — text by calibrated character classes, an
-  approximation of ``cl100k_base`` about 20× cheaper than tiktoken (:func:`estimate_text_tokens`,
-  :func:`char_class_tokens`, :func:`features`, the constants :data:`COEFFICIENTS` /
-  :data:`WEIGHTS`, fitted by ``plugins/ctxlab-fast-estimator/calibrate.py``);
+* :mod:`~ctxlab.core.estimation.charclass` — text by calibrated byte classes and pairs of
+  character classes, an approximation of ``cl100k_base`` many times cheaper than tiktoken
+  (:func:`estimate_text_tokens`, :func:`char_class_tokens`, :func:`features`, the constants
+  :data:`SHORT_WEIGHTS` / :data:`LONG_WEIGHTS` / :data:`COEFFICIENTS`, fitted by
+  ``plugins/ctxlab-fast-estimator/calibrate.py``);
 * :mod:`~ctxlab.core.estimation.images` — images by size with OpenAI's tile rule
   (:func:`estimate_image_tokens`), data-URL images inside texts;
 * :mod:`~ctxlab.core.estimation.framing` — what a message and the tool schemas cost around
@@ -24,23 +25,21 @@ from __future__ import annotations
 from ctxlab.core.estimation.cache import EstimateCache
 from ctxlab.core.estimation.charclass import (
     BLOCK,
-    C_DENSE,
-    C_DENSE_UPPER,
-    C_DIGIT,
-    C_N2,
-    C_N3,
-    C_NEWLINE,
-    C_QUOTE,
-    C_REST,
-    C_SPACE,
-    C_UPPER,
+    BYTE_CLASSES,
     COEFFICIENTS,
-    RAMP_HI,
-    RAMP_LO,
+    GROUPS,
+    LONG_WEIGHTS,
+    PAIR_CLASSES,
+    RUN_SAMPLE,
+    SHORT_BYTES,
+    SHORT_WEIGHTS,
+    UNIT,
     WEIGHTS,
     char_class_tokens,
     estimate_text_tokens,
     features,
+    long_features,
+    short_features,
 )
 from ctxlab.core.estimation.framing import (
     MESSAGE_OVERHEAD,
@@ -53,20 +52,16 @@ from ctxlab.core.estimation.images import UNKNOWN_IMAGE_TOKENS, estimate_image_t
 
 __all__ = [
     "BLOCK",
+    "BYTE_CLASSES",
     "COEFFICIENTS",
-    "C_DENSE",
-    "C_DENSE_UPPER",
-    "C_DIGIT",
-    "C_N2",
-    "C_N3",
-    "C_NEWLINE",
-    "C_QUOTE",
-    "C_REST",
-    "C_SPACE",
-    "C_UPPER",
+    "GROUPS",
+    "LONG_WEIGHTS",
     "MESSAGE_OVERHEAD",
-    "RAMP_HI",
-    "RAMP_LO",
+    "PAIR_CLASSES",
+    "RUN_SAMPLE",
+    "SHORT_BYTES",
+    "SHORT_WEIGHTS",
+    "UNIT",
     "UNKNOWN_IMAGE_TOKENS",
     "WEIGHTS",
     "CharClassEstimator",
@@ -78,5 +73,7 @@ __all__ = [
     "estimate_image_tokens",
     "estimate_text_tokens",
     "features",
+    "long_features",
+    "short_features",
     "split_data_url_images",
 ]

@@ -1,261 +1,417 @@
 """The character-class text estimate: an approximation of ``cl100k_base`` tokens (spec R16).
 
 Estimates are local approximations used only to trigger and trim; provider-reported usage is the
-billing truth (R16).  All values are tokens; the calibrated weights below are tokens per character
-(or per counted unit).  Nothing here raises on odd content.
+billing truth (R16).  All values are tokens; the calibrated weights below are in
+1/:data:`UNIT` tokens per counted byte or pair.  Nothing here raises on odd content.
 
-Text (:func:`estimate_text_tokens`) is weighed by character class instead of a flat 4 characters
-per token, which misses about 3× of the tokens of Chinese prose and of base64, and a quarter of
-JSON.  The classes are counted exactly, block by block (:data:`BLOCK` characters, so that a
-base64 blob inside a long tool result is weighed as such), with C-speed passes over the bytes of
-the block (``str.encode``, ``bytes.translate(None, delete)`` chained so each pass runs over what
-the previous one left, ``bytes.count``; non-ASCII text is encoded to UTF-8 once and its
-non-ASCII bytes deleted first, so the ASCII passes run on what is left) — about 20× cheaper
-than tiktoken over the transcripts' message texts (``ctxlab bench``):
+Each UTF-8 byte has a class (:data:`BYTE_CLASSES`: ASCII lower case, upper case, digit,
+whitespace, newline, double quote, other punctuation; a continuation byte; the lead byte of a
+non-ASCII character by the script its range names, :data:`GROUPS` — Cyrillic, Arabic, the Indic
+scripts, kana, Han, Hangul, 4-byte characters such as emoji, ...).  A text is weighed in one of
+two tiers:
 
-* ``W`` whitespace (space, newline, tab, CR) — :data:`C_SPACE`, and :data:`C_NEWLINE` more per
-  newline;
-* ``D`` ASCII digits — :data:`C_DIGIT` (numbers split into short groups);
-* ``U`` upper-case ASCII letters — :data:`C_UPPER`;
-* ``Q`` double quotes (JSON keys and strings) — :data:`C_QUOTE`, on top of their class;
-* the rest of the ASCII characters (lower-case letters, punctuation) — :data:`C_REST`;
-* non-ASCII characters by their UTF-8 length, from ``N`` (the non-ASCII characters: deleted
-  bytes minus ``E``) and ``E`` the extra bytes (``len(utf8) - len(text)``): ``n2 = 2N - E``
-  2-byte characters (Cyrillic, Greek, Arabic,
-  Hebrew, accented Latin) — :data:`C_N2`; ``n3 = E - N`` 3-byte ones (CJK, kana, Hangul, CJK
-  punctuation, Thai, Devanagari) — :data:`C_N3`;
-* unbroken text: with ``dense`` the mean length of the whitespace-separated runs of a block
-  (ASCII non-space characters / (W + 1)), a ramp ``r = clip((dense - RAMP_LO) / (RAMP_HI -
-  RAMP_LO), 0, 1)`` adds ``r × (C_DENSE × non-space + C_DENSE_UPPER × U)``: base64, hashes and
-  minified data cost ~0.7 token per character where prose costs ~0.23 (cl100k splits random
-  alphanumerics into 1–2-character tokens).
+* **short** — at most :data:`SHORT_BYTES` UTF-8 bytes: one weight per byte class
+  (:data:`SHORT_WEIGHTS`).
+* **long** — longer texts, block by block (:data:`BLOCK` characters): one weight per byte class
+  (:data:`LONG_WEIGHTS`, ``u.<class>``), plus one weight per *pair* of neighbouring character
+  classes (``p.<previous>_<this>``: what cl100k's pre-tokenizer splits on — a word after
+  whitespace or a digit, a punctuation mark after a word, a digit after whitespace, a lower- to
+  upper-case change as in base64, a non-ASCII run after ASCII text), plus ``digit_token``: digit
+  runs counted as groups of at most three digits (``Σ ceil(len/3)``, exact for cl100k).  Pairs
+  and digit groups are counted on at most :data:`RUN_SAMPLE` bytes of a block (evenly spaced
+  windows) and scaled to the block.
 
-:func:`features` returns these counts and :data:`COEFFICIENTS` / :data:`WEIGHTS` their weights;
-the estimate is their weighted sum, rounded, at least 1 for a non-empty text.
+The sums are taken in C: a table maps every byte (or pair code) to its weight
+(``bytes.translate``) and ``zlib.adler32`` adds them up — its low half is ``1 + Σ bytes mod
+65521``, and chunks are kept short enough that it never wraps.  Pairs become single bytes through
+one big integer: with each character's class code ``k`` as one byte of ``X``, the bytes of ``(X
+>> 8) * 8 + X`` are ``8 k(previous) + k(this)``.  A short text costs two C calls (about 20× less
+than tiktoken on 100-character texts), a long block about ten (``ctxlab bench``).
 
-Data-URL images inside a text count as images (:mod:`ctxlab.core.estimation.images`).
-
-The weights were fitted against tiktoken ``cl100k_base`` on the shared public transcripts
-(``../shared/transcripts``) plus the Chinese prose sample (``samples/zh-prose.txt``), per content
-class — prose, code, JSON, logs, CJK, base64 (:func:`ctxlab.cli.bench.collect_samples`, labeled by
-:func:`ctxlab.cli.bench.label_block`), every class weighted equally; every class's aggregate error is
-within ±5 % (``ctxlab bench`` reports it, ``tests/test_estimation_calibration.py`` checks ±10 %).
-``C_N2`` is not fitted (no 2-byte scripts in the transcripts): it is set from cl100k on Cyrillic,
-Greek, Arabic and Hebrew words (0.62–0.96 token per character).  The fit is reproducible:
-``.venv/bin/python plugins/ctxlab-fast-estimator/calibrate.py`` prints the per-class errors and
-the constants to paste here.  The ``ctxlab-fast-estimator`` plugin uses the same features and
-weights, counting long texts on a sample of their bytes (:func:`char_class_tokens` with a
-stride): cheaper on long texts, noisier per text.
+The weights were fitted against tiktoken ``cl100k_base`` by
+``plugins/ctxlab-fast-estimator/calibrate.py`` on the shared public transcripts (prose, code,
+JSON, logs, CJK, base64; :func:`ctxlab.cli.bench.collect_samples`) plus the *calibration* split of
+the committed text sets (:func:`ctxlab.cli.bench.textset`: six scripts, emoji chat, URLs, minified
+JavaScript, CSV, hex, diffs, stack traces, digit-heavy logs, English docs, Python source, other
+scripts), every class weighted equally.  The *held-out* split, from disjoint sources, is never
+fitted on: ``ctxlab bench`` reports it, ``tests/test_estimation_heldout.py`` checks every class
+within ±10 %.  ``char_class_tokens(text) == max(1, round(Σ COEFFICIENTS[WEIGHTS[k]] × v))`` over
+``features(text).items()`` for a non-empty text without data-URL images.  Data-URL images in a
+long text count as images (:mod:`ctxlab.core.estimation.images`); a short text is never split.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from zlib import adler32
 
 from ctxlab.core.estimation.images import split_data_url_images
 
-__all__ = ["BLOCK", "COEFFICIENTS", "WEIGHTS", "char_class_tokens", "estimate_text_tokens", "features"]
+__all__ = [
+    "BLOCK",
+    "BYTE_CLASSES",
+    "COEFFICIENTS",
+    "GROUPS",
+    "LONG_WEIGHTS",
+    "PAIR_CLASSES",
+    "RUN_SAMPLE",
+    "SHORT_BYTES",
+    "SHORT_WEIGHTS",
+    "UNIT",
+    "WEIGHTS",
+    "char_class_tokens",
+    "estimate_text_tokens",
+    "features",
+    "long_features",
+    "short_features",
+]
 
-# --- calibrated constants (plugins/ctxlab-fast-estimator/calibrate.py; tokens per unit) ----------
-# (public: calibrate.py and the fast estimator read them; COEFFICIENTS holds them by name)
-C_REST = 0.2402  # lower-case letters and ASCII punctuation
-C_UPPER = 0.3275  # upper-case ASCII letters
-C_DIGIT = 0.8762  # digits
-C_SPACE = 0.1052  # whitespace characters
-C_QUOTE = 0.404  # double quotes (JSON keys and strings)
-C_NEWLINE = 0.4479  # newlines, on top of C_SPACE
-C_N2 = 0.75  # 2-byte UTF-8 characters (Cyrillic, Greek, Arabic, Hebrew, accented Latin); not fitted
-C_N3 = 1.204  # 3-byte UTF-8 characters (CJK, kana, Hangul, CJK punctuation, Indic, Thai)
-C_DENSE = 0.2513  # per non-space ASCII character of unbroken text, times the ramp
-C_DENSE_UPPER = 0.2273  # per upper-case letter of unbroken text, times the ramp
-RAMP_LO = 20.0  # mean run length where unbroken text starts to cost more
-RAMP_HI = 60.0  # mean run length where it costs the most
-
-#: the calibrated constants by name
-COEFFICIENTS: dict[str, float] = {
-    "C_REST": C_REST,
-    "C_UPPER": C_UPPER,
-    "C_DIGIT": C_DIGIT,
-    "C_SPACE": C_SPACE,
-    "C_QUOTE": C_QUOTE,
-    "C_NEWLINE": C_NEWLINE,
-    "C_N2": C_N2,
-    "C_N3": C_N3,
-    "C_DENSE": C_DENSE,
-    "C_DENSE_UPPER": C_DENSE_UPPER,
-    "RAMP_LO": RAMP_LO,
-    "RAMP_HI": RAMP_HI,
+#: non-ASCII characters by the UTF-8 lead byte range ``(first, last)`` of their script group
+GROUPS: dict[str, tuple[int, int]] = {
+    "latin2": (0xC2, 0xCB),  # U+0080-02FF: Latin-1 supplement, Latin extended, IPA
+    "greek": (0xCC, 0xCF),  # U+0300-03FF: combining diacritics, Greek
+    "cyrillic": (0xD0, 0xD3),  # U+0400-04FF
+    "other2": (0xD4, 0xD7),  # U+0500-05FF: Cyrillic supplement, Armenian, Hebrew
+    "arabic": (0xD8, 0xDB),  # U+0600-06FF
+    "other2b": (0xDC, 0xDF),  # U+0700-07FF: Syriac, Arabic supplement, Thaana, N'Ko
+    "indic": (0xE0, 0xE0),  # U+0800-0FFF: Devanagari ... Malayalam, Sinhala, Thai, Lao, Tibetan
+    "misc": (0xE1, 0xE1),  # U+1000-1FFF: Myanmar, Georgian, Ethiopic, Khmer, Latin/Greek extended
+    "symbol": (0xE2, 0xE2),  # U+2000-2FFF: punctuation, arrows, math, box drawing, dingbats
+    "kana": (0xE3, 0xE3),  # U+3000-3FFF: CJK punctuation, hiragana, katakana
+    "han": (0xE4, 0xE9),  # U+4000-9FFF: CJK unified ideographs
+    "hangul": (0xEA, 0xED),  # U+A000-DFFF: Hangul syllables, Yi
+    "compat": (0xEE, 0xEF),  # U+E000-FFFF: private use, CJK compatibility, full-width forms, FE0F
+    "astral": (0xF0, 0xF4),  # 4-byte characters: emoji, CJK extensions, math alphanumerics
 }
+#: the scripts whose runs count as CJK runs in the pair classes
+CJK_GROUPS = ("kana", "han", "hangul", "compat")
 
-#: the coefficient of each feature of :func:`features`
-WEIGHTS: dict[str, str] = {
-    "rest": "C_REST",
-    "upper": "C_UPPER",
-    "digit": "C_DIGIT",
-    "space": "C_SPACE",
-    "quote": "C_QUOTE",
-    "newline": "C_NEWLINE",
-    "n2": "C_N2",
-    "n3": "C_N3",
-    "dense": "C_DENSE",
-    "dense_upper": "C_DENSE_UPPER",
-}
-
-#: texts are estimated in blocks of this many characters (mixed content gets per-block ramps)
-BLOCK = 8192
-_WS = b" \n\t\r"
+_LOWER = bytes(range(0x61, 0x7B))
 _UPPER = bytes(range(0x41, 0x5B))
 _DIGITS = b"0123456789"
-_HIGH = bytes(range(0x80, 0x100))
+_CONT = bytes(range(0x80, 0xC0))
+_ASCII = bytes(range(0x80))
+
+#: byte class -> the bytes in it (ASCII punctuation: every ASCII byte not named here)
+BYTE_CLASSES: dict[str, bytes] = {
+    "lower": _LOWER,
+    "upper": _UPPER,
+    "digit": _DIGITS,
+    "space": b" \t\r",
+    "newline": b"\n",
+    "quote": b'"',
+    "punct": bytes(c for c in _ASCII if c not in _LOWER + _UPPER + _DIGITS + b' \t\r\n"'),
+    "cont": _CONT,
+    **{name: bytes(range(lo, hi + 1)) for name, (lo, hi) in GROUPS.items()},
+}
+#: character classes of the pairs: code -> name (continuation bytes are left out)
+PAIR_CLASSES = ("lo", "up", "sp", "pu", "di", "cjk", "nona", "pp")
+
+# --- calibrated constants (plugins/ctxlab-fast-estimator/calibrate.py), in 1/UNIT tokens --------
+UNIT = 64
+#: short tier: per byte of each class
+SHORT_WEIGHTS: dict[str, int] = {
+    "lower": 17,
+    "upper": 38,
+    "digit": 53,
+    "space": 6,
+    "newline": 0,
+    "quote": 41,
+    "punct": 18,
+    "cont": 0,
+    "latin2": 199,
+    "greek": 77,
+    "cyrillic": 38,
+    "other2": 102,
+    "arabic": 56,
+    "other2b": 0,
+    "indic": 80,
+    "misc": 153,
+    "symbol": 70,
+    "kana": 72,
+    "han": 84,
+    "hangul": 86,
+    "compat": 0,
+    "astral": 247,
+}
+#: long tier: ``u.<byte class>`` per byte, ``p.<previous>_<this>`` per pair, ``digit_token`` per group
+LONG_WEIGHTS: dict[str, int] = {
+    "u.lower": 7,
+    "u.upper": 7,
+    "u.digit": 0,
+    "u.space": 4,
+    "u.newline": 52,
+    "u.quote": 30,
+    "u.punct": 10,
+    "u.cont": 0,
+    "u.latin2": 250,
+    "u.greek": 44,
+    "u.cyrillic": 11,
+    "u.other2": 63,
+    "u.arabic": 26,
+    "u.other2b": 0,
+    "u.indic": 47,
+    "u.misc": 112,
+    "u.symbol": 0,
+    "u.kana": 66,
+    "u.han": 67,
+    "u.hangul": 36,
+    "u.compat": 64,
+    "u.astral": 178,
+    "p.sp_lo": 37,
+    "p.sp_up": 0,
+    "p.di_lo": 49,
+    "p.di_up": 121,
+    "p.pu_lo": 77,
+    "p.pu_up": 0,
+    "p.sp_pu": 0,
+    "p.di_pu": 0,
+    "p.lo_pu": 0,
+    "p.up_pu": 59,
+    "p.pu_pu": 0,
+    "p.sp_di": 71,
+    "p.pu_di": 60,
+    "p.lo_di": 11,
+    "p.up_di": 119,
+    "p.lo_up": 0,
+    "p.up_lo": 66,
+    "p.up_up": 0,
+    "p.sp_cjk": 151,
+    "p.lo_cjk": 0,
+    "p.pu_cjk": 255,
+    "p.sp_nona": 121,
+    "p.lo_nona": 0,
+    "p.pu_nona": 255,
+    "p.pp_lo": 51,
+    "p.pp_up": 0,
+    "p.pu_pp": 0,
+    "p.pp_sp": 15,
+    "p.pp_di": 7,
+    "p.nona_pu": 153,
+    "digit_token": 64,
+}
+#: texts of at most this many UTF-8 bytes are weighed by the short tier
+SHORT_BYTES = 256
+#: pairs and digit groups are counted on at most this many bytes of a block
+RUN_SAMPLE = 1024
+_WINDOWS = 16
+_WINDOW = RUN_SAMPLE // _WINDOWS
+
+#: every calibrated constant by name, in tokens: ``short.<class>`` and ``long.<feature>``
+COEFFICIENTS: dict[str, float] = {
+    **{f"short.{k}": v / UNIT for k, v in SHORT_WEIGHTS.items()},
+    **{f"long.{k}": v / UNIT for k, v in LONG_WEIGHTS.items()},
+}
+#: the coefficient name of each feature key of :func:`features` (the same names)
+WEIGHTS: dict[str, str] = {k: k for k in COEFFICIENTS}
+
+#: texts are estimated in blocks of this many characters (mixed content gets its own pairs per block)
+BLOCK = 8192
 
 
-def _counts(
-    text: str,
-    stride: int = 1,
-    sample_from: int = 0,
-    _ws: bytes = _WS,
-    _digits: bytes = _DIGITS,
-    _upper: bytes = _UPPER,
-    _high: bytes = _HIGH,
-) -> tuple[int, float, float, float, float, float, int, int]:
-    """``(ascii, whitespace, digits, upper, quotes, newlines, lead, extra)`` of one block.
-
-    ``ascii`` is the number of ASCII characters; ``lead`` the number of non-ASCII characters (one
-    UTF-8 lead byte each) and ``extra`` their continuation bytes.  Non-ASCII text is encoded once
-    and its non-ASCII bytes deleted (``lead = deleted - extra``); the ASCII passes then run on
-    what is left.  Each ``bytes.translate(None, delete)`` runs over what the previous one left.
-
-    Exact when ``stride`` is 1.  With ``stride`` > 1, ASCII parts of ``sample_from`` characters or
-    more are counted on every ``stride``-th character and the ASCII counts are scaled
-    (``ascii``, ``lead`` and ``extra`` stay exact): the ``ctxlab-fast-estimator`` plugin's trade.
-    """
-    if text.isascii():
-        b = text.encode("ascii")
-        lead = extra = 0
-    else:
-        u = text.encode("utf-8", "surrogatepass")
-        extra = len(u) - len(text)
-        b = u.translate(None, _high)
-        lead = len(u) - len(b) - extra
-    na = len(b)
-    if stride > 1 and na >= sample_from:
-        b = b[::stride]
-        scale = na / len(b)
-    else:
-        scale = 1.0
-    b1 = b.translate(None, _ws)
-    b2 = b1.translate(None, _digits)
-    b3 = b2.translate(None, _upper)
-    return (
-        na,
-        (len(b) - len(b1)) * scale,
-        (len(b1) - len(b2)) * scale,
-        (len(b2) - len(b3)) * scale,
-        b3.count(b'"') * scale,
-        b.count(b"\n") * scale,
-        lead,
-        extra,
-    )
+def _byte_table(weights: dict[str, int]) -> bytes:
+    table = bytearray(256)  # bytes of no class (C0, C1, F5-FF: never in UTF-8) weigh 0
+    for name, chars in BYTE_CLASSES.items():
+        for c in chars:
+            table[c] = weights[name]
+    return bytes(table)
 
 
-def features(
-    text: str,
-    ramp_lo: float = RAMP_LO,
-    ramp_hi: float = RAMP_HI,
-    *,
-    stride: int = 1,
-    sample_from: int = 0,
-) -> dict[str, float]:
-    """The features behind the estimate (keys of :data:`WEIGHTS`), summed over the blocks of ``text``.
+_CODE = {name: i for i, name in enumerate(PAIR_CLASSES)}
+#: byte -> pair class code (continuation bytes are deleted before)
+_CODE_MAP = bytes(
+    _CODE["lo"]
+    if c in _LOWER
+    else _CODE["up"]
+    if c in _UPPER
+    else _CODE["di"]
+    if c in _DIGITS
+    else _CODE["sp"]
+    if c in b" \t\r\n"
+    else _CODE["pu"]
+    if c < 0x80
+    else _CODE["cjk"]
+    if any(GROUPS[g][0] <= c <= GROUPS[g][1] for g in CJK_GROUPS)
+    else _CODE["nona"]
+    for c in range(256)
+)
+_DI = _CODE["di"]
+#: a punctuation mark right after another becomes class pp: cl100k merges a lone mark into the
+#: word after it, but not the last mark of a longer run (``.attr`` is one token, ``","x`` two)
+_PU_PU = bytes([_CODE["pu"], _CODE["pu"]])
+_PU_PP = bytes([_CODE["pu"], _CODE["pp"]])
+_IS_DIGIT_CODE = bytes(1 if c == _CODE["di"] else 0 for c in range(256))
+_PAIR_KEYS = [k for k in LONG_WEIGHTS if k.startswith("p.")]
+#: feature key -> its pair code (8 × previous + this)
+_PAIR_CODES = {k: 8 * _CODE[k[2:].split("_")[0]] + _CODE[k[2:].split("_")[1]] for k in _PAIR_KEYS}
 
-    ``char_class_tokens(text, stride, sample_from) == max(1, round(sum(COEFFICIENTS[WEIGHTS[k]] *
-    v for k, v in features(text, stride=stride, sample_from=sample_from).items())))`` for a
-    non-empty text without data-URL images.  ``ramp_lo``/``ramp_hi`` let the calibration try
-    other ramps.
-    """
-    out = dict.fromkeys(WEIGHTS, 0.0)
-    span = ramp_hi - ramp_lo
-    for i in range(0, max(1, len(text)), BLOCK):
-        na, ws, digits, upper, quotes, newlines, lead, extra = _counts(
-            text[i : i + BLOCK], stride, sample_from
-        )
-        nonspace = na - ws
-        ramp = min(1.0, max(0.0, (nonspace / (ws + 1) - ramp_lo) / span))
-        for k, v in (
-            ("rest", nonspace - upper - digits),
-            ("upper", upper),
-            ("digit", digits),
-            ("space", ws),
-            ("quote", quotes),
-            ("newline", newlines),
-            ("n2", max(0, 2 * lead - extra)),
-            ("n3", max(0, extra - lead)),
-            ("dense", ramp * nonspace),
-            ("dense_upper", ramp * upper),
-        ):
-            out[k] += v
+
+def _pair_table(weights: dict[str, int]) -> bytes:
+    table = bytearray(256)
+    for k, code in _PAIR_CODES.items():
+        table[code] = weights[k]
+    return bytes(table)
+
+
+_SHORT_TABLE = _byte_table(SHORT_WEIGHTS)
+_LONG_TABLE = _byte_table({k[2:]: v for k, v in LONG_WEIGHTS.items() if k.startswith("u.")})
+_LONG_PAIRS = _pair_table(LONG_WEIGHTS)
+_DIGIT_TOKEN = LONG_WEIGHTS["digit_token"]
+#: bytes per adler32 call so that its sum never wraps (at most 255 per byte; less for ASCII text)
+_CHUNK = 65520 // 255
+_CHUNK_ALL = 65520 // max(1, max(_LONG_TABLE))
+_CHUNK_ASCII = 65520 // max(1, max(_LONG_TABLE[:128]))
+_CHUNK_PAIRS = 65520 // max(1, max(_LONG_PAIRS))
+assert SHORT_BYTES <= _CHUNK
+
+
+def _class_counts(u: bytes, prefix: str) -> dict[str, float]:
+    return {
+        f"{prefix}{name}": float(len(u) - len(u.translate(None, chars)))
+        for name, chars in BYTE_CLASSES.items()
+    }
+
+
+def short_features(text: str) -> dict[str, float]:
+    """The byte-class counts of ``text``'s UTF-8 bytes (keys ``short.<class>``), what the short
+    tier weighs; the calibration computes them for texts of any length."""
+    return _class_counts(text.encode("utf-8", "surrogatepass"), "short.")
+
+
+def _sample(u: bytes, stride: int, sample_from: int) -> tuple[bytes, float, bytes, float]:
+    """``(bytes for the byte classes, their scale, pair codes with a leading space, their scale)``."""
+    n = len(u)
+    scale = 1.0
+    if stride > 1 and n >= sample_from:  # the fast estimator: one window in every `stride`
+        u = b"".join([u[i : i + 256] for i in range(0, n, 256 * stride)])
+        scale = n / len(u)
+    nu = len(u)
+    if nu <= RUN_SAMPLE:
+        return u, scale, (b" " + u).translate(_CODE_MAP, _CONT).replace(_PU_PU, _PU_PP), scale
+    step = nu // _WINDOWS
+    s = b"".join([u[i : i + _WINDOW] for i in range(0, step * _WINDOWS, step)])
+    return u, scale, (b" " + s).translate(_CODE_MAP, _CONT).replace(_PU_PU, _PU_PP), scale * nu / len(s)
+
+
+def _pairs(codes: bytes) -> bytes:
+    x = int.from_bytes(codes, "big")
+    return (((x >> 8) << 3) + x).to_bytes(len(codes), "big")
+
+
+def _digit_tokens(codes: bytes) -> int:
+    """Σ ceil(len/3) over the digit runs: a run's first digit, then every third one after it."""
+    dg = int.from_bytes(codes.translate(_IS_DIGIT_CODE), "big")
+    p_dg = dg >> 8
+    group = dg & ~p_dg
+    three = dg & p_dg & (p_dg >> 8)
+    tokens = 0
+    while group:
+        tokens += group.bit_count()
+        group = (group >> 24) & three
+    return tokens
+
+
+def long_features(text: str, stride: int = 1, sample_from: int = 0) -> dict[str, float]:
+    """The long-tier features of one block of at most :data:`BLOCK` characters (keys
+    ``long.<feature>``: byte-class counts, pair counts and digit groups, the last two counted on
+    at most :data:`RUN_SAMPLE` bytes and scaled); the calibration computes them for any text."""
+    u, scale, codes, rs = _sample(text.encode("utf-8", "surrogatepass"), stride, sample_from)
+    out = {k: v * scale for k, v in _class_counts(u, "long.u.").items()}
+    pairs = _pairs(codes)
+    for k, code in _PAIR_CODES.items():
+        out[f"long.{k}"] = pairs.count(code) * rs
+    out["long.digit_token"] = (_digit_tokens(codes) if _DI in codes else 0) * rs
     return out
 
 
-def _block_estimate(
-    text: str,
-    stride: int = 1,
-    sample_from: int = 0,
-    _counts: Callable[..., tuple[int, float, float, float, float, float, int, int]] = _counts,
-    _c_rest: float = C_REST,
-    _c_upper: float = C_UPPER,
-    _c_digit: float = C_DIGIT,
-    _c_space: float = C_SPACE,
-    _c_quote: float = C_QUOTE,
-    _c_newline: float = C_NEWLINE,
-    _ramp_lo: float = RAMP_LO,
-    _ramp_span: float = RAMP_HI - RAMP_LO,
-) -> float:
-    """The weighted sum of the :func:`features` of one block, inlined (this runs once per text,
-    and its interpreter overhead costs as much as the passes over a short text's bytes)."""
-    na, ws, digits, upper, quotes, newlines, lead, extra = _counts(text, stride, sample_from)
-    nonspace = na - ws
-    est = (
-        _c_rest * (nonspace - upper - digits)
-        + _c_upper * upper
-        + _c_digit * digits
-        + _c_space * ws
-        + _c_quote * quotes
-        + _c_newline * newlines
-    )
-    if lead:
-        est += C_N2 * max(0, 2 * lead - extra) + C_N3 * max(0, extra - lead)
-    dense = nonspace / (ws + 1)
-    if dense > _ramp_lo:
-        ramp = (dense - _ramp_lo) / _ramp_span
-        est += (ramp if ramp < 1.0 else 1.0) * (C_DENSE * nonspace + C_DENSE_UPPER * upper)
-    return est
+def features(text: str, *, stride: int = 1, sample_from: int = 0) -> dict[str, float]:
+    """The features behind the estimate: keys of :data:`WEIGHTS`, values in counted units.
+
+    A text of at most :data:`SHORT_BYTES` UTF-8 bytes gives its ``short.<class>`` byte counts; a
+    longer one the ``long.<feature>`` counts summed over its blocks (:func:`long_features`).
+    ``stride``/``sample_from`` as for :func:`char_class_tokens`.  An empty text gives ``{}``.
+    """
+    if not text:
+        return {}
+    if len(text.encode("utf-8", "surrogatepass")) <= SHORT_BYTES:
+        return short_features(text)
+    out: dict[str, float] = {}
+    for i in range(0, len(text), BLOCK):
+        for k, v in long_features(text[i : i + BLOCK], stride, sample_from).items():
+            out[k] = out.get(k, 0.0) + v
+    return out
+
+
+def _sum(w: bytes, chunk: int, _adler32: object = adler32) -> int:
+    """Σ w over the bytes of ``w`` with adler32, ``chunk`` bytes a call (so that it never wraps)."""
+    if len(w) <= chunk:
+        return (_adler32(w) & 0xFFFF) - 1  # type: ignore[operator,no-any-return]
+    return sum([(_adler32(w[i : i + chunk]) & 0xFFFF) - 1 for i in range(0, len(w), chunk)])  # type: ignore[operator]
+
+
+def _long_units(text: str, u: bytes, stride: int, sample_from: int) -> float:
+    """The long-tier estimate of ``text`` (``u``: its UTF-8 bytes), in 1/UNIT tokens."""
+    total = 0.0
+    for i in range(0, len(text), BLOCK):
+        if len(text) > BLOCK:
+            u = text[i : i + BLOCK].encode("utf-8", "surrogatepass")
+        u, scale, codes, rs = _sample(u, stride, sample_from)
+        units = _sum(u.translate(_LONG_TABLE), _CHUNK_ASCII if u.isascii() else _CHUNK_ALL) * scale
+        x = int.from_bytes(codes, "big")
+        units += (
+            _sum((((x >> 8) << 3) + x).to_bytes(len(codes), "big").translate(_LONG_PAIRS), _CHUNK_PAIRS) * rs
+        )
+        if _DI in codes:
+            units += _DIGIT_TOKEN * _digit_tokens(codes) * rs
+        total += units
+    return total
 
 
 def char_class_tokens(text: str, stride: int = 1, sample_from: int = 0) -> int:
-    """Estimated ``cl100k_base`` tokens of ``text`` (at least 1 for a non-empty text), block by block.
+    """Estimated ``cl100k_base`` tokens of ``text`` (at least 1 for a non-empty text; 0 for "").
 
-    Exact counts by default (:func:`estimate_text_tokens`); ``stride`` > 1 counts the ASCII part
-    of a block of ``sample_from`` ASCII characters or more on every ``stride``-th character (the
-    ``ctxlab-fast-estimator`` plugin).  Data-URL images count as images
-    (:func:`~ctxlab.core.estimation.images.estimate_image_tokens`).
+    Exact counts by default (:func:`estimate_text_tokens`); ``stride`` > 1 counts the bytes of a
+    long block of ``sample_from`` bytes or more on one 256-byte window in every ``stride`` (the
+    ``ctxlab-fast-estimator`` plugin).  Data-URL images in a long text count as images
+    (:func:`~ctxlab.core.estimation.images.estimate_image_tokens`); the text around them is
+    estimated as a text of its own.
     """
-    if len(text) <= BLOCK and "data:image/" not in text:
-        if not text:
+    u = text.encode("utf-8", "surrogatepass")
+    if len(u) <= SHORT_BYTES:
+        if not u:
             return 0
-        est = _block_estimate(text, stride, sample_from)
-        return round(est) if est >= 1.0 else 1
-    text, images = split_data_url_images(text)
-    est = 0.0
-    for i in range(0, len(text), BLOCK):
-        est += _block_estimate(text[i : i + BLOCK], stride, sample_from)
-    return max(1, round(est)) + images
+        s = (adler32(u.translate(_SHORT_TABLE)) & 0xFFFF) - 1
+        return round(s / UNIT) if s >= UNIT else 1
+    if "data:image/" in text:
+        rest, images = split_data_url_images(text)
+        if images:
+            return char_class_tokens(rest, stride, sample_from) + images
+    if len(u) > RUN_SAMPLE or (stride > 1 and len(u) >= sample_from):
+        return max(1, round(_long_units(text, u, stride, sample_from) / UNIT))
+    # one block, no sample: _long_units inlined (the common size of a message)
+    w = u.translate(_LONG_TABLE)
+    units = (adler32(w) & 0xFFFF) - 1 if len(w) <= _CHUNK_ASCII and u.isascii() else _sum(w, _CHUNK_ALL)
+    codes = (b" " + u).translate(_CODE_MAP, _CONT).replace(_PU_PU, _PU_PP)
+    x = int.from_bytes(codes, "big")
+    pw = (((x >> 8) << 3) + x).to_bytes(len(codes), "big").translate(_LONG_PAIRS)
+    units += (adler32(pw) & 0xFFFF) - 1 if len(pw) <= _CHUNK_PAIRS else _sum(pw, _CHUNK_PAIRS)
+    if _DI in codes:
+        units += _DIGIT_TOKEN * _digit_tokens(codes)
+    return max(1, round(units / UNIT))
 
 
-def estimate_text_tokens(text: str) -> int:
-    """Estimated ``cl100k_base`` tokens of a string: the calibrated character classes, counted
-    exactly block by block (see the module docstring); at least 1 for a non-empty text.
+def estimate_text_tokens(
+    text: str, _table: bytes = _SHORT_TABLE, _adler32: object = adler32, _count: object = char_class_tokens
+) -> int:
+    """Estimated ``cl100k_base`` tokens of a string: the calibrated classes, short or long tier
+    (see the module docstring); at least 1 for a non-empty text, 0 for an empty one.  Equal to
+    ``char_class_tokens(text)``; the short tier is inlined (one Python call per short text).
 
-    Data-URL images embedded in text are counted as images, not as base64 text.
+    Data-URL images embedded in a long text are counted as images, not as base64 text.
     """
-    return char_class_tokens(text)
+    u = text.encode("utf-8", "surrogatepass")
+    if len(u) > SHORT_BYTES:
+        return _count(text)  # type: ignore[operator,no-any-return]
+    if not u:
+        return 0
+    s = (_adler32(u.translate(_table)) & 0xFFFF) - 1  # type: ignore[operator]
+    return round(s / UNIT) if s >= UNIT else 1

@@ -109,6 +109,11 @@ def _no_network(monkeypatch):
 
 
 def test_missing_encoding_fails_at_once_without_the_network(monkeypatch, tmp_path):
+    import tiktoken.registry
+
+    # an o200k loaded earlier in this process (ctxlab bench, when its offline copy exists) is not
+    # what this test is about: only the empty cache folder below is
+    monkeypatch.delitem(tiktoken.registry.ENCODINGS, "o200k_base", raising=False)
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
     monkeypatch.delenv("CTXLAB_TIKTOKEN_DOWNLOAD", raising=False)
     _no_network(monkeypatch)

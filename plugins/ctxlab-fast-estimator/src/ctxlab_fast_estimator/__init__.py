@@ -1,19 +1,16 @@
 """ctxlab-fast-estimator: the core token estimate on a sample of the bytes; strategy ``ars-fast``.
 
-The core default estimate (:func:`ctxlab.core.estimation.estimate_text_tokens`) weighs character
-classes with constants calibrated against ``cl100k_base`` per content class (prose, code, JSON,
-logs, CJK, base64), counted exactly, block by block.  This plugin keeps what is specific to it:
+The core default estimate (:func:`ctxlab.core.estimation.estimate_text_tokens`) weighs byte
+classes, pairs of character classes and digit groups with constants calibrated against
+``cl100k_base`` (:mod:`ctxlab.core.estimation.charclass`).  This plugin keeps what is specific to it:
 
 * :func:`fast_text_tokens` — the same features and the same constants
-  (:data:`ctxlab.core.estimation.COEFFICIENTS`; one set exists), with the ASCII part of a block of
-  :data:`SAMPLE_FROM` characters or more counted on every :data:`STRIDE`-th character and scaled
-  (:func:`ctxlab.core.estimation.char_class_tokens`); the non-ASCII counts stay exact, shorter texts
-  are counted exactly (there the per-call overhead costs more than the passes).  The speed
-  trade-off: a long ASCII text costs about half as much; over the public transcripts' message
-  texts (mostly short) the gain is ~1.2–1.3×.  One text's estimate moves by ~1 % on average
-  (99th percentile ~2 %; up to ~35 % for a text whose mean run length sits at the dense-text
-  ramp, where the sampled whitespace count matters), the per-class aggregates by less than half
-  a point (``ctxlab bench`` reports both estimators side by side).
+  (:data:`ctxlab.core.estimation.COEFFICIENTS`; one set exists), with a long block of
+  :data:`SAMPLE_FROM` bytes or more counted on one 256-byte window in every :data:`STRIDE` and
+  scaled (:func:`ctxlab.core.estimation.char_class_tokens`); shorter texts are counted exactly
+  (there the per-call cost decides, not the passes over the bytes).  One text's estimate moves
+  by a few per cent, the per-class aggregates by less than a point (``ctxlab bench`` reports both
+  estimators side by side).
 * ``calibrate.py`` — re-fits the constants against tiktoken on the shared transcripts and prints
   them to paste into ``ctxlab/core/estimation/charclass.py``.
 * :class:`FastEstimator` — an estimator plugin framed like the built-in one
@@ -52,7 +49,7 @@ __all__ = [
     "fast_text_tokens",
 ]
 
-#: ASCII parts of this many characters or more are counted on every STRIDE-th character
+#: long blocks of this many UTF-8 bytes or more are counted on one 256-byte window in every STRIDE
 SAMPLE_FROM = 1024
 STRIDE = 3
 
