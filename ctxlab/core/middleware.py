@@ -53,6 +53,7 @@ from ctxlab.core.compression import (
     RunL2,
     compression_round,
 )
+from ctxlab.core.drive import adrive, drive
 from ctxlab.core.estimation import EstimateCache
 from ctxlab.core.events import CompressionEvent
 from ctxlab.core.files import FileWriteError, awrite_text, default_backend, write_text
@@ -299,27 +300,18 @@ class CompressionMiddleware(AgentMiddleware):
     ) -> ModelResponse | ExtendedModelResponse:
         """Sync path: R3–R14; history is written before summarizing (R10)."""
         inp, summarizer, backend = self._round_input(request, self._measure(request, handler))
-        gen = compression_round(inp)
-        value: Any = None
-        error: BaseException | None = None
-        while True:
-            try:
-                effect = gen.throw(error) if error is not None else gen.send(value)
-            except StopIteration as stop:
-                return _result(*stop.value)
-            value, error = None, None
-            try:
-                if isinstance(effect, CallModel):
-                    value = handler(request.override(messages=_any_messages(effect.messages)))
-                elif isinstance(effect, RunL1):
-                    value = run_l1(self.hooks.l1_trim, effect.effective, effect.ctx)
-                elif isinstance(effect, RunL2):
-                    path = _write_history(backend, effect.history_path, effect.history_content)
-                    value = (path, _safe_summarize(summarizer, effect.job))
-                else:  # pragma: no cover
-                    raise TypeError(f"unknown effect {effect!r}")
-            except BaseException as exc:  # cancellation too: the round emits ``failed``
-                error = exc
+
+        def perform(effect: Any) -> Any:
+            if isinstance(effect, CallModel):
+                return handler(request.override(messages=_any_messages(effect.messages)))
+            if isinstance(effect, RunL1):
+                return run_l1(self.hooks.l1_trim, effect.effective, effect.ctx)
+            if isinstance(effect, RunL2):
+                path = _write_history(backend, effect.history_path, effect.history_content)
+                return (path, _safe_summarize(summarizer, effect.job))
+            raise TypeError(f"unknown effect {effect!r}")  # pragma: no cover
+
+        return _result(*drive(compression_round(inp), perform))
 
     async def awrap_model_call(
         self,
@@ -328,30 +320,21 @@ class CompressionMiddleware(AgentMiddleware):
     ) -> ModelResponse | ExtendedModelResponse:
         """Async path: the same round; history write and summary run concurrently (R10)."""
         inp, summarizer, backend = self._round_input(request, await self._ameasure(request, handler))
-        gen = compression_round(inp)
-        value: Any = None
-        error: BaseException | None = None
-        while True:
-            try:
-                effect = gen.throw(error) if error is not None else gen.send(value)
-            except StopIteration as stop:
-                return _result(*stop.value)
-            value, error = None, None
-            try:
-                if isinstance(effect, CallModel):
-                    value = await handler(request.override(messages=_any_messages(effect.messages)))
-                elif isinstance(effect, RunL1):
-                    value = await asyncio.to_thread(run_l1, self.hooks.l1_trim, effect.effective, effect.ctx)
-                elif isinstance(effect, RunL2):
-                    path, summary = await asyncio.gather(
-                        _awrite_history(backend, effect.history_path, effect.history_content),
-                        _asafe_summarize(summarizer, effect.job),
-                    )
-                    value = (path, summary)
-                else:  # pragma: no cover
-                    raise TypeError(f"unknown effect {effect!r}")
-            except BaseException as exc:  # cancellation too: the round emits ``failed``
-                error = exc
+
+        async def perform(effect: Any) -> Any:
+            if isinstance(effect, CallModel):
+                return await handler(request.override(messages=_any_messages(effect.messages)))
+            if isinstance(effect, RunL1):
+                return await asyncio.to_thread(run_l1, self.hooks.l1_trim, effect.effective, effect.ctx)
+            if isinstance(effect, RunL2):
+                path, summary = await asyncio.gather(
+                    _awrite_history(backend, effect.history_path, effect.history_content),
+                    _asafe_summarize(summarizer, effect.job),
+                )
+                return (path, summary)
+            raise TypeError(f"unknown effect {effect!r}")  # pragma: no cover
+
+        return _result(*await adrive(compression_round(inp), perform))
 
 
 # --- helpers ------------------------------------------------------------------------------------
