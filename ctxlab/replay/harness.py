@@ -327,15 +327,13 @@ class ModelNodeHarness:
 
     def _request(self, call: ModelCall, runtime: Runtime[Any]) -> ModelRequest:
         """The model node's request, kept as ``call.request``."""
+        # create_agent gives the model the agent's tools and the tools middlewares contribute
+        contributed = (getattr(self.middleware, "tools", None) or []) if self.middleware_tools else []
         call.request = ModelRequest(
             model=self.model,
             messages=list(self.state["messages"]),
             system_message=self.system_message,
-            # create_agent gives the model the agent's tools and the tools middlewares contribute
-            tools=[
-                *self.tools,
-                *(getattr(self.middleware, "tools", None) or [] if self.middleware_tools else []),
-            ],
+            tools=[*self.tools, *contributed],
             tool_choice=None,
             response_format=None,
             state=dict(self.state),  # type: ignore[arg-type]  # the node gets a fresh dict per step
