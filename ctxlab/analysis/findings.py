@@ -76,29 +76,29 @@ SUMMARY_STRATEGIES = ("ars", "langchain-summarization", "deepagents-summarizatio
 
 @dataclass(frozen=True)
 class PaperFindings:
-    """The paper's numbers used here, each with where it was read (all shares in percent).
+    """The paper's numbers used here (all shares in percent); :data:`PAPER` holds them, with where
+    each was read.
 
-    The observation share is the paper's Figure 1 (a raw SWE-agent turn split into observation,
-    action and reasoning tokens), read from a secondary write-up quoting it (the figure itself
-    could not be read here); the issue that asked for this notebook quotes ≈ 84 %.  The costs are
-    per SWE-bench Verified instance for Qwen3-Coder 480B (raw $1.29, masking $0.61, LLM-Summary
-    $0.64), as quoted by two secondary sources (a summary of the paper, and the baseline table
-    of a public fork of the paper's code); the abstract (arXiv v3) states the claim they
-    illustrate: masking "halves cost relative to the Raw Agent" and matches LLM-Summary.
+    Attributes:
+        observation_share_pct: observations' share of a raw agent turn's tokens.
+        model: the model and benchmark of the costs.
+        cost_raw_usd, cost_masking_usd, cost_summary_usd: the cost per instance, in US dollars, of
+            the raw agent, of observation masking and of LLM-Summary.
+        masking_keep: masking's window M, in tool results.
+        summary_every_turns, summary_keep_turns: LLM-Summary's N (summarize every N turns) and M
+            (the last M turns kept).
+        citation: the paper.
     """
 
-    observation_share_pct: float = 83.9
-    model: str = "Qwen3-Coder 480B (SWE-agent, SWE-bench Verified, 500 instances)"
-    cost_raw_usd: float = 1.29
-    cost_masking_usd: float = 0.61
-    cost_summary_usd: float = 0.64
-    masking_keep: int = 10
-    summary_every_turns: int = 21
-    summary_keep_turns: int = 10
-    citation: str = (
-        "Lindenbauer et al., The Complexity Trap: Simple Observation Masking Is as Efficient as "
-        "LLM Summarization for Agent Context Management, DL4C @ NeurIPS 2025, arXiv:2508.21433"
-    )
+    observation_share_pct: float
+    model: str
+    cost_raw_usd: float
+    cost_masking_usd: float
+    cost_summary_usd: float
+    masking_keep: int
+    summary_every_turns: int
+    summary_keep_turns: int
+    citation: str
 
     @property
     def masking_saving_pct(self) -> float:
@@ -111,7 +111,25 @@ class PaperFindings:
         return 100.0 * (1.0 - self.cost_summary_usd / self.cost_raw_usd)
 
 
-PAPER = PaperFindings()
+#: The paper's numbers.  The observation share is the paper's Figure 1 (a raw SWE-agent turn split
+#: into observation, action and reasoning tokens), read from a secondary write-up quoting it (the
+#: figure itself could not be read here); the issue that asked for this notebook quotes ≈ 84 %.  The
+#: costs are per SWE-bench Verified instance for Qwen3-Coder 480B, as quoted by two secondary sources
+#: (a summary of the paper, and the baseline table of a public fork of the paper's code); the
+#: abstract (arXiv v3) states the claim they illustrate: masking "halves cost relative to the Raw
+#: Agent" and matches LLM-Summary.
+PAPER = PaperFindings(
+    observation_share_pct=83.9,
+    model="Qwen3-Coder 480B (SWE-agent, SWE-bench Verified, 500 instances)",
+    cost_raw_usd=1.29,
+    cost_masking_usd=0.61,
+    cost_summary_usd=0.64,
+    masking_keep=10,
+    summary_every_turns=21,
+    summary_keep_turns=10,
+    citation="Lindenbauer et al., The Complexity Trap: Simple Observation Masking Is as Efficient as "
+    "LLM Summarization for Agent Context Management, DL4C @ NeurIPS 2025, arXiv:2508.21433",
+)
 
 Measure = str | Callable[[BaseMessage], int]
 #: the columns of :func:`observation_shares`, in order

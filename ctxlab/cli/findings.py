@@ -16,7 +16,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 __all__ = ["add_findings_parser", "run_findings"]
 
@@ -64,6 +68,67 @@ def _pct(v: float | None, unit: str = "%") -> str:
     return f"{v:+.1f} pp" if unit == "pp" else f"{v:.1f}%"
 
 
+#: the columns of the observation-share table (``Findings.by_agent``), in order
+SHARE_COLUMNS = (
+    "agent",
+    "runs",
+    "calls",
+    "observation_tokens",
+    "assistant_tokens",
+    "turn_share_pct",
+    "median_run_pct",
+    "context_share_pct",
+    "paper_pct",
+)
+#: the columns of the savings table (``Findings.savings``), in order
+SAVING_COLUMNS = (
+    "agent",
+    "strategy",
+    "runs",
+    "raw_tokens",
+    "sent_tokens",
+    "l2_rounds",
+    "saving_pct",
+    "cost_saving_pct",
+    "paper_saving_pct",
+)
+#: a column's header where it is not its name with spaces for underscores
+HEADERS = {
+    "turn_share_pct": "share",
+    "median_run_pct": "median run",
+    "context_share_pct": "in requests",
+    "paper_pct": "paper",
+    "l2_rounds": "L2",
+    "saving_pct": "saving",
+    "cost_saving_pct": "+ summarizer",
+    "paper_saving_pct": "paper",
+}
+
+
+def _cell(column: str, value: Any) -> str:
+    """A value as printed: token counts and calls with thousands separators, ``*_pct`` columns as
+    percentages (``n/a`` for ``None``), anything else as text."""
+    if column.endswith("_pct"):
+        return _pct(value)
+    if column == "calls" or column.endswith("_tokens"):
+        return f"{value:,}"
+    return str(value)
+
+
+def _table(title: str, columns: Sequence[str], rows: Iterable[dict[str, Any]]) -> Table:
+    """A left-titled table of ``rows`` (dicts keyed by column name): the names (``agent``,
+    ``strategy``) left-aligned, the numbers right-aligned, no cell wrapped."""
+    from rich.table import Table
+
+    table = Table(title=title, title_justify="left")
+    for col in columns:
+        header = HEADERS.get(col, col.replace("_", " "))
+        table.add_column(header, justify="left" if col in ("agent", "strategy") else "right", no_wrap=True)
+    for r in rows:
+        table.add_row(*(_cell(col, r[col]) for col in columns))
+    return table
+
+
 def run_findings(args: argparse.Namespace) -> int:
     """Run ``ctxlab findings`` with parsed ``args``; returns the exit status.
 
@@ -105,50 +170,23 @@ def run_findings(args: argparse.Namespace) -> int:
 
     console = Console(highlight=False, soft_wrap=False, width=None if sys.stdout.isatty() else 160)
     console.print(f"[bold]The Complexity Trap[/bold] ({PAPER.citation})", markup=True)
-    shares = Table(
-        title=f"observation share of agent-turn tokens ({result.measure} tokens; observations / "
-        "(observations + assistant turns))",
-        title_justify="left",
+    console.print(
+        _table(
+            f"observation share of agent-turn tokens ({result.measure} tokens; observations / "
+            "(observations + assistant turns))",
+            SHARE_COLUMNS,
+            result.by_agent.iter_rows(named=True),
+        )
     )
-    for col in ("agent", "runs", "calls", "observation tokens", "assistant tokens", "share", "median run"):
-        shares.add_column(col, justify="left" if col == "agent" else "right", no_wrap=True)
-    shares.add_column("in requests", justify="right", no_wrap=True)
-    shares.add_column("paper", justify="right", no_wrap=True)
-    for r in result.by_agent.iter_rows(named=True):
-        shares.add_row(
-            r["agent"],
-            str(r["runs"]),
-            f"{r['calls']:,}",
-            f"{r['observation_tokens']:,}",
-            f"{r['assistant_tokens']:,}",
-            _pct(r["turn_share_pct"]),
-            _pct(r["median_run_pct"]),
-            _pct(r["context_share_pct"]),
-            _pct(r["paper_pct"]),
-        )
-    console.print(shares)
     if result.savings is not None and not result.savings.is_empty():
-        t = Table(
-            title=f"saving against the raw run (every strategy with T = {settings.entry_threshold_tokens:,} "
-            f"tokens; masking keeps the last 10 results); paper: {PAPER.model}",
-            title_justify="left",
-        )
-        for col in ("agent", "strategy", "runs", "raw tokens", "sent tokens", "L2", "saving", "+ summarizer"):
-            t.add_column(col, justify="left" if col in ("agent", "strategy") else "right", no_wrap=True)
-        t.add_column("paper", justify="right", no_wrap=True)
-        for r in result.savings.iter_rows(named=True):
-            t.add_row(
-                r["agent"],
-                r["strategy"],
-                str(r["runs"]),
-                f"{r['raw_tokens']:,}",
-                f"{r['sent_tokens']:,}",
-                str(r["l2_rounds"]),
-                _pct(r["saving_pct"]),
-                _pct(r["cost_saving_pct"]),
-                _pct(r["paper_saving_pct"]),
+        console.print(
+            _table(
+                f"saving against the raw run (every strategy with T = {settings.entry_threshold_tokens:,} "
+                f"tokens; masking keeps the last 10 results); paper: {PAPER.model}",
+                SAVING_COLUMNS,
+                result.savings.iter_rows(named=True),
             )
-        console.print(t)
+        )
     c = Table(title="paper vs ctxlab", title_justify="left")
     for col in ("finding", "paper", "ctxlab", "note"):
         c.add_column(col, justify="right" if col in ("paper", "ctxlab") else "left", overflow="fold")

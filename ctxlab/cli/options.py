@@ -13,34 +13,50 @@ import argparse
 import json
 import sys
 import warnings
+from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 __all__ = [
     "FIGURES",
+    "MEASURES",
     "SETTING_FLAGS",
     "CliError",
+    "Option",
     "add_common_options",
     "add_input_options",
     "add_measure_options",
     "add_model_options",
+    "add_options",
     "add_output_options",
     "add_plugin_options",
     "add_settings_options",
+    "file_option",
     "load_config",
+    "model_option",
+    "option",
     "price_row",
     "settings_from_args",
     "summarizer_from_args",
+    "switch",
     "window_from_args",
 ]
 
-#: flag -> settings field
-SETTING_FLAGS = {
-    "summary_threshold": "--summary-threshold",
-    "summary_keep_messages": "--summary-keep-messages",
-    "summary_tool_result_token_limit": "--summary-tool-result-token-limit",
-    "summary_l2_trigger_ratio": "--summary-l2-trigger-ratio",
+#: the four numeric settings fields -> (metavar, help) of their ``--summary-*`` flags
+_SETTING_HELP = {
+    "summary_threshold": ("K", "entry threshold T in K tokens (x1024) (default: 100)"),
+    "summary_keep_messages": ("N", "messages kept verbatim by L2 (default: 10)"),
+    "summary_tool_result_token_limit": (
+        "TOKENS",
+        "L1 limit for one tool result, and the preview budget (default: 300)",
+    ),
+    "summary_l2_trigger_ratio": ("RATIO", "T2 / T (default: 0.4)"),
 }
+#: settings field -> its flag (the field's name in kebab case)
+SETTING_FLAGS = {field: "--" + field.replace("_", "-") for field in _SETTING_HELP}
+#: the measuring estimators of ``--measure`` (:func:`ctxlab.replay.metrics.make_measure`)
+MEASURES = ("char-class", "tiktoken")
 #: ``--figures`` choices: runs that reach T, every run, none
 FIGURES = ("reached", "all", "none")
 
@@ -56,145 +72,195 @@ class CliError(Exception):
 # --- option groups ------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class Option:
+    """One option of the command line: its flag and the other keyword arguments of argparse's
+    ``add_argument`` (``help`` among them)."""
+
+    flag: str
+    kwargs: dict[str, Any]
+
+
+def option(flag: str, help: str, **kwargs: Any) -> Option:
+    """An :class:`Option`; ``kwargs`` are ``add_argument``'s (``metavar``, ``type``, ``default``, ...)."""
+    return Option(flag, {"help": help, **kwargs})
+
+
+def file_option(flag: str, help: str) -> Option:
+    """An option naming a file (``FILE``)."""
+    return option(flag, help, metavar="FILE")
+
+
+def model_option(flag: str, help: str) -> Option:
+    """An option naming a chat model of a LangChain provider (``PROVIDER:MODEL``)."""
+    return option(flag, help, metavar="PROVIDER:MODEL")
+
+
+def switch(flag: str, help: str) -> Option:
+    """An on/off flag (``store_true``: off unless given)."""
+    return option(flag, help, action="store_true")
+
+
+def add_options(p: argparse.ArgumentParser, title: str | None, options: Iterable[Option]) -> None:
+    """Add ``options`` to ``p``, in a help group titled ``title`` (``None``: no group of their own)."""
+    g = p.add_argument_group(title) if title is not None else p
+    for o in options:
+        g.add_argument(o.flag, **o.kwargs)
+
+
 def add_settings_options(p: argparse.ArgumentParser) -> None:
     """``--config`` and the ``--summary-*`` flags (the five ARS fields; flags override the file)."""
-    g = p.add_argument_group("settings (the five ARS fields; flags override --config)")
-    g.add_argument(
-        "--config", metavar="FILE", help="TOML or JSON file with the settings fields (default: none)"
-    )
-    g.add_argument(
-        "--summary-threshold", metavar="K", help="entry threshold T in K tokens (x1024) (default: 100)"
-    )
-    g.add_argument("--summary-keep-messages", metavar="N", help="messages kept verbatim by L2 (default: 10)")
-    g.add_argument(
-        "--summary-tool-result-token-limit",
-        metavar="TOKENS",
-        help="L1 limit for one tool result, and the preview budget (default: 300)",
-    )
-    g.add_argument("--summary-l2-trigger-ratio", metavar="RATIO", help="T2 / T (default: 0.4)")
-    g.add_argument(
-        "--summary-prompt-file",
-        metavar="FILE",
-        help="summarizer prompt, must contain {messages} (default: the built-in prompt)",
+    add_options(
+        p,
+        "settings (the five ARS fields; flags override --config)",
+        [
+            file_option("--config", "TOML or JSON file with the settings fields (default: none)"),
+            *(option(SETTING_FLAGS[f], h, metavar=m) for f, (m, h) in _SETTING_HELP.items()),
+            file_option(
+                "--summary-prompt-file",
+                "summarizer prompt, must contain {messages} (default: the built-in prompt)",
+            ),
+        ],
     )
 
 
 def add_input_options(p: argparse.ArgumentParser) -> None:
     """What is replayed, and what a failure does to the batch."""
-    g = p.add_argument_group("input")
-    g.add_argument("--format", metavar="NAME", help="transcript format name (default: detected per file)")
-    g.add_argument(
-        "--limit-calls",
-        metavar="N",
-        type=int,
-        help="replay at most N model calls per transcript (default: all)",
-    )
-    g.add_argument(
-        "--keep-going",
-        action="store_true",
-        help="batch use: go on after a file that cannot be loaded, a missing path or a failed run, and "
-        "report every failure (the exit status is still 1); default: stop at the first failure",
+    add_options(
+        p,
+        "input",
+        [
+            option("--format", "transcript format name (default: detected per file)", metavar="NAME"),
+            option(
+                "--limit-calls",
+                "replay at most N model calls per transcript (default: all)",
+                metavar="N",
+                type=int,
+            ),
+            switch(
+                "--keep-going",
+                "batch use: go on after a file that cannot be loaded, a missing path or a failed run, "
+                "and report every failure (the exit status is still 1); default: stop at the first "
+                "failure",
+            ),
+        ],
     )
 
 
 def add_model_options(p: argparse.ArgumentParser) -> None:
     """The main model's provider stand-in (its context window and counter) and the summarizer."""
-    g = p.add_argument_group("models")
-    g.add_argument(
-        "--context-window",
-        metavar="TOKENS",
-        type=int,
-        help="the provider's input window: a request above it is refused with ContextOverflowError, "
-        "as a live call would be (default: no window)",
-    )
-    g.add_argument(
-        "--context-window-from",
-        metavar="PROVIDER:MODEL",
-        help="the window of a model profile shipped by the installed LangChain provider package, e.g. "
-        "anthropic:claude-sonnet-4-5 (default: none)",
-    )
-    g.add_argument(
-        "--provider-count",
-        choices=("tiktoken", "char-class"),
-        default="tiktoken",
-        help="how the provider stand-in counts a request: tiktoken = cl100k_base, offline; char-class = "
-        "ctxlab's estimate (default: %(default)s)",
-    )
-    g.add_argument(
-        "--summarizer-model",
-        metavar="PROVIDER:MODEL",
-        help="summarize with this chat model (init_chat_model) (default: the offline structured summary)",
+    add_options(
+        p,
+        "models",
+        [
+            option(
+                "--context-window",
+                "the provider's input window: a request above it is refused with ContextOverflowError, "
+                "as a live call would be (default: no window)",
+                metavar="TOKENS",
+                type=int,
+            ),
+            model_option(
+                "--context-window-from",
+                "the window of a model profile shipped by the installed LangChain provider package, "
+                "e.g. anthropic:claude-sonnet-4-5 (default: none)",
+            ),
+            option(
+                "--provider-count",
+                "how the provider stand-in counts a request: tiktoken = cl100k_base, offline; char-class "
+                "= ctxlab's estimate (default: %(default)s)",
+                choices=("tiktoken", "char-class"),
+                default="tiktoken",
+            ),
+            model_option(
+                "--summarizer-model",
+                "summarize with this chat model (init_chat_model) (default: the offline structured summary)",
+            ),
+        ],
     )
 
 
 def add_measure_options(p: argparse.ArgumentParser) -> None:
     """How the token and cost columns are measured."""
-    g = p.add_argument_group("measures")
-    g.add_argument(
-        "--measure",
-        choices=("char-class", "tiktoken"),
-        default="char-class",
-        help="the measuring estimator for every token column (default: %(default)s)",
-    )
-    g.add_argument(
-        "--prices",
-        metavar="FILE",
-        help="price table (TOML, the fields of ctxlab/replay/prices.toml) replacing the shipped one "
-        "(default: the shipped table)",
-    )
-    g.add_argument(
-        "--price-model",
-        metavar="PROVIDER:MODEL",
-        help="the price row of the cost columns (default: anthropic:claude-sonnet-4-5)",
+    add_options(
+        p,
+        "measures",
+        [
+            option(
+                "--measure",
+                "the measuring estimator for every token column (default: %(default)s)",
+                choices=MEASURES,
+                default="char-class",
+            ),
+            file_option(
+                "--prices",
+                "price table (TOML, the fields of ctxlab/replay/prices.toml) replacing the shipped one "
+                "(default: the shipped table)",
+            ),
+            model_option(
+                "--price-model", "the price row of the cost columns (default: anthropic:claude-sonnet-4-5)"
+            ),
+        ],
     )
 
 
 def add_output_options(p: argparse.ArgumentParser, command: str) -> None:
     """Where the results go and what is drawn."""
-    g = p.add_argument_group("output")
-    g.add_argument(
-        "--out",
-        metavar="DIR",
-        default=f"out/{command}",
-        help="output folder: calls.parquet, summary.csv, report.md, run.json, figures/, files/ "
-        "(default: %(default)s)",
-    )
-    g.add_argument(
-        "--figures",
-        choices=FIGURES,
-        default="reached",
-        help="budget figures for the runs that reach T, for every run, or none (default: %(default)s)",
-    )
-    g.add_argument("--no-figures", action="store_true", help="the same as --figures none")
-    g.add_argument(
-        "--no-progress",
-        action="store_true",
-        help="no progress bar (default: a bar on a terminal, none when stderr is not one)",
+    add_options(
+        p,
+        "output",
+        [
+            option(
+                "--out",
+                "output folder: calls.parquet, summary.csv, report.md, run.json, figures/, files/ "
+                "(default: %(default)s)",
+                metavar="DIR",
+                default=f"out/{command}",
+            ),
+            option(
+                "--figures",
+                "budget figures for the runs that reach T, for every run, or none (default: %(default)s)",
+                choices=FIGURES,
+                default="reached",
+            ),
+            switch("--no-figures", "the same as --figures none"),
+            switch(
+                "--no-progress", "no progress bar (default: a bar on a terminal, none when stderr is not one)"
+            ),
+        ],
     )
 
 
 def add_plugin_options(p: argparse.ArgumentParser) -> None:
     """A plugins folder (the lab also reads ``$CTXLAB_PLUGINS_DIR``)."""
-    p.add_argument(
+    plugins_dir = option(
         "--plugins-dir",
-        metavar="DIR",
-        help="also load plugins from the .py files in DIR; hooks that change compression rename the "
+        "also load plugins from the .py files in DIR; hooks that change compression rename the "
         "strategies they apply to (ars+<plugin>) (default: $CTXLAB_PLUGINS_DIR, else none)",
+        metavar="DIR",
     )
+    add_options(p, None, [plugins_dir])
 
 
 def add_parallel_options(p: argparse.ArgumentParser) -> None:
     """Parallel runs: local processes or a Ray cluster (:mod:`ctxlab.replay.parallel`)."""
-    g = p.add_argument_group("parallel runs (the same rows as the serial run; ctxlab.replay.parallel)")
-    g.add_argument("--jobs", metavar="N", type=int, default=1, help="local worker processes (default: 1)")
-    g.add_argument(
-        "--engine",
-        choices=("local", "ray"),
-        default="local",
-        help="local processes or a Ray cluster, needs ctxlab[ray] (default: local)",
-    )
-    g.add_argument(
-        "--ray-address", metavar="ADDR", help="the Ray cluster to join (default: $RAY_ADDRESS or a local one)"
+    add_options(
+        p,
+        "parallel runs (the same rows as the serial run; ctxlab.replay.parallel)",
+        [
+            option("--jobs", "local worker processes (default: 1)", metavar="N", type=int, default=1),
+            option(
+                "--engine",
+                "local processes or a Ray cluster, needs ctxlab[ray] (default: local)",
+                choices=("local", "ray"),
+                default="local",
+            ),
+            option(
+                "--ray-address",
+                "the Ray cluster to join (default: $RAY_ADDRESS or a local one)",
+                metavar="ADDR",
+            ),
+        ],
     )
 
 

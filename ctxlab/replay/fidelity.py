@@ -54,6 +54,10 @@ def _share(part: int, whole: int) -> float | None:
     return part / whole if whole else None
 
 
+#: the four identifier counts of :class:`_Recalls` (fields of both records; summed by :func:`fidelity_totals`)
+_COUNTS = ("span_identifiers", "span_carried", "needed_identifiers", "needed_carried")
+
+
 class _Recalls:
     """The two recalls of four identifier counts: one round's, or pooled over rounds (the
     carried identifiers of all rounds over their identifiers)."""
@@ -189,36 +193,24 @@ def _mean(values: list[float]) -> float | None:
 def fidelity_totals(rounds: Iterable[RoundFidelity | Mapping[str, Any]]) -> FidelityTotals:
     """Sum rounds' fidelity: :class:`RoundFidelity` objects or their :meth:`~RoundFidelity.as_dict`
     records (e.g. the rows of ``summaries.jsonl``; records without the counts are skipped)."""
-    n = si = sc = ni = nc = 0
+    n = 0
+    sums = dict.fromkeys(_COUNTS, 0)
     span_recalls: list[float] = []
     needed_recalls: list[float] = []
     for r in rounds:
-        if isinstance(r, Mapping):
-            if r.get("span_identifiers") is None:
-                continue
-            r = RoundFidelity(
-                span_identifiers=int(r["span_identifiers"]),
-                span_carried=int(r["span_carried"]),
-                needed_identifiers=int(r["needed_identifiers"]),
-                needed_carried=int(r["needed_carried"]),
-            )
+        if isinstance(r, Mapping) and r.get("span_identifiers") is None:
+            continue
+        counts = {k: int(r[k]) if isinstance(r, Mapping) else getattr(r, k) for k in _COUNTS}
+        one = FidelityTotals(rounds=1, **counts)  # a round is the total of itself: its recalls
         n += 1
-        si += r.span_identifiers
-        sc += r.span_carried
-        ni += r.needed_identifiers
-        nc += r.needed_carried
-        if r.span_recall is not None:
-            span_recalls.append(r.span_recall)
-        if r.needed_recall is not None:
-            needed_recalls.append(r.needed_recall)
+        for k in _COUNTS:
+            sums[k] += counts[k]
+        if one.span_recall is not None:
+            span_recalls.append(one.span_recall)
+        if one.needed_recall is not None:
+            needed_recalls.append(one.needed_recall)
     return FidelityTotals(
-        rounds=n,
-        span_identifiers=si,
-        span_carried=sc,
-        needed_identifiers=ni,
-        needed_carried=nc,
-        mean_span_recall=_mean(span_recalls),
-        mean_needed_recall=_mean(needed_recalls),
+        rounds=n, **sums, mean_span_recall=_mean(span_recalls), mean_needed_recall=_mean(needed_recalls)
     )
 
 

@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -61,7 +62,27 @@ class ReplayModel(BaseChatModel):
         return cls(profile=profile)
 
 
-class ScriptedChatModel(BaseChatModel):
+class _AnsweringChatModel(BaseChatModel):
+    """A chat model whose every call answers with the next ``AIMessage`` of a script, returned as a
+    deep copy (so that the caller's edits never reach the script); subclasses say where the next
+    answer comes from (:meth:`_next_answer`, which may raise to refuse the call)."""
+
+    @abstractmethod
+    def _next_answer(self, messages: list[BaseMessage]) -> AIMessage:
+        """The answer to the request ``messages`` (the system message first, when there is one)."""
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: Any = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        message = self._next_answer(messages)
+        return ChatResult(generations=[ChatGeneration(message=message.model_copy(deep=True))])
+
+
+class ScriptedChatModel(_AnsweringChatModel):
     """A chat model that replays a plan: a generator of AIMessages.
 
     Before each model call the generator is sent the contents of the ToolMessages that answered
@@ -80,24 +101,18 @@ class ScriptedChatModel(BaseChatModel):
     def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> ScriptedChatModel:
         return self
 
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: Any = None,
-        **kwargs: Any,
-    ) -> ChatResult:
+    def _next_answer(self, messages: list[BaseMessage]) -> AIMessage:
         results = _results_of_last_ai(messages)
         try:
             if self.started:
-                message = self.plan.send(results)
+                message: AIMessage = self.plan.send(results)
             else:
                 self.started = True
                 message = next(self.plan)
         except StopIteration as exc:
             raise RuntimeError("the scripted plan has no more assistant turns") from exc
         self.calls += 1
-        return ChatResult(generations=[ChatGeneration(message=message.model_copy(deep=True))])
+        return message
 
 
 def scripted_tool_model(
@@ -147,7 +162,7 @@ class ScriptExhaustedError(RuntimeError):
     """A :class:`RecordedChatModel` was called after its last recorded answer."""
 
 
-class RecordedChatModel(BaseChatModel):
+class RecordedChatModel(_AnsweringChatModel):
     """A live provider stand-in: each successful call answers with the next recorded ``AIMessage``.
 
     Args (fields):
@@ -186,13 +201,7 @@ class RecordedChatModel(BaseChatModel):
     def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> RecordedChatModel:
         return self.model_copy(update={"bound_tools": list(tools)})
 
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: Any = None,
-        **kwargs: Any,
-    ) -> ChatResult:
+    def _next_answer(self, messages: list[BaseMessage]) -> AIMessage:
         system = messages[0] if messages and isinstance(messages[0], SystemMessage) else None
         rest = list(messages[1:]) if system is not None else list(messages)
         self.requests.append(list(messages))
@@ -202,4 +211,4 @@ class RecordedChatModel(BaseChatModel):
             raise ScriptExhaustedError(f"no recorded answer left after {len(self.answers)} calls")
         message = self.answers[self.cursor[0]]
         self.cursor[0] += 1
-        return ChatResult(generations=[ChatGeneration(message=message.model_copy(deep=True))])
+        return message

@@ -38,6 +38,9 @@ fitted on: ``ctxlab bench`` reports it, ``tests/test_estimation_heldout.py`` che
 within ±10 %.  ``char_class_tokens(text) == max(1, round(Σ COEFFICIENTS[WEIGHTS[k]] × v))`` over
 ``features(text).items()`` for a non-empty text without data-URL images.  Data-URL images in a
 long text count as images (:mod:`ctxlab.core.estimation.images`); a short text is never split.
+
+The public names (those without a leading underscore, :data:`CJK_GROUPS` aside) are listed once, in
+the ``__all__`` of :mod:`ctxlab.core.estimation`, which re-exports them.
 """
 
 from __future__ import annotations
@@ -45,25 +48,6 @@ from __future__ import annotations
 from zlib import adler32
 
 from ctxlab.core.estimation.images import split_data_url_images
-
-__all__ = [
-    "BLOCK",
-    "BYTE_CLASSES",
-    "COEFFICIENTS",
-    "GROUPS",
-    "LONG_WEIGHTS",
-    "PAIR_CLASSES",
-    "RUN_SAMPLE",
-    "SHORT_BYTES",
-    "SHORT_WEIGHTS",
-    "UNIT",
-    "WEIGHTS",
-    "char_class_tokens",
-    "estimate_text_tokens",
-    "features",
-    "long_features",
-    "short_features",
-]
 
 #: non-ASCII characters by the UTF-8 lead byte range ``(first, last)`` of their script group
 GROUPS: dict[str, tuple[int, int]] = {
