@@ -361,7 +361,7 @@ def _provider_answer(original: AIMessage, window: ContextWindow | None) -> tuple
 
     def answer(request: ModelRequest) -> AIMessage:
         try:
-            window.check(request.system_message, request.tools, request.messages)
+            window.refuse(request.system_message, request.tools, request.messages)
         except ContextOverflowError:
             refusals[0] += 1
             raise
