@@ -116,3 +116,37 @@ def test_the_lab_reads_the_environment_folder_and_the_core_does_not(tmp_path, mo
     assert strategy_label("ars", make_lab_manager(read_env=False)) == "ars"
     assert not [n for n, _ in make_plugin_manager().list_name_plugin() if n.startswith("dir:")]
     assert [n for n, _ in make_plugin_manager(read_env=True).list_name_plugin() if n.startswith("dir:")]
+
+
+def test_the_byte_bound_is_never_below_the_exact_count() -> None:
+    from ctxlab.replay.metrics import TiktokenEstimator
+    from ctxlab.replay.provider import ByteBound
+
+    exact, bound = TiktokenEstimator(), ByteBound()
+    texts = [
+        "",
+        "plain words",
+        "日本語のテキスト",
+        "emoji 🎉🎉 and Ünïcode",
+        "x" * 5000,
+        "\ud800 lone",
+        "a\n\n\tb",
+    ]
+    for text in texts:
+        m = AIMessage(
+            text, tool_calls=[{"name": "run", "args": {"cmd": text}, "id": "c1", "type": "tool_call"}]
+        )
+        assert bound.message_tokens(m) >= exact.message_tokens(m)
+    # a byte-level BPE never makes more tokens than bytes; ASCII prose makes far fewer
+    assert bound.text_tokens("plain words here") == 16 > exact.text_tokens("plain words here")
+
+
+def test_refuse_refuses_exactly_what_check_refuses() -> None:
+    n = ContextWindow(1000).request_tokens(SYSTEM, [], LONG)
+    for window in (n - 1, n, n + 1, 4 * n):
+        w = ContextWindow(window)
+        if window < n:
+            with pytest.raises(ContextOverflowError, match=rf"{n} tokens > {window} maximum"):
+                w.refuse(SYSTEM, [], LONG)
+        else:
+            assert w.refuse(SYSTEM, [], LONG) is None

@@ -22,7 +22,46 @@ from ctxlab.replay.strategies import strategies as registered_strategies
 if TYPE_CHECKING:
     import pluggy
 
-__all__ = ["build_middleware", "make_summarizer", "make_window", "strategy_records", "summarizer_name"]
+__all__ = [
+    "RunFiles",
+    "build_middleware",
+    "make_summarizer",
+    "make_window",
+    "strategy_records",
+    "summarizer_name",
+]
+
+
+class RunFiles:
+    """The backend of a ctxlab middleware that a batch reuses from run to run: each run's files go
+    to its own folder (:meth:`use`), as with a middleware built for that run.
+
+    Given to :class:`~ctxlab.CompressionMiddleware` as a backend factory (it calls ``backend(runtime)``
+    per request, spec R17), it answers with a ``FilesystemBackend`` (virtual mode) rooted at the
+    current run's folder.
+
+    Raises:
+        RuntimeError: called before :meth:`use`.
+    """
+
+    def __init__(self) -> None:
+        self.root: Path | None = None
+        self._backend: Any = None
+
+    def use(self, root: str | Path) -> Path:
+        """Send the files of the next requests to ``root`` (made if missing); returns it resolved."""
+        from deepagents.backends import FilesystemBackend
+
+        folder = Path(root)
+        folder.mkdir(parents=True, exist_ok=True)
+        self.root = folder.resolve()
+        self._backend = FilesystemBackend(root_dir=str(self.root), virtual_mode=True)
+        return self.root
+
+    def __call__(self, runtime: Any) -> Any:
+        if self._backend is None:
+            raise RuntimeError("RunFiles: no run folder yet (call use(folder) first)")
+        return self._backend
 
 
 def build_middleware(
@@ -32,6 +71,7 @@ def build_middleware(
     pm: pluggy.PluginManager | None = None,
     files_dir: str | Path | None = None,
     summarizer: Any = None,
+    backend: RunFiles | None = None,
 ) -> tuple[str, AgentMiddleware]:
     """A fresh middleware for a strategy name (or the given middleware), and the label of its rows.
 
@@ -45,6 +85,8 @@ def build_middleware(
         settings: the compression settings handed to the strategy factory and the middleware.
         pm: where strategies are looked up; default: ``make_lab_manager(load_entrypoints=True)``.
         files_dir: root of the middleware's ``FilesystemBackend`` (virtual mode).
+        backend: a :class:`RunFiles` instead (a middleware reused from run to run; ``files_dir``
+            is then ignored and the middleware has no ``_ctxlab_files_root``).
         summarizer: the ``summarizer=`` of the CompressionMiddleware (default: the offline
             :class:`ctxlab.core.builtin.StructuredSummarizer`).
 
@@ -64,24 +106,30 @@ def build_middleware(
     if isinstance(made, AgentMiddleware):
         return strategy, made
     if isinstance(made, (list, tuple)):
-        from deepagents.backends import FilesystemBackend
-
         if summarizer is None:
             summarizer = StructuredSummarizer()
-        root = Path(files_dir) if files_dir is not None else Path(tempfile.mkdtemp(prefix="ctxlab-replay-"))
-        root.mkdir(parents=True, exist_ok=True)
-        backend = FilesystemBackend(root_dir=str(root.resolve()), virtual_mode=True)
+        root: Path | None = None
+        files: Any = backend
+        if files is None:
+            from deepagents.backends import FilesystemBackend
+
+            root = (
+                Path(files_dir) if files_dir is not None else Path(tempfile.mkdtemp(prefix="ctxlab-replay-"))
+            )
+            root.mkdir(parents=True, exist_ok=True)
+            files = FilesystemBackend(root_dir=str(root.resolve()), virtual_mode=True)
         extra = [p for _, p, _ in folder_plugins(pm)]
         # the recorded agent never had ctxlab's read tool: a replayed request carries the
         # recorded tools only, so that raw and sent requests differ by compression alone
         mw = CompressionMiddleware(
             settings=settings,
-            backend=backend,
+            backend=files,
             summarizer=summarizer,
             plugins=[*made, *extra],
             read_tool=False,
         )
-        mw._ctxlab_files_root = root.resolve()  # type: ignore[attr-defined]
+        if root is not None:
+            mw._ctxlab_files_root = root.resolve()  # type: ignore[attr-defined]
         return strategy_label(strategy, pm), mw
     raise TypeError(
         f"strategy {strategy!r}: factory returned {type(made).__name__}; expected a list of plugin objects "

@@ -18,21 +18,26 @@ import logging
 import tempfile
 import warnings
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from langchain.agents.middleware.types import AgentMiddleware
 from langchain_core.messages import AIMessage
+from typing_extensions import Unpack
 
+from ctxlab.core.estimation import EstimateCache
+from ctxlab.core.middleware import CompressionMiddleware
 from ctxlab.core.settings import CompressionSettings
 from ctxlab.replay.building import (
+    RunFiles,
     build_middleware,
     make_summarizer,
     make_window,
     strategy_records,
     summarizer_name,
 )
-from ctxlab.replay.metrics import make_measure
+from ctxlab.replay.metrics import IdentifierIndex, make_measure
 from ctxlab.replay.names import safe_name
 from ctxlab.replay.prices import PriceRow, PriceTable
 from ctxlab.replay.provenance import provenance
@@ -54,6 +59,7 @@ logger = logging.getLogger("ctxlab.replay.engine")
 
 __all__ = [
     "ReplayIssue",
+    "ReplayOptions",
     "ReplayResult",
     "build_middleware",
     "make_window",
@@ -114,55 +120,156 @@ def _progress(total: int, desc: str, enabled: bool, leave: bool = True) -> Any:
     )
 
 
+class ReplayOptions(TypedDict, total=False):
+    """The keyword arguments :func:`replay` and :func:`replay_many` share (all optional).
+
+    Keys:
+        settings: the five fields (default: the ARS defaults).
+        pm: plugin manager for strategies and formats (default: with entry points).
+        out_dir: offloads and histories go to ``<out_dir>/files/<transcript>/<strategy>`` (a
+            temporary folder when ``None``).
+        format: the transcript format name of files (default: detected per file).
+        summarizer_model: ``"provider:model"`` (``init_chat_model``) or a chat model for L2
+            summaries; ``None``: the offline structured summarizer.
+        context_window: the provider's window: tokens (counted with ``provider_count``) or a
+            :class:`~ctxlab.replay.provider.ContextWindow`.  A request above it is refused with
+            ``ContextOverflowError`` as a provider would; it is also the model profile's
+            ``max_input_tokens``.  ``None`` (default): no window.
+        provider_count: the provider stand-in's counter, ``"tiktoken"`` (cl100k, default) or
+            ``"char-class"``.
+        measure: the measuring estimator, ``"char-class"`` (default) or ``"tiktoken"``.
+        limit_calls: replay at most this many model calls per run (``None``: all).
+        keep_views: keep every request view in ``result.views`` (and state updates in
+            ``result.updates``).
+        progress: progress bars (default: off for :func:`replay`, on for :func:`replay_many`).
+        price_model, prices: the price row of the cost columns, ``"provider:model"`` of the
+            ``prices`` file (default: the shipped table and its default row; see
+            :func:`ctxlab.replay.run_measures.resolve_price`).
+    """
+
+    settings: CompressionSettings | None
+    pm: pluggy.PluginManager | None
+    out_dir: str | Path | None
+    format: str | None
+    summarizer_model: str | Any | None
+    context_window: int | ContextWindow | None
+    provider_count: str
+    measure: str
+    limit_calls: int | None
+    keep_views: bool
+    progress: bool
+    price_model: str | PriceRow | None
+    prices: str | Path | PriceTable | None
+
+
+@dataclass
+class _Batch:
+    """What the runs of one call share, resolved from :class:`ReplayOptions` once."""
+
+    settings: CompressionSettings
+    pm: pluggy.PluginManager
+    price: PriceRow
+    window: ContextWindow | None
+    measure: str
+    summarizer_model: Any
+    limit_calls: int | None
+    keep_views: bool
+    meter: EstimateCache = field(init=False)
+    summarizer: Any = field(init=False)
+    index: IdentifierIndex = field(default_factory=IdentifierIndex)
+    # ctxlab middlewares built once per strategy, each writing to the current run's folder
+    built: dict[str, tuple[str, AgentMiddleware, RunFiles]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.meter = make_measure(self.measure)
+        self.summarizer = make_summarizer(self.summarizer_model)
+
+    @classmethod
+    def of(cls, options: ReplayOptions) -> _Batch:
+        """Resolve the options (raises what :func:`replay_many` documents)."""
+        pm = options.get("pm")
+        return cls(
+            settings=options.get("settings") or CompressionSettings(),
+            price=resolve_price(options.get("price_model"), options.get("prices")),
+            pm=pm if pm is not None else make_lab_manager(load_entrypoints=True),
+            window=make_window(options.get("context_window"), options.get("provider_count", "tiktoken")),
+            measure=options.get("measure", "char-class"),
+            summarizer_model=options.get("summarizer_model"),
+            limit_calls=options.get("limit_calls"),
+            keep_views=options.get("keep_views", False),
+        )
+
+    def provenance(self, strategies: dict[str, dict[str, Any]]) -> dict[str, Any]:
+        return provenance(
+            pm=self.pm,
+            settings=self.settings,
+            measure=self.meter.name,
+            strategies=strategies,
+            window=self.window.describe() if self.window is not None else None,
+            summarizer=summarizer_name(self.summarizer_model),
+        )
+
+    def middleware(
+        self, strategy: str | AgentMiddleware, files: Path
+    ) -> tuple[str, AgentMiddleware, Path | None]:
+        """(row label, middleware, folder of its files) of one run writing to ``files``.
+
+        A ctxlab middleware (a strategy whose factory returns plugins) is built once per
+        strategy and reused: its state is the run's graph state (one thread per run), its caches
+        are keyed by message identity or content, and its files go to the run's folder
+        (:class:`~ctxlab.replay.building.RunFiles`).  A foreign middleware is built per run.
+        """
+        key = strategy if isinstance(strategy, str) else None
+        if key is not None and key in self.built:
+            name, mw, run_files = self.built[key]
+            return name, mw, run_files.use(files)
+        run_files = RunFiles()
+        name, mw = build_middleware(
+            strategy, settings=self.settings, pm=self.pm, backend=run_files, summarizer=self.summarizer
+        )
+        if key is not None and isinstance(mw, CompressionMiddleware):
+            self.built[key] = (name, mw, run_files)
+            return name, mw, run_files.use(files)
+        return name, mw, None
+
+    def run(
+        self, transcript: Transcript, label: str, name: str, mw: AgentMiddleware, **more: Any
+    ) -> ReplayResult:
+        """:func:`~ctxlab.replay.runner.replay_one` with the batch's settings and measures."""
+        return replay_one(
+            transcript,
+            label,
+            name,
+            mw,
+            settings=self.settings,
+            measure=self.meter,
+            window=self.window,
+            limit_calls=self.limit_calls,
+            keep_views=self.keep_views,
+            price=self.price,
+            index=self.index,
+            **more,
+        )
+
+
 def replay(
     transcript: Transcript | str | Path,
     strategy: str | AgentMiddleware = "ars",
     *,
-    settings: CompressionSettings | None = None,
-    pm: pluggy.PluginManager | None = None,
-    out_dir: str | Path | None = None,
-    summarizer_model: str | Any | None = None,
-    context_window: int | ContextWindow | None = None,
-    provider_count: str = "tiktoken",
-    measure: str = "char-class",
-    limit_calls: int | None = None,
-    keep_views: bool = False,
     label: str | None = None,
     thread_id: str | None = None,
-    format: str | None = None,
-    progress: bool = False,
-    price_model: str | PriceRow | None = None,
-    prices: str | Path | PriceTable | None = None,
+    **options: Unpack[ReplayOptions],
 ) -> ReplayResult:
     """Replay one transcript through one strategy.
 
     Args:
         transcript: a loaded :class:`Transcript`, or a file holding exactly one run.
         strategy: a registered strategy name (``"ars"``) or an ``AgentMiddleware`` instance.
-        settings: the five fields (default: the ARS defaults).
-        pm: plugin manager for strategies and formats (default: with entry points).
-        out_dir: offloads and histories go to ``<out_dir>/files/<transcript>/<strategy>``
-            (a temporary folder when ``None``).
-        summarizer_model: ``"provider:model"`` (``init_chat_model``) or a chat model for L2
-            summaries; ``None``: the offline structured summarizer.
-        context_window: the provider's window: tokens (counted with ``provider_count``) or a
-            :class:`~ctxlab.replay.provider.ContextWindow`.  A request above it is refused with
-            ``ContextOverflowError`` as a provider would; it is also the model profile's
-            ``max_input_tokens``.  ``None``: no window.
-        provider_count: the provider stand-in's counter, ``"tiktoken"`` (cl100k) or ``"char-class"``.
-        measure: the measuring estimator, ``"char-class"`` or ``"tiktoken"``.
-        limit_calls: replay at most this many model calls.
-        keep_views: keep every request view in ``result.views`` (and state updates in
-            ``result.updates``).
         label: the transcript's label in the rows (default: ``Transcript.name``).
         thread_id: the LangGraph thread id (default: the label made safe,
             :func:`ctxlab.replay.names.thread_id_for`).
-        format: the transcript format name when ``transcript`` is a path.
-        progress: show a progress bar over the calls.
-
-        price_model, prices: the price row of the cost columns, ``"provider:model"`` of the
-            ``prices`` file (default: the shipped table and its default row; see
-            :func:`ctxlab.replay.run_measures.resolve_price`).
+        **options: :class:`ReplayOptions` (settings, window, measures, prices, ...); ``format`` is
+            the format of ``transcript`` when it is a path, ``progress`` a bar over the calls.
 
     Raises:
         KeyError: unknown strategy or price row.  TranscriptError: the file cannot be loaded.
@@ -170,51 +277,31 @@ def replay(
         ValueError: the file holds several runs (use :func:`replay_many`), or an invalid window.
         ContextOverflowError: the strategy could not fit the window (as a live agent would fail).
     """
-    settings = settings or CompressionSettings()
-    price = resolve_price(price_model, prices)
-    if pm is None:
-        pm = make_lab_manager(load_entrypoints=True)
+    batch = _Batch.of(options)
     if not isinstance(transcript, Transcript):
-        loaded = load_transcripts(transcript, format=format, pm=pm)
+        loaded = load_transcripts(transcript, format=options.get("format"), pm=batch.pm)
         if len(loaded) != 1:
             raise ValueError(f"{transcript} holds {len(loaded)} runs; use replay_many")
         transcript = loaded[0]
     label = label or transcript.name
-    window = make_window(context_window, provider_count)
-    files = _files_dir(out_dir, label, strategy if isinstance(strategy, str) else strategy.name)
-    name, mw = build_middleware(
-        strategy, settings=settings, pm=pm, files_dir=files, summarizer=make_summarizer(summarizer_model)
+    files = _files_dir(
+        options.get("out_dir"), label, strategy if isinstance(strategy, str) else strategy.name
     )
-    bar = _progress(_count_calls(transcript, limit_calls), label, progress, leave=False)
+    name, mw, root = batch.middleware(strategy, files)
+    bar = _progress(
+        _count_calls(transcript, batch.limit_calls), label, options.get("progress", False), leave=False
+    )
     try:
-        result = replay_one(
-            transcript,
-            label,
-            name,
-            mw,
-            settings=settings,
-            measure=make_measure(measure),
-            window=window,
-            limit_calls=limit_calls,
-            keep_views=keep_views,
-            thread_id=thread_id,
-            on_call=bar.update,
-            price=price,
+        result = batch.run(
+            transcript, label, name, mw, thread_id=thread_id, on_call=bar.update, files_root=root
         )
     finally:
         bar.close()
-    result.measure = measure
+    result.measure = batch.measure
     result.files_dir = files
     result.sources[label] = transcript.source
-    result.window = window.describe() if window is not None else None
-    result.provenance = provenance(
-        pm=pm,
-        settings=settings,
-        measure=make_measure(measure).name,
-        strategies=strategy_records([strategy], pm, settings),
-        window=result.window,
-        summarizer=summarizer_name(summarizer_model),
-    )
+    result.window = batch.window.describe() if batch.window is not None else None
+    result.provenance = batch.provenance(strategy_records([strategy], batch.pm, batch.settings))
     return result
 
 
@@ -227,21 +314,9 @@ def replay_many(
     paths_or_transcripts: str | Path | Transcript | Iterable[str | Path | Transcript],
     strategies: Sequence[str | AgentMiddleware] | str = ("ars",),
     *,
-    settings: CompressionSettings | None = None,
-    out_dir: str | Path | None = None,
-    format: str | None = None,
-    pm: pluggy.PluginManager | None = None,
-    summarizer_model: str | Any | None = None,
-    context_window: int | ContextWindow | None = None,
-    provider_count: str = "tiktoken",
-    measure: str = "char-class",
-    limit_calls: int | None = None,
-    keep_views: bool = False,
-    progress: bool = True,
-    price_model: str | PriceRow | None = None,
-    prices: str | Path | PriceTable | None = None,
     stop_on_failure: bool = False,
     labels: Sequence[str] | None = None,
+    **options: Unpack[ReplayOptions],
 ) -> ReplayResult:
     """Replay every transcript × strategy; by default a bad file or a failing run never stops the
     batch.
@@ -250,19 +325,16 @@ def replay_many(
         paths_or_transcripts: files, folders (walked recursively) and/or loaded transcripts.
         strategies: strategy names (or ``AgentMiddleware`` instances); a string may hold
             several names separated by commas.
-        settings, pm, summarizer_model, context_window, provider_count, measure, limit_calls,
-            keep_views: as for :func:`replay` (each transcript runs on the thread id of its label).
-        out_dir: root of the files written by the middlewares (``<out_dir>/files/...``);
-            a temporary folder when ``None``.  Reports are written by
-            :func:`ctxlab.analysis.report.write_report`.
-        format: the transcript format name (default: detected per file).
-        progress: progress bars over the runs and the calls of the current run.
-        price_model, prices: the price row of the cost columns, as for :func:`replay`.
         stop_on_failure: stop after the first run that failed or whose summaries failed (the
             CLI without ``--keep-going``); files that failed to load stop it before any replay.
         labels: the transcripts' labels, one per transcript in load order (default:
             :func:`transcript_labels`); :mod:`ctxlab.replay.parallel` passes the labels of the
             whole batch when it replays one transcript per task.
+        **options: :class:`ReplayOptions`, as for :func:`replay` (each transcript runs on the
+            thread id of its label); ``out_dir`` is the root of the files the middlewares write
+            (``<out_dir>/files/...``; reports are written by
+            :func:`ctxlab.analysis.report.write_report`), ``progress`` (default on) bars over
+            the runs and the calls of the current run.
 
     Returns:
         A :class:`ReplayResult`; files that failed to load (``kind="load"``), runs that failed
@@ -275,14 +347,10 @@ def replay_many(
         ValueError: a strategy named twice, an invalid context window, or ``labels`` does not
             hold one label per transcript.
     """
-
-    settings = settings or CompressionSettings()
-    price = resolve_price(price_model, prices)
-    if pm is None:
-        pm = make_lab_manager(load_entrypoints=True)
+    batch = _Batch.of(options)
     if isinstance(strategies, str):
         strategies = [s.strip() for s in strategies.split(",") if s.strip()]
-    known = registered_strategies(pm)
+    known = registered_strategies(batch.pm)
     for s in strategies:
         if isinstance(s, str) and s not in known:
             raise KeyError(f"unknown strategy {s!r}; known: {', '.join(sorted(known)) or '(none)'}")
@@ -290,7 +358,6 @@ def replay_many(
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
         raise ValueError(f"strategy {twice[0]!r} is named twice; each strategy runs once per transcript")
-    window = make_window(context_window, provider_count)
 
     if isinstance(paths_or_transcripts, (str, Path, Transcript)):
         paths_or_transcripts = [paths_or_transcripts]
@@ -298,19 +365,14 @@ def replay_many(
     paths: list[str | Path] = []
     for item in paths_or_transcripts:
         (transcripts if isinstance(item, Transcript) else paths).append(item)  # type: ignore[arg-type]
-    records = strategy_records(strategies, pm, settings)
-    result = ReplayResult(settings=settings, measure=measure, price=price, strategies=list(records))
-    result.window = window.describe() if window is not None else None
-    result.provenance = provenance(
-        pm=pm,
-        settings=settings,
-        measure=make_measure(measure).name,
-        strategies=records,
-        window=result.window,
-        summarizer=summarizer_name(summarizer_model),
+    records = strategy_records(strategies, batch.pm, batch.settings)
+    result = ReplayResult(
+        settings=batch.settings, measure=batch.measure, price=batch.price, strategies=list(records)
     )
+    result.window = batch.window.describe() if batch.window is not None else None
+    result.provenance = batch.provenance(records)
     if paths:
-        loaded, load_errors = load_many(paths, format=format, pm=pm)
+        loaded, load_errors = load_many(paths, format=options.get("format"), pm=batch.pm)
         transcripts.extend(loaded)
         result.errors.extend(ReplayIssue.from_transcript_error(e) for e in load_errors)
         if load_errors and stop_on_failure:
@@ -319,10 +381,10 @@ def replay_many(
         labels = transcript_labels(transcripts)
     elif len(labels) != len(transcripts):
         raise ValueError(f"{len(labels)} labels for {len(transcripts)} transcripts")
+    out_dir = options.get("out_dir")
     root = Path(out_dir) if out_dir is not None else Path(tempfile.mkdtemp(prefix="ctxlab-replay-"))
     result.files_dir = root / "files"
-    meter = make_measure(measure)
-    summarizer = make_summarizer(summarizer_model)
+    progress = options.get("progress", True)
     jobs = [(t, lab, s) for t, lab in zip(transcripts, labels, strict=True) for s in strategies]
     outer = _progress(len(jobs), "replay", progress)
     try:
@@ -330,24 +392,10 @@ def replay_many(
             sname = s if isinstance(s, str) else s.name
             outer.set_postfix_str(f"{lab[-40:]} [{sname}]", refresh=False)
             result.sources[lab] = t.source
-            inner = _progress(_count_calls(t, limit_calls), "calls", progress, leave=False)
+            inner = _progress(_count_calls(t, batch.limit_calls), "calls", progress, leave=False)
             try:
-                name, mw = build_middleware(
-                    s, settings=settings, pm=pm, files_dir=_files_dir(root, lab, sname), summarizer=summarizer
-                )
-                one = replay_one(
-                    t,
-                    lab,
-                    name,
-                    mw,
-                    settings=settings,
-                    measure=meter,
-                    window=window,
-                    limit_calls=limit_calls,
-                    keep_views=keep_views,
-                    on_call=inner.update,
-                    price=price,
-                )
+                name, mw, files = batch.middleware(s, _files_dir(root, lab, sname))
+                one = batch.run(t, lab, name, mw, on_call=inner.update, files_root=files)
                 result.extend(one)
                 failed = _summary_issue(one, t.source, lab, name)
             except Exception as exc:  # one failing run never stops the batch (unless asked)

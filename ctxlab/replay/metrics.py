@@ -58,10 +58,12 @@ __all__ = [
     "canonical_key",
     "expand_identifier",
     "extract_identifiers",
+    "extract_identifiers_whole",
     "make_measure",
     "message_part",
     "request_keys",
     "retention",
+    "tools_key",
     "unmatched_tool_pairs",
     "view_parts",
 ]
@@ -108,19 +110,70 @@ _SCAN_CHARS = 400_000
 MESSAGES_CACHED = 200_000
 
 
-def extract_identifiers(text: str) -> set[str]:
+#: a word may hold an identifier only if it has one of these (a necessary condition of every
+#: pattern of :data:`IDENTIFIER_PATTERNS`: a path has ``/``, a file or dotted name ``.``, snake_case
+#: ``_``, a number 4 digits, CamelCase a lower letter or digit before a capital, an error name its
+#: suffix); words without any are skipped without running the patterns
+_MAYBE_IDENTIFIER = re.compile(r"[/._]|\d{4}|[a-z0-9][A-Z]|Error|Exception|Warning")
+#: distinct words whose identifiers one :class:`IdentifierIndex` remembers (then it starts over)
+WORDS_CACHED = 1_000_000
+
+
+def _word_identifiers(word: str) -> tuple[str, ...]:
+    """The identifiers of one whitespace-free word (see :func:`extract_identifiers`)."""
+    if len(word) < _MIN_LEN or _MAYBE_IDENTIFIER.search(word) is None:
+        return ()
+    out: list[str] = []
+    for pattern in IDENTIFIER_PATTERNS.values():
+        for m in pattern.finditer(word):
+            s = m.group(0).rstrip(".")
+            if len(s) >= _MIN_LEN and s not in _STOP:
+                out.append(s)
+    return tuple(out)
+
+
+def _scanned(text: str) -> str:
+    if len(text) > _SCAN_CHARS:
+        half = _SCAN_CHARS // 2
+        return text[:half] + "\n" + text[-half:]
+    return text
+
+
+def extract_identifiers(text: str, memo: dict[str, tuple[str, ...]] | None = None) -> set[str]:
     """The identifiers in ``text`` by :data:`IDENTIFIER_PATTERNS` (at least 4 characters).
 
     Texts longer than 400,000 characters are scanned at their head and tail only.
+
+    The patterns run on each distinct whitespace-separated word, not on the whole text, with the
+    same result: every pattern matches only characters of ``[\\w./~@+-]`` (never whitespace), and
+    looks at most one character before or after a match, where whitespace counts as the start or
+    end of the text.  ``memo`` (word -> its identifiers) lets a batch run the patterns once per
+    distinct word (``tests/test_metrics.py`` compares with the patterns run on whole texts).
     """
     if not text:
         return set()
-    if len(text) > _SCAN_CHARS:
-        half = _SCAN_CHARS // 2
-        text = text[:half] + "\n" + text[-half:]
+    out: set[str] = set()
+    for word in set(_scanned(text).split()):
+        found = memo.get(word) if memo is not None else None
+        if found is None:
+            found = _word_identifiers(word)
+            if memo is not None:
+                if len(memo) >= WORDS_CACHED:
+                    memo.clear()
+                memo[word] = found
+        if found:
+            out.update(found)
+    return out
+
+
+def extract_identifiers_whole(text: str) -> set[str]:
+    """:func:`extract_identifiers` the plain way: every pattern over the whole (scanned) text.
+    The reference the word-by-word extraction is tested against; slower."""
+    if not text:
+        return set()
     out: set[str] = set()
     for pattern in IDENTIFIER_PATTERNS.values():
-        for m in pattern.finditer(text):
+        for m in pattern.finditer(_scanned(text)):
             s = m.group(0).rstrip(".")
             if len(s) >= _MIN_LEN and s not in _STOP:
                 out.add(s)
@@ -174,20 +227,25 @@ def _message_search_text(message: BaseMessage) -> str:
 
 
 class IdentifierIndex:
-    """Caches, per message object, its identifiers (plain and expanded); make one per replay run.
+    """Caches, per message object, its identifiers (plain and expanded); make one per replay run
+    or batch (the sets depend on a message's content only, so runs may share one).
 
     Both caches are :class:`~ctxlab.core.identity.IdentityCache` (bounded, keyed by the message
     object, which they keep alive, so a recycled ``id()`` never returns another message's set).
+    Underneath, each distinct word is scanned once and each identifier expanded once
+    (:data:`WORDS_CACHED` words, then the memo starts over).
     """
 
     def __init__(self, max_messages: int = MESSAGES_CACHED) -> None:
         self._plain: IdentityCache[BaseMessage, frozenset[str]] = IdentityCache(max_messages)
         self._expanded: IdentityCache[BaseMessage, frozenset[str]] = IdentityCache(max_messages)
+        self._words: dict[str, tuple[str, ...]] = {}
+        self._expansions: dict[str, frozenset[str]] = {}
 
     def identifiers(self, message: BaseMessage) -> frozenset[str]:
         """Identifiers extracted from the message's text and tool-call arguments."""
         return self._plain.get_or_put(
-            message, lambda m: frozenset(extract_identifiers(_message_search_text(m)))
+            message, lambda m: frozenset(extract_identifiers(_message_search_text(m), self._words))
         )
 
     def present(self, message: BaseMessage) -> frozenset[str]:
@@ -196,8 +254,14 @@ class IdentifierIndex:
 
     def _expand(self, message: BaseMessage) -> frozenset[str]:
         out: set[str] = set()
+        memo = self._expansions
         for ident in self.identifiers(message):
-            out |= expand_identifier(ident)
+            expanded = memo.get(ident)
+            if expanded is None:
+                if len(memo) >= WORDS_CACHED:
+                    memo.clear()
+                expanded = memo[ident] = frozenset(expand_identifier(ident))
+            out |= expanded
         return frozenset(out)
 
 
@@ -273,7 +337,8 @@ class RequestView:
     messages: list[BaseMessage] = field(default_factory=list)
 
 
-def _tools_key(tools: Sequence[Any]) -> str:
+def tools_key(tools: Sequence[Any]) -> str:
+    """The canonical key of a request's tool list (its canonical JSON; ``repr`` when not JSON)."""
     try:
         return json.dumps(list(tools), sort_keys=True, default=str)
     except (TypeError, ValueError):
@@ -290,7 +355,7 @@ def request_keys(
     """
     keys: list[Any] = [
         canonical_key(request.system) if request.system is not None else None,
-        _tools_key(request.tools),
+        tools_key(request.tools),
     ]
     for m in request.messages:
         keys.append(cache.get_or_put(m, canonical_key) if cache is not None else canonical_key(m))

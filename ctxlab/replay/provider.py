@@ -33,10 +33,10 @@ from typing import Any
 from langchain_core.exceptions import ContextOverflowError
 from langchain_core.messages import BaseMessage
 
-from ctxlab.core.estimation import EstimateCache
+from ctxlab.core.estimation import CharClassEstimator, EstimateCache, split_data_url_images
 from ctxlab.replay.metrics import make_measure
 
-__all__ = ["PROVIDER_COUNTERS", "ContextWindow", "profile_window"]
+__all__ = ["PROVIDER_COUNTERS", "ByteBound", "ContextWindow", "profile_window"]
 
 #: the counters a :class:`ContextWindow` can count with
 PROVIDER_COUNTERS = ("tiktoken", "char-class")
@@ -61,6 +61,7 @@ class ContextWindow:
     counter: str = "tiktoken"
     source: str = "--context-window"
     _count: EstimateCache = field(init=False, repr=False, compare=False)
+    _bound: EstimateCache | None = field(init=False, repr=False, compare=False, default=None)
 
     def __post_init__(self) -> None:
         n = self.max_input_tokens
@@ -69,6 +70,9 @@ class ContextWindow:
         if self.counter not in PROVIDER_COUNTERS:
             raise ValueError(f"counter={self.counter!r} is invalid: allowed one of {PROVIDER_COUNTERS}")
         self._count = make_measure(self.counter)
+        if self.counter == "tiktoken":
+            bound = ByteBound()
+            self._bound = EstimateCache(bound.message_tokens, bound.tools_tokens, name=bound.name)
 
     def request_tokens(
         self, system: BaseMessage | None, tools: Sequence[Any], messages: Sequence[BaseMessage]
@@ -95,9 +99,42 @@ class ContextWindow:
             )
         return n
 
+    def refuse(
+        self, system: BaseMessage | None, tools: Sequence[Any], messages: Sequence[BaseMessage]
+    ) -> None:
+        """:meth:`check` without counting exactly when the request cannot be above the window:
+        with the ``tiktoken`` counter, a request whose :class:`ByteBound` (UTF-8 bytes of its
+        texts, framed alike) is within the window is let through uncounted; any other request
+        is counted exactly.  Same refusals as :meth:`check`.
+
+        Raises:
+            ContextOverflowError: as :meth:`check`.
+        """
+        if self._bound is not None and self._bound.request_tokens(system, list(tools), list(messages)) <= (
+            self.max_input_tokens
+        ):
+            return
+        self.check(system, tools, messages)
+
     def describe(self) -> str:
         """``"24,000 tokens (tiktoken, --context-window)"``: for reports."""
         return f"{self.max_input_tokens:,} tokens ({self.counter}, {self.source})"
+
+
+class ByteBound(CharClassEstimator):
+    """An upper bound of the ``tiktoken`` counter's count of a message or tool list: the same
+    framing (:class:`~ctxlab.core.estimation.TokenizerEstimator`), each text counted as its UTF-8
+    bytes (a token of a byte-level BPE such as cl100k covers at least one byte; lone surrogates
+    count 3 bytes, as their replacement character would) and its data-URL images by size, as
+    there.  Values are tokens; never below the exact count."""
+
+    name = "utf8-bytes"
+
+    def text_tokens(self, text: str) -> int:
+        if not text:
+            return 0
+        text, images = split_data_url_images(text)
+        return len(text.encode("utf-8", "surrogatepass")) + images
 
 
 def profile_window(spec: str) -> int:

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.messages import BaseMessage
 
 from ctxlab.core.marks import is_summary_message
-from ctxlab.replay.cost import CallTokens, price_run, view_segments
+from ctxlab.replay.cost import CallTokens, Segments, price_run, view_segments
 from ctxlab.replay.fidelity import summary_fidelity
 from ctxlab.replay.metrics import IdentifierIndex, RequestView, canonical_key
 from ctxlab.replay.prices import DEFAULT_PRICE_MODEL, PriceRow, PriceTable, load_prices
@@ -145,6 +145,7 @@ class RunMeasures:
         answer: BaseMessage,
         *,
         keys: Sequence[Any] | None = None,
+        segments: Segments | None = None,
         previous_view: RequestView | None = None,
         arrived: Sequence[BaseMessage] = (),
         new_summaries: Sequence[dict[str, Any]] = (),
@@ -158,6 +159,8 @@ class RunMeasures:
             view: what the model received.
             answer: the recorded answer (its tokens are the call's output tokens).
             keys: the view's :func:`~ctxlab.replay.metrics.request_keys`, when computed already.
+            segments: the view's :func:`~ctxlab.replay.cost.view_segments`, when computed already
+                (:meth:`ctxlab.replay.tracking.ViewMeasures.segments`).
             previous_view: the previous call's view (``None`` for the first call).
             arrived: the transcript messages added to the state since the previous call (its
                 recorded answer first).
@@ -179,7 +182,8 @@ class RunMeasures:
             )
             self._calls.append(summ)
             self._owners.append((row, "summarizer"))
-        segments = view_segments(view, self.measure, keys)
+        if segments is None:
+            segments = view_segments(view, self.measure, keys)
         self._calls.append(CallTokens(int(row["view_tokens"]), out_tokens, segments=segments))
         self._owners.append((row, "main"))
         previous_raw = self._raw[-1].input_tokens if self._raw else 0

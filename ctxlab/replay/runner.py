@@ -40,26 +40,16 @@ from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolM
 
 from ctxlab.core.compression import EVENT_KEY
 from ctxlab.core.events import EVENT_TYPE
-from ctxlab.core.identity import IdentityCache
 from ctxlab.core.marks import is_summary_message, summary_body_of
 from ctxlab.core.settings import CompressionSettings
 from ctxlab.replay.harness import ModelNodeHarness, update_items
-from ctxlab.replay.metrics import (
-    MESSAGES_CACHED,
-    VIEW_PARTS,
-    IdentifierIndex,
-    RequestView,
-    cache_reusable_tokens,
-    request_keys,
-    retention,
-    unmatched_tool_pairs,
-    view_parts,
-)
+from ctxlab.replay.metrics import VIEW_PARTS, IdentifierIndex, RequestView, unmatched_tool_pairs
 from ctxlab.replay.models import ReplayModel
 from ctxlab.replay.names import thread_id_for
 from ctxlab.replay.prices import PriceRow
 from ctxlab.replay.result import ReplayResult
 from ctxlab.replay.run_measures import RunMeasures
+from ctxlab.replay.tracking import ViewTracker
 from ctxlab.replay.usage import SummarizerUsage, count_summarizer_usage
 
 if TYPE_CHECKING:
@@ -79,12 +69,21 @@ def _split_system(messages: Sequence[BaseMessage]) -> tuple[SystemMessage | None
     return None, list(messages), 0
 
 
-def _summary_ids(messages: Sequence[BaseMessage]) -> set[str | None]:
-    return {m.id for m in messages if is_summary_message(m)}
+def _new_summaries(
+    before: Sequence[BaseMessage], after: Sequence[BaseMessage], original: BaseMessage
+) -> list[BaseMessage]:
+    """The summary messages in ``after`` that were not in ``before`` (by id) and are not the
+    recorded answer.  Only objects that were not in ``before`` are looked at: a summary message
+    that was there has an id among the summaries before."""
+    objects = set(map(id, before))
+    fresh = [m for m in after if id(m) not in objects and m is not original and is_summary_message(m)]
+    if not fresh:
+        return []
+    ids_before = {m.id for m in before if is_summary_message(m)}
+    return [m for m in fresh if m.id not in ids_before]
 
 
-def _offload_bytes(mw: Any, path: str | None) -> int | None:
-    root = getattr(mw, "_ctxlab_files_root", None)
+def _offload_bytes(root: Path | None, path: str | None) -> int | None:
     if root is None or not path:
         return None
     try:
@@ -130,6 +129,8 @@ def replay_one(
     thread_id: str | None = None,
     on_call: Callable[[], None] | None = None,
     price: PriceRow | None = None,
+    index: IdentifierIndex | None = None,
+    files_root: Path | None = None,
 ) -> ReplayResult:
     """Replay ``transcript`` through ``mw``: one row per recorded model call.
 
@@ -148,6 +149,10 @@ def replay_one(
         on_call: called after each call (a progress bar).
         price: the price row of the cost columns (:mod:`ctxlab.replay.cost`); ``None``: no cost
             or fidelity measures.
+        index: the identifier cache (a batch shares one; identifiers depend on a message's
+            content only); ``None``: a fresh one.
+        files_root: the folder the middleware's backend writes to (the ``bytes`` of offload
+            records); ``None``: the middleware's ``_ctxlab_files_root`` when it has one.
 
     Raises:
         RuntimeError: the middleware answered a call without calling the model.
@@ -171,8 +176,9 @@ def replay_one(
     T2 = mw_settings.l2_threshold_tokens if isinstance(mw_settings, CompressionSettings) else None
 
     state = harness.state
-    ids = IdentifierIndex()
-    key_cache: IdentityCache[BaseMessage, tuple[Any, ...]] = IdentityCache(MESSAGES_CACHED)
+    root = files_root if files_root is not None else getattr(mw, "_ctxlab_files_root", None)
+    ids = index if index is not None else IdentifierIndex()
+    tracker = ViewTracker(measure, ids)
     earlier_idents: set[str] = set()
     # answered calls as (id of the calling AIMessage, call id): a result answers the latest call
     # of its id (ids may be reused across turns, R9)
@@ -181,7 +187,6 @@ def replay_one(
     raw_messages_tokens = 0
     base_tokens = measure.tools_tokens(tools) + (measure.message_tokens(system) if system is not None else 0)
     prev_view: RequestView | None = None
-    prev_keys: list[Any] | None = None
     seen_offloads: set[str] = set()
     pending: list[BaseMessage] = []
     call_index = 0
@@ -209,7 +214,7 @@ def replay_one(
             pending = []
         # what a foreign middleware's L2 round changes: the summary messages in the state
         # (LangChain) or the _summarization_event (DeepAgents)
-        summaries_before = _summary_ids(state["messages"])
+        state_before = list(state["messages"]) if not is_ars else []
         event_before = state.get(EVENT_KEY)
         answer, refusals = _provider_answer(original, window)
         try:
@@ -221,22 +226,14 @@ def replay_one(
         issuer.update({cid: original.id for tc in original.tool_calls if (cid := tc.get("id")) is not None})
         if not call.views:
             raise RuntimeError(f"strategy {strategy_name!r} did not call the model at call {call_index}")
-        new_summaries = [
-            m
-            for m in state["messages"]
-            if is_summary_message(m) and m.id not in summaries_before and m is not original
-        ]
         event_after = state.get(EVENT_KEY)
         new_event = event_after if isinstance(event_after, dict) and event_after is not event_before else None
 
         # --- measure ---------------------------------------------------------------------------
         view = call.views[-1]
-        parts = view_parts(view, measure)
-        view_tokens = sum(parts.values())
-        keys = request_keys(view, key_cache)
-        reusable = cache_reusable_tokens(prev_view, view, measure, previous_keys=prev_keys, current_keys=keys)
-        view_before = prev_view
-        prev_view, prev_keys = view, keys
+        measured = tracker.update(view)
+        parts, view_tokens, reusable = measured.parts, measured.tokens, measured.reusable
+        view_before, prev_view = prev_view, view
 
         completed = _completed(call.events)
         stats = (completed or {}).get("stats") or {}
@@ -250,6 +247,7 @@ def replay_one(
             # a foreign middleware emits no event: its summarizer calls come from the callback
             # counter, its L2 round from the state it changed
             summ = _usage_stats(usage)
+            new_summaries = _new_summaries(state_before, state["messages"], original)
             found, cutoff_index = _foreign_summaries(new_event, new_summaries)
             if found:
                 level = "L2"
@@ -284,7 +282,7 @@ def replay_one(
         offloaded = stats.get("offloaded")
         for p in [p for p in offloaded or [] if p] if isinstance(offloaded, list) else []:
             result.offloads.append(
-                {**where, "path": p, "bytes": _offload_bytes(mw, p), "first": p not in seen_offloads}
+                {**where, "path": p, "bytes": _offload_bytes(root, p), "first": p not in seen_offloads}
             )
             seen_offloads.add(p)
         result.events.extend({**e, **where} for e in call.events if isinstance(e, dict))
@@ -311,7 +309,7 @@ def replay_one(
             "overhead_ms": max(0.0, call.seconds * 1000.0),
             "cache_reusable_tokens": reusable,
             "cache_reusable_share": reusable / view_tokens if view_tokens else None,
-            "retention": retention(original, earlier_idents, view.messages, index=ids),
+            "retention": tracker.retention(original, earlier_idents),
             "threshold": T,
             "l2_threshold": T2,
             "unmatched_tool_pairs": unmatched_tool_pairs(view.messages, answered),
@@ -322,7 +320,8 @@ def replay_one(
                 row,
                 view,
                 original,
-                keys=keys,
+                keys=measured.keys,
+                segments=measured.segments(),
                 previous_view=view_before,
                 arrived=arrived,
                 new_summaries=result.summaries[n_summaries:],
@@ -362,7 +361,7 @@ def _provider_answer(original: AIMessage, window: ContextWindow | None) -> tuple
 
     def answer(request: ModelRequest) -> AIMessage:
         try:
-            window.check(request.system_message, request.tools, request.messages)
+            window.refuse(request.system_message, request.tools, request.messages)
         except ContextOverflowError:
             refusals[0] += 1
             raise

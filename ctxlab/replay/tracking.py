@@ -1,0 +1,237 @@
+"""The replay's per-call measurements, kept up to date call by call instead of rescanning each view.
+
+Consecutive requests of a run mostly share their messages: the view of call *n + 1* is the view
+of call *n* plus the messages that arrived since, except where a compression round replaced some.
+:class:`ViewTracker` therefore works on what changed:
+
+* each message object is measured once (its tokens by the measuring estimator, its view part,
+  its canonical key, its identifiers), remembered by identity;
+* the part sums and the identifiers present in the view (a count per identifier) follow the
+  messages that entered or left the view (by identity);
+* the tokens and canonical keys of the view messages are reused up to the first message that
+  is not the very same object as in the previous view.
+
+The results are those of the plain functions of :mod:`ctxlab.replay.metrics` (:func:`view_parts`,
+:func:`request_keys`, :func:`cache_reusable_tokens`, :func:`retention`) on the same views;
+``tests/test_replay_tracking.py`` checks this call by call.  All token values are tokens of the
+measuring estimator (``int``).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.messages import BaseMessage, SystemMessage
+
+from ctxlab.core.estimation import EstimateCache
+from ctxlab.replay.metrics import (
+    MESSAGES_CACHED,
+    VIEW_PARTS,
+    IdentifierIndex,
+    RequestView,
+    canonical_key,
+    message_part,
+    tools_key,
+)
+
+__all__ = ["ViewMeasures", "ViewTracker"]
+
+
+@dataclass(frozen=True)
+class _Message:
+    """What a view message contributes: tokens, view part, canonical key, and whether its
+    identifiers count for retention (system messages inside the view do not)."""
+
+    tokens: int
+    part: str
+    key: tuple[Any, ...]
+    counted: bool
+
+
+@dataclass
+class ViewMeasures:
+    """The measurements of one request (see :class:`ViewTracker`).
+
+    Attributes:
+        parts: tokens per :data:`~ctxlab.replay.metrics.VIEW_PARTS` (``system`` includes the tool
+            schemas), as :func:`~ctxlab.replay.metrics.view_parts`.
+        tokens: their sum: the request's tokens.
+        keys: :func:`~ctxlab.replay.metrics.request_keys` of the request (system, tools, messages).
+        segment_tokens: tokens of the same segments, in the same order (system message, tool
+            schemas, then each view message).
+        reusable: :func:`~ctxlab.replay.metrics.cache_reusable_tokens` against the previous request
+            of the run (0 for the first).
+    """
+
+    parts: dict[str, int]
+    tokens: int
+    keys: list[Any]
+    segment_tokens: list[int]
+    reusable: int
+
+    def segments(self) -> tuple[tuple[Any, int], ...]:
+        """``(key, tokens)`` per segment: what :func:`ctxlab.replay.cost.view_segments` returns."""
+        return tuple(zip(self.keys, self.segment_tokens, strict=True))
+
+
+class ViewTracker:
+    """Measures the successive requests of one replay run incrementally (module docstring).
+
+    Args:
+        measure: the measuring estimator.
+        index: the identifier cache (shared with the run's other measures).
+        max_messages: message objects remembered (then the memory starts over, which costs time,
+            never correctness).
+    """
+
+    def __init__(self, measure: EstimateCache, index: IdentifierIndex, max_messages: int = MESSAGES_CACHED):
+        self.measure = measure
+        self.index = index
+        self.max_messages = max_messages
+        self._known: dict[int, tuple[BaseMessage, _Message]] = {}
+        # the previous request
+        self._system: BaseMessage | None = None
+        self._system_key: Any = None
+        self._system_tokens = 0
+        self._tools: list[Any] = []
+        self._tools_key: Any = None
+        self._tools_tokens = 0
+        self._objects: list[int] = []  # id() of each view message (the objects are in _known)
+        self._message_keys: list[Any] = []
+        self._message_tokens: list[int] = []
+        self._in_view: dict[int, int] = {}  # id() -> how many times the object is in the view
+        self._parts = dict.fromkeys(VIEW_PARTS, 0)
+        self._present: Counter[str] = Counter()
+        self._started = False
+
+    # --- per message ----------------------------------------------------------------------------
+
+    def _message(self, m: BaseMessage) -> _Message:
+        entry = self._known.get(id(m))
+        if entry is not None:
+            return entry[1]
+        info = _Message(
+            self.measure.message_tokens(m),
+            message_part(m),
+            canonical_key(m),
+            not isinstance(m, SystemMessage),
+        )
+        self._known[id(m)] = (m, info)
+        return info
+
+    def _enter(self, i: int) -> None:
+        m, info = self._known[i]
+        self._parts[info.part] += info.tokens
+        if info.counted:
+            self._present.update(self.index.present(m))
+
+    def _leave(self, i: int) -> None:
+        m, info = self._known[i]
+        self._parts[info.part] -= info.tokens
+        if info.counted:
+            self._present.subtract(self.index.present(m))
+
+    def _follow(self, objects: list[int]) -> None:
+        """Update the part sums and identifier counts from the previous view to this one."""
+        counts: dict[int, int] = dict(Counter(objects))
+        old = self._in_view
+        if len(counts) == len(objects) and len(old) == len(self._objects):  # no object twice
+            for i in old.keys() - counts.keys():
+                self._leave(i)
+            for i in counts.keys() - old.keys():
+                self._enter(i)
+        else:
+            for i, n in old.items():
+                for _ in range(n - counts.get(i, 0)):
+                    self._leave(i)
+            for i, n in counts.items():
+                for _ in range(n - old.get(i, 0)):
+                    self._enter(i)
+        self._in_view = counts
+
+    # --- per request ----------------------------------------------------------------------------
+
+    def update(self, request: RequestView) -> ViewMeasures:
+        """Measure the next request of the run (and remember it as the previous one)."""
+        messages = request.messages
+        if len(self._known) + len(messages) > self.max_messages:  # keep the previous view's objects
+            self._known = {i: self._known[i] for i in self._in_view}
+        objects = [id(m) for m in messages]
+        for m in messages:  # every object measured (and kept alive) before the bookkeeping below
+            self._message(m)
+        self._follow(objects)
+
+        # the system message and the tool schemas
+        system, tools = request.system, list(request.tools)
+        if self._started and system is self._system:
+            system_key, system_tokens = self._system_key, self._system_tokens
+        else:
+            system_key = canonical_key(system) if system is not None else None
+            system_tokens = self.measure.message_tokens(system) if system is not None else 0
+        if self._started and _same_objects(tools, self._tools):
+            key_of_tools, tools_tokens = self._tools_key, self._tools_tokens
+        else:
+            key_of_tools, tools_tokens = tools_key(tools), self.measure.tools_tokens(tools)
+        head_equal = self._started and system_key == self._system_key and key_of_tools == self._tools_key
+
+        # from the start: the longest run of the very same objects, then of equal keys
+        k = _common_prefix(objects, self._objects)
+        known = self._known
+        keys = self._message_keys[:k]
+        tokens = self._message_tokens[:k]
+        for i in objects[k:]:
+            info = known[i][1]
+            keys.append(info.key)
+            tokens.append(info.tokens)
+        previous_keys = self._message_keys
+        j, limit = k, min(len(keys), len(previous_keys))
+        while j < limit and keys[j] == previous_keys[j]:
+            j += 1
+        reusable = system_tokens + tools_tokens + sum(tokens[:j]) if head_equal else 0
+
+        self._system, self._system_key, self._system_tokens = system, system_key, system_tokens
+        self._tools, self._tools_key, self._tools_tokens = tools, key_of_tools, tools_tokens
+        self._objects, self._message_keys, self._message_tokens = objects, keys, tokens
+        self._started = True
+
+        parts = dict(self._parts)
+        parts["system"] += system_tokens + tools_tokens
+        return ViewMeasures(
+            parts=parts,
+            tokens=sum(parts.values()),
+            keys=[system_key, key_of_tools, *keys],
+            segment_tokens=[system_tokens, tools_tokens, *tokens],
+            reusable=reusable,
+        )
+
+    def retention(self, assistant: BaseMessage, earlier: set[str] | frozenset[str]) -> float | None:
+        """:func:`~ctxlab.replay.metrics.retention` of the last request given to :meth:`update`:
+        of the assistant's identifiers that are in ``earlier`` (the identifiers present in the
+        transcript before this call), the share present in the view; ``None`` when none are."""
+        wanted = [i for i in self.index.identifiers(assistant) if i in earlier]
+        if not wanted:
+            return None
+        present = self._present
+        return sum(1 for w in wanted if present[w] > 0) / len(wanted)
+
+
+def _same_objects(a: Sequence[Any], b: Sequence[Any]) -> bool:
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
+
+
+def _common_prefix(a: list[int], b: list[int]) -> int:
+    """Length of the longest common prefix of two lists of ints (C-speed slice comparisons)."""
+    n = min(len(a), len(b))
+    if a[:n] == b[:n]:
+        return n
+    lo, hi = 0, n  # a[:lo] == b[:lo], a[:hi] != b[:hi]
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid
+    return lo

@@ -1,0 +1,150 @@
+"""The replay's incremental measurements (ctxlab.replay.tracking, the word-by-word identifier scan,
+the middleware a batch reuses) give the values of the plain, rescanning definitions.
+
+* every row's view split, cache-reusable prefix and retention equal the plain functions of
+  :mod:`ctxlab.replay.metrics` recomputed on the kept views;
+* replaying A then B with one middleware per strategy gives B's rows of B replayed alone, row for
+  row (nothing leaks from one transcript into the next);
+* identifiers scanned word by word equal the patterns run on whole texts.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage, SystemMessage
+
+from ctxlab.core.settings import CompressionSettings
+from ctxlab.replay import replay_many
+from ctxlab.replay.metrics import (
+    IdentifierIndex,
+    cache_reusable_tokens,
+    extract_identifiers,
+    extract_identifiers_whole,
+    make_measure,
+    retention,
+    view_parts,
+)
+from ctxlab.transcripts import load_many
+
+RAW = Path(__file__).resolve().parents[1].parent / "shared" / "transcripts" / "raw"
+#: small runs of several formats, some with L1 and L2 rounds at a small T
+FILES = [
+    "claude-code/snapshot-tests/tests/python-to-rust-port/transcript.jsonl",
+    "swe-agent/trajectories/demonstrations/ctf/crypto/katy.traj",
+    "mini-swe-agent/swebench_results/20251118_gemini-3-pro-74pct/trajs/django__django-16255/django__django-16255.traj.json",
+    "openhands/tests/runtime/trajs/basic.json",
+]
+#: T = 4 K tokens: the runs above compress (L1 and L2) part of the time
+SMALL_T = CompressionSettings(summary_threshold=4, summary_tool_result_token_limit=500)
+#: columns that are wall time, not results
+TIMING = {"overhead_ms"}
+
+
+@pytest.fixture(scope="module")
+def transcripts() -> list[Any]:
+    assert RAW.is_dir(), f"shared transcripts missing: {RAW} (the tests need ../shared beside the repository)"
+    loaded, errors = load_many([RAW / f for f in FILES])
+    assert not errors
+    assert len(loaded) == len(FILES)
+    return loaded
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True
+    return bool(a == b)
+
+
+def _rows(result: Any, transcript: str | None = None) -> list[dict[str, Any]]:
+    return [
+        {k: v for k, v in r.items() if k not in TIMING}
+        for r in result.rows
+        if transcript is None or r["transcript"] == transcript
+    ]
+
+
+def test_rows_equal_the_plain_measures(transcripts: list[Any], tmp_path: Path) -> None:
+    res = replay_many(
+        transcripts, ["ars"], settings=SMALL_T, out_dir=tmp_path, keep_views=True, progress=False
+    )
+    assert not res.errors
+    assert {r["level"] for r in res.rows} >= {"none", "L1", "L2"}, "the runs must exercise compression"
+    measure = make_measure("char-class")
+    index = IdentifierIndex()
+    by_label = {t.name: t for t in transcripts}
+    checked = 0
+    for label in by_label:
+        calls = [r for r in res.rows if r["transcript"] == label]
+        messages = by_label[label].messages
+        previous = None
+        for row in calls:
+            view = res.views[(label, "ars", row["call_index"])]
+            parts = view_parts(view, measure)
+            assert [row[f"view_{p}_tokens"] for p in parts] == list(parts.values())
+            assert row["view_tokens"] == sum(parts.values())
+            assert row["cache_reusable_tokens"] == cache_reusable_tokens(previous, view, measure)
+            answer = messages[row["message_index"]]
+            assert isinstance(answer, AIMessage)
+            earlier = [m for m in messages[: row["message_index"]] if not isinstance(m, SystemMessage)]
+            expected = retention(answer, earlier, view.messages, index=index)
+            assert _same(row["retention"], expected), (label, row["call_index"])
+            previous = view
+            checked += 1
+    assert checked == len(res.rows) > 50
+
+
+@pytest.mark.parametrize(("strategy", "level"), [("ars", "L2"), ("masking", "L1")])
+def test_a_then_b_equals_b_alone(transcripts: list[Any], tmp_path: Path, strategy: str, level: str) -> None:
+    # one middleware per strategy serves every transcript of a batch: its state must not carry over
+    (b,) = [t for t in transcripts if "python-to-rust-port" in t.source]  # compresses (L2, offloads)
+    (a,) = [t for t in transcripts if "katy" in t.source]
+    both = replay_many([a, b], [strategy], settings=SMALL_T, out_dir=tmp_path / "both", progress=False)
+    alone = replay_many([b], [strategy], settings=SMALL_T, out_dir=tmp_path / "alone", progress=False)
+    assert not both.errors and not alone.errors
+    rows_b = _rows(both, b.name)
+    assert rows_b == _rows(alone)
+    assert level in {r["level"] for r in rows_b}, "B must compress for the check to mean something"
+    assert [o for o in both.offloads if o["transcript"] == b.name] == alone.offloads
+    assert [s for s in both.summaries if s["transcript"] == b.name] == alone.summaries
+    # each run's offloads were written to its own folder
+    assert alone.offloads or strategy != "ars"
+    for o in alone.offloads:
+        assert o["bytes"] is not None and o["bytes"] > 0
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "see http://example.com/a/b.py and file:///etc/hosts:12 or C:/Users/x/app.py",
+        "a:/abs/path x::/root/dir/file.txt ::abc_def ~/notes/todo.md ../up/one.py",
+        "os.path.join(self.assertEqual) ValueError AError __init__ _private_name CamelCaseName",
+        "numbers 1234 12.3456 v2.0.1 0x1F2E3D 2024-01-02 #56789 ١٢٣٤٥",
+        "ﬁle.PY \u212aelvin.txt ſcript.ps1 naïve_name Ünïcode.Name",
+        "tabs\tand\u00a0nbsp\u2003em-space\u3000ideographic/path/x.rs\nnew\x1cline.md",
+        "trailing dots pkg.mod. end.py.. e.g. i.e. etc. x.y",
+        "",
+    ],
+)
+def test_word_scan_equals_whole_text_scan(text: str) -> None:
+    assert extract_identifiers(text) == extract_identifiers_whole(text)
+    memo: dict[str, tuple[str, ...]] = {}
+    assert extract_identifiers(text, memo) == extract_identifiers_whole(text)
+    assert extract_identifiers(text, memo) == extract_identifiers_whole(text)  # from the memo
+
+
+def test_word_scan_equals_whole_text_scan_on_transcripts(transcripts: list[Any]) -> None:
+    from ctxlab.replay.metrics import _message_search_text
+
+    memo: dict[str, tuple[str, ...]] = {}
+    texts = [_message_search_text(m) for t in transcripts for m in t.messages]
+    texts.append(" ".join(texts)[:450_000])  # longer than the scanned 400,000 characters
+    found = 0
+    for text in texts:
+        expected = extract_identifiers_whole(text)
+        assert extract_identifiers(text, memo) == expected
+        found += len(expected)
+    assert found > 1000
