@@ -431,3 +431,60 @@ def test_tables_of_a_live_agent(tmp_path: Path) -> None:
     files = files_frame(tmp_path / "files")
     assert files.height > 0 and files["path"].str.starts_with("/").all()
     assert model.calls == 5
+
+
+def test_plots_share_one_calling_convention() -> None:
+    """The keyword options are declared once (PlotOptions / FigureOptions) yet every plot shows
+    them in its signature, rejects a misspelt one, and picks, titles and returns the same run."""
+    import inspect
+
+    from matplotlib.figure import Figure
+
+    from ctxlab.analysis.plotting import (
+        budget_figure,
+        plot_budget,
+        plot_savings,
+        plot_strategies,
+        plot_sweep,
+        plot_view_parts,
+    )
+
+    keyword_only = inspect.Parameter.KEYWORD_ONLY
+    for plot in (plot_budget, plot_view_parts, plot_strategies, plot_savings, plot_sweep):
+        params = inspect.signature(plot).parameters
+        assert [(params[n].kind, params[n].default) for n in ("ax", "title")] == [(keyword_only, None)] * 2
+        assert list(params)[-2:] == ["ax", "title"], plot.__name__  # no **options left in help()
+    assert list(inspect.signature(budget_figure).parameters) == [
+        "calls",
+        "transcript",
+        "strategy",
+        "fig",
+        "title",
+    ]
+
+    df = calls_frame(
+        [
+            rows(transcript=t, strategy=s, call_index=i, raw_tokens=100 + i, view_tokens=90 + i)
+            for t in ("t1", "t2")
+            for s in ("a", "b")
+            for i in range(3)
+        ]
+    )
+    with pytest.raises(TypeError, match=r"plot_budget\(\) got an unexpected keyword argument 'titel'"):
+        plot_budget(df, titel="x")
+    with pytest.raises(TypeError, match=r"budget_figure\(\) got an unexpected keyword argument 'ax'"):
+        budget_figure(df, ax=None)
+
+    # the default run is the first transcript under its first strategy; a named run is drawn and titled
+    assert plot_budget(df).axes[0].get_title() == "t1  [a]"
+    fig = Figure()
+    ax = fig.add_subplot()
+    assert plot_budget(df, "t2", "b", ax=ax, yscale="linear") is fig
+    assert ax.get_title() == "t2  [b]" and ax.get_yscale() == "linear"
+    assert ax.lines[0].get_ydata().tolist() == [90, 91, 92]
+    assert plot_view_parts(df, "t2", "b").axes[0].get_title() == "t2  [b]: view by part"
+    assert plot_view_parts(df, "t2", title="mine").axes[0].get_title() == "mine"
+    assert plot_strategies(df, "t2", strategies=["b"]).axes[0].get_title() == "t2: strategies"
+    assert plot_savings(df, title="saved").axes[0].get_title() == "saved"
+    assert budget_figure(df, None, "b", title="both").get_suptitle() == "both"
+    assert budget_figure(df, "t2").get_suptitle() == "t2  [a]"

@@ -2,8 +2,9 @@
 view split by part, the two-panel budget figure of the notebooks and the explorer, and the curve
 of a settings sweep.
 
-Every plot function takes the per-call frame (:func:`ctxlab.analysis.report.calls_frame`), an optional
-matplotlib ``ax`` to draw into, and returns the figure.  Without ``ax`` a new
+Every plot function takes the per-call frame (:func:`ctxlab.analysis.report.calls_frame`), the
+keyword options of :class:`PlotOptions` (an optional matplotlib ``ax`` to draw into, a ``title``),
+and returns the figure.  Without ``ax`` a new
 ``matplotlib.figure.Figure`` is made that is *not* registered with pyplot: in Jupyter it shows
 once when it is the cell's value, and it never leaks into pyplot's figure list.  Files are
 rendered with the Agg canvas (no GUI backend is touched).
@@ -13,6 +14,7 @@ characters in labels are replaced by ``?`` (:mod:`~ctxlab.analysis.plotting.styl
 
 The package, by job: :mod:`~ctxlab.analysis.plotting.style` (fonts, colours, axes),
 :mod:`~ctxlab.analysis.plotting.runs` (which rows a plot draws),
+:mod:`~ctxlab.analysis.plotting.options` (the keyword options every plot takes, and its axes),
 :mod:`~ctxlab.analysis.plotting.plots` (the plots into one axes each),
 :mod:`~ctxlab.analysis.plotting.figures` (the two-panel budget figure and the report's PNG files).
 """
@@ -20,6 +22,7 @@ The package, by job: :mod:`~ctxlab.analysis.plotting.style` (fonts, colours, axe
 from __future__ import annotations
 
 from ctxlab.analysis.plotting.figures import budget_figure, figure_name, reaching_runs, write_figures
+from ctxlab.analysis.plotting.options import FigureOptions, PlotOptions
 from ctxlab.analysis.plotting.plots import (
     ROTATE_NAMES_OVER,
     plot_budget,
@@ -33,6 +36,8 @@ from ctxlab.analysis.plotting.style import LOG_RATIO, cjk_font, format_tokens
 __all__ = [
     "LOG_RATIO",
     "ROTATE_NAMES_OVER",
+    "FigureOptions",
+    "PlotOptions",
     "budget_figure",
     "cjk_font",
     "figure_name",

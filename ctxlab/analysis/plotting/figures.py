@@ -4,13 +4,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 import polars as pl
 
+from ctxlab.analysis.plotting.options import FigureOptions, with_options
 from ctxlab.analysis.plotting.plots import plot_budget, plot_savings, plot_strategies, plot_view_parts
 from ctxlab.analysis.plotting.runs import one_value, pick_run
-from ctxlab.analysis.plotting.style import font_families, label_text, shorten
+from ctxlab.analysis.plotting.style import font_families, label_text
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -18,13 +19,12 @@ if TYPE_CHECKING:
 __all__ = ["budget_figure", "figure_name", "reaching_runs", "save_png", "write_figures"]
 
 
+@with_options(FigureOptions)
 def budget_figure(
     calls: pl.DataFrame,
     transcript: str | None = None,
     strategy: str | None = None,
-    *,
-    fig: Figure | None = None,
-    title: str | None = None,
+    **options: Unpack[FigureOptions],
 ) -> Figure:
     """The token budget of one run in two panels sharing the x axis (model calls).
 
@@ -38,11 +38,17 @@ def budget_figure(
             used by :mod:`ctxlab.analysis.widgets` to update one figure in place.
         title: a figure title (default: ``"<transcript>  [<strategy>]"``).
 
+    ``fig`` and ``title`` are :class:`~ctxlab.analysis.plotting.options.FigureOptions`.
+
     Returns:
         The figure (a ``matplotlib.figure.Figure`` not registered with pyplot when new).
+
+    Raises:
+        TypeError: an unknown keyword option.
     """
     from matplotlib.figure import Figure
 
+    fig = options.get("fig")
     if fig is None:
         fig = Figure(figsize=(10, 7.6), dpi=100, layout="constrained")
     if len(fig.axes) == 2:
@@ -52,21 +58,23 @@ def budget_figure(
     else:
         fig.clear()
         top, bottom = fig.subplots(2, 1, sharex=True)
-    transcript, strategy, _ = pick_run(calls, transcript, strategy)
+    run = pick_run(calls, transcript, strategy)
     plot_view_parts(
         calls,
-        transcript,
-        strategy,
+        run.transcript,
+        run.strategy,
         ax=top,
         title="request view by part (stacked), thresholds",
         show_raw=True,
         thresholds=True,
     )
-    plot_budget(calls, transcript, strategy, ax=bottom, title="raw vs sent, thresholds, compression rounds")
+    plot_budget(
+        calls, run.transcript, run.strategy, ax=bottom, title="raw vs sent, thresholds, compression rounds"
+    )
     top.set_xlabel("")
     top.tick_params(labelbottom=False)
     fig.suptitle(
-        label_text(title or f"{shorten(str(transcript))}  [{strategy}]"),
+        label_text(options.get("title") or run.title()),
         fontfamily=font_families(),
         fontsize=12,
     )

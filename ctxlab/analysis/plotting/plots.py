@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Unpack
 
 import polars as pl
 
+from ctxlab.analysis.plotting.options import Panel, PlotOptions, with_options
 from ctxlab.analysis.plotting.runs import one_value, pick_run, select_calls
 from ctxlab.analysis.plotting.style import (
     COLORS,
@@ -21,17 +22,14 @@ from ctxlab.analysis.plotting.style import (
     fit_margins,
     font_families,
     label_text,
-    new_axes,
     shorten,
     threshold_lines,
-    title_and_legend,
     tokens_axis,
     use_log,
 )
 from ctxlab.replay.metrics import VIEW_PARTS
 
 if TYPE_CHECKING:
-    from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
 __all__ = [
@@ -44,16 +42,16 @@ __all__ = [
 ]
 
 
+@with_options(PlotOptions)
 def plot_budget(
     calls: pl.DataFrame,
     transcript: str | None = None,
     strategy: str | None = None,
     *,
-    ax: Axes | None = None,
     threshold: float | None = None,
     l2_threshold: float | None = None,
-    title: str | None = None,
     yscale: str = "auto",
+    **options: Unpack[PlotOptions],
 ) -> Figure:
     """Token budget per model call of one run: raw vs sent lines, horizontal T and T2 lines,
     markers on the calls that ran L1 and L2.
@@ -61,17 +59,26 @@ def plot_budget(
     Args:
         calls: the per-call frame (filtered to one run, or name it with ``transcript``/``strategy``).
         transcript, strategy: which run (default: the first of each in ``calls``).
-        ax: draw here instead of a new figure.
         threshold, l2_threshold: T and T2 in tokens (default: the rows' ``threshold`` columns).
-        title: the axes title (default: ``"<transcript> - <strategy>"``).
         yscale: ``"linear"``, ``"log"``, or ``"auto"`` (log when raw peaks above 10x sent, so that
             a heavily compressed run stays readable).
+        ax: draw here instead of a new figure (:class:`~ctxlab.analysis.plotting.options.PlotOptions`).
+        title: the axes title (default: ``"<transcript>  [<strategy>]"``).
+
+    Returns:
+        The figure of ``ax``, or a new one.
+
+    Raises:
+        ValueError: ``yscale`` is none of the three.
+        TypeError: an unknown keyword option.
     """
-    transcript, strategy, df = pick_run(calls, transcript, strategy)
+    run = pick_run(calls, transcript, strategy)
+    df = run.calls
     raw_peak = max(df["raw_tokens"].to_list(), default=0)
     sent_peak = max(df["view_tokens"].to_list(), default=0)
     log = use_log(yscale, raw_peak, sent_peak)
-    fig, ax = new_axes(ax)
+    panel = Panel.open(options)
+    ax = panel.ax
     x = df["call_index"].to_list()
     # raw is drawn dashed on top, so that it stays visible where nothing was compressed
     same = df.height > 0 and (df["view_tokens"] == df["raw_tokens"]).all()
@@ -127,25 +134,36 @@ def plot_budget(
         ax.set_ylim(0, top * 1.08)
     if x:
         ax.set_xlim(min(x) - 0.5, max(x) + 0.5)
-    title_and_legend(ax, title or f"{shorten(str(transcript))}  [{strategy}]")
-    return fig
+    return panel.close(run.title())
 
 
+@with_options(PlotOptions)
 def plot_view_parts(
     calls: pl.DataFrame,
     transcript: str | None = None,
     strategy: str | None = None,
     *,
-    ax: Axes | None = None,
-    title: str | None = None,
     show_raw: bool = False,
     thresholds: bool = False,
+    **options: Unpack[PlotOptions],
 ) -> Figure:
-    """Stacked areas of the view split by part per call: system (+ tool schemas), user,
-    assistant, tool results, summary; ``show_raw`` adds the raw request as a dashed line,
-    ``thresholds`` the T and T2 lines (as in :func:`plot_budget`)."""
-    transcript, strategy, df = pick_run(calls, transcript, strategy)
-    fig, ax = new_axes(ax)
+    """Stacked areas of the view (the request sent) split by part per call, in tokens: system
+    (+ tool schemas), user, assistant, tool results, summary.
+
+    Args:
+        calls, transcript, strategy: the per-call frame and which run, as for :func:`plot_budget`.
+        show_raw: add the raw request as a dashed line.
+        thresholds: add the T and T2 lines (the rows' ``threshold`` columns, as in :func:`plot_budget`).
+        ax: draw here instead of a new figure (:class:`~ctxlab.analysis.plotting.options.PlotOptions`).
+        title: the axes title (default: ``"<transcript>  [<strategy>]: view by part"``).
+
+    Raises:
+        TypeError: an unknown keyword option.
+    """
+    run = pick_run(calls, transcript, strategy)
+    df = run.calls
+    panel = Panel.open(options)
+    ax = panel.ax
     x = df["call_index"].to_list()
     if df.height:
         ys = [df[f"view_{p}_tokens"].to_list() for p in VIEW_PARTS]
@@ -176,32 +194,43 @@ def plot_view_parts(
             top = threshold_lines(ax, one_value(df["threshold"]), one_value(df["l2_threshold"]), peak, False)
             ax.set_ylim(0, top * 1.08)
     tokens_axis(ax)
-    title_and_legend(ax, title or f"{shorten(str(transcript))}  [{strategy}]: view by part")
-    return fig
+    return panel.close(run.title(": view by part"))
 
 
+@with_options(PlotOptions)
 def plot_strategies(
     calls: pl.DataFrame,
     transcript: str | None = None,
     *,
-    ax: Axes | None = None,
     strategies: Sequence[str] | None = None,
-    title: str | None = None,
     yscale: str = "auto",
+    **options: Unpack[PlotOptions],
 ) -> Figure:
-    """Sent tokens per call of one transcript, one line per strategy (raw as a dashed line);
-    ``yscale`` as for :func:`plot_budget`.
+    """Sent tokens per call of one transcript, one line per strategy (raw as a dashed line).
 
     Each strategy has its own colour, line style and marker, and lines drawn first are wider:
     two strategies that send the same tokens (an estimator variant that never changes a
     decision, say) show as a wide line with a narrower one of another style inside it, and
     their markers sit at different calls.
+
+    Args:
+        calls: the per-call frame.
+        transcript: which transcript (default: the first in ``calls``).
+        strategies: which strategies, in this order (default: all of the transcript's, first seen first).
+        yscale: as for :func:`plot_budget`.
+        ax: draw here instead of a new figure (:class:`~ctxlab.analysis.plotting.options.PlotOptions`).
+        title: the axes title (default: ``"<transcript>: strategies"``).
+
+    Raises:
+        ValueError: ``yscale`` is none of ``"auto"``, ``"linear"``, ``"log"``.
+        TypeError: an unknown keyword option.
     """
     if transcript is None and calls.height:
         transcript = calls["transcript"][0]
     df = select_calls(calls, transcript, None)
     names = list(strategies or df["strategy"].unique(maintain_order=True).to_list())
-    fig, ax = new_axes(ax)
+    panel = Panel.open(options)
+    ax = panel.ax
     if df.height:
         first = df.filter(pl.col("strategy") == names[0]) if names else df
         ax.plot(
@@ -235,20 +264,28 @@ def plot_strategies(
     log = use_log(yscale, peak, max(df["view_tokens"].to_list(), default=0))
     threshold_lines(ax, T, None, peak, log)
     tokens_axis(ax, log)
-    title_and_legend(ax, title or f"{shorten(str(transcript))}: strategies")
-    return fig
+    return panel.close(f"{shorten(str(transcript))}: strategies")
 
 
 #: strategy names longer than this many characters turn the x labels of :func:`plot_savings`
 ROTATE_NAMES_OVER = 10
 
 
-def plot_savings(calls: pl.DataFrame, *, ax: Axes | None = None, title: str | None = None) -> Figure:
+@with_options(PlotOptions)
+def plot_savings(calls: pl.DataFrame, **options: Unpack[PlotOptions]) -> Figure:
     """Bar chart of the overall saving % per strategy: ``100 × (1 − Σ sent / Σ raw)`` over all
     calls of all transcripts; each bar is labelled with its value and the number of runs.
 
     Strategy names longer than :data:`ROTATE_NAMES_OVER` characters are written at an angle;
     on a figure made here, the bottom margin grows to fit them.
+
+    Args:
+        calls: the per-call frame.
+        ax: draw here instead of a new figure (:class:`~ctxlab.analysis.plotting.options.PlotOptions`).
+        title: the axes title (default: ``"Saving by strategy (all transcripts)"``).
+
+    Raises:
+        TypeError: an unknown keyword option.
     """
     from ctxlab.replay.table import strategy_totals
 
@@ -256,11 +293,12 @@ def plot_savings(calls: pl.DataFrame, *, ax: Axes | None = None, title: str | No
     names = totals["strategy"].to_list() if totals.height else []
     longest = max((len(n) for n in names), default=0)
     rotate = longest > ROTATE_NAMES_OVER
-    own = ax is None
+    own = options.get("ax") is None
     size = (max(4.5, (1.1 if rotate else 1.4) * max(1, len(names)) + 2.5), 4.2)
     if rotate:  # the slanted names take room below the axes: a taller figure keeps the bars' height
         size = (size[0], size[1] + 0.04 * longest)
-    fig, ax = new_axes(ax, size)
+    panel = Panel.open(options, size)
+    fig, ax = panel.fig, panel.ax
     fam = font_families()
     values = [v if v is not None else 0.0 for v in (totals["saving_pct"].to_list() if totals.height else [])]
     runs = totals["transcripts"].to_list() if totals.height else []
@@ -297,18 +335,20 @@ def plot_savings(calls: pl.DataFrame, *, ax: Axes | None = None, title: str | No
     ax.set_yticks([t for t in ax.get_yticks() if min(lo * 1.15, 0) <= t <= 100])  # room, not a 120 %
     ax.axhline(0, color="black", linewidth=0.8)
     ax.grid(True, axis="y", alpha=0.3, linewidth=0.6)
-    ax.set_title(label_text(title or "Saving by strategy (all transcripts)"), fontfamily=fam, fontsize=11)
+    ax.set_title(
+        label_text(panel.title or "Saving by strategy (all transcripts)"), fontfamily=fam, fontsize=11
+    )
     if own and rotate:
         fit_margins(fig, ax)
     return fig
 
 
+@with_options(PlotOptions)
 def plot_sweep(
     frame: pl.DataFrame,
     *,
     setting: str = "summary_l2_trigger_ratio",
-    ax: Axes | None = None,
-    title: str | None = None,
+    **options: Unpack[PlotOptions],
 ) -> Figure:
     """The curve of a sweep (:func:`ctxlab.replay.engine.sweep`): saving % (left axis, line) and L2
     rounds (right axis, bars) against the setting's value.
@@ -316,14 +356,19 @@ def plot_sweep(
     Args:
         frame: the sweep's frame.
         setting: the swept field (the x label).
-        ax: draw here instead of a new figure.
-        title: the axes title.
+        ax: draw here instead of a new figure (:class:`~ctxlab.analysis.plotting.options.PlotOptions`).
+        title: the axes title (default: ``"sweep over <setting>"``).
 
     Returns:
         The figure.
+
+    Raises:
+        TypeError: an unknown keyword option.
     """
     from matplotlib.ticker import MaxNLocator
 
+    ax = options.get("ax")
+    title = options.get("title")
     if ax is None:
         from matplotlib.figure import Figure
 

@@ -3,9 +3,13 @@ named or defaulted to the first in the frame."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import polars as pl
 
-__all__ = ["one_value", "pick_run", "select_calls"]
+from ctxlab.analysis.plotting.style import shorten
+
+__all__ = ["OneRun", "one_value", "pick_run", "select_calls"]
 
 
 def select_calls(calls: pl.DataFrame, transcript: str | None, strategy: str | None) -> pl.DataFrame:
@@ -18,16 +22,29 @@ def select_calls(calls: pl.DataFrame, transcript: str | None, strategy: str | No
     return df.sort("call_index")
 
 
-def pick_run(
-    calls: pl.DataFrame, transcript: str | None, strategy: str | None
-) -> tuple[str | None, str | None, pl.DataFrame]:
-    """``(transcript, strategy, its calls)``: a run named in full, or defaulting to the first
-    transcript of ``calls`` and its first strategy."""
+@dataclass(frozen=True)
+class OneRun:
+    """One run a plot draws: a transcript under a strategy (``None`` for either only when the
+    frame has no rows) and its rows of the per-call frame, by call index."""
+
+    transcript: str | None
+    strategy: str | None
+    calls: pl.DataFrame
+
+    def title(self, what: str = "") -> str:
+        """The default title of a plot of this run: ``"<transcript>  [<strategy>]<what>"``, the
+        transcript cut to its last 70 characters (:func:`~ctxlab.analysis.plotting.style.shorten`)."""
+        return f"{shorten(str(self.transcript))}  [{self.strategy}]{what}"
+
+
+def pick_run(calls: pl.DataFrame, transcript: str | None, strategy: str | None) -> OneRun:
+    """The run of ``transcript`` under ``strategy`` in ``calls``; ``None`` for either: the first
+    transcript of ``calls``, the first strategy of that transcript."""
     if transcript is None and calls.height:
         transcript = calls["transcript"][0]
     if strategy is None and calls.height:
         strategy = select_calls(calls, transcript, None)["strategy"][0]
-    return transcript, strategy, select_calls(calls, transcript, strategy)
+    return OneRun(transcript, strategy, select_calls(calls, transcript, strategy))
 
 
 def one_value(values: pl.Series) -> float | None:
