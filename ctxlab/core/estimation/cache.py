@@ -16,7 +16,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage
 
-from ctxlab.core.identity import BoundedCache, IdentityCache
+from ctxlab.core.identity import BoundedCache, IdentityCache, is_prefix
 
 __all__ = ["EstimateCache"]
 
@@ -55,18 +55,21 @@ def _fingerprint(message: BaseMessage) -> tuple[Any, ...] | None:
     return (message.type, message.id, ckey, calls, getattr(message, "name", None))
 
 
-def _common_prefix(a: Sequence[Any], b: Sequence[Any]) -> int:
-    """Length of the longest common prefix of two message lists.
+def _common_prefix(a: Sequence[Any], b: list[Any]) -> int:
+    """Length of the longest common prefix of a message list ``a`` and a remembered list ``b``.
 
-    List equality skips ``__eq__`` for identical objects, so the common case (the history grew
-    since the previous call) is one C-speed scan (~4 ns a message); equal but distinct messages
-    have equal estimates, so equality is the right test.  Otherwise bisect.
+    The common case, ``a`` extends ``b`` (the history grew since the previous call), is one
+    C-speed comparison without a Python loop (:func:`~ctxlab.core.identity.is_prefix`).  Otherwise
+    (a rewritten history) bisect with list equality, which skips ``__eq__`` for identical
+    objects; equal but distinct messages have equal estimates, so equality is the right test.
+    A list whose first message is another object (a reloaded checkpoint) shares nothing here:
+    its messages are found by their content key instead.
     """
+    if is_prefix(b, a):
+        return len(b)
     n = min(len(a), len(b))
-    if n == 0 or (a[0] is not b[0] and a[0] != b[0]):
+    if n == 0 or a[0] is not b[0]:
         return 0
-    if a[:n] == b[:n]:
-        return n
     lo, hi = 1, n - 1  # a[:lo] matches, a[:hi + 1] does not
     while lo < hi:
         mid = (lo + hi + 1) // 2
@@ -157,9 +160,12 @@ class EstimateCache:
                 k = _common_prefix(messages, slot[0])
                 if k > best_k:
                     best_slot, best_k = slot, k
+                    if k == len(messages):
+                        break
             if best_slot is not None and best_k > 0:
-                sums = best_slot[1][: best_k + 1]
                 self._prefixes.remove(best_slot)
+                # a slot wholly reused is ours now: its sums are extended, not copied
+                sums = best_slot[1] if best_k == len(best_slot[0]) else best_slot[1][: best_k + 1]
             else:
                 sums, best_k = [0], 0
         fn = self.message_tokens
