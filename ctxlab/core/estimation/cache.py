@@ -162,10 +162,14 @@ class EstimateCache:
                     best_slot, best_k = slot, k
                     if k == len(messages):
                         break
-            if best_slot is not None and best_k > 0:
+            if best_slot is not None and best_k == len(best_slot[0]):
+                # a list that extends a remembered one replaces it: its sums are extended, not copied
                 self._prefixes.remove(best_slot)
-                # a slot wholly reused is ours now: its sums are extended, not copied
-                sums = best_slot[1] if best_k == len(best_slot[0]) else best_slot[1][: best_k + 1]
+                sums = best_slot[1]
+            elif best_slot is not None and best_k > 0:
+                # a partial match (another view of the same history: the L1 view beside the
+                # effective messages) leaves the remembered list in place for its own successor
+                sums = best_slot[1][: best_k + 1]
             else:
                 sums, best_k = [0], 0
         fn = self.message_tokens
