@@ -39,6 +39,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from ctxlab.cli.bench.compressing import bench_compressing
 from ctxlab.cli.bench.estimators import EstimatorResult, EstimatorRow, bench_estimators
 from ctxlab.cli.bench.overhead import (
     OverheadResult,
@@ -184,6 +185,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     machine = machine_info()
     print(f"ctxlab bench on {machine['nproc']} CPUs, Python {machine['python']}, {machine['date']}")
     overhead = estimators = replay = None
+    compressing = None
     t0 = time.perf_counter()
     if "overhead" in sections:
         print("1. middleware overhead per model call")
@@ -193,6 +195,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"  whole run ~ N^k: ctxlab k={overhead.ars_exponent:.2f}, "
                 f"ctxlab + fast k={overhead.fast_exponent:.2f}, LangChain k={overhead.langchain_exponent:.2f}"
             )
+        print("1b. middleware overhead while compressing")
+        compressing = bench_compressing(args.quick)
     if "estimators" in sections:
         print("2. estimators against cl100k_base")
         estimators = bench_estimators(transcripts, args.quick)
@@ -207,9 +211,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if "parallel" in sections:
         print("5. sweeps on several processes")
         parallel = bench_parallel(transcripts, args.quick)
-    text = render(machine, command.strip(), args.quick, overhead, estimators, replay) + render_scale(
-        startup, parallel
-    )
+    text = render(
+        machine, command.strip(), args.quick, overhead, estimators, replay, compressing
+    ) + render_scale(startup, parallel)
     if target is not None:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text + "\n", encoding="utf-8")
