@@ -145,7 +145,7 @@ def compressing_section(result: CompressingResult) -> list[str]:
             f"{_verdict(r.ratio('L2', 'summary'), 10)} | {r.ars_total_s:.2f} / {r.langchain_total_s:.2f} | "
             f"{_verdict(r.total_ratio, 10)} |"
         )
-    memory = result.langchain_peak_mb / result.ars_peak_mb if result.ars_peak_mb > 0 else float("nan")
+    memory = result.ars_peak_mb / result.langchain_peak_mb if result.langchain_peak_mb > 0 else float("nan")
     out += [
         "",
         f"Growth while compressing (default T; whole-run CPU time at {', '.join(f'{n:,}' for n in result.sizes)} "
@@ -155,8 +155,7 @@ def compressing_section(result: CompressingResult) -> list[str]:
         f"Peak memory of a whole run with compression ({result.memory_messages:,} messages, default T; "
         "`tracemalloc`, the history built beforehand): ctxlab "
         f"**+{result.ars_peak_mb:.1f} MB**, LangChain **+{result.langchain_peak_mb:.1f} MB**: ctxlab / LangChain "
-        f"**{1 / memory if memory else float('nan'):.2f}×** (target ≤ 2×: "
-        f"{'met' if memory and 1 / memory <= 2 else 'not met'}).",
+        f"**{memory:.2f}×** (target ≤ 2×: {'met' if memory <= 2 else 'not met'}).",
         "",
         "First model call after a checkpoint reload: both states through LangGraph's checkpoint serializer "
         "(`JsonPlusSerializer`: new message objects, same content) and the same middleware objects, as a new "
