@@ -37,7 +37,7 @@ _STEP = st.one_of(
     st.tuples(st.just("grow"), st.integers(1, 6)),
     st.tuples(st.just("replace"), st.integers(0, 10_000)),
     st.tuples(st.just("remove"), st.integers(0, 10_000)),
-    st.tuples(st.just("reload"), st.just(0)),
+    st.tuples(st.just("reload"), st.integers(-3, 10_000)),
     st.tuples(st.just("drop_call"), st.integers(0, 10_000)),
     st.tuples(st.just("cut"), st.integers(1, 8)),
 )
@@ -104,7 +104,12 @@ def _life(draw: Any) -> list[list[BaseMessage]]:
                 history = list(add_messages(history, [RemoveMessage(id=str(gone.id))]))
             history = list(add_messages(history, [source.next(draw) for _ in range(2)]))
         elif op == "reload":
+            # new objects, same content; with n >= 0 one of them edited (same id) as well
             history = copy.deepcopy(history)
+            if n >= 0:
+                i = n % len(history)
+                old = history[i]
+                history[i] = old.model_copy(update={"content": f"{old.content} (reloaded, edited)"})
         else:
             history = history[min(n, len(history) - 1) :]
         out.append(history)

@@ -209,13 +209,25 @@ def _scan_orphans(view: list[BaseMessage], start: int, issuer: set[str]) -> list
     return orphans
 
 
+def _same_content_prefix(head: list[BaseMessage], view: list[BaseMessage]) -> bool:
+    """Whether ``view`` starts with messages equal in every field to ``head`` (their ``__dict__``
+    compared at C speed; the first ones must share an id): a checkpoint reloaded in this
+    process brings new objects with the same content."""
+    n = len(head)
+    if n == 0 or n > len(view) or head[0].id is None or head[0].id != view[0].id:
+        return False
+    return list(map(vars, head)) == list(map(vars, view[:n]))
+
+
 def _find_orphans(view: list[BaseMessage]) -> list[int]:
     """The orphan indices of ``view`` (see :func:`sendable_view`), amortized: a view that extends
     a remembered orphan-free view (:data:`SCAN_SLOTS` of them, by identity or equality of the
-    prefix) scans only its new suffix; any other view (a rewritten history, a new one after a
-    reload) is scanned whole."""
+    prefix; the latest one also field by field, for a reloaded checkpoint) scans only its new
+    suffix; any other view (a rewritten history) is scanned whole."""
     with _scans_lock:
         found = next((s for s in _scans if is_prefix(s.messages, view)), None)
+        if found is None and _scans and _same_content_prefix(_scans[0].messages, view):
+            found = _scans[0]  # a reloaded checkpoint: new objects, same messages
         if found is not None:
             _scans.remove(found)  # its issuer set is extended in place below
     start, issuer = (len(found.messages), found.issuers) if found is not None else (0, set())

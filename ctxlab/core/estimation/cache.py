@@ -55,6 +55,33 @@ def _fingerprint(message: BaseMessage) -> tuple[Any, ...] | None:
     return (message.type, message.id, ckey, calls, getattr(message, "name", None))
 
 
+def _signature(message: BaseMessage) -> dict[str, Any]:
+    """What a message's estimate depends on, compared by value: all its fields (``type``, ``id``,
+    ``name``, ``content``, ``additional_kwargs``, tool calls, ...: the model's ``__dict__``, a
+    superset of :func:`_fingerprint`), read without a Python loop."""
+    return vars(message)
+
+
+def _content_prefix(a: Sequence[BaseMessage], b: list[BaseMessage]) -> int:
+    """Length of the common prefix of ``a`` and ``b`` compared by :func:`_signature` (a
+    reloaded checkpoint: new objects with the same content).  Linear; 0 unless the first
+    messages share an id."""
+    n = min(len(a), len(b))
+    if n == 0 or a[0].id is None or a[0].id != b[0].id:
+        return 0
+    sa, sb = list(map(vars, a[:n])), list(map(vars, b[:n]))  # _signature, at C speed
+    if sa == sb:
+        return n
+    lo, hi = 0, n - 1  # sa[:lo] matches, sa[:hi + 1] does not
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if sa[:mid] == sb[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
 def _common_prefix(a: Sequence[Any], b: list[Any]) -> int:
     """Length of the longest common prefix of a message list ``a`` and a remembered list ``b``.
 
@@ -151,8 +178,12 @@ class EstimateCache:
         Besides the per-message cache, the last few lists are remembered with their running sums:
         a list that starts with the same message *objects* as a remembered one (the common case:
         the history grew by a few messages since the previous model call) costs one C-speed
-        identity scan plus the new messages only.  Messages are assumed not to be edited in
-        place (LangGraph replaces messages, it does not mutate them).
+        identity scan plus the new messages only.  A list of other objects (a checkpoint reloaded
+        in this process) is compared by content with the latest remembered list
+        (:func:`_signature` of each message: no estimate is made again, but every message is
+        read once); in a new process nothing is remembered and every message is estimated once.
+        Messages are assumed not to be edited in place (LangGraph replaces messages, it does not
+        mutate them).
         """
         with self._prefix_lock:
             best_slot, best_k = None, -1
@@ -171,7 +202,12 @@ class EstimateCache:
                 # effective messages) leaves the remembered list in place for its own successor
                 sums = best_slot[1][: best_k + 1]
             else:
+                # no list shares these objects: a reloaded checkpoint shares their content
                 sums, best_k = [0], 0
+                if self._prefixes:
+                    slot = self._prefixes[0]
+                    best_k = _content_prefix(messages, slot[0])
+                    sums = slot[1][: best_k + 1]
         fn = self.message_tokens
         running = sums[-1]
         for m in messages[best_k:]:
