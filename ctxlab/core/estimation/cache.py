@@ -70,12 +70,15 @@ def _content_prefix(a: Sequence[BaseMessage], b: list[BaseMessage]) -> int:
     if n == 0 or a[0].id is None or a[0].id != b[0].id:
         return 0
     sa, sb = list(map(vars, a[:n])), list(map(vars, b[:n]))  # _signature, at C speed
-    if sa == sb:
-        return n
-    lo, hi = 0, n - 1  # sa[:lo] matches, sa[:hi + 1] does not
+    return n if sa == sb else _bisect_prefix(sa, sb, 0, n - 1)
+
+
+def _bisect_prefix(a: Sequence[Any], b: Sequence[Any], lo: int, hi: int) -> int:
+    """The longest common prefix of ``a`` and ``b`` by list equality, knowing that ``a[:lo]``
+    matches and ``a[:hi + 1]`` does not (O(n log n) at C speed)."""
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        if sa[:mid] == sb[:mid]:
+        if a[:mid] == b[:mid]:
             lo = mid
         else:
             hi = mid - 1
@@ -97,14 +100,7 @@ def _common_prefix(a: Sequence[Any], b: list[Any]) -> int:
     n = min(len(a), len(b))
     if n == 0 or a[0] is not b[0]:
         return 0
-    lo, hi = 1, n - 1  # a[:lo] matches, a[:hi + 1] does not
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if a[:mid] == b[:mid]:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
+    return _bisect_prefix(a, b, 1, n - 1)
 
 
 class EstimateCache:
