@@ -81,6 +81,8 @@ def test_quick_run_writes_the_table(tmp_path, capsys):
     assert "- command: `ctxlab bench --quick --out" in text
     assert "- machine: " in text and "Python " in text and "- date: " in text
     assert "synthetic 1,000 messages" in text and "k = " in text
+    assert "### While compressing" in text and "| small T (4K), L2 ratio 0.4 |" in text
+    assert "First model call after a checkpoint reload" in text and "(target ≤ 2×: " in text
     for cls in CLASSES:
         assert f"| {cls} |" in text
     assert "| fast estimator (ctxlab-fast-estimator) |" in text
@@ -103,3 +105,54 @@ def test_unknown_section_is_an_error(capsys):
 def test_missing_transcripts_folder(tmp_path, capsys):
     assert bench.main(["--transcripts", str(tmp_path / "nope"), "--out", "-"]) == 2
     assert "not found" in capsys.readouterr().err
+
+
+def test_the_contenders_compress_the_same_history():
+    """Both middlewares reach a small trigger on the same run: ctxlab runs L2 rounds, LangChain
+    summarizes (its state shrinks); every call has a CPU time."""
+    from ctxlab.cli.bench.compressing import _ars_maker, _settings
+    from ctxlab.cli.bench.contenders import call_positions, run_ars, run_langchain
+
+    system, msgs = synthetic_history(400)
+    settings = _settings(2.0, 0.4)  # T = 2,048 tokens
+    ars, harness = run_ars(system, msgs, _ars_maker(settings))
+    lc, _mw, state = run_langchain(msgs, settings.entry_threshold_tokens, settings.summary_keep_messages)
+    assert len(ars) == len(lc) == len(call_positions(msgs)) > 150
+    assert {c.level for c in ars} >= {"none", "L2"} and {c.level for c in lc} == {"none", "summary"}
+    assert harness.state["_summarization_event"]["cutoff_index"] > 0
+    assert len(state["messages"]) < len(msgs) // 2  # LangChain deleted what it summarized
+    assert all(c.seconds >= 0 for c in ars + lc)
+
+
+def test_the_compressing_section_states_each_ratio_and_target():
+    from ctxlab.cli.bench.compressing import CompressingResult, CompressingRow, ReloadRow
+    from ctxlab.cli.bench.render import compressing_section
+
+    row = CompressingRow(
+        scenario="default T",
+        messages=8000,
+        threshold_tokens=102400,
+        ars={"all": (4000, 0.1), "none": (3900, 0.1), "L1": (80, 0.5), "L2": (20, 30.0)},
+        langchain={"all": (4000, 2.0), "none": (3980, 2.0), "summary": (20, 6.0)},
+        ars_total_s=1.0,
+        langchain_total_s=4.0,
+    )
+    result = CompressingResult(
+        rows=[row],
+        sizes=[2000, 4000],
+        ars_exponent=1.01,
+        langchain_exponent=1.5,
+        ars_peak_mb=3.0,
+        langchain_peak_mb=1.0,
+        memory_messages=8000,
+        reloads=[ReloadRow("below T", 8000, 2.0, 0.1, 30.0)],
+        cold_ars_ms=300.0,
+        cold_langchain_ms=20.0,
+    )
+    text = "\n".join(compressing_section(result))
+    line = next(x for x in text.splitlines() if x.startswith("| default T |"))
+    # all calls 2.0 / 0.1 = 20x (met); L1 rounds 2.0 / 0.5 = 4x; L2 rounds 6 / 30 = 0.2x; whole run 4x
+    assert "**20.0×** (met)" in line and "**4.0×** (not met)" in line and "**0.2×** (not met)" in line
+    assert "ctxlab **k = 1.01**" in text
+    assert "**3.00×** (target ≤ 2×: not met)" in text
+    assert "| below T | 8,000 | 2.00 | 0.10 | 30.00 | **15.0×** (met) |" in text

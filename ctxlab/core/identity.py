@@ -16,20 +16,39 @@ They all use :class:`IdentityCache`:
 
 :class:`BoundedCache` is the same LRU keyed by an ordinary hashable value (a content
 fingerprint), for the places where equal content, not the same object, is the key.
+
+:func:`is_prefix` tells, at C speed, whether a list starts with the objects of a remembered one
+(the history grew): the prefix caches of the estimate and of the sendable view use it.
 """
 
 from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Hashable
-from typing import Generic, TypeVar, cast
+from collections.abc import Callable, Hashable, Sequence
+from typing import Any, Generic, TypeVar, cast
 
-__all__ = ["BoundedCache", "IdentityCache"]
+__all__ = ["BoundedCache", "IdentityCache", "is_prefix"]
 
 K = TypeVar("K")
 V = TypeVar("V")
 H = TypeVar("H", bound=Hashable)
+
+
+def is_prefix(head: list[Any], seq: Sequence[Any]) -> bool:
+    """Whether the list ``seq`` starts with the items of ``head``: the same objects, or equal
+    ones (C-speed list equality, which skips ``__eq__`` for identical objects).  Both ends are
+    checked by identity first, so that a list of equal but distinct messages (a reloaded
+    checkpoint) is refused cheaply instead of compared field by field.  O(len(head)) at C
+    speed, no Python loop; a ``seq`` that is not a list (a tuple) is never a match."""
+    n = len(head)
+    if n > len(seq):
+        return False
+    if n == 0:
+        return True
+    if head[0] is not seq[0] or head[n - 1] is not seq[n - 1]:
+        return False
+    return head == seq if n == len(seq) else head == seq[:n]
 
 
 def _check_size(max_entries: int) -> int:

@@ -7,14 +7,17 @@ Shapes: message lists are ``list[BaseMessage]``; indices are positions in that l
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Mapping, Sequence
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
+from ctxlab.core.identity import is_prefix
 from ctxlab.core.marks import OBSERVATION_KEY, is_user_request
 
 __all__ = [
+    "SCAN_SLOTS",
     "effective_messages",
     "last_human_index",
     "late_result_observation",
@@ -177,6 +180,65 @@ def late_result_observation(message: ToolMessage) -> HumanMessage:
     return HumanMessage(content=content, id=message.id, additional_kwargs={OBSERVATION_KEY: True})
 
 
+#: views (without orphans) whose scan :func:`sendable_view` remembers, most recent first
+SCAN_SLOTS = 4
+
+
+class _Scan(NamedTuple):
+    """A view :func:`sendable_view` found without orphans: a copy of its list and the tool-call
+    ids its AIMessages issue."""
+
+    messages: list[BaseMessage]
+    issuers: set[str]
+
+
+_scans: list[_Scan] = []
+_scans_lock = threading.Lock()
+
+
+def _scan_orphans(view: list[BaseMessage], start: int, issuer: set[str]) -> list[int]:
+    """Indices ``>= start`` of the ToolMessages of ``view`` whose call id no earlier AIMessage
+    issued; ``issuer`` holds the ids issued by ``view[:start]`` and is extended in place."""
+    orphans: list[int] = []
+    for i in range(start, len(view)):
+        m = view[i]
+        if isinstance(m, AIMessage):
+            issuer.update(cid for tc in m.tool_calls if (cid := tc.get("id")) is not None)
+        elif isinstance(m, ToolMessage) and m.tool_call_id not in issuer:
+            orphans.append(i)
+    return orphans
+
+
+def _same_content_prefix(head: list[BaseMessage], view: list[BaseMessage]) -> bool:
+    """Whether ``view`` starts with messages equal in every field to ``head`` (their ``__dict__``
+    compared at C speed; the first ones must share an id): a checkpoint reloaded in this
+    process brings new objects with the same content."""
+    n = len(head)
+    if n == 0 or n > len(view) or head[0].id is None or head[0].id != view[0].id:
+        return False
+    return list(map(vars, head)) == list(map(vars, view[:n]))
+
+
+def _find_orphans(view: list[BaseMessage]) -> list[int]:
+    """The orphan indices of ``view`` (see :func:`sendable_view`), amortized: a view that extends
+    a remembered orphan-free view (:data:`SCAN_SLOTS` of them, by identity or equality of the
+    prefix; the latest one also field by field, for a reloaded checkpoint) scans only its new
+    suffix; any other view (a rewritten history) is scanned whole."""
+    with _scans_lock:
+        found = next((s for s in _scans if is_prefix(s.messages, view)), None)
+        if found is None and _scans and _same_content_prefix(_scans[0].messages, view):
+            found = _scans[0]  # a reloaded checkpoint: new objects, same messages
+        if found is not None:
+            _scans.remove(found)  # its issuer set is extended in place below
+    start, issuer = (len(found.messages), found.issuers) if found is not None else (0, set())
+    orphans = _scan_orphans(view, start, issuer)
+    if not orphans:
+        with _scans_lock:
+            _scans.insert(0, _Scan(list(view), issuer))
+            del _scans[SCAN_SLOTS:]
+    return orphans
+
+
 def sendable_view(view: list[BaseMessage]) -> list[BaseMessage]:
     """``view`` as a provider accepts it: no ToolMessage without an earlier call in the view.
 
@@ -185,14 +247,11 @@ def sendable_view(view: list[BaseMessage]) -> list[BaseMessage]:
     (:func:`late_result_observation`, same id) in its place, or right after the tool-call pair
     it would split (a message between a call and its results is rejected too).  Returns ``view``
     itself when it has no orphan (the usual case), else a new list; never edits a message.
+
+    Cost: a view that extends one seen before (the history grew) scans only the new messages
+    plus one C-speed comparison of the old part; others are scanned whole (linear).
     """
-    issuer: set[str] = set()
-    orphans: list[int] = []
-    for i, m in enumerate(view):
-        if isinstance(m, AIMessage):
-            issuer.update(cid for tc in m.tool_calls if (cid := tc.get("id")) is not None)
-        elif isinstance(m, ToolMessage) and m.tool_call_id not in issuer:
-            orphans.append(i)
+    orphans = _find_orphans(view)
     if not orphans:
         return view
     skip = set(orphans)

@@ -11,7 +11,10 @@ alone; a benchmark is never a unit test):
    call), over long histories built from the real transcripts (the τ-bench runs concatenated,
    the longest mini-swe-agent runs concatenated) and synthetic 1k/2k/4k/8k-message histories.
    The whole-run cost is fitted against the history length: ``time ∝ N^k`` (``k ≈ 1`` linear,
-   ``≈ 2`` quadratic).
+   ``≈ 2`` quadratic).  Then the same while compressing (:mod:`~ctxlab.cli.bench.compressing`:
+   a trigger both reach, per kind of round, growth, peak memory, the first call after a
+   checkpoint reload and in a fresh process).  CPU time of the measuring thread throughout
+   (:mod:`~ctxlab.cli.bench.contenders`).
 2. **Estimators** — error against ``cl100k_base`` per content class (:data:`CLASSES`, samples
    from :func:`collect_samples`) for the core default, the fast estimator plugin, a flat
    4 characters per token and LangChain's ``count_tokens_approximately``; speed as a ratio to
@@ -25,7 +28,8 @@ Content classes (:func:`label_block`) are labeled from the text itself, independ
 estimator's features; see :func:`collect_samples` for how samples are extracted.
 
 Modules: :mod:`~ctxlab.cli.bench.samples` (content classes, segmentation, samples),
-:mod:`~ctxlab.cli.bench.overhead`, :mod:`~ctxlab.cli.bench.estimators`,
+:mod:`~ctxlab.cli.bench.overhead`, :mod:`~ctxlab.cli.bench.compressing`,
+:mod:`~ctxlab.cli.bench.contenders`, :mod:`~ctxlab.cli.bench.estimators`,
 :mod:`~ctxlab.cli.bench.throughput` (the three sections), :mod:`~ctxlab.cli.bench.timing`
 (machine, best-of timing, tiktoken, growth fit), :mod:`~ctxlab.cli.bench.render` (the Markdown);
 this package holds :func:`main` and re-exports their public names.
@@ -39,6 +43,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from ctxlab.cli.bench.compressing import bench_compressing
 from ctxlab.cli.bench.estimators import EstimatorResult, EstimatorRow, bench_estimators
 from ctxlab.cli.bench.overhead import (
     OverheadResult,
@@ -184,6 +189,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     machine = machine_info()
     print(f"ctxlab bench on {machine['nproc']} CPUs, Python {machine['python']}, {machine['date']}")
     overhead = estimators = replay = None
+    compressing = None
     t0 = time.perf_counter()
     if "overhead" in sections:
         print("1. middleware overhead per model call")
@@ -193,6 +199,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"  whole run ~ N^k: ctxlab k={overhead.ars_exponent:.2f}, "
                 f"ctxlab + fast k={overhead.fast_exponent:.2f}, LangChain k={overhead.langchain_exponent:.2f}"
             )
+        print("1b. middleware overhead while compressing")
+        compressing = bench_compressing(args.quick)
     if "estimators" in sections:
         print("2. estimators against cl100k_base")
         estimators = bench_estimators(transcripts, args.quick)
@@ -207,9 +215,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if "parallel" in sections:
         print("5. sweeps on several processes")
         parallel = bench_parallel(transcripts, args.quick)
-    text = render(machine, command.strip(), args.quick, overhead, estimators, replay) + render_scale(
-        startup, parallel
-    )
+    text = render(
+        machine, command.strip(), args.quick, overhead, estimators, replay, compressing
+    ) + render_scale(startup, parallel)
     if target is not None:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text + "\n", encoding="utf-8")

@@ -1,9 +1,11 @@
-"""Section 1 of ``ctxlab bench``: the per-call cost of the middleware against LangChain's.
+"""Section 1 of ``ctxlab bench``: the per-call cost of the middleware against LangChain's, below
+the trigger (steady state; while compressing: :mod:`~ctxlab.cli.bench.compressing`).
 
 :class:`~ctxlab.CompressionMiddleware` (the model answers at once) against LangChain's
-``SummarizationMiddleware``, both driven by :class:`~ctxlab.replay.harness.ModelNodeHarness` as
-``create_agent`` drives them, over long histories built from the real transcripts and synthetic
-histories; the whole-run cost is fitted against the history length (``time ∝ N^k``).
+``SummarizationMiddleware``, driven as ``create_agent`` drives them and timed in CPU time of the
+measuring thread (:mod:`~ctxlab.cli.bench.contenders`), over long histories built from the real
+transcripts and synthetic histories; the whole-run cost is fitted against the history length
+(``time ∝ N^k``).
 """
 
 from __future__ import annotations
@@ -16,6 +18,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ctxlab.cli.bench.contenders import (
+    call_positions,
+    fake_summarizer,
+    langchain_step,
+    run_ars,
+    timed_middleware,
+)
 from ctxlab.cli.bench.timing import fit_exponent
 
 if TYPE_CHECKING:
@@ -25,6 +34,7 @@ if TYPE_CHECKING:
     History = tuple[SystemMessage | None, list[BaseMessage]]
 
 __all__ = [
+    "CallCost",
     "OverheadResult",
     "OverheadRow",
     "bench_overhead",
@@ -160,22 +170,15 @@ def real_histories(transcripts_dir: Path, limit: int | None = None) -> dict[str,
     return out
 
 
-def _call_positions(messages: Sequence[BaseMessage]) -> list[int]:
-    """The model calls of a history: the index of every assistant message but a first one."""
-    from langchain_core.messages import AIMessage
-
-    return [k for k, m in enumerate(messages) if isinstance(m, AIMessage) and k > 0]
-
-
 def drive_ars(
     system: SystemMessage | None,
     messages: Sequence[BaseMessage],
     plugins: Callable[[], Sequence[object]] = list,
     repeat: int = 1,
 ) -> list[float]:
-    """Per-call seconds inside ``CompressionMiddleware.wrap_model_call`` at every model call of
-    ``messages`` (the model answers at once with the history's own next assistant message), below
-    the entry threshold (steady state).
+    """Per-call CPU seconds (``time.thread_time``) inside ``CompressionMiddleware.wrap_model_call``
+    at every model call of ``messages`` (the model answers at once with the history's own next
+    assistant message, its time excluded), below the entry threshold (steady state).
 
     The whole run is repeated ``repeat`` times with a fresh middleware (its estimate cache makes
     a call depend on the previous ones) and each call keeps its best time.  ``plugins()`` makes
@@ -185,65 +188,44 @@ def drive_ars(
         ValueError: a message has no id or shares one (the state is built with ``add_messages``,
             which would merge them).
     """
+    from ctxlab.core.settings import CompressionSettings
+
     ids = {m.id for m in messages}
     if None in ids or len(ids) != len(messages):
         raise ValueError("drive_ars needs messages with unique ids")
     best: list[float] = []
+    settings = CompressionSettings(summary_threshold=1e9)
     for _ in range(repeat):
-        times = _drive_ars_once(system, messages, plugins())
+        calls, _harness = run_ars(
+            system,
+            messages,
+            lambda: timed_middleware(settings=settings, backend=_NoBackend(), plugins=list(plugins())),
+        )
+        times = [c.seconds for c in calls]
         best = [min(a, b) for a, b in zip(best, times, strict=True)] if best else times
     return best
-
-
-def _drive_ars_once(
-    system: SystemMessage | None, messages: Sequence[BaseMessage], plugins: Sequence[object]
-) -> list[float]:
-    from langchain_core.messages import AIMessage
-
-    from ctxlab.core.middleware import CompressionMiddleware
-    from ctxlab.core.settings import CompressionSettings
-    from ctxlab.replay.harness import ModelNodeHarness
-
-    mw = CompressionMiddleware(
-        settings=CompressionSettings(summary_threshold=1e9), backend=_NoBackend(), plugins=list(plugins)
-    )
-    harness = ModelNodeHarness(mw, system_message=system, record=False)
-    times: list[float] = []
-    done = 0
-    for k in _call_positions(messages):
-        harness.add(*messages[done:k])  # the state at call k: messages[:k]
-        answer = messages[k]
-        assert isinstance(answer, AIMessage)
-        times.append(harness.call(answer).seconds)
-        done = k + 1
-    return times
 
 
 def drive_langchain(
     system: SystemMessage | None, messages: Sequence[BaseMessage], max_calls: int, repeat: int = 1
 ) -> tuple[list[float], int]:
-    """Per-call seconds of LangChain's ``SummarizationMiddleware`` driven as ``create_agent``
+    """Per-call CPU seconds of LangChain's ``SummarizationMiddleware`` driven as ``create_agent``
     drives it (``before_model(state, runtime)``, then the model call, which it does not wrap; the
     model answers at once), with a trigger it never reaches.  Its ``before_model`` keeps no state
     between calls, so at most ``max_calls`` evenly spaced calls are timed, each the best of
-    ``repeat`` runs of the same state; returns (times, stride)."""
+    ``repeat`` runs of the same state; returns (times, stride).  ``system`` is not a state
+    message (``create_agent`` passes it beside the state), so LangChain never counts it."""
     from langchain.agents.middleware import SummarizationMiddleware
-    from langchain_core.messages import AIMessage
+    from langgraph.runtime import Runtime
 
-    from ctxlab.replay.harness import ModelNodeHarness
-    from ctxlab.replay.models import ReplayModel
-
-    model = ReplayModel()
-    mw = SummarizationMiddleware(model=model, trigger=("tokens", 10**12))
-    response = AIMessage(content="ok")
-    positions = _call_positions(messages)
+    mw = SummarizationMiddleware(model=fake_summarizer(), trigger=("tokens", 10**12))
+    runtime: Runtime[Any] = Runtime(context=None, store=None, stream_writer=lambda _e: None)
+    positions = call_positions(messages)
     stride = max(1, math.ceil(len(positions) / max_calls))
     times = []
     for k in positions[stride - 1 :: stride]:
-        harness = ModelNodeHarness(
-            mw, model=model, system_message=system, messages=messages[:k], record=False
-        )
-        times.append(min(harness.call(response, append_response=False).seconds for _ in range(repeat)))
+        state: dict[str, Any] = {"messages": list(messages[:k])}
+        times.append(min(langchain_step(mw, state, runtime).seconds for _ in range(repeat)))
     return times, stride
 
 
@@ -255,34 +237,42 @@ class _NoBackend:
 
 
 @dataclass
+class CallCost:
+    """One contender over one history: mean per-call milliseconds over the run (``ms``) and over
+    its last tenth of calls (``tail_ms``: the cost at N messages), whole-run seconds (CPU)."""
+
+    ms: float
+    tail_ms: float
+    total_s: float
+
+
+@dataclass
 class OverheadRow:
-    """One history: mean per-call milliseconds over the run and over its last tenth of calls
-    (the cost at N messages), whole-run seconds; ``fast_*`` with the fast estimator plugin."""
+    """One history: ctxlab, LangChain (every ``langchain_stride``-th call timed; its whole run
+    extrapolated) and, when installed, ctxlab with the fast estimator plugin (``fast``)."""
 
     history: str
     messages: int
     calls: int
-    ars_ms: float
-    langchain_ms: float
-    ars_tail_ms: float
-    langchain_tail_ms: float
-    ars_total_s: float
-    langchain_total_s: float
+    ars: CallCost
+    langchain: CallCost
     langchain_stride: int
-    fast_ms: float | None = None
-    fast_tail_ms: float | None = None
+    fast: CallCost | None = None
 
     @property
     def ratio(self) -> float:
-        return self.langchain_ms / self.ars_ms if self.ars_ms else float("inf")
+        return self.langchain.ms / self.ars.ms if self.ars.ms else float("inf")
 
     @property
     def tail_ratio(self) -> float:
-        return self.langchain_tail_ms / self.ars_tail_ms if self.ars_tail_ms else float("inf")
+        return self.langchain.tail_ms / self.ars.tail_ms if self.ars.tail_ms else float("inf")
 
 
 @dataclass
 class OverheadResult:
+    """Section 1 below the trigger: the rows and the growth fits (while compressing:
+    :mod:`~ctxlab.cli.bench.compressing`)."""
+
     rows: list[OverheadRow] = field(default_factory=list)
     sizes: list[int] = field(default_factory=list)
     ars_exponent: float = float("nan")
@@ -296,6 +286,10 @@ def _ms(times: Sequence[float]) -> float:
 
 def _tail(times: Sequence[float]) -> Sequence[float]:
     return times[-max(1, len(times) // 10) :]
+
+
+def _cost(times: Sequence[float], stride: int = 1) -> CallCost:
+    return CallCost(ms=_ms(times), tail_ms=_ms(_tail(times)), total_s=sum(times) * stride)
 
 
 def bench_overhead(transcripts_dir: Path, quick: bool, log: Callable[[str], None] = print) -> OverheadResult:
@@ -324,28 +318,23 @@ def bench_overhead(transcripts_dir: Path, quick: bool, log: Callable[[str], None
             history=name,
             messages=len(msgs),
             calls=len(ars),
-            ars_ms=_ms(ars),
-            langchain_ms=_ms(lc),
-            ars_tail_ms=_ms(_tail(ars)),
-            langchain_tail_ms=_ms(_tail(lc)),
-            ars_total_s=sum(ars),
-            langchain_total_s=sum(lc) * stride,
+            ars=_cost(ars),
+            langchain=_cost(lc, stride),
             langchain_stride=stride,
-            fast_ms=_ms(fast) if fast else None,
-            fast_tail_ms=_ms(_tail(fast)) if fast else None,
+            fast=_cost(fast) if fast else None,
         )
         if name.startswith("synthetic"):
             fast_totals.append(sum(fast))
         result.rows.append(row)
         log(
-            f"  {name}: ctxlab {row.ars_ms:.3f} ms/call, LangChain {row.langchain_ms:.3f} ms/call "
+            f"  {name}: ctxlab {row.ars.ms:.3f} ms/call, LangChain {row.langchain.ms:.3f} ms/call "
             f"({row.ratio:.1f}x; last tenth {row.tail_ratio:.1f}x)"
         )
     synth = [r for r in result.rows if r.history.startswith("synthetic")]
     result.sizes = [r.messages for r in synth]
     if len(synth) >= 2:
-        result.ars_exponent = fit_exponent(result.sizes, [r.ars_total_s for r in synth])
-        result.langchain_exponent = fit_exponent(result.sizes, [r.langchain_total_s for r in synth])
+        result.ars_exponent = fit_exponent(result.sizes, [r.ars.total_s for r in synth])
+        result.langchain_exponent = fit_exponent(result.sizes, [r.langchain.total_s for r in synth])
         if all(fast_totals):
             result.fast_exponent = fit_exponent(result.sizes, fast_totals)
     return result

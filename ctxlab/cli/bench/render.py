@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from ctxlab.cli.bench.compressing import CompressingResult
 from ctxlab.cli.bench.estimators import EstimatorResult
 from ctxlab.cli.bench.overhead import OverheadResult
 from ctxlab.cli.bench.samples import CLASSES, TEXTSET_CLASSES
 from ctxlab.cli.bench.scale import ParallelResult, StartupResult
 from ctxlab.cli.bench.throughput import DEFAULT_STRATEGY, TARGET_PASSES, ReplayThroughput
 
-__all__ = ["render", "render_scale"]
+__all__ = ["compressing_section", "render", "render_scale"]
 
 
 def _pct(x: float) -> str:
@@ -22,8 +23,9 @@ def render(
     overhead: OverheadResult | None,
     estimators: EstimatorResult | None,
     replay: ReplayThroughput | None,
+    compressing: CompressingResult | None = None,
 ) -> str:
-    """The Markdown of ``docs/benchmarks.md``."""
+    """The Markdown of ``docs/benchmarks.md`` (``compressing``: section 1 while compressing)."""
     out = [
         "# Benchmarks",
         "",
@@ -37,6 +39,8 @@ def render(
     ]
     if overhead is not None:
         out += _overhead_section(overhead)
+    if compressing is not None:
+        out += compressing_section(compressing)
     if estimators is not None:
         out += _estimators_section(estimators)
     if replay is not None:
@@ -44,11 +48,21 @@ def render(
     return "\n".join(out)
 
 
+def _cell(value: float | None, shown: bool) -> str:
+    """A table cell of milliseconds, ``–`` when missing, nothing when the column is not shown."""
+    if not shown:
+        return ""
+    return f" {value:.3f} |" if value is not None else " – |"
+
+
 def _overhead_section(overhead: OverheadResult) -> list[str]:
-    has_fast = any(r.fast_ms is not None for r in overhead.rows)
+    has_fast = any(r.fast is not None for r in overhead.rows)
     out = [
         "## 1. Middleware overhead per model call",
         "",
+        "### Below the trigger (steady state)",
+        "",
+        "CPU time of the measuring thread (`time.thread_time`), the model's own time excluded: "
         "ctxlab `CompressionMiddleware.wrap_model_call` against LangChain `SummarizationMiddleware.before_model` "
         "(driven as `create_agent` drives it), the model handler returning at once, at every model call of "
         "each history (ctxlab: each call's best time over 2–3 replays of the whole history; LangChain: best "
@@ -70,17 +84,13 @@ def _overhead_section(overhead: OverheadResult) -> list[str]:
         "|---|" + "---:|" * (12 if has_fast else 10),
     ]
     for r in overhead.rows:
-        fast = f" {r.fast_ms:.3f} |" if has_fast and r.fast_ms is not None else (" – |" if has_fast else "")
-        fast_tail = (
-            f" {r.fast_tail_ms:.3f} |"
-            if has_fast and r.fast_tail_ms is not None
-            else (" – |" if has_fast else "")
-        )
+        fast = _cell(r.fast.ms if r.fast else None, has_fast)
+        fast_tail = _cell(r.fast.tail_ms if r.fast else None, has_fast)
         sampled = f" (every {r.langchain_stride}th call timed)" if r.langchain_stride > 1 else ""
         out.append(
-            f"| {r.history} | {r.messages:,} | {r.calls:,} | {r.ars_ms:.3f} |{fast} {r.langchain_ms:.3f} | "
-            f"**{r.ratio:.1f}×** | {r.ars_tail_ms:.3f} |{fast_tail} {r.langchain_tail_ms:.3f} | "
-            f"**{r.tail_ratio:.1f}×** | {r.ars_total_s:.2f} | {r.langchain_total_s:.2f}{sampled} |"
+            f"| {r.history} | {r.messages:,} | {r.calls:,} | {r.ars.ms:.3f} |{fast} {r.langchain.ms:.3f} | "
+            f"**{r.ratio:.1f}×** | {r.ars.tail_ms:.3f} |{fast_tail} {r.langchain.tail_ms:.3f} | "
+            f"**{r.tail_ratio:.1f}×** | {r.ars.total_s:.2f} | {r.langchain.total_s:.2f}{sampled} |"
         )
     fast_k = f", ctxlab + fast **k = {overhead.fast_exponent:.2f}**" if has_fast else ""
     out += [
@@ -89,6 +99,83 @@ def _overhead_section(overhead: OverheadResult) -> list[str]:
         f"messages), fitted as `time ∝ N^k`: ctxlab **k = {overhead.ars_exponent:.2f}**{fast_k}, LangChain "
         f"**k = {overhead.langchain_exponent:.2f}** (1 = linear; 2 = quadratic, every call re-reads the whole "
         "history).",
+        "",
+    ]
+    return out
+
+
+def _verdict(ratio: float | None, target: float) -> str:
+    if ratio is None:
+        return "–"
+    return f"**{ratio:.1f}×** ({'met' if ratio >= target else 'not met'})"
+
+
+def compressing_section(result: CompressingResult) -> list[str]:
+    """Section 1 while compressing: per-call ratios by kind of call, growth, memory, reloads."""
+    out = [
+        "### While compressing",
+        "",
+        "The same synthetic runs through both middlewares with a trigger both reach "
+        "(`ctxlab/cli/bench/compressing.py`): T matched in tokens (ctxlab `summary_threshold × 1024` = "
+        'LangChain `trigger=("tokens", T)`, each counted by its own default estimator: LangChain\'s '
+        "`count_tokens_approximately` counts fewer tokens on code and JSON, so it reaches T a little later), "
+        'LangChain keeping as many messages as ctxlab (`keep=("messages", 10)`), both summarizing with the '
+        "same fake chat model, ctxlab writing to an in-memory backend. CPU time of the measuring thread; "
+        "ctxlab's `wrap_model_call` minus the model handler, LangChain's `before_model` plus applying its "
+        "update through `add_messages`; each run repeated in shuffled order, each call's best time. "
+        "Medians per kind of call: ctxlab below T / L1-only round / L2 round, LangChain without / with a "
+        "summary. Ratios are LangChain / ctxlab (above 1: ctxlab cheaper); target ≥ 10×.",
+        "",
+        "| scenario | messages | T tokens | ctxlab ms: below T · L1 · L2 (calls) | LangChain ms: no summary · "
+        "summary (calls) | all calls (median) | L1 rounds vs LangChain median | L2 rounds vs LangChain summary "
+        "| whole run CPU s ctxlab / LangChain | whole run |",
+        "|---|---:|---:|---|---|---:|---:|---:|---:|---:|",
+    ]
+    for r in result.rows:
+        ars = " · ".join(
+            f"{r.ars[k][1]:.3f} ({r.ars[k][0]:,})" if k in r.ars else "–" for k in ("none", "L1", "L2")
+        )
+        lc = " · ".join(
+            f"{r.langchain[k][1]:.3f} ({r.langchain[k][0]:,})" if k in r.langchain else "–"
+            for k in ("none", "summary")
+        )
+        out.append(
+            f"| {r.scenario} | {r.messages:,} | {r.threshold_tokens:,} | {ars} | {lc} | "
+            f"{_verdict(r.ratio('all'), 10)} | {_verdict(r.ratio('L1'), 10)} | "
+            f"{_verdict(r.ratio('L2', 'summary'), 10)} | {r.ars_total_s:.2f} / {r.langchain_total_s:.2f} | "
+            f"{_verdict(r.total_ratio, 10)} |"
+        )
+    memory = result.ars_peak_mb / result.langchain_peak_mb if result.langchain_peak_mb > 0 else float("nan")
+    out += [
+        "",
+        f"Growth while compressing (default T; whole-run CPU time at {', '.join(f'{n:,}' for n in result.sizes)} "
+        f"messages, fitted as `time ∝ N^k`): ctxlab **k = {result.ars_exponent:.2f}**, LangChain "
+        f"**k = {result.langchain_exponent:.2f}** (target: ctxlab close to 1).",
+        "",
+        f"Peak memory of a whole run with compression ({result.memory_messages:,} messages, default T; "
+        "`tracemalloc`, the history built beforehand): ctxlab "
+        f"**+{result.ars_peak_mb:.1f} MB**, LangChain **+{result.langchain_peak_mb:.1f} MB**: ctxlab / LangChain "
+        f"**{memory:.2f}×** (target ≤ 2×: {'met' if memory <= 2 else 'not met'}).",
+        "",
+        "First model call after a checkpoint reload: both states through LangGraph's checkpoint serializer "
+        "(`JsonPlusSerializer`: new message objects, same content) and the same middleware objects, as a new "
+        "invocation of a compiled graph; median of several reloads (LangChain's state is what its own run "
+        "left: after compressing, only its summary and kept messages). Target: ctxlab ≥ 5× cheaper.",
+        "",
+        "| case | messages | ctxlab first call ms | ctxlab next call ms | LangChain ms | LangChain / ctxlab |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for rr in result.reloads:
+        out.append(
+            f"| {rr.case} | {rr.messages:,} | {rr.ars_first_ms:.2f} | {rr.ars_second_ms:.2f} | "
+            f"{rr.langchain_ms:.2f} | {_verdict(rr.ratio, 5)} |"
+        )
+    cold = result.cold_langchain_ms / result.cold_ars_ms if result.cold_ars_ms else float("nan")
+    out += [
+        "",
+        f"A fresh process's very first call ({result.memory_messages:,}-message history, imports done, "
+        f"median of fresh processes): ctxlab {result.cold_ars_ms:.1f} ms, LangChain {result.cold_langchain_ms:.1f} "
+        f"ms (LangChain / ctxlab {cold:.2f}×; no target).",
         "",
     ]
     return out

@@ -18,7 +18,7 @@ from ctxlab.core.estimation import estimate_text_tokens
 from ctxlab.core.files import LARGE_TOOL_RESULTS_DIR, FileWriteError, safe_stem
 from ctxlab.core.hookspecs import hookimpl
 from ctxlab.core.identity import IdentityCache
-from ctxlab.core.l1 import OffloadRecord, TrimContext, TrimReport, fit_preview, protect_key
+from ctxlab.core.l1 import OffloadRecord, TrimContext, TrimReport, TruncatedArg, fit_preview, protect_key
 from ctxlab.core.marks import (
     OFFLOAD_MARKER,
     is_tool_result,
@@ -51,7 +51,8 @@ TRUNCATED_TOOLS = frozenset({"write_file", "edit_file"})
 CALL_BLOCK_ARGUMENTS = {"tool_use": "input", "tool_call": "args", "function_call": "arguments"}
 #: the name :func:`bound_arguments` reports for arguments that are unparsable JSON text
 RAW_ARGUMENTS = "<arguments>"
-#: offloaded copies remembered per trimmer (a long run reuses them on every call)
+#: offloaded (and argument-truncated) copies remembered per trimmer (a long run reuses them on
+#: every call)
 OFFLOADS_CACHED = 100_000
 #: what the offload file name looks like, for the size of a header before the file exists
 _PATH_SHAPE = f"{LARGE_TOOL_RESULTS_DIR}/{{stem}}-{'0a1b2c3d4e5f6789' * 4}.txt"
@@ -126,15 +127,30 @@ class ArgumentTruncation:
 
     name = "arg-truncation"
 
+    def __init__(self) -> None:
+        # message -> (its bounded copy or itself, the arguments it truncated): a long run hands
+        # the estimate cache the same copy on every call, so its prefix sums are reused
+        self._memo: IdentityCache[AIMessage, tuple[AIMessage, list[TruncatedArg]]] = IdentityCache(
+            OFFLOADS_CACHED
+        )
+
     @hookimpl(trylast=True)
     def ctxlab_l1_trim(self, view: list[BaseMessage], ctx: TrimContext) -> TrimReport:
         report = TrimReport(trimmer=self.name)
+        protect = ctx.protect_ids
         for i, m in enumerate(view):
-            if isinstance(m, AIMessage) and protect_key(m) not in ctx.protect_ids:
-                new = self._bound_message(m, report)
+            if isinstance(m, AIMessage) and (not protect or protect_key(m) not in protect):
+                new, cut = self._memo.get_or_put(m, self._bound)
+                if cut:
+                    report.truncated_args.extend(cut)
                 if new is not m:
                     view[i] = new
         return report
+
+    def _bound(self, m: AIMessage) -> tuple[AIMessage, list[TruncatedArg]]:
+        """(``m`` with its long arguments truncated, or ``m`` itself; what was truncated)."""
+        report = TrimReport(trimmer=self.name)
+        return self._bound_message(m, report), report.truncated_args
 
     def _bound_message(self, m: AIMessage, report: TrimReport) -> AIMessage:
         reported: set[tuple[Any, str]] = set()

@@ -16,7 +16,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage
 
-from ctxlab.core.identity import BoundedCache, IdentityCache
+from ctxlab.core.identity import BoundedCache, IdentityCache, is_prefix
 
 __all__ = ["EstimateCache"]
 
@@ -55,19 +55,27 @@ def _fingerprint(message: BaseMessage) -> tuple[Any, ...] | None:
     return (message.type, message.id, ckey, calls, getattr(message, "name", None))
 
 
-def _common_prefix(a: Sequence[Any], b: Sequence[Any]) -> int:
-    """Length of the longest common prefix of two message lists.
+def _signature(message: BaseMessage) -> dict[str, Any]:
+    """What a message's estimate depends on, compared by value: all its fields (``type``, ``id``,
+    ``name``, ``content``, ``additional_kwargs``, tool calls, ...: the model's ``__dict__``, a
+    superset of :func:`_fingerprint`), read without a Python loop."""
+    return vars(message)
 
-    List equality skips ``__eq__`` for identical objects, so the common case (the history grew
-    since the previous call) is one C-speed scan (~4 ns a message); equal but distinct messages
-    have equal estimates, so equality is the right test.  Otherwise bisect.
-    """
+
+def _content_prefix(a: Sequence[BaseMessage], b: list[BaseMessage]) -> int:
+    """Length of the common prefix of ``a`` and ``b`` compared by :func:`_signature` (a
+    reloaded checkpoint: new objects with the same content).  Linear; 0 unless the first
+    messages share an id."""
     n = min(len(a), len(b))
-    if n == 0 or (a[0] is not b[0] and a[0] != b[0]):
+    if n == 0 or a[0].id is None or a[0].id != b[0].id:
         return 0
-    if a[:n] == b[:n]:
-        return n
-    lo, hi = 1, n - 1  # a[:lo] matches, a[:hi + 1] does not
+    sa, sb = list(map(vars, a[:n])), list(map(vars, b[:n]))  # _signature, at C speed
+    return n if sa == sb else _bisect_prefix(sa, sb, 0, n - 1)
+
+
+def _bisect_prefix(a: Sequence[Any], b: Sequence[Any], lo: int, hi: int) -> int:
+    """The longest common prefix of ``a`` and ``b`` by list equality, knowing that ``a[:lo]``
+    matches and ``a[:hi + 1]`` does not (O(n log n) at C speed)."""
     while lo < hi:
         mid = (lo + hi + 1) // 2
         if a[:mid] == b[:mid]:
@@ -75,6 +83,24 @@ def _common_prefix(a: Sequence[Any], b: Sequence[Any]) -> int:
         else:
             hi = mid - 1
     return lo
+
+
+def _common_prefix(a: Sequence[Any], b: list[Any]) -> int:
+    """Length of the longest common prefix of a message list ``a`` and a remembered list ``b``.
+
+    The common case, ``a`` extends ``b`` (the history grew since the previous call), is one
+    C-speed comparison without a Python loop (:func:`~ctxlab.core.identity.is_prefix`).  Otherwise
+    (a rewritten history) bisect with list equality, which skips ``__eq__`` for identical
+    objects; equal but distinct messages have equal estimates, so equality is the right test.
+    A list whose first message is another object (a reloaded checkpoint) shares nothing here:
+    its messages are found by their content key instead.
+    """
+    if is_prefix(b, a):
+        return len(b)
+    n = min(len(a), len(b))
+    if n == 0 or a[0] is not b[0]:
+        return 0
+    return _bisect_prefix(a, b, 1, n - 1)
 
 
 class EstimateCache:
@@ -148,8 +174,12 @@ class EstimateCache:
         Besides the per-message cache, the last few lists are remembered with their running sums:
         a list that starts with the same message *objects* as a remembered one (the common case:
         the history grew by a few messages since the previous model call) costs one C-speed
-        identity scan plus the new messages only.  Messages are assumed not to be edited in
-        place (LangGraph replaces messages, it does not mutate them).
+        identity scan plus the new messages only.  A list of other objects (a checkpoint reloaded
+        in this process) is compared by content with the latest remembered list
+        (:func:`_signature` of each message: no estimate is made again, but every message is
+        read once); in a new process nothing is remembered and every message is estimated once.
+        Messages are assumed not to be edited in place (LangGraph replaces messages, it does not
+        mutate them).
         """
         with self._prefix_lock:
             best_slot, best_k = None, -1
@@ -157,11 +187,23 @@ class EstimateCache:
                 k = _common_prefix(messages, slot[0])
                 if k > best_k:
                     best_slot, best_k = slot, k
-            if best_slot is not None and best_k > 0:
-                sums = best_slot[1][: best_k + 1]
+                    if k == len(messages):
+                        break
+            if best_slot is not None and best_k == len(best_slot[0]):
+                # a list that extends a remembered one replaces it: its sums are extended, not copied
                 self._prefixes.remove(best_slot)
+                sums = best_slot[1]
+            elif best_slot is not None and best_k > 0:
+                # a partial match (another view of the same history: the L1 view beside the
+                # effective messages) leaves the remembered list in place for its own successor
+                sums = best_slot[1][: best_k + 1]
             else:
+                # no list shares these objects: a reloaded checkpoint shares their content
                 sums, best_k = [0], 0
+                if self._prefixes:
+                    slot = self._prefixes[0]
+                    best_k = _content_prefix(messages, slot[0])
+                    sums = slot[1][: best_k + 1]
         fn = self.message_tokens
         running = sums[-1]
         for m in messages[best_k:]:

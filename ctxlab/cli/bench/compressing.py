@@ -1,0 +1,302 @@
+"""Section 1 of ``ctxlab bench``, part two: the middlewares WHILE COMPRESSING (issue 12, target 1).
+
+The same synthetic agent runs (:func:`~ctxlab.cli.bench.overhead.synthetic_history`) are driven
+through ctxlab's ``CompressionMiddleware`` and LangChain's ``SummarizationMiddleware``
+(:mod:`~ctxlab.cli.bench.contenders`, CPU time of the measuring thread), with a trigger both
+reach.  T is matched in tokens: ctxlab's entry threshold ``summary_threshold × 1024`` is
+LangChain's ``trigger=("tokens", T)``, each counted with its own default estimator; LangChain
+keeps as many messages as ctxlab (``keep=("messages", summary_keep_messages)``); both summarize
+with the same fake chat model.  Every run is repeated in shuffled order of the contenders and
+each call keeps its best time.  Measured:
+
+* per-call CPU time by kind of call (ctxlab: below T, L1-only round, L2 round; LangChain: no
+  summary, summary) and whole-run CPU time, at the default T, the default T with
+  ``summary_l2_trigger_ratio=1`` (many L1-only rounds) and a small T;
+* growth: whole-run time at several history lengths, fitted as ``N^k``;
+* peak memory of a whole run (``tracemalloc``, the history built beforehand);
+* the first call after a checkpoint reload (the state through LangGraph's checkpoint serde:
+  new message objects with the same content; the same middleware objects) below T and while
+  compressing, and a fresh process's very first call (cold).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import statistics
+import subprocess
+import sys
+import tracemalloc
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ctxlab.cli.bench.contenders import (
+    MemoryBackend,
+    RunCall,
+    fake_summarizer,
+    langchain_step,
+    run_ars,
+    run_langchain,
+    timed_middleware,
+)
+from ctxlab.cli.bench.overhead import synthetic_history
+from ctxlab.cli.bench.timing import fit_exponent
+
+__all__ = ["CompressingResult", "CompressingRow", "ReloadRow", "bench_compressing"]
+
+
+@dataclass
+class CompressingRow:
+    """One scenario: medians of per-call CPU milliseconds by kind (``{kind: (calls, ms)}``) and
+    whole-run CPU seconds of each contender."""
+
+    scenario: str
+    messages: int
+    threshold_tokens: int
+    ars: dict[str, tuple[int, float]]
+    langchain: dict[str, tuple[int, float]]
+    ars_total_s: float
+    langchain_total_s: float
+
+    def ratio(self, ars_kind: str, lc_kind: str = "all") -> float | None:
+        """LangChain's median for ``lc_kind`` over ctxlab's for ``ars_kind`` (``None``: a kind
+        that did not occur)."""
+        a, b = self.ars.get(ars_kind), self.langchain.get(lc_kind)
+        if a is None or b is None or a[1] <= 0:
+            return None
+        return b[1] / a[1]
+
+    @property
+    def total_ratio(self) -> float:
+        return self.langchain_total_s / self.ars_total_s if self.ars_total_s else float("inf")
+
+
+@dataclass
+class ReloadRow:
+    """The first model call after a checkpoint reload (``first``) and the call after it
+    (``second``), CPU milliseconds (medians over several reloads)."""
+
+    case: str
+    messages: int
+    ars_first_ms: float
+    ars_second_ms: float
+    langchain_ms: float
+
+    @property
+    def ratio(self) -> float:
+        return self.langchain_ms / self.ars_first_ms if self.ars_first_ms else float("inf")
+
+
+@dataclass
+class CompressingResult:
+    rows: list[CompressingRow] = field(default_factory=list)
+    sizes: list[int] = field(default_factory=list)
+    ars_exponent: float = float("nan")
+    langchain_exponent: float = float("nan")
+    ars_peak_mb: float = float("nan")
+    langchain_peak_mb: float = float("nan")
+    memory_messages: int = 0
+    reloads: list[ReloadRow] = field(default_factory=list)
+    cold_ars_ms: float = float("nan")
+    cold_langchain_ms: float = float("nan")
+
+
+def _settings(summary_threshold: float, ratio: float) -> Any:
+    from ctxlab.core.settings import CompressionSettings
+
+    return CompressionSettings(summary_threshold=summary_threshold, summary_l2_trigger_ratio=ratio)
+
+
+def _ars_maker(settings: Any) -> Callable[[], Any]:
+    model = fake_summarizer()
+    return lambda: timed_middleware(settings=settings, backend=MemoryBackend(), summarizer=model)
+
+
+def _best(runs: list[list[RunCall]]) -> list[RunCall]:
+    """Each call's best time over the runs (the runs are deterministic: the same kinds)."""
+    return [RunCall(min(c.seconds for c in calls), calls[0].level) for calls in zip(*runs, strict=True)]
+
+
+def _medians(calls: Sequence[RunCall]) -> dict[str, tuple[int, float]]:
+    out = {"all": (len(calls), 1000 * statistics.median(c.seconds for c in calls))}
+    for kind in sorted({c.level for c in calls}):
+        times = [c.seconds for c in calls if c.level == kind]
+        out[kind] = (len(times), 1000 * statistics.median(times))
+    return out
+
+
+def _scenario(name: str, n: int, threshold: float, ratio: float, rounds: int, seed: int) -> CompressingRow:
+    system, msgs = synthetic_history(n)
+    settings = _settings(threshold, ratio)
+    make = _ars_maker(settings)
+    t = settings.entry_threshold_tokens
+    ars_runs: list[list[RunCall]] = []
+    lc_runs: list[list[RunCall]] = []
+    order = [0, 1]
+    rng = random.Random(seed)
+    for _ in range(rounds):
+        rng.shuffle(order)
+        for who in order:
+            if who == 0:
+                ars_runs.append(run_ars(system, msgs, make)[0])
+            else:
+                lc_runs.append(run_langchain(msgs, t, settings.summary_keep_messages)[0])
+    ars, lc = _best(ars_runs), _best(lc_runs)
+    return CompressingRow(
+        scenario=name,
+        messages=n,
+        threshold_tokens=t,
+        ars=_medians(ars),
+        langchain=_medians(lc),
+        ars_total_s=sum(c.seconds for c in ars),
+        langchain_total_s=sum(c.seconds for c in lc),
+    )
+
+
+def _peak_mb(run: Callable[[], Any]) -> float:
+    """Peak traced memory of ``run()`` above what was traced before it (MB)."""
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        tracemalloc.reset_peak()
+        kept = run()
+        peak = tracemalloc.get_traced_memory()[1]
+        del kept
+    finally:
+        tracemalloc.stop()
+    return (peak - base) / 1e6
+
+
+def _reloaded(state: dict[str, Any]) -> dict[str, Any]:
+    """``state`` through LangGraph's checkpoint serializer (new objects, same content)."""
+    from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+
+    serde = JsonPlusSerializer()
+    out: dict[str, Any] = serde.loads_typed(serde.dumps_typed(state))
+    return out
+
+
+def _reload(case: str, n: int, threshold: float, reloads: int) -> ReloadRow:
+    """Run both contenders to the call before the last, reload their states ``reloads`` times and
+    time the call on each reloaded state (and, for ctxlab, the call after it)."""
+    from langgraph.runtime import Runtime
+
+    system, msgs = synthetic_history(n)
+    settings = _settings(threshold, 0.4)
+    last = max(k for k, m in enumerate(msgs) if m.type == "ai")
+    ars_calls, harness = run_ars(system, msgs, _ars_maker(settings), upto=last - 2)
+    end = len(harness.state["messages"])
+    lc_calls, lc_mw, lc_state = run_langchain(msgs, settings.entry_threshold_tokens, 10, upto=last - 2)
+    runtime: Runtime[Any] = Runtime(context=None, store=None, stream_writer=lambda _e: None)
+    first, second, lc = [], [], []
+    mw = harness.middleware
+    for _ in range(reloads):
+        saved = harness.state
+        harness.state = _reloaded(saved)
+        harness.add(*msgs[end:last])
+        harness.call(msgs[last], append_response=False)
+        first.append(mw.last_cpu)
+        harness.call(msgs[last], append_response=False)
+        second.append(mw.last_cpu)
+        harness.state = saved
+        state = _reloaded(lc_state)
+        state["messages"] = [*state["messages"], *msgs[end:last]]
+        lc.append(langchain_step(lc_mw, state, runtime).seconds)
+    del ars_calls, lc_calls
+    return ReloadRow(
+        case=case,
+        messages=last,
+        ars_first_ms=1000 * statistics.median(first),
+        ars_second_ms=1000 * statistics.median(second),
+        langchain_ms=1000 * statistics.median(lc),
+    )
+
+
+_COLD = """
+import json, sys, time
+from ctxlab.cli.bench.contenders import MemoryBackend, fake_summarizer, langchain_step, timed_middleware, call_positions
+from ctxlab.cli.bench.overhead import synthetic_history
+from ctxlab.replay.harness import ModelNodeHarness, apply_update
+n = int(sys.argv[2])
+system, msgs = synthetic_history(n)
+k = call_positions(msgs)[-1]
+if sys.argv[1] == "ars":
+    mw = timed_middleware(backend=MemoryBackend(), summarizer=fake_summarizer())
+    h = ModelNodeHarness(mw, system_message=system, messages=msgs[:k], record=False)
+    h.call(msgs[k])
+    print(json.dumps(mw.last_cpu))
+else:
+    from langchain.agents.middleware import SummarizationMiddleware
+    from langgraph.runtime import Runtime
+    mw = SummarizationMiddleware(model=fake_summarizer(), trigger=("tokens", 102400), keep=("messages", 10))
+    state = {"messages": []}
+    apply_update(state, {"messages": list(msgs[:k])})
+    print(json.dumps(langchain_step(mw, state, Runtime(context=None, store=None, stream_writer=print)).seconds))
+"""
+
+
+def _cold(who: str, n: int, runs: int) -> float:
+    """Median CPU ms of a fresh process's first call (``who``: ``"ars"`` or ``"langchain"``)."""
+    out = []
+    for _ in range(runs):
+        done = subprocess.run(
+            [sys.executable, "-c", _COLD, who, str(n)], capture_output=True, text=True, check=True
+        )
+        out.append(1000 * float(json.loads(done.stdout.strip().splitlines()[-1])))
+    return statistics.median(out)
+
+
+def bench_compressing(quick: bool, log: Callable[[str], None] = print) -> CompressingResult:
+    """Section 1, while compressing (see the module docstring)."""
+    result = CompressingResult()
+    n = 2000 if quick else 8000
+    rounds = 2 if quick else 3
+    small = 4 if quick else 8
+    for i, (name, threshold, ratio) in enumerate(
+        [
+            ("default T, L2 ratio 0.4", 100.0, 0.4),
+            ("default T, L2 ratio 1.0 (L1-only rounds)", 100.0, 1.0),
+            (f"small T ({small}K), L2 ratio 0.4", float(small), 0.4),
+        ]
+    ):
+        row = _scenario(name, n, threshold, ratio, rounds, seed=i)
+        result.rows.append(row)
+        log(
+            f"  {name}, {n:,} messages: ctxlab {row.ars_total_s:.2f} s, LangChain {row.langchain_total_s:.2f} s "
+            f"CPU ({row.total_ratio:.1f}x); medians ctxlab "
+            + ", ".join(f"{k} {v[1]:.3f} ms" for k, v in row.ars.items())
+            + "; LangChain "
+            + ", ".join(f"{k} {v[1]:.3f} ms" for k, v in row.langchain.items())
+        )
+    sizes = [500, 1000, 2000] if quick else [2000, 4000, 8000]
+    ars_t, lc_t = [], []
+    for size in sizes:
+        row = _scenario(f"growth {size}", size, 100.0, 0.4, 1, seed=size)
+        ars_t.append(row.ars_total_s)
+        lc_t.append(row.langchain_total_s)
+    result.sizes = sizes
+    result.ars_exponent = fit_exponent(sizes, ars_t)
+    result.langchain_exponent = fit_exponent(sizes, lc_t)
+    log(
+        f"  while compressing, whole run ~ N^k: ctxlab k={result.ars_exponent:.2f}, LangChain k={result.langchain_exponent:.2f}"
+    )
+    system, msgs = synthetic_history(n)
+    settings = _settings(100.0, 0.4)
+    result.memory_messages = n
+    result.ars_peak_mb = _peak_mb(lambda: run_ars(system, msgs, _ars_maker(settings)))
+    result.langchain_peak_mb = _peak_mb(lambda: run_langchain(msgs, settings.entry_threshold_tokens, 10))
+    log(f"  peak memory: ctxlab +{result.ars_peak_mb:.1f} MB, LangChain +{result.langchain_peak_mb:.1f} MB")
+    reloads = 3 if quick else 5
+    result.reloads = [
+        _reload("below T (T never reached)", n, 1e6, reloads),
+        _reload("while compressing (default T)", n, 100.0, reloads),
+    ]
+    for r in result.reloads:
+        log(
+            f"  reload {r.case}: ctxlab {r.ars_first_ms:.2f} ms, LangChain {r.langchain_ms:.2f} ms ({r.ratio:.1f}x)"
+        )
+    result.cold_ars_ms = _cold("ars", n, 2 if quick else 3)
+    result.cold_langchain_ms = _cold("langchain", n, 2 if quick else 3)
+    log(f"  cold first call: ctxlab {result.cold_ars_ms:.1f} ms, LangChain {result.cold_langchain_ms:.1f} ms")
+    return result

@@ -1,0 +1,191 @@
+"""How section 1 of ``ctxlab bench`` drives and times the two middlewares, in CPU time.
+
+Both contenders are timed with ``time.thread_time`` (CPU time of the measuring thread, so that
+other processes on a shared machine do not count), the model's own time excluded:
+
+* ctxlab: :class:`TimedCompressionMiddleware` (``CompressionMiddleware`` whose
+  ``wrap_model_call`` records its CPU time minus the model handler's), driven by the public
+  harness :class:`~ctxlab.replay.harness.ModelNodeHarness`;
+* LangChain: ``SummarizationMiddleware.before_model(state, runtime)`` plus applying its update
+  to the state through ``add_messages`` (what ``create_agent``'s state channel does with it:
+  ``RemoveMessage(REMOVE_ALL_MESSAGES)``, the summary, the kept messages), then the model call,
+  which it does not wrap.
+
+A run's calls are the model calls of a history (:func:`call_positions`): before call ``k`` the
+state holds ``messages[:k]``; the model answers with ``messages[k]``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from langchain_core.messages import BaseMessage, SystemMessage
+
+__all__ = [
+    "MemoryBackend",
+    "RunCall",
+    "call_positions",
+    "fake_summarizer",
+    "run_ars",
+    "run_langchain",
+    "timed_middleware",
+]
+
+#: the summary text the fake summarizer model answers (about 100 tokens)
+FAKE_SUMMARY = "Summary: the agent ran the tests, fixed the parser and checked the failing cases. " * 6
+
+
+def call_positions(messages: Sequence[BaseMessage]) -> list[int]:
+    """The model calls of a history: the index of every assistant message but a first one."""
+    from langchain_core.messages import AIMessage
+
+    return [k for k, m in enumerate(messages) if isinstance(m, AIMessage) and k > 0]
+
+
+@dataclass
+class RunCall:
+    """One timed model call: CPU seconds of the middleware, and what it did (ctxlab: the round's
+    level ``"none"`` below T, ``"L1"`` or ``"L2"``; LangChain: ``"none"`` or ``"summary"``)."""
+
+    seconds: float
+    level: str
+
+
+class MemoryBackend:
+    """A file backend in memory (``write``, ``ls``) for the runs that offload and save histories:
+    writing costs a dict assignment, so the measurement is the middleware's own work."""
+
+    def __init__(self) -> None:
+        self.files: dict[str, int] = {}
+
+    def write(self, path: str, content: str) -> Any:
+        from types import SimpleNamespace
+
+        self.files[path] = len(content.encode("utf-8"))
+        return SimpleNamespace(error=None, path=path, files_update=None)
+
+    def ls(self, path: str) -> list[dict[str, Any]]:
+        prefix = path.rstrip("/") + "/"
+        return [{"path": p, "size": n} for p, n in self.files.items() if p.startswith(prefix)]
+
+
+def fake_summarizer() -> Any:
+    """A LangChain fake chat model answering :data:`FAKE_SUMMARY` forever (``bind_tools``
+    returns the model itself): the summarizer of both contenders."""
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+    from langchain_core.messages import AIMessage
+
+    class _Fake(GenericFakeChatModel):
+        def bind_tools(self, *args: Any, **kwargs: Any) -> Any:
+            return self
+
+    return _Fake(messages=itertools.repeat(AIMessage(content=FAKE_SUMMARY)))
+
+
+def timed_middleware(**kwargs: Any) -> Any:
+    """A ``CompressionMiddleware(**kwargs)`` whose ``last_cpu`` is the CPU seconds of its latest
+    ``wrap_model_call``, the model handler's time excluded."""
+    from ctxlab.core.middleware import CompressionMiddleware
+
+    class TimedCompressionMiddleware(CompressionMiddleware):
+        last_cpu = 0.0
+
+        def wrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
+            inner = 0.0
+
+            def timed(req: Any) -> Any:
+                nonlocal inner
+                t = time.thread_time()
+                try:
+                    return handler(req)
+                finally:
+                    inner += time.thread_time() - t
+
+            t0 = time.thread_time()
+            try:
+                return super().wrap_model_call(request, timed)
+            finally:
+                self.last_cpu = time.thread_time() - t0 - inner
+
+    return TimedCompressionMiddleware(**kwargs)
+
+
+def _level(events: Sequence[Any]) -> str:
+    done = [e.get("level") for e in events if isinstance(e, dict) and e.get("phase") == "completed"]
+    return str(done[-1]) if done and done[-1] else "none"
+
+
+def run_ars(
+    system: SystemMessage | None,
+    messages: Sequence[BaseMessage],
+    make: Callable[[], Any],
+    upto: int | None = None,
+) -> tuple[list[RunCall], Any]:
+    """Drive the middleware ``make()`` (a :func:`timed_middleware`) over the model calls of
+    ``messages`` before index ``upto`` (all: ``None``); returns the calls and the harness (its
+    state is the run's end state)."""
+    from langchain_core.messages import AIMessage
+
+    from ctxlab.replay.harness import ModelNodeHarness
+
+    mw = make()
+    harness = ModelNodeHarness(mw, system_message=system, record=False)
+    out: list[RunCall] = []
+    done = 0
+    for k in call_positions(messages):
+        if upto is not None and k >= upto:
+            break
+        harness.add(*messages[done:k])
+        answer = messages[k]
+        assert isinstance(answer, AIMessage)
+        call = harness.call(answer)
+        out.append(RunCall(mw.last_cpu, _level(call.events)))
+        done = k + 1
+    return out, harness
+
+
+def langchain_step(mw: Any, state: dict[str, Any], runtime: Any) -> RunCall:
+    """One LangChain model call on ``state`` (changed in place): ``before_model`` and its
+    update, timed in CPU seconds."""
+    from ctxlab.replay.harness import apply_update
+
+    before = len(state["messages"])
+    t0 = time.thread_time()
+    update = mw.before_model(dict(state), runtime)
+    if update is not None:
+        apply_update(state, update)
+    seconds = time.thread_time() - t0
+    return RunCall(seconds, "summary" if len(state["messages"]) < before else "none")
+
+
+def run_langchain(
+    messages: Sequence[BaseMessage], trigger_tokens: int, keep: int, upto: int | None = None
+) -> tuple[list[RunCall], Any, dict[str, Any]]:
+    """Drive LangChain's ``SummarizationMiddleware`` (trigger ``("tokens", trigger_tokens)``,
+    keep ``("messages", keep)``, the fake summarizer) over the model calls of ``messages`` before
+    ``upto``; returns the calls, the middleware and the end state."""
+    from langchain.agents.middleware import SummarizationMiddleware
+    from langgraph.runtime import Runtime
+
+    from ctxlab.replay.harness import apply_update
+
+    mw = SummarizationMiddleware(
+        model=fake_summarizer(), trigger=("tokens", trigger_tokens), keep=("messages", keep)
+    )
+    runtime: Runtime[Any] = Runtime(context=None, store=None, stream_writer=lambda _e: None)
+    state: dict[str, Any] = {"messages": []}
+    out: list[RunCall] = []
+    done = 0
+    for k in call_positions(messages):
+        if upto is not None and k >= upto:
+            break
+        apply_update(state, {"messages": list(messages[done:k])})
+        out.append(langchain_step(mw, state, runtime))
+        apply_update(state, {"messages": [messages[k]]})
+        done = k + 1
+    return out, mw, state

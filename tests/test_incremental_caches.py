@@ -1,0 +1,188 @@
+"""The incremental caches give the from-scratch answer (issue 12: per-call cost while compressing).
+
+Each property drives one cache over a sequence of histories that grow, are rewritten in the
+middle (a message replaced by id), lose messages (``RemoveMessage``), are reloaded (every message
+a new object with the same content: a checkpoint round trip) or start over, and compares every
+answer with the answer of a cache that never saw anything before:
+
+* :func:`ctxlab.core.messages.sendable_view` (the orphan scan it remembers per view prefix);
+* :meth:`ctxlab.core.estimation.EstimateCache.messages_tokens` (the running sums of a prefix and
+  the per-message / per-content estimates);
+* the L1 trimmers' memoized copies (:mod:`ctxlab.core.builtin.trimmers`): a view trimmed with
+  the memo equals a view trimmed by fresh trimmers.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, RemoveMessage, ToolMessage
+from langgraph.graph.message import add_messages
+
+from ctxlab.core import messages as messages_module
+from ctxlab.core.builtin.trimmers import ArgumentTruncation, ToolResultOffload
+from ctxlab.core.estimation import CharClassEstimator, EstimateCache
+from ctxlab.core.identity import is_prefix
+from ctxlab.core.l1 import TrimContext
+from ctxlab.core.messages import sendable_view
+from ctxlab.core.settings import CompressionSettings
+
+# one step of a history's life: grow by k messages, replace the message at a position, remove
+# the message at a position, reload (new objects, same content), or drop the first messages
+# (a view after a cutoff)
+_STEP = st.one_of(
+    st.tuples(st.just("grow"), st.integers(1, 6)),
+    st.tuples(st.just("replace"), st.integers(0, 10_000)),
+    st.tuples(st.just("remove"), st.integers(0, 10_000)),
+    st.tuples(st.just("reload"), st.integers(-3, 10_000)),
+    st.tuples(st.just("drop_call"), st.integers(0, 10_000)),
+    st.tuples(st.just("cut"), st.integers(1, 8)),
+)
+
+
+class _Source:
+    """Deterministic messages: AIMessages with 0-2 tool calls (some ``write_file`` with a long
+    argument), their results (some long, some answering a call id that is behind a cut or was
+    never issued), user turns."""
+
+    def __init__(self, seed: int) -> None:
+        self.k = seed * 1000
+        self.open: list[str] = []
+
+    def next(self, draw: Any) -> BaseMessage:
+        self.k += 1
+        k = self.k
+        kind = draw(st.sampled_from(["ai", "tool", "tool", "human", "orphan"]))
+        if kind == "ai":
+            calls = []
+            for j in range(draw(st.integers(0, 2))):
+                cid = f"c{k}-{j}"
+                name = draw(st.sampled_from(["bash", "write_file"]))
+                args = (
+                    {"content": "x = 1\n" * draw(st.sampled_from([3, 500]))} if name == "write_file" else {}
+                )
+                calls.append({"name": name, "args": args, "id": cid, "type": "tool_call"})
+                self.open.append(cid)
+            return AIMessage(content=f"step {k}", tool_calls=calls, id=f"m{k}")
+        if kind == "tool" and self.open:
+            cid = self.open.pop(draw(st.integers(0, len(self.open) - 1)))
+            size = draw(st.sampled_from([1, 40, 400]))
+            return ToolMessage(content=f"line {k} ok\n" * size, tool_call_id=cid, name="bash", id=f"m{k}")
+        if kind == "orphan":
+            return ToolMessage(content="late", tool_call_id=f"never-{k}", name="bash", id=f"m{k}")
+        return HumanMessage(content=f"user turn {k}", id=f"m{k}")
+
+
+def _life(draw: Any) -> list[list[BaseMessage]]:
+    """The successive histories of one run (lists of message objects)."""
+    source = _Source(draw(st.integers(0, 50)))
+    history: list[BaseMessage] = []
+    out = []
+    for op, n in draw(st.lists(_STEP, min_size=1, max_size=25)):
+        if op == "grow" or not history:
+            history = list(add_messages(history, [source.next(draw) for _ in range(max(1, n))]))
+        elif op == "replace":
+            old = history[n % len(history)]
+            new = old.model_copy(update={"content": f"{old.content} (edited)"})
+            history = list(add_messages(history, [new]))
+        elif op == "remove":
+            history = list(add_messages(history, [RemoveMessage(id=str(history[n % len(history)].id))]))
+        elif op == "drop_call":
+            # remove an AIMessage whose result stays (that result becomes an orphan), then grow:
+            # the new history is longer than the old one and shares both its ends
+            answered = {m.tool_call_id for m in history if isinstance(m, ToolMessage)}
+            callers = [
+                m
+                for m in history[:-1]
+                if isinstance(m, AIMessage) and answered & {c["id"] for c in m.tool_calls}
+            ]
+            if callers:
+                gone = callers[n % len(callers)]
+                history = list(add_messages(history, [RemoveMessage(id=str(gone.id))]))
+            history = list(add_messages(history, [source.next(draw) for _ in range(2)]))
+        elif op == "reload":
+            # new objects, same content; with n >= 0 one of them edited (same id) as well
+            history = copy.deepcopy(history)
+            if n >= 0:
+                i = n % len(history)
+                old = history[i]
+                history[i] = old.model_copy(update={"content": f"{old.content} (reloaded, edited)"})
+        else:
+            history = history[min(n, len(history) - 1) :]
+        out.append(history)
+    return out
+
+
+@st.composite
+def lives(draw: Any) -> list[list[BaseMessage]]:
+    return _life(draw)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(lives())
+def test_sendable_view_equals_a_scan_from_scratch(histories: list[list[BaseMessage]]) -> None:
+    for view in histories:
+        got = sendable_view(view)
+        remembered = list(messages_module._scans)
+        messages_module._scans.clear()
+        fresh = sendable_view(list(view))
+        messages_module._scans[:] = remembered
+        assert got == fresh
+        assert (got is view) == (fresh == view)  # no orphan: the view itself
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(lives())
+def test_estimate_cache_equals_a_fresh_cache(histories: list[list[BaseMessage]]) -> None:
+    estimator = CharClassEstimator()
+    cache = EstimateCache(estimator.message_tokens, estimator.tools_tokens)
+    for history in histories:
+        expected = sum(estimator.message_tokens(m) for m in history)
+        assert cache.messages_tokens(history) == expected
+        assert cache.messages_tokens(history[: len(history) // 2]) == sum(
+            estimator.message_tokens(m) for m in history[: len(history) // 2]
+        )
+
+
+def _trim(
+    trimmers: tuple[ArgumentTruncation, ToolResultOffload], view: list[BaseMessage], files: dict[str, str]
+) -> tuple[list[BaseMessage], list[Any]]:
+    estimator = CharClassEstimator()
+
+    def save(tool: str | None, text: str) -> str:
+        path = f"/outputs/large_tool_results/{tool}-{abs(hash(text))}.txt"
+        files[path] = text
+        return path
+
+    ctx = TrimContext(
+        settings=CompressionSettings(),
+        estimate=estimator.message_tokens,
+        save_tool_result=save,
+        token_limit=60,
+        file_exists=lambda p: p in files,
+    )
+    out = list(view)
+    reports = [t.ctxlab_l1_trim(out, ctx) for t in trimmers]
+    return out, [(r.trimmer, r.offloaded, r.truncated_args, r.errors) for r in reports]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(lives())
+def test_memoized_trims_equal_fresh_trims(histories: list[list[BaseMessage]]) -> None:
+    kept = (ArgumentTruncation(), ToolResultOffload())
+    files: dict[str, str] = {}
+    previous: list[BaseMessage] = []
+    previous_source: list[BaseMessage] = []
+    for history in histories:
+        got, got_reports = _trim(kept, history, files)
+        fresh, fresh_reports = _trim((ArgumentTruncation(), ToolResultOffload()), history, files)
+        assert got == fresh
+        assert got_reports == fresh_reports
+        # a trimmed message that was trimmed before is the same copy (the estimate cache's
+        # prefix reuse depends on it)
+        if previous and is_prefix(previous_source, history):
+            assert is_prefix(previous, got)
+        previous, previous_source = got, list(history)
