@@ -137,7 +137,7 @@ def test_word_scan_equals_whole_text_scan(text: str) -> None:
 
 
 def test_word_scan_equals_whole_text_scan_on_transcripts(transcripts: list[Any]) -> None:
-    from ctxlab.replay.metrics import _message_search_text
+    from ctxlab.replay.identifiers import message_search_text as _message_search_text
 
     memo: dict[str, tuple[str, ...]] = {}
     texts = [_message_search_text(m) for t in transcripts for m in t.messages]
