@@ -148,3 +148,45 @@ def test_word_scan_equals_whole_text_scan_on_transcripts(transcripts: list[Any])
         assert extract_identifiers(text, memo) == expected
         found += len(expected)
     assert found > 1000
+
+
+def test_earlier_identifiers_answer_as_the_whole_set(transcripts: list[Any]) -> None:
+    # `ident in earlier` searches the earlier texts and scans only the messages holding it
+    from ctxlab.replay.identifiers import EarlierIdentifiers
+
+    for t in transcripts:
+        messages = t.messages
+        index = IdentifierIndex()
+        every = set().union(*(index.present(m) for m in messages))
+        # identifiers, and pieces of texts that are not identifiers (substrings of words)
+        candidates = sorted(every) + sorted({w[:-1] for w in every if len(w) > 5}) + ["zzzz_not_there"]
+        earlier = EarlierIdentifiers(IdentifierIndex())
+        expected: set[str] = set()
+        for i, m in enumerate(messages):
+            if i % 7 == 3:  # ask between additions: the answers follow the growing history
+                assert {c for c in candidates if c in earlier} == expected & set(candidates)
+            earlier.add(m)
+            if not isinstance(m, SystemMessage):
+                expected |= index.present(m)
+        assert {c for c in candidates if c in earlier} == expected & set(candidates)
+        assert earlier.all() == expected
+        assert any(c in expected for c in candidates) and any(c not in expected for c in candidates)
+
+
+def test_earlier_identifiers_scan_only_messages_holding_the_identifier() -> None:
+    from langchain_core.messages import HumanMessage, ToolMessage
+
+    from ctxlab.replay.identifiers import EarlierIdentifiers
+
+    index = IdentifierIndex()
+    earlier = EarlierIdentifiers(index)
+    others = [
+        ToolMessage(f"line {i} of plain words with some_name_{i} inside", tool_call_id="c") for i in range(50)
+    ]
+    target = HumanMessage("please open src/pkg/module.py now")
+    for m in [*others, target]:
+        earlier.add(m)
+    assert "pkg/module.py" in earlier  # a path suffix of src/pkg/module.py
+    assert "some_name_7" in earlier
+    assert "pkg/module" not in earlier  # a substring, not an identifier
+    assert len(index._plain) == 2, "only the two messages holding the identifiers were scanned"

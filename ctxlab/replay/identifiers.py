@@ -14,10 +14,11 @@ every earlier message (only those of the messages that may hold one of them).
 
 from __future__ import annotations
 
+import bisect
 import json
 import re
 
-from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 
 from ctxlab.core.identity import IdentityCache
 from ctxlab.core.messages import message_text
@@ -26,6 +27,7 @@ __all__ = [
     "IDENTIFIER_PATTERNS",
     "MESSAGES_CACHED",
     "WORDS_CACHED",
+    "EarlierIdentifiers",
     "IdentifierIndex",
     "expand_identifier",
     "extract_identifiers",
@@ -242,3 +244,84 @@ class IdentifierIndex:
                 expanded = memo[ident] = frozenset(expand_identifier(ident))
             out |= expanded
         return frozenset(out)
+
+
+class EarlierIdentifiers:
+    """The identifiers present in the transcript messages before the current call of a run
+    (system messages aside), as ``retention`` defines ``earlier``; messages are :meth:`add`-ed
+    in transcript order.
+
+    ``ident in earlier`` is answered without extracting the identifiers of every earlier
+    message: an identifier present in a message is a substring of its
+    :func:`message_search_text` (extracted identifiers are, and so are their path suffixes and
+    dotted runs, since no extracted path has an empty segment), so the earlier texts are
+    searched for it and only the messages where it occurs are scanned
+    (:meth:`IdentifierIndex.present`) to confirm it.  Each identifier searches each text once
+    per run; every identifier of a scanned message is remembered as present.  :meth:`all`
+    gives the whole set (every earlier message scanned); from then on it is kept up to date.
+
+    Args:
+        index: the identifier cache (shared by the run's measures).
+    """
+
+    def __init__(self, index: IdentifierIndex) -> None:
+        self.index = index
+        #: ``id()`` of every message added, system messages included, in order (the objects are
+        #: kept alive by ``_messages``)
+        self.objects: list[int] = []
+        self._messages: list[BaseMessage] = []  # the non-system messages
+        self._pending: list[BaseMessage] = []  # not yet in a chunk
+        self._chunks: list[tuple[str, list[BaseMessage], list[int]]] = []  # text, messages, offsets
+        self._confirmed: set[str] = set()
+        self._searched: dict[str, int] = {}  # identifier -> chunks searched without confirming it
+        self._all: set[str] | None = None
+
+    def add(self, message: BaseMessage) -> None:
+        """Count ``message`` as earlier from now on (a system message only joins :attr:`objects`)."""
+        self.objects.append(id(message))
+        self._messages.append(message)  # also keeps the object of ``objects`` alive
+        if isinstance(message, SystemMessage):
+            return
+        if self._all is not None:
+            self._all |= self.index.present(message)
+        else:
+            self._pending.append(message)
+
+    def all(self) -> set[str]:
+        """Every identifier present in the earlier messages (scans those not scanned yet)."""
+        if self._all is None:
+            out: set[str] = set()
+            for m in self._messages:
+                if not isinstance(m, SystemMessage):
+                    out |= self.index.present(m)
+            self._all = out
+            self._pending, self._chunks, self._searched = [], [], {}
+        return self._all
+
+    def __contains__(self, ident: object) -> bool:
+        if self._all is not None:
+            return ident in self._all
+        if not isinstance(ident, str) or not ident:
+            return False
+        if ident in self._confirmed:
+            return True
+        if self._pending:
+            texts = [message_search_text(m) for m in self._pending]
+            offsets, at = [], 0
+            for t in texts:
+                offsets.append(at)
+                at += len(t) + 1
+            self._chunks.append(("\n".join(texts), self._pending, offsets))
+            self._pending = []
+        for c in range(self._searched.get(ident, 0), len(self._chunks)):
+            text, messages, offsets = self._chunks[c]
+            at = text.find(ident)
+            while at >= 0:  # an identifier has no whitespace: a match lies in one message's text
+                k = bisect.bisect_right(offsets, at) - 1
+                present = self.index.present(messages[k])
+                self._confirmed |= present
+                if ident in present:
+                    return True
+                at = text.find(ident, offsets[k + 1]) if k + 1 < len(offsets) else -1
+        self._searched[ident] = len(self._chunks)
+        return False
