@@ -167,7 +167,9 @@ class ViewTracker:
         if len(self._known) + len(messages) > self.max_messages:  # keep the previous view's objects
             self._known = {i: self._known[i] for i in self._in_view}
         objects = [id(m) for m in messages]
-        for m in messages:  # every object measured (and kept alive) before the bookkeeping below
+        # from the start: the longest run of the very same objects (kept alive in _known)
+        k = _common_prefix(objects, self._objects)
+        for m in messages[k:]:  # every other object measured (and kept alive) before the bookkeeping
             self._message(m)
         self._follow(objects)
 
@@ -184,8 +186,7 @@ class ViewTracker:
             key_of_tools, tools_tokens = tools_key(tools), self.measure.tools_tokens(tools)
         head_equal = self._started and system_key == self._system_key and key_of_tools == self._tools_key
 
-        # from the start: the longest run of the very same objects, then of equal keys
-        k = _common_prefix(objects, self._objects)
+        # the keys and tokens of the same objects, then of the others; equal keys go on the prefix
         known = self._known
         keys = self._message_keys[:k]
         tokens = self._message_tokens[:k]
