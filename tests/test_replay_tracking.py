@@ -173,7 +173,7 @@ def test_earlier_identifiers_answer_as_the_whole_set(transcripts: list[Any]) -> 
         assert any(c in expected for c in candidates) and any(c not in expected for c in candidates)
 
 
-def test_earlier_identifiers_scan_only_messages_holding_the_identifier() -> None:
+def test_earlier_identifiers_scan_only_the_words_holding_the_identifier() -> None:
     from langchain_core.messages import HumanMessage, ToolMessage
 
     from ctxlab.replay.identifiers import EarlierIdentifiers
@@ -183,10 +183,29 @@ def test_earlier_identifiers_scan_only_messages_holding_the_identifier() -> None
     others = [
         ToolMessage(f"line {i} of plain words with some_name_{i} inside", tool_call_id="c") for i in range(50)
     ]
-    target = HumanMessage("please open src/pkg/module.py now")
+    target = HumanMessage("please open\tsrc/pkg/module.py now, then pkg/module.pyc")
     for m in [*others, target]:
         earlier.add(m)
     assert "pkg/module.py" in earlier  # a path suffix of src/pkg/module.py
     assert "some_name_7" in earlier
     assert "pkg/module" not in earlier  # a substring, not an identifier
-    assert len(index._plain) == 2, "only the two messages holding the identifiers were scanned"
+    assert "open" not in earlier and "zzzz_none" not in earlier
+    assert set(index._words) == {"src/pkg/module.py", "some_name_7", "pkg/module.pyc", "open"}
+    assert len(index._plain) == 0, "no message was scanned whole"
+    assert index.mentions(target, earlier) and not index.mentions(others[3], {"nothing_here"})
+
+
+def test_earlier_identifiers_of_a_text_longer_than_the_scanned_part() -> None:
+    # the head and tail of a long text are scanned, as for the message's own identifier set
+    from langchain_core.messages import ToolMessage
+
+    from ctxlab.replay.identifiers import EarlierIdentifiers
+
+    filler = "word " * 50_000  # 250,000 characters
+    long = ToolMessage(f"head_name {filler} middle_name {filler} tail_name", tool_call_id="c")
+    index = IdentifierIndex()
+    earlier = EarlierIdentifiers(index)
+    earlier.add(long)
+    assert "head_name" in earlier and "tail_name" in earlier
+    assert "middle_name" not in earlier
+    assert {"head_name", "tail_name"} <= index.present(long) and "middle_name" not in index.present(long)

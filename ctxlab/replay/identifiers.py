@@ -17,6 +17,7 @@ from __future__ import annotations
 import bisect
 import json
 import re
+from collections.abc import Container
 
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 
@@ -222,6 +223,7 @@ class IdentifierIndex:
         self._expanded: IdentityCache[BaseMessage, frozenset[str]] = IdentityCache(max_messages)
         self._words: dict[str, tuple[str, ...]] = {}
         self._expansions: dict[str, frozenset[str]] = {}
+        self._word_present: dict[str, frozenset[str]] = {}
 
     def identifiers(self, message: BaseMessage) -> frozenset[str]:
         """Identifiers extracted from the message's text and tool-call arguments."""
@@ -233,16 +235,52 @@ class IdentifierIndex:
         """Identifiers that count as present in the message (extracted plus expanded)."""
         return self._expanded.get_or_put(message, self._expand)
 
+    def mentions(self, message: BaseMessage, pool: Container[str]) -> bool:
+        """Whether one of :meth:`identifiers` of ``message`` is in ``pool``; the words of the
+        message are scanned only until one is found."""
+        known = self._plain.get(message)
+        if known is not None:
+            return any(i in pool for i in known)
+        seen: set[str] = set()
+        for word in _scanned(message_search_text(message)).split():
+            if word not in seen:
+                seen.add(word)
+                if any(i in pool for i in self._word_identifiers(word)):
+                    return True
+        return False
+
+    def word_present(self, word: str) -> frozenset[str]:
+        """Identifiers that count as present in one whitespace-free word: its identifiers and their
+        expansions (:meth:`present` of a message is the union over its words)."""
+        found = self._word_present.get(word)
+        if found is None:
+            found = frozenset().union(*map(self._expansion, self._word_identifiers(word)))
+            if len(self._word_present) >= WORDS_CACHED:
+                self._word_present.clear()
+            self._word_present[word] = found
+        return found
+
+    def _word_identifiers(self, word: str) -> tuple[str, ...]:
+        found = self._words.get(word)
+        if found is None:
+            found = _word_identifiers(word)
+            if len(self._words) >= WORDS_CACHED:
+                self._words.clear()
+            self._words[word] = found
+        return found
+
+    def _expansion(self, ident: str) -> frozenset[str]:
+        expanded = self._expansions.get(ident)
+        if expanded is None:
+            if len(self._expansions) >= WORDS_CACHED:
+                self._expansions.clear()
+            expanded = self._expansions[ident] = frozenset(expand_identifier(ident))
+        return expanded
+
     def _expand(self, message: BaseMessage) -> frozenset[str]:
         out: set[str] = set()
-        memo = self._expansions
         for ident in self.identifiers(message):
-            expanded = memo.get(ident)
-            if expanded is None:
-                if len(memo) >= WORDS_CACHED:
-                    memo.clear()
-                expanded = memo[ident] = frozenset(expand_identifier(ident))
-            out |= expanded
+            out |= self._expansion(ident)
         return frozenset(out)
 
 
@@ -255,9 +293,10 @@ class EarlierIdentifiers:
     message: an identifier present in a message is a substring of its
     :func:`message_search_text` (extracted identifiers are, and so are their path suffixes and
     dotted runs, since no extracted path has an empty segment), so the earlier texts are
-    searched for it and only the messages where it occurs are scanned
-    (:meth:`IdentifierIndex.present`) to confirm it.  Each identifier searches each text once
-    per run; every identifier of a scanned message is remembered as present.  :meth:`all`
+    searched for it and only the words where it occurs are scanned
+    (:meth:`IdentifierIndex.word_present`; the message's :meth:`IdentifierIndex.present` for a
+    text longer than the 400,000 scanned characters) to confirm it.  Each identifier searches
+    each text once per run; confirmed identifiers are remembered.  :meth:`all`
     gives the whole set (every earlier message scanned); from then on it is kept up to date.
 
     Args:
@@ -316,12 +355,40 @@ class EarlierIdentifiers:
         for c in range(self._searched.get(ident, 0), len(self._chunks)):
             text, messages, offsets = self._chunks[c]
             at = text.find(ident)
-            while at >= 0:  # an identifier has no whitespace: a match lies in one message's text
+            while at >= 0:  # an identifier has no whitespace: a match lies in one word of one message
                 k = bisect.bisect_right(offsets, at) - 1
-                present = self.index.present(messages[k])
-                self._confirmed |= present
-                if ident in present:
+                start = offsets[k]
+                end = offsets[k + 1] - 1 if k + 1 < len(offsets) else len(text)
+                if end - start > _SCAN_CHARS:  # scanned at its head and tail only: the message's set
+                    present = self.index.present(messages[k])
+                    self._confirmed |= present
+                    if ident in present:
+                        return True
+                    at = text.find(ident, end)
+                    continue
+                word_start, word_end = _word_around(text, at, start, end)
+                if ident in self.index.word_present(text[word_start:word_end]):
+                    self._confirmed.add(ident)
                     return True
-                at = text.find(ident, offsets[k + 1]) if k + 1 < len(offsets) else -1
+                at = text.find(ident, word_end)  # later matches in this word: the same answer
         self._searched[ident] = len(self._chunks)
         return False
+
+
+_WORD = re.compile(r"\S*")
+_LAST_SPACE = re.compile(r"\s\S*\Z")
+
+
+def _word_around(text: str, at: int, lo: int, hi: int) -> tuple[int, int]:
+    """``(start, end)`` of the whitespace-separated word of ``text[lo:hi]`` that holds position
+    ``at`` (whitespace as ``str.split`` and ``\\s`` define it, the same characters)."""
+    end = _WORD.match(text, at, hi).end()  # type: ignore[union-attr]  # \S* always matches
+    width = 64
+    while True:
+        left = max(lo, at - width)
+        m = _LAST_SPACE.search(text, left, at)
+        if m is not None:
+            return m.start() + 1, end
+        if left == lo:
+            return lo, end
+        width *= 8

@@ -226,16 +226,15 @@ class ViewTracker:
         view's very objects in order (nothing compressed yet), the share is 1 without counting
         the view's identifiers; the first view that differs starts the counts (and they are kept
         from then on)."""
-        ids = self.index.identifiers(assistant)
         if (
             self._present is None
             and isinstance(earlier, EarlierIdentifiers)
             and self._objects == earlier.objects
         ):
-            return 1.0 if any(i in earlier for i in ids) else None
+            return 1.0 if self.index.mentions(assistant, earlier) else None
         present = self._counted()
         seen = earlier.all() if isinstance(earlier, EarlierIdentifiers) else earlier
-        wanted = [i for i in ids if i in seen]
+        wanted = [i for i in self.index.identifiers(assistant) if i in seen]
         if not wanted:
             return None
         return sum(1 for w in wanted if present[w] > 0) / len(wanted)
