@@ -241,11 +241,13 @@ class IdentifierIndex:
         known = self._plain.get(message)
         if known is not None:
             return any(i in pool for i in known)
-        seen: set[str] = set()
-        for word in _scanned(message_search_text(message)).split():
-            if word not in seen:
-                seen.add(word)
-                if any(i in pool for i in self._word_identifiers(word)):
+        memo = self._words
+        for word in set(_scanned(message_search_text(message)).split()):
+            found = memo.get(word)
+            if found is None:
+                found = self._word_identifiers(word)
+            for i in found:
+                if i in pool:
                     return True
         return False
 
