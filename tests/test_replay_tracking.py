@@ -209,3 +209,27 @@ def test_earlier_identifiers_of_a_text_longer_than_the_scanned_part() -> None:
     assert "head_name" in earlier and "tail_name" in earlier
     assert "middle_name" not in earlier
     assert {"head_name", "tail_name"} <= index.present(long) and "middle_name" not in index.present(long)
+
+
+def test_shared_estimates_only_when_the_middleware_counts_as_the_measure(transcripts: list[Any]) -> None:
+    # a run measures with the middleware's own cache only when both count with the same estimator
+    from ctxlab.replay import make_lab_manager
+    from ctxlab.replay.building import build_middleware
+    from ctxlab.replay.metrics import shared_estimates
+    from ctxlab.replay.strategies import strategies
+
+    pm = make_lab_manager(load_entrypoints=True)
+    _, ars = build_middleware("ars", settings=CompressionSettings(), pm=pm)
+    shared = shared_estimates(ars, "char-class")
+    assert shared is not None and shared is getattr(ars, "estimates", None)
+    assert shared_estimates(ars, "tiktoken") is None
+    _, foreign = build_middleware("langchain-summarization", settings=CompressionSettings(), pm=pm)
+    assert shared_estimates(foreign, "char-class") is None
+    if "ars-fast" in strategies(pm):  # another estimator plugin registered beside the built-in one
+        _, fast = build_middleware("ars-fast", settings=CompressionSettings(), pm=pm)
+        assert shared_estimates(fast, "char-class") is None
+    meter = make_measure("char-class")
+    messages = [m for t in transcripts for m in t.messages]
+    assert [shared.message_tokens(m) for m in messages] == [meter.message_tokens(m) for m in messages]
+    tools = [t.tools for t in transcripts if t.tools]
+    assert [shared.tools_tokens(x) for x in tools] == [meter.tools_tokens(x) for x in tools]

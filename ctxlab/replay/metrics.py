@@ -70,6 +70,7 @@ __all__ = [
     "message_part",
     "request_keys",
     "retention",
+    "shared_estimates",
     "tools_key",
     "unmatched_tool_pairs",
     "view_parts",
@@ -314,13 +315,41 @@ def make_measure(measure: str = "char-class") -> EstimateCache:
         ValueError: an unknown name.
         ImportError: ``"tiktoken"`` without tiktoken installed.
     """
-    if measure in ("char-class", "charclass", "char_class", "default"):
+    if measure in _CHAR_CLASS:
         impl: CharClassEstimator = CharClassEstimator()
     elif measure == "tiktoken":
         impl = TiktokenEstimator()
     else:
         raise ValueError(f"measure={measure!r} is invalid: allowed one of {MEASURES}")
     return EstimateCache(impl.message_tokens, impl.tools_tokens, name=impl.name)
+
+
+_CHAR_CLASS = ("char-class", "charclass", "char_class", "default")
+
+
+def shared_estimates(mw: object, measure: str) -> EstimateCache | None:
+    """The estimate cache of a ctxlab middleware, when it counts exactly as the measuring
+    estimator named ``measure`` (:func:`make_measure`) would; else ``None``.
+
+    That is when ``measure`` is the char-class one and the only ``ctxlab_estimate_message`` and
+    ``ctxlab_estimate_tools`` implementations in the middleware's plugin manager are the
+    built-in :class:`~ctxlab.core.builtin.estimator.DefaultEstimator`: the same
+    :class:`CharClassEstimator` with the same framing, behind the same kind of
+    :class:`~ctxlab.core.estimation.EstimateCache`.  A replay run through such a middleware
+    measures with its cache, so each message is estimated once, not once by the middleware and
+    once by the replay; every token value is the same.
+    """
+    estimates = getattr(mw, "estimates", None)
+    pm = getattr(mw, "plugin_manager", None)
+    if measure not in _CHAR_CLASS or not isinstance(estimates, EstimateCache) or pm is None:
+        return None
+    from ctxlab.core.builtin.estimator import DefaultEstimator
+
+    for hook in (pm.hook.ctxlab_estimate_message, pm.hook.ctxlab_estimate_tools):
+        impls = hook.get_hookimpls()
+        if len(impls) != 1 or type(impls[0].plugin) is not DefaultEstimator:
+            return None
+    return estimates
 
 
 #: metric definitions, printed in report.md (keys are column names)
