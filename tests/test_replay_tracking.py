@@ -211,25 +211,37 @@ def test_earlier_identifiers_of_a_text_longer_than_the_scanned_part() -> None:
     assert {"head_name", "tail_name"} <= index.present(long) and "middle_name" not in index.present(long)
 
 
-def test_shared_estimates_only_when_the_middleware_counts_as_the_measure(transcripts: list[Any]) -> None:
-    # a run measures with the middleware's own cache only when both count with the same estimator
+def test_run_measure_reads_the_middleware_estimates_only_when_they_count_alike(
+    transcripts: list[Any],
+) -> None:
+    # a run through a ctxlab middleware that estimates as the measure reads its estimates (never
+    # writing them: the middleware's own work, hence overhead_ms, stays that of a live run)
     from ctxlab.replay import make_lab_manager
     from ctxlab.replay.building import build_middleware
-    from ctxlab.replay.metrics import shared_estimates
+    from ctxlab.replay.metrics import run_measure
     from ctxlab.replay.strategies import strategies
 
     pm = make_lab_manager(load_entrypoints=True)
+    meter = make_measure("char-class")
     _, ars = build_middleware("ars", settings=CompressionSettings(), pm=pm)
-    shared = shared_estimates(ars, "char-class")
-    assert shared is not None and shared is getattr(ars, "estimates", None)
-    assert shared_estimates(ars, "tiktoken") is None
+    measure = run_measure(ars, "char-class", meter)
+    assert measure is not meter, "ars estimates with the built-in char-class estimator"
+    assert run_measure(ars, "tiktoken", meter) is meter
     _, foreign = build_middleware("langchain-summarization", settings=CompressionSettings(), pm=pm)
-    assert shared_estimates(foreign, "char-class") is None
+    assert run_measure(foreign, "char-class", meter) is meter
     if "ars-fast" in strategies(pm):  # another estimator plugin registered beside the built-in one
         _, fast = build_middleware("ars-fast", settings=CompressionSettings(), pm=pm)
-        assert shared_estimates(fast, "char-class") is None
-    meter = make_measure("char-class")
+        assert run_measure(fast, "char-class", meter) is meter
+
+    own = ars.estimates  # type: ignore[attr-defined]
     messages = [m for t in transcripts for m in t.messages]
-    assert [shared.message_tokens(m) for m in messages] == [meter.message_tokens(m) for m in messages]
+    seen = messages[::2]  # the middleware estimated these
+    for m in seen:
+        own.message_tokens(m)
+    before = (own.hits, own.misses)
+    assert [measure.message_tokens(m) for m in messages] == [meter.message_tokens(m) for m in messages]
+    assert (own.hits, own.misses) == before, "the middleware's cache was used as the measure's"
+    own.message_tokens(messages[1])
+    assert own.misses == before[1] + 1, "the measure wrote into the middleware's cache"
     tools = [t.tools for t in transcripts if t.tools]
-    assert [shared.tools_tokens(x) for x in tools] == [meter.tools_tokens(x) for x in tools]
+    assert [measure.tools_tokens(x) for x in tools] == [meter.tools_tokens(x) for x in tools]

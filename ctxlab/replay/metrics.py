@@ -70,7 +70,7 @@ __all__ = [
     "message_part",
     "request_keys",
     "retention",
-    "shared_estimates",
+    "run_measure",
     "tools_key",
     "unmatched_tool_pairs",
     "view_parts",
@@ -327,29 +327,41 @@ def make_measure(measure: str = "char-class") -> EstimateCache:
 _CHAR_CLASS = ("char-class", "charclass", "char_class", "default")
 
 
-def shared_estimates(mw: object, measure: str) -> EstimateCache | None:
-    """The estimate cache of a ctxlab middleware, when it counts exactly as the measuring
-    estimator named ``measure`` (:func:`make_measure`) would; else ``None``.
+def run_measure(mw: object, measure: str, meter: EstimateCache) -> EstimateCache:
+    """The measuring estimator of a run through ``mw``: ``meter`` (made by :func:`make_measure`
+    for ``measure``), or, when ``mw`` counts exactly as it does, a cache in front of the same
+    estimator that first reads the middleware's estimate of the very same message object.
 
-    That is when ``measure`` is the char-class one and the only ``ctxlab_estimate_message`` and
-    ``ctxlab_estimate_tools`` implementations in the middleware's plugin manager are the
-    built-in :class:`~ctxlab.core.builtin.estimator.DefaultEstimator`: the same
-    :class:`CharClassEstimator` with the same framing, behind the same kind of
-    :class:`~ctxlab.core.estimation.EstimateCache`.  A replay run through such a middleware
-    measures with its cache, so each message is estimated once, not once by the middleware and
-    once by the replay; every token value is the same.
+    ``mw`` counts as the measure when the measure is the char-class one and the only
+    ``ctxlab_estimate_message`` / ``ctxlab_estimate_tools`` implementations in its plugin manager
+    are the built-in :class:`~ctxlab.core.builtin.estimator.DefaultEstimator` (the same
+    :class:`CharClassEstimator`, the same framing): its estimate of a message is then the
+    measure's.  The middleware's cache is only read, never written, so the middleware does the
+    same work as without the replay (its ``overhead_ms`` is unchanged); the replay measures a
+    message after the call that first sends it, so that most messages are estimated once.
+    ``meter`` also when the middleware's cache (``CompressionMiddleware.estimates``) cannot be
+    read by object.
     """
     estimates = getattr(mw, "estimates", None)
     pm = getattr(mw, "plugin_manager", None)
     if measure not in _CHAR_CLASS or not isinstance(estimates, EstimateCache) or pm is None:
-        return None
+        return meter
     from ctxlab.core.builtin.estimator import DefaultEstimator
 
     for hook in (pm.hook.ctxlab_estimate_message, pm.hook.ctxlab_estimate_tools):
         impls = hook.get_hookimpls()
         if len(impls) != 1 or type(impls[0].plugin) is not DefaultEstimator:
-            return None
-    return estimates
+            return meter
+    by_object = getattr(estimates, "_by_object", None)  # the cache by message object
+    if not isinstance(by_object, IdentityCache):
+        return meter
+    impl = CharClassEstimator()
+
+    def message_tokens(message: BaseMessage) -> int:
+        known = by_object.get(message)
+        return known if isinstance(known, int) else impl.message_tokens(message)
+
+    return EstimateCache(message_tokens, impl.tools_tokens, name=meter.name)
 
 
 #: metric definitions, printed in report.md (keys are column names)

@@ -186,6 +186,9 @@ def replay_one(
     answered: set[tuple[str | None, str]] = set()
     issuer: dict[str, str | None] = {}
     raw_messages_tokens = 0
+    # transcript messages not yet in raw_messages_tokens: measured after the call that first
+    # sends them, when the middleware has estimated them (see ctxlab.replay.metrics.run_measure)
+    unmeasured: list[BaseMessage] = []
     base_tokens = measure.tools_tokens(tools) + (measure.message_tokens(system) if system is not None else 0)
     prev_view: RequestView | None = None
     seen_offloads: set[str] = set()
@@ -202,7 +205,7 @@ def replay_one(
         if not isinstance(original, AIMessage):
             pending.append(original)
             arrived.append(original)
-            raw_messages_tokens += measure.message_tokens(original)
+            unmeasured.append(original)
             earlier.add(original)
             if isinstance(original, ToolMessage):
                 answered.add((issuer.get(original.tool_call_id), original.tool_call_id))
@@ -231,6 +234,8 @@ def replay_one(
 
         # --- measure ---------------------------------------------------------------------------
         view = call.views[-1]
+        raw_messages_tokens += sum(map(measure.message_tokens, unmeasured))
+        unmeasured = []
         measured = tracker.update(view)
         parts, view_tokens, reusable = measured.parts, measured.tokens, measured.reusable
         view_before, prev_view = prev_view, view
@@ -339,7 +344,7 @@ def replay_one(
             on_call()
 
         # the recorded answer joins what later calls saw earlier
-        raw_messages_tokens += measure.message_tokens(original)
+        unmeasured.append(original)
         earlier.add(original)
         call_index += 1
     if run_measures is not None:
