@@ -52,6 +52,8 @@ class RunFiles:
     def use(self, root: str | Path) -> Path:
         """Send the files of the next requests to ``root`` (made when first written to); returns it
         resolved."""
+        import deepagents.backends  # noqa: F401  # imported with the batch, not inside a run
+
         self.root = Path(root).resolve()
         self._backend = None
         return self.root
