@@ -65,7 +65,7 @@ from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
-from ctxlab.replay.metrics import RequestView, request_keys
+from ctxlab.replay.metrics import RequestView, common_prefix, request_keys
 from ctxlab.replay.prices import PriceRow
 
 if TYPE_CHECKING:
@@ -171,7 +171,7 @@ def _chain(
     cum: list[int] = []
     h, total = 0, 0
     if previous is not None:
-        k = _common_prefix(segments, previous[0])
+        k = common_prefix(segments, previous[0])
         hashes, cum = previous[1][:k], previous[2][:k]
         if k:
             h, total = hashes[-1], cum[-1]
@@ -182,21 +182,6 @@ def _chain(
         hashes.append(h)
         cum.append(total)
     return hashes, cum
-
-
-def _common_prefix(a: Sequence[Any], b: Sequence[Any]) -> int:
-    """Length of the longest common prefix of two sequences (slice comparisons, bisected)."""
-    n = min(len(a), len(b))
-    if a[:n] == b[:n]:
-        return n
-    lo, hi = 0, n  # a[:lo] == b[:lo], a[:hi] != b[:hi]
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if a[:mid] == b[:mid]:
-            lo = mid
-        else:
-            hi = mid
-    return lo
 
 
 @dataclass
@@ -321,7 +306,7 @@ class PromptCache:
 def _shared_tokens(a: CallTokens, b: CallTokens) -> int:
     """Tokens at the start of ``a`` that ``b`` repeats (by segments, else ``b``'s common prefix)."""
     if a.segments is not None and b.segments is not None:
-        n = _common_prefix(list(map(_KEY, a.segments)), list(map(_KEY, b.segments)))
+        n = common_prefix(list(map(_KEY, a.segments)), list(map(_KEY, b.segments)))
         return sum(map(_TOKENS, a.segments[:n]))
     if b.common_prefix_tokens is not None:
         return min(b.common_prefix_tokens, a.input_tokens)

@@ -63,6 +63,7 @@ __all__ = [
     "TiktokenEstimator",
     "cache_reusable_tokens",
     "canonical_key",
+    "common_prefix",
     "expand_identifier",
     "extract_identifiers",
     "extract_identifiers_whole",
@@ -178,6 +179,22 @@ def request_keys(
     for m in request.messages:
         keys.append(cache.get_or_put(m, canonical_key) if cache is not None else canonical_key(m))
     return keys
+
+
+def common_prefix(a: Sequence[Any], b: Sequence[Any]) -> int:
+    """Length of the longest common prefix of two sequences, by ``==`` of their elements (slice
+    comparisons at C speed, bisected when they differ)."""
+    n = min(len(a), len(b))
+    if a[:n] == b[:n]:
+        return n
+    lo, hi = 0, n  # a[:lo] == b[:lo], a[:hi] != b[:hi]
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid
+    return lo
 
 
 def cache_reusable_tokens(

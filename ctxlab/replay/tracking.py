@@ -39,6 +39,7 @@ from ctxlab.replay.metrics import (
     IdentifierIndex,
     RequestView,
     canonical_key,
+    common_prefix,
     message_part,
     tools_key,
 )
@@ -168,7 +169,7 @@ class ViewTracker:
             self._known = {i: self._known[i] for i in self._in_view}
         objects = [id(m) for m in messages]
         # from the start: the longest run of the very same objects (kept alive in _known)
-        k = _common_prefix(objects, self._objects)
+        k = common_prefix(objects, self._objects)
         for m in messages[k:]:  # every other object measured (and kept alive) before the bookkeeping
             self._message(m)
         self._follow(objects)
@@ -254,18 +255,3 @@ class ViewTracker:
 
 def _same_objects(a: Sequence[Any], b: Sequence[Any]) -> bool:
     return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
-
-
-def _common_prefix(a: list[int], b: list[int]) -> int:
-    """Length of the longest common prefix of two lists of ints (C-speed slice comparisons)."""
-    n = min(len(a), len(b))
-    if a[:n] == b[:n]:
-        return n
-    lo, hi = 0, n  # a[:lo] == b[:lo], a[:hi] != b[:hi]
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if a[:mid] == b[:mid]:
-            lo = mid
-        else:
-            hi = mid
-    return lo
