@@ -179,8 +179,6 @@ class _Batch:
     index: IdentifierIndex = field(default_factory=IdentifierIndex)
     # ctxlab middlewares built once per strategy, each writing to the current run's folder
     built: dict[str, tuple[str, AgentMiddleware, RunFiles]] = field(default_factory=dict)
-    # the measuring estimator of the runs through a middleware, by id() of the (kept) middleware
-    measures: dict[int, tuple[AgentMiddleware, EstimateCache]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.meter = make_measure(self.measure)
@@ -234,29 +232,18 @@ class _Batch:
             return name, mw, run_files.use(files)
         return name, mw, None
 
-    def _measure(self, mw: AgentMiddleware) -> EstimateCache:
-        """The measuring estimator of a run through ``mw`` (kept per reused middleware)."""
-        kept = self.measures.get(id(mw))
-        if kept is not None and kept[0] is mw:
-            return kept[1]
-        measure = run_measure(mw, self.measure, self.meter)
-        if measure is not self.meter:  # a ctxlab middleware (reused by the batch)
-            self.measures[id(mw)] = (mw, measure)
-        return measure
-
     def run(
         self, transcript: Transcript, label: str, name: str, mw: AgentMiddleware, **more: Any
     ) -> ReplayResult:
-        """:func:`~ctxlab.replay.runner.replay_one` with the batch's settings and measures (the
-        measuring estimator reads a ctxlab middleware's estimates when it counts alike,
-        :func:`~ctxlab.replay.metrics.run_measure`; one per reused middleware)."""
+        """:func:`~ctxlab.replay.runner.replay_one` with the batch's settings and measures (a
+        :func:`~ctxlab.replay.metrics.run_measure` of the batch's measuring estimator per run)."""
         return replay_one(
             transcript,
             label,
             name,
             mw,
             settings=self.settings,
-            measure=self._measure(mw),
+            measure=run_measure(mw, self.measure, self.meter),
             window=self.window,
             limit_calls=self.limit_calls,
             keep_views=self.keep_views,

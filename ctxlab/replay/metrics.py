@@ -357,7 +357,7 @@ def run_measure(mw: object, measure: str, meter: EstimateCache) -> EstimateCache
     same work as without the replay (its ``overhead_ms`` is unchanged); the replay measures a
     message after the call that first sends it, so that most messages are estimated once.
     ``meter`` also when the middleware's cache (``CompressionMiddleware.estimates``) cannot be
-    read by object.
+    read by object.  The cache is a new one per call: make one per run.
     """
     estimates = getattr(mw, "estimates", None)
     pm = getattr(mw, "plugin_manager", None)
