@@ -63,8 +63,7 @@ def test_synthetic_history_is_a_valid_run():
 
 
 def test_quick_run_writes_the_table(tmp_path, capsys):
-    if not (bench.default_transcripts_dir() / "raw").is_dir():
-        pytest.skip("shared transcripts not found")
+    assert (bench.default_transcripts_dir() / "raw").is_dir(), "shared transcripts not found (../shared)"
     out = tmp_path / "benchmarks.md"
     assert bench.main(["--quick", "--out", str(out), "--strategies", "ars,masking"]) == 0
     text = out.read_text(encoding="utf-8")
@@ -88,6 +87,7 @@ def test_quick_run_writes_the_table(tmp_path, capsys):
     assert "| fast estimator (ctxlab-fast-estimator) |" in text
     assert "| LangChain count_tokens_approximately |" in text
     assert "| ars |" in text and "| masking |" in text
+    assert "`python -m ctxlab.cli.bench.tiktoken_pass FILES`" in text  # the baseline command ran
     for cls in TEXTSET_CLASSES:  # the held-out classes, each with its error
         assert f"| {cls} |" in text
     assert "Speed on 100-character texts" in text
@@ -156,3 +156,46 @@ def test_the_compressing_section_states_each_ratio_and_target():
     assert "ctxlab **k = 1.01**" in text
     assert "**3.00×** (target ≤ 2×: not met)" in text
     assert "| below T | 8,000 | 2.00 | 0.10 | 30.00 | **15.0×** (met) |" in text
+
+
+def test_baseline_command_encodes_the_files_texts(capsys):
+    # the named baseline of section 3: same loaders, same files, every text encoded once
+    import json
+
+    from ctxlab.cli.bench.tiktoken_pass import main, text_units
+    from ctxlab.transcripts import load_many
+
+    raw = bench.default_transcripts_dir() / "raw"
+    assert raw.is_dir(), f"shared transcripts not found at {raw}"
+    files = [
+        raw / "openhands/tests/runtime/trajs/basic.json",
+        raw / "swe-agent/trajectories/demonstrations/ctf/crypto/katy.traj",
+    ]
+    assert main([str(f) for f in files]) == 0
+    record = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    transcripts, _ = load_many(files)
+    units = text_units(transcripts)
+    assert record["transcripts"] == len(transcripts) == 2
+    assert record["texts"] == len(units) and record["chars"] == sum(map(len, units)) > 1000
+    assert main([str(raw / "no-such-file.json")]) == 2
+
+
+def test_replay_section_reports_the_command_against_the_baseline_command():
+    from ctxlab.cli.bench.render import render
+    from ctxlab.cli.bench.throughput import ReplayRow, ReplayThroughput
+
+    replay = ReplayThroughput(rows=[ReplayRow("ars", 2.0, 0.5, 10, 0)], chars=1000, transcripts=1, files=1)
+    replay.tiktoken_seconds, replay.command_seconds, replay.command_status = 1.0, 5.0, 0
+    replay.command_figures, replay.baseline_seconds, replay.baseline_status = 3, 2.0, 0
+    text = render(
+        {"nproc": "2", "cpu": "x", "platform": "p", "python": "3", "date": "d"},
+        "c",
+        False,
+        None,
+        None,
+        replay,
+    )
+    assert "| in-process (`replay_many`) | 2.00 | 2.00 | ≤ 1 | no |" in text
+    assert "exit 0) | 5.00 | 5.00 | ≤ 1 | no |" in text
+    assert "one tiktoken pass; exit 0) | 2.00 | 1.00 | | |" in text
+    assert "| `ctxlab replay FILES` (exit 0) | 5.00 | 2.50 | ≤ 1 | no |" in text

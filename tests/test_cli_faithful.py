@@ -444,8 +444,7 @@ def test_bench_quick_never_overwrites_the_committed_benchmarks(tmp_path: Path, c
 def test_bench_writes_under_out(tmp_path: Path) -> None:
     from ctxlab.cli import bench
 
-    if not (bench.default_transcripts_dir() / "raw").is_dir():
-        pytest.skip("shared transcripts not found")
+    assert (bench.default_transcripts_dir() / "raw").is_dir(), "shared transcripts not found (../shared)"
     out = tmp_path / "bench"
     assert bench.main(["--quick", "--sections", "estimators", "--out", str(out)]) == 0
     assert (out / "benchmarks.md").read_text(encoding="utf-8").startswith("# Benchmarks")

@@ -137,7 +137,7 @@ def test_word_scan_equals_whole_text_scan(text: str) -> None:
 
 
 def test_word_scan_equals_whole_text_scan_on_transcripts(transcripts: list[Any]) -> None:
-    from ctxlab.replay.metrics import _message_search_text
+    from ctxlab.replay.identifiers import message_search_text as _message_search_text
 
     memo: dict[str, tuple[str, ...]] = {}
     texts = [_message_search_text(m) for t in transcripts for m in t.messages]
@@ -148,3 +148,100 @@ def test_word_scan_equals_whole_text_scan_on_transcripts(transcripts: list[Any])
         assert extract_identifiers(text, memo) == expected
         found += len(expected)
     assert found > 1000
+
+
+def test_earlier_identifiers_answer_as_the_whole_set(transcripts: list[Any]) -> None:
+    # `ident in earlier` searches the earlier texts and scans only the messages holding it
+    from ctxlab.replay.identifiers import EarlierIdentifiers
+
+    for t in transcripts:
+        messages = t.messages
+        index = IdentifierIndex()
+        every = set().union(*(index.present(m) for m in messages))
+        # identifiers, and pieces of texts that are not identifiers (substrings of words)
+        candidates = sorted(every) + sorted({w[:-1] for w in every if len(w) > 5}) + ["zzzz_not_there"]
+        earlier = EarlierIdentifiers(IdentifierIndex())
+        expected: set[str] = set()
+        for i, m in enumerate(messages):
+            if i % 7 == 3:  # ask between additions: the answers follow the growing history
+                assert {c for c in candidates if c in earlier} == expected & set(candidates)
+            earlier.add(m)
+            if not isinstance(m, SystemMessage):
+                expected |= index.present(m)
+        assert {c for c in candidates if c in earlier} == expected & set(candidates)
+        assert earlier.all() == expected
+        assert any(c in expected for c in candidates) and any(c not in expected for c in candidates)
+
+
+def test_earlier_identifiers_scan_only_the_words_holding_the_identifier() -> None:
+    from langchain_core.messages import HumanMessage, ToolMessage
+
+    from ctxlab.replay.identifiers import EarlierIdentifiers
+
+    index = IdentifierIndex()
+    earlier = EarlierIdentifiers(index)
+    others = [
+        ToolMessage(f"line {i} of plain words with some_name_{i} inside", tool_call_id="c") for i in range(50)
+    ]
+    target = HumanMessage("please open\tsrc/pkg/module.py now, then pkg/module.pyc")
+    for m in [*others, target]:
+        earlier.add(m)
+    assert "pkg/module.py" in earlier  # a path suffix of src/pkg/module.py
+    assert "some_name_7" in earlier
+    assert "pkg/module" not in earlier  # a substring, not an identifier
+    assert "open" not in earlier and "zzzz_none" not in earlier
+    assert set(index._words) == {"src/pkg/module.py", "some_name_7", "pkg/module.pyc", "open"}
+    assert len(index._plain) == 0, "no message was scanned whole"
+    assert index.mentions(target, earlier) and not index.mentions(others[3], {"nothing_here"})
+
+
+def test_earlier_identifiers_of_a_text_longer_than_the_scanned_part() -> None:
+    # the head and tail of a long text are scanned, as for the message's own identifier set
+    from langchain_core.messages import ToolMessage
+
+    from ctxlab.replay.identifiers import EarlierIdentifiers
+
+    filler = "word " * 50_000  # 250,000 characters
+    long = ToolMessage(f"head_name {filler} middle_name {filler} tail_name", tool_call_id="c")
+    index = IdentifierIndex()
+    earlier = EarlierIdentifiers(index)
+    earlier.add(long)
+    assert "head_name" in earlier and "tail_name" in earlier
+    assert "middle_name" not in earlier
+    assert {"head_name", "tail_name"} <= index.present(long) and "middle_name" not in index.present(long)
+
+
+def test_run_measure_reads_the_middleware_estimates_only_when_they_count_alike(
+    transcripts: list[Any],
+) -> None:
+    # a run through a ctxlab middleware that estimates as the measure reads its estimates (never
+    # writing them: the middleware's own work, hence overhead_ms, stays that of a live run)
+    from ctxlab.replay import make_lab_manager
+    from ctxlab.replay.building import build_middleware
+    from ctxlab.replay.metrics import run_measure
+    from ctxlab.replay.strategies import strategies
+
+    pm = make_lab_manager(load_entrypoints=True)
+    meter = make_measure("char-class")
+    _, ars = build_middleware("ars", settings=CompressionSettings(), pm=pm)
+    measure = run_measure(ars, "char-class", meter)
+    assert measure is not meter, "ars estimates with the built-in char-class estimator"
+    assert run_measure(ars, "tiktoken", meter) is meter
+    _, foreign = build_middleware("langchain-summarization", settings=CompressionSettings(), pm=pm)
+    assert run_measure(foreign, "char-class", meter) is meter
+    if "ars-fast" in strategies(pm):  # another estimator plugin registered beside the built-in one
+        _, fast = build_middleware("ars-fast", settings=CompressionSettings(), pm=pm)
+        assert run_measure(fast, "char-class", meter) is meter
+
+    own = ars.estimates  # type: ignore[attr-defined]
+    messages = [m for t in transcripts for m in t.messages]
+    seen = messages[::2]  # the middleware estimated these
+    for m in seen:
+        own.message_tokens(m)
+    before = (own.hits, own.misses)
+    assert [measure.message_tokens(m) for m in messages] == [meter.message_tokens(m) for m in messages]
+    assert (own.hits, own.misses) == before, "the middleware's cache was used as the measure's"
+    own.message_tokens(messages[1])
+    assert own.misses == before[1] + 1, "the measure wrote into the middleware's cache"
+    tools = [t.tools for t in transcripts if t.tools]
+    assert [measure.tools_tokens(x) for x in tools] == [meter.tools_tokens(x) for x in tools]

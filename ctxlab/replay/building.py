@@ -37,8 +37,9 @@ class RunFiles:
     to its own folder (:meth:`use`), as with a middleware built for that run.
 
     Given to :class:`~ctxlab.CompressionMiddleware` as a backend factory (it calls ``backend(runtime)``
-    per request, spec R17), it answers with a ``FilesystemBackend`` (virtual mode) rooted at the
-    current run's folder.
+    when a request writes a file, spec R17), it answers with a ``FilesystemBackend`` (virtual mode)
+    rooted at the current run's folder.  The folder and the backend are made on that first call,
+    so a run that writes nothing leaves no folder behind.
 
     Raises:
         RuntimeError: called before :meth:`use`.
@@ -49,18 +50,22 @@ class RunFiles:
         self._backend: Any = None
 
     def use(self, root: str | Path) -> Path:
-        """Send the files of the next requests to ``root`` (made if missing); returns it resolved."""
-        from deepagents.backends import FilesystemBackend
+        """Send the files of the next requests to ``root`` (made when first written to); returns it
+        resolved."""
+        import deepagents.backends  # noqa: F401  # imported with the batch, not inside a run
 
-        folder = Path(root)
-        folder.mkdir(parents=True, exist_ok=True)
-        self.root = folder.resolve()
-        self._backend = FilesystemBackend(root_dir=str(self.root), virtual_mode=True)
+        self.root = Path(root).resolve()
+        self._backend = None
         return self.root
 
     def __call__(self, runtime: Any) -> Any:
         if self._backend is None:
-            raise RuntimeError("RunFiles: no run folder yet (call use(folder) first)")
+            if self.root is None:
+                raise RuntimeError("RunFiles: no run folder yet (call use(folder) first)")
+            from deepagents.backends import FilesystemBackend
+
+            self.root.mkdir(parents=True, exist_ok=True)
+            self._backend = FilesystemBackend(root_dir=str(self.root), virtual_mode=True)
         return self._backend
 
 

@@ -59,11 +59,13 @@ prompt would pay less); implicit hits are assumed.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
-from ctxlab.replay.metrics import RequestView, request_keys
+from ctxlab.replay.metrics import RequestView, common_prefix, request_keys
 from ctxlab.replay.prices import PriceRow
 
 if TYPE_CHECKING:
@@ -85,6 +87,7 @@ __all__ = [
 BREAKPOINTS = ("reusable", "last")
 
 Segments = tuple[tuple[Hashable, int], ...]
+_KEY, _TOKENS = itemgetter(0), itemgetter(1)
 
 
 @dataclass(frozen=True)
@@ -118,8 +121,8 @@ class CallTokens:
         if self.common_prefix_tokens is not None and self.common_prefix_tokens < 0:
             raise ValueError(f"common_prefix_tokens must be >= 0, got {self.common_prefix_tokens}")
         if self.segments is not None:
-            total = sum(t for _, t in self.segments)
-            if total > self.input_tokens or any(t < 0 for _, t in self.segments):
+            total = sum(map(_TOKENS, self.segments))
+            if total > self.input_tokens or min(map(_TOKENS, self.segments), default=0) < 0:
                 raise ValueError(f"segments hold {total} tokens, more than input_tokens={self.input_tokens}")
 
 
@@ -158,11 +161,21 @@ class _Entry:
     last_used: float | None
 
 
-def _chain(segments: Segments) -> tuple[list[int], list[int]]:
-    """Chained hashes of every prefix (one per segment) and the cumulative tokens."""
+def _chain(
+    segments: Segments, previous: tuple[Segments, list[int], list[int]] | None = None
+) -> tuple[list[int], list[int]]:
+    """Chained hashes of every prefix (one per segment) and the cumulative tokens; ``previous``
+    (segments, hashes, cumulative tokens of another request) gives those of the segments the two
+    share at their start."""
     hashes: list[int] = []
     cum: list[int] = []
     h, total = 0, 0
+    if previous is not None:
+        k = common_prefix(segments, previous[0])
+        hashes, cum = previous[1][:k], previous[2][:k]
+        if k:
+            h, total = hashes[-1], cum[-1]
+        segments = segments[k:]
     for key, tokens in segments:
         h = hash((h, key))
         total += tokens
@@ -182,6 +195,7 @@ class PromptCache:
     price: PriceRow
     _prefixes: dict[int, _Entry] = field(default_factory=dict)
     _chains: dict[str, list[_Entry]] = field(default_factory=dict)
+    _last: tuple[Segments, list[int], list[int]] | None = None  # the previous request's chain
 
     def _alive(self, entry: _Entry, now: float | None) -> bool:
         ttl = self.price.ttl_seconds
@@ -234,22 +248,21 @@ class PromptCache:
     ) -> CallCost:
         if not segments:
             return self._cost(call, 0, 0)
-        hashes, cum = _chain(segments)
+        hashes, cum = _chain(segments, self._last)
+        self._last = (segments, hashes, cum)
         now = call.time
         if family == "explicit":
             best = -1
-            for k, h in enumerate(hashes):
-                entry = self._prefixes.get(h)
+            for k in range(len(hashes) - 1, -1, -1):  # the longest cached prefix
+                entry = self._prefixes.get(hashes[k])
                 if entry is not None and self._alive(entry, now):
                     best = k
+                    break
             read = cum[best] if best >= 0 else 0
             if best >= 0:
                 self._prefixes[hashes[best]].last_used = now
             limit = cum[-1] if write_to is None else write_to
-            k_bp = -1
-            for k, c in enumerate(cum):
-                if c <= limit:
-                    k_bp = k
+            k_bp = bisect.bisect_right(cum, limit) - 1  # the last boundary within the limit
             write = 0
             if k_bp >= 0 and cum[k_bp] > read and cum[k_bp] >= self.price.min_prefix_tokens:
                 write = cum[k_bp] - read
@@ -293,12 +306,8 @@ class PromptCache:
 def _shared_tokens(a: CallTokens, b: CallTokens) -> int:
     """Tokens at the start of ``a`` that ``b`` repeats (by segments, else ``b``'s common prefix)."""
     if a.segments is not None and b.segments is not None:
-        total = 0
-        for (ka, ta), (kb, _) in zip(a.segments, b.segments, strict=False):
-            if ka != kb:
-                break
-            total += ta
-        return total
+        n = common_prefix(list(map(_KEY, a.segments)), list(map(_KEY, b.segments)))
+        return sum(map(_TOKENS, a.segments[:n]))
     if b.common_prefix_tokens is not None:
         return min(b.common_prefix_tokens, a.input_tokens)
     return 0

@@ -37,7 +37,7 @@ from ctxlab.replay.building import (
     strategy_records,
     summarizer_name,
 )
-from ctxlab.replay.metrics import IdentifierIndex, make_measure
+from ctxlab.replay.metrics import IdentifierIndex, make_measure, run_measure
 from ctxlab.replay.names import safe_name
 from ctxlab.replay.prices import PriceRow, PriceTable
 from ctxlab.replay.provenance import provenance
@@ -235,14 +235,15 @@ class _Batch:
     def run(
         self, transcript: Transcript, label: str, name: str, mw: AgentMiddleware, **more: Any
     ) -> ReplayResult:
-        """:func:`~ctxlab.replay.runner.replay_one` with the batch's settings and measures."""
+        """:func:`~ctxlab.replay.runner.replay_one` with the batch's settings and measures (a
+        :func:`~ctxlab.replay.metrics.run_measure` of the batch's measuring estimator per run)."""
         return replay_one(
             transcript,
             label,
             name,
             mw,
             settings=self.settings,
-            measure=self.meter,
+            measure=run_measure(mw, self.measure, self.meter),
             window=self.window,
             limit_calls=self.limit_calls,
             keep_views=self.keep_views,

@@ -34,7 +34,6 @@ Definitions (also printed in every ``report.md``, see :data:`METRIC_DEFINITIONS`
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -44,11 +43,19 @@ from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolM
 from ctxlab.core.estimation import CharClassEstimator, EstimateCache, TokenizerEstimator
 from ctxlab.core.identity import IdentityCache
 from ctxlab.core.marks import is_summary_message, is_tool_result
-from ctxlab.core.messages import message_text
+from ctxlab.replay.identifiers import (
+    IDENTIFIER_PATTERNS,
+    MESSAGES_CACHED,
+    IdentifierIndex,
+    expand_identifier,
+    extract_identifiers,
+    extract_identifiers_whole,
+)
 
 __all__ = [
     "IDENTIFIER_PATTERNS",
     "MEASURES",
+    "MESSAGES_CACHED",
     "METRIC_DEFINITIONS",
     "VIEW_PARTS",
     "IdentifierIndex",
@@ -56,6 +63,7 @@ __all__ = [
     "TiktokenEstimator",
     "cache_reusable_tokens",
     "canonical_key",
+    "common_prefix",
     "expand_identifier",
     "extract_identifiers",
     "extract_identifiers_whole",
@@ -63,6 +71,7 @@ __all__ = [
     "message_part",
     "request_keys",
     "retention",
+    "run_measure",
     "tools_key",
     "unmatched_tool_pairs",
     "view_parts",
@@ -73,196 +82,6 @@ MEASURES = ("char-class", "tiktoken")
 
 #: the parts a view is split into (columns ``view_<part>_tokens``)
 VIEW_PARTS = ("system", "user", "assistant", "tool", "summary")
-
-_EXT = (
-    r"(?:py|pyi|pyx|ipynb|js|mjs|cjs|ts|tsx|jsx|rs|go|java|kt|scala|c|h|cc|cpp|hpp|cs|rb|php|swift|m|"
-    r"sh|bash|zsh|ps1|pl|lua|r|jl|dart|ex|exs|erl|hs|ml|pony|sql|md|rst|txt|log|csv|tsv|json|jsonl|"
-    r"yaml|yml|toml|ini|cfg|conf|env|lock|xml|html|htm|css|scss|vue|svelte|proto|tf|gradle|mk|"
-    r"cmake|dockerfile|patch|diff|traj|pdf|png|jpg|jpeg|gif|svg|zip|gz|tar)"
-)
-
-#: the identifier patterns of ``retention`` (names for documentation; all are applied)
-IDENTIFIER_PATTERNS: dict[str, re.Pattern[str]] = {
-    # /abs/path, ./rel/path, ~/path (at least one segment after the slash)
-    "absolute path": re.compile(r"(?<![\w./~:-])(?:~|\.{1,2})?/(?:[\w.@+-]+/)*[\w.@+-]*\w"),
-    # dir/sub/file.ext (relative, with an extension)
-    "relative path": re.compile(r"(?<![\w./~:-])(?:[\w.@+-]+/)+[\w@+-]+\.[A-Za-z0-9]{1,10}(?![\w/])"),
-    # file.ext with a known source/data extension
-    "file name": re.compile(rf"(?<![\w./-])[\w-]+(?:\.[\w-]+)*\.{_EXT}(?![\w/])", re.IGNORECASE),
-    # module.func, obj.attr.method (two or more dotted segments)
-    "dotted name": re.compile(r"(?<![\w./-])[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+(?![\w/])"),
-    # snake_case and __dunder__ names
-    "snake_case": re.compile(
-        r"(?<![\w./-])(?:__[A-Za-z0-9]+(?:_[A-Za-z0-9]+)*__|_*[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+_*)(?![\w/])"
-    ),
-    # CamelCase / camelCase with at least two humps
-    "CamelCase": re.compile(r"(?<![\w./-])(?:[A-Z][a-z0-9]+|[a-z]+)(?:[A-Z][a-z0-9]*)+(?![\w/])"),
-    # error and warning class names: ValueError, OSError, KeyboardInterrupt is CamelCase
-    "error name": re.compile(r"(?<![\w./-])[A-Z]\w*(?:Error|Exception|Warning)(?![\w/])"),
-    # numbers of 4 or more digits: issue numbers, line numbers, ports, ids
-    "number": re.compile(r"(?<![\w.])\d{4,}(?![\w])"),
-}
-_MIN_LEN = 4
-_STOP = frozenset({"e.g.", "i.e.", "e.g", "i.e", "etc."})
-#: characters of one text scanned for identifiers (head and tail of larger texts)
-_SCAN_CHARS = 400_000
-#: messages whose identifiers (and canonical keys) one run remembers
-MESSAGES_CACHED = 200_000
-
-
-#: a word may hold an identifier only if it has one of these (a necessary condition of every
-#: pattern of :data:`IDENTIFIER_PATTERNS`: a path has ``/``, a file or dotted name ``.``, snake_case
-#: ``_``, a number 4 digits, CamelCase a lower letter or digit before a capital, an error name its
-#: suffix); words without any are skipped without running the patterns
-_MAYBE_IDENTIFIER = re.compile(r"[/._]|\d{4}|[a-z0-9][A-Z]|Error|Exception|Warning")
-#: distinct words whose identifiers one :class:`IdentifierIndex` remembers (then it starts over)
-WORDS_CACHED = 1_000_000
-
-
-def _word_identifiers(word: str) -> tuple[str, ...]:
-    """The identifiers of one whitespace-free word (see :func:`extract_identifiers`)."""
-    if len(word) < _MIN_LEN or _MAYBE_IDENTIFIER.search(word) is None:
-        return ()
-    out: list[str] = []
-    for pattern in IDENTIFIER_PATTERNS.values():
-        for m in pattern.finditer(word):
-            s = m.group(0).rstrip(".")
-            if len(s) >= _MIN_LEN and s not in _STOP:
-                out.append(s)
-    return tuple(out)
-
-
-def _scanned(text: str) -> str:
-    if len(text) > _SCAN_CHARS:
-        half = _SCAN_CHARS // 2
-        return text[:half] + "\n" + text[-half:]
-    return text
-
-
-def extract_identifiers(text: str, memo: dict[str, tuple[str, ...]] | None = None) -> set[str]:
-    """The identifiers in ``text`` by :data:`IDENTIFIER_PATTERNS` (at least 4 characters).
-
-    Texts longer than 400,000 characters are scanned at their head and tail only.
-
-    The patterns run on each distinct whitespace-separated word, not on the whole text, with the
-    same result: every pattern matches only characters of ``[\\w./~@+-]`` (never whitespace), and
-    looks at most one character before or after a match, where whitespace counts as the start or
-    end of the text.  ``memo`` (word -> its identifiers) lets a batch run the patterns once per
-    distinct word (``tests/test_metrics.py`` compares with the patterns run on whole texts).
-    """
-    if not text:
-        return set()
-    out: set[str] = set()
-    for word in set(_scanned(text).split()):
-        found = memo.get(word) if memo is not None else None
-        if found is None:
-            found = _word_identifiers(word)
-            if memo is not None:
-                if len(memo) >= WORDS_CACHED:
-                    memo.clear()
-                memo[word] = found
-        if found:
-            out.update(found)
-    return out
-
-
-def extract_identifiers_whole(text: str) -> set[str]:
-    """:func:`extract_identifiers` the plain way: every pattern over the whole (scanned) text.
-    The reference the word-by-word extraction is tested against; slower."""
-    if not text:
-        return set()
-    out: set[str] = set()
-    for pattern in IDENTIFIER_PATTERNS.values():
-        for m in pattern.finditer(_scanned(text)):
-            s = m.group(0).rstrip(".")
-            if len(s) >= _MIN_LEN and s not in _STOP:
-                out.add(s)
-    return out
-
-
-def _qualifies(s: str) -> bool:
-    if len(s) < _MIN_LEN:
-        return False
-    return any(p.fullmatch(s) for p in IDENTIFIER_PATTERNS.values())
-
-
-def expand_identifier(ident: str) -> set[str]:
-    """``ident`` plus the identifiers it contains: path suffixes and runs of dotted segments.
-
-    ``/repo/pkg/mod.py`` → also ``repo/pkg/mod.py``, ``pkg/mod.py``, ``mod.py``;
-    ``os.path.join`` → also ``os.path``, ``path.join`` (single segments only when they are
-    identifiers themselves, e.g. ``assertEqual`` of ``self.assertEqual``).
-    """
-    out = {ident}
-    if "/" in ident:
-        parts = [p for p in ident.split("/") if p]
-        for i in range(len(parts)):
-            s = "/".join(parts[i:])
-            if i == 0 or _qualifies(s):
-                out.add(s)
-        last = parts[-1] if parts else ""
-        if "." in last and _qualifies(last):
-            out.add(last)
-    elif "." in ident and not ident.isdigit():
-        parts = ident.split(".")
-        n = len(parts)
-        if n <= 12:
-            for i in range(n):
-                for j in range(i + 1, n + 1):
-                    s = ".".join(parts[i:j])
-                    if s != ident and (j - i >= 2 or _qualifies(s)):
-                        out.add(s)
-    return out
-
-
-def _message_search_text(message: BaseMessage) -> str:
-    text = message_text(message)
-    if isinstance(message, AIMessage) and message.tool_calls:
-        calls = [
-            f"{tc.get('name')} {json.dumps(tc.get('args') or {}, ensure_ascii=False, default=str)}"
-            for tc in message.tool_calls
-        ]
-        text = text + "\n" + "\n".join(calls)
-    return text
-
-
-class IdentifierIndex:
-    """Caches, per message object, its identifiers (plain and expanded); make one per replay run
-    or batch (the sets depend on a message's content only, so runs may share one).
-
-    Both caches are :class:`~ctxlab.core.identity.IdentityCache` (bounded, keyed by the message
-    object, which they keep alive, so a recycled ``id()`` never returns another message's set).
-    Underneath, each distinct word is scanned once and each identifier expanded once
-    (:data:`WORDS_CACHED` words, then the memo starts over).
-    """
-
-    def __init__(self, max_messages: int = MESSAGES_CACHED) -> None:
-        self._plain: IdentityCache[BaseMessage, frozenset[str]] = IdentityCache(max_messages)
-        self._expanded: IdentityCache[BaseMessage, frozenset[str]] = IdentityCache(max_messages)
-        self._words: dict[str, tuple[str, ...]] = {}
-        self._expansions: dict[str, frozenset[str]] = {}
-
-    def identifiers(self, message: BaseMessage) -> frozenset[str]:
-        """Identifiers extracted from the message's text and tool-call arguments."""
-        return self._plain.get_or_put(
-            message, lambda m: frozenset(extract_identifiers(_message_search_text(m), self._words))
-        )
-
-    def present(self, message: BaseMessage) -> frozenset[str]:
-        """Identifiers that count as present in the message (extracted plus expanded)."""
-        return self._expanded.get_or_put(message, self._expand)
-
-    def _expand(self, message: BaseMessage) -> frozenset[str]:
-        out: set[str] = set()
-        memo = self._expansions
-        for ident in self.identifiers(message):
-            expanded = memo.get(ident)
-            if expanded is None:
-                if len(memo) >= WORDS_CACHED:
-                    memo.clear()
-                expanded = memo[ident] = frozenset(expand_identifier(ident))
-            out |= expanded
-        return frozenset(out)
 
 
 def retention(
@@ -360,6 +179,22 @@ def request_keys(
     for m in request.messages:
         keys.append(cache.get_or_put(m, canonical_key) if cache is not None else canonical_key(m))
     return keys
+
+
+def common_prefix(a: Sequence[Any], b: Sequence[Any]) -> int:
+    """Length of the longest common prefix of two sequences, by ``==`` of their elements (slice
+    comparisons at C speed, bisected when they differ)."""
+    n = min(len(a), len(b))
+    if a[:n] == b[:n]:
+        return n
+    lo, hi = 0, n  # a[:lo] == b[:lo], a[:hi] != b[:hi]
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid
+    return lo
 
 
 def cache_reusable_tokens(
@@ -497,13 +332,53 @@ def make_measure(measure: str = "char-class") -> EstimateCache:
         ValueError: an unknown name.
         ImportError: ``"tiktoken"`` without tiktoken installed.
     """
-    if measure in ("char-class", "charclass", "char_class", "default"):
+    if measure in _CHAR_CLASS:
         impl: CharClassEstimator = CharClassEstimator()
     elif measure == "tiktoken":
         impl = TiktokenEstimator()
     else:
         raise ValueError(f"measure={measure!r} is invalid: allowed one of {MEASURES}")
     return EstimateCache(impl.message_tokens, impl.tools_tokens, name=impl.name)
+
+
+_CHAR_CLASS = ("char-class", "charclass", "char_class", "default")
+
+
+def run_measure(mw: object, measure: str, meter: EstimateCache) -> EstimateCache:
+    """The measuring estimator of a run through ``mw``: ``meter`` (made by :func:`make_measure`
+    for ``measure``), or, when ``mw`` counts exactly as it does, a cache in front of the same
+    estimator that first reads the middleware's estimate of the very same message object.
+
+    ``mw`` counts as the measure when the measure is the char-class one and the only
+    ``ctxlab_estimate_message`` / ``ctxlab_estimate_tools`` implementations in its plugin manager
+    are the built-in :class:`~ctxlab.core.builtin.estimator.DefaultEstimator` (the same
+    :class:`CharClassEstimator`, the same framing): its estimate of a message is then the
+    measure's.  The middleware's cache is only read, never written, so the middleware does the
+    same work as without the replay (its ``overhead_ms`` is unchanged); the replay measures a
+    message after the call that first sends it, so that most messages are estimated once.
+    ``meter`` also when the middleware's cache (``CompressionMiddleware.estimates``) cannot be
+    read by object.  The cache is a new one per call: make one per run.
+    """
+    estimates = getattr(mw, "estimates", None)
+    pm = getattr(mw, "plugin_manager", None)
+    if measure not in _CHAR_CLASS or not isinstance(estimates, EstimateCache) or pm is None:
+        return meter
+    from ctxlab.core.builtin.estimator import DefaultEstimator
+
+    for hook in (pm.hook.ctxlab_estimate_message, pm.hook.ctxlab_estimate_tools):
+        impls = hook.get_hookimpls()
+        if len(impls) != 1 or type(impls[0].plugin) is not DefaultEstimator:
+            return meter
+    by_object = getattr(estimates, "_by_object", None)  # the cache by message object
+    if not isinstance(by_object, IdentityCache):
+        return meter
+    impl = CharClassEstimator()
+
+    def message_tokens(message: BaseMessage) -> int:
+        known = by_object.get(message)
+        return known if isinstance(known, int) else impl.message_tokens(message)
+
+    return EstimateCache(message_tokens, impl.tools_tokens, name=meter.name)
 
 
 #: metric definitions, printed in report.md (keys are column names)

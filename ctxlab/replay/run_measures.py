@@ -131,9 +131,9 @@ class RunMeasures:
         self.index = index or IdentifierIndex()
         self.breakpoint = breakpoint
         self._rows: list[dict[str, Any]] = []
-        self._calls: list[CallTokens] = []
+        self._calls: list[CallTokens | None] = []  # None: a main call until finish()
         self._owners: list[tuple[dict[str, Any], str]] = []  # (row, "main" | "summarizer") per call
-        self._raw: list[CallTokens] = []
+        self._answers: list[tuple[int, dict[str, Any], BaseMessage, Segments]] = []
         self._rounds: list[_Round] = []
         self._originals: dict[Any, BaseMessage] = {}
         self._last_position = -1
@@ -157,7 +157,8 @@ class RunMeasures:
             row: the call's row (``view_tokens``, ``raw_tokens`` and the ``summarizer_*`` counts are
                 read; the measure columns are written by :meth:`finish`).
             view: what the model received.
-            answer: the recorded answer (its tokens are the call's output tokens).
+            answer: the recorded answer (its tokens are the call's output tokens, measured by
+                :meth:`finish`).
             keys: the view's :func:`~ctxlab.replay.metrics.request_keys`, when computed already.
             segments: the view's :func:`~ctxlab.replay.cost.view_segments`, when computed already
                 (:meth:`ctxlab.replay.tracking.ViewMeasures.segments`).
@@ -172,8 +173,6 @@ class RunMeasures:
         for m in arrived:
             if m.id:
                 self._originals[("id", m.id)] = m
-        out_tokens = self.measure.message_tokens(answer)
-        row["output_tokens"] = out_tokens
         if int(row.get("summarizer_calls") or 0) > 0:
             summ = CallTokens(
                 int(row.get("summarizer_input_tokens") or 0),
@@ -184,10 +183,10 @@ class RunMeasures:
             self._owners.append((row, "summarizer"))
         if segments is None:
             segments = view_segments(view, self.measure, keys)
-        self._calls.append(CallTokens(int(row["view_tokens"]), out_tokens, segments=segments))
+        # the answer is measured in finish(): after the next call, whose middleware counts it first
+        self._answers.append((len(self._calls), row, answer, segments))
+        self._calls.append(None)
         self._owners.append((row, "main"))
-        previous_raw = self._raw[-1].input_tokens if self._raw else 0
-        self._raw.append(CallTokens(int(row["raw_tokens"]), out_tokens, common_prefix_tokens=previous_raw))
         self._rows.append(row)
         self._last_position = max(self._last_position, position)
         if new_summaries:
@@ -206,20 +205,28 @@ class RunMeasures:
                 :meth:`add_call` index into it); only those up to the last replayed call count
                 as later turns.
         """
+        calls = list(self._calls)
+        for index, row, answer, segments in self._answers:
+            out_tokens = self.measure.message_tokens(answer)
+            row["output_tokens"] = out_tokens
+            calls[index] = CallTokens(int(row["view_tokens"]), out_tokens, segments=segments)
+        raw, previous_raw = [], 0
+        for row in self._rows:
+            raw.append(
+                CallTokens(int(row["raw_tokens"]), row["output_tokens"], common_prefix_tokens=previous_raw)
+            )
+            previous_raw = int(row["raw_tokens"])
         for row in self._rows:
             row.update(cache_read_tokens=0, cache_write_tokens=0, cost_usd=0.0, summarizer_cost_usd=0.0)
-        for (row, kind), cost in zip(
-            self._owners, price_run(self._calls, self.price, breakpoint=self.breakpoint), strict=True
-        ):
+        priced = price_run([c for c in calls if c is not None], self.price, breakpoint=self.breakpoint)
+        for (row, kind), cost in zip(self._owners, priced, strict=True):
             if kind == "summarizer":
                 row["summarizer_cost_usd"] += cost.total_usd
             else:
                 row["cost_usd"] += cost.total_usd
                 row["cache_read_tokens"] += cost.cache_read_tokens
                 row["cache_write_tokens"] += cost.cache_write_tokens
-        for row, cost in zip(
-            self._rows, price_run(self._raw, self.price, breakpoint=self.breakpoint), strict=True
-        ):
+        for row, cost in zip(self._rows, price_run(raw, self.price, breakpoint=self.breakpoint), strict=True):
             row["raw_cost_usd"] = cost.total_usd
         replayed = list(messages[: self._last_position + 1])
         for r in self._rounds:

@@ -43,6 +43,7 @@ from ctxlab.core.events import EVENT_TYPE
 from ctxlab.core.marks import is_summary_message, summary_body_of
 from ctxlab.core.settings import CompressionSettings
 from ctxlab.replay.harness import ModelNodeHarness, update_items
+from ctxlab.replay.identifiers import EarlierIdentifiers
 from ctxlab.replay.metrics import VIEW_PARTS, IdentifierIndex, RequestView, unmatched_tool_pairs
 from ctxlab.replay.models import ReplayModel
 from ctxlab.replay.names import thread_id_for
@@ -179,12 +180,15 @@ def replay_one(
     root = files_root if files_root is not None else getattr(mw, "_ctxlab_files_root", None)
     ids = index if index is not None else IdentifierIndex()
     tracker = ViewTracker(measure, ids)
-    earlier_idents: set[str] = set()
+    earlier = EarlierIdentifiers(ids)  # the transcript messages before the current call
     # answered calls as (id of the calling AIMessage, call id): a result answers the latest call
     # of its id (ids may be reused across turns, R9)
     answered: set[tuple[str | None, str]] = set()
     issuer: dict[str, str | None] = {}
     raw_messages_tokens = 0
+    # transcript messages not yet in raw_messages_tokens: measured after the call that first
+    # sends them, when the middleware has estimated them (see ctxlab.replay.metrics.run_measure)
+    unmeasured: list[BaseMessage] = []
     base_tokens = measure.tools_tokens(tools) + (measure.message_tokens(system) if system is not None else 0)
     prev_view: RequestView | None = None
     seen_offloads: set[str] = set()
@@ -201,9 +205,8 @@ def replay_one(
         if not isinstance(original, AIMessage):
             pending.append(original)
             arrived.append(original)
-            raw_messages_tokens += measure.message_tokens(original)
-            if not isinstance(original, SystemMessage):
-                earlier_idents |= ids.present(original)
+            unmeasured.append(original)
+            earlier.add(original)
             if isinstance(original, ToolMessage):
                 answered.add((issuer.get(original.tool_call_id), original.tool_call_id))
             continue
@@ -231,6 +234,8 @@ def replay_one(
 
         # --- measure ---------------------------------------------------------------------------
         view = call.views[-1]
+        raw_messages_tokens += sum(map(measure.message_tokens, unmeasured))
+        unmeasured = []
         measured = tracker.update(view)
         parts, view_tokens, reusable = measured.parts, measured.tokens, measured.reusable
         view_before, prev_view = prev_view, view
@@ -309,7 +314,7 @@ def replay_one(
             "overhead_ms": max(0.0, call.seconds * 1000.0),
             "cache_reusable_tokens": reusable,
             "cache_reusable_share": reusable / view_tokens if view_tokens else None,
-            "retention": tracker.retention(original, earlier_idents),
+            "retention": tracker.retention(original, earlier),
             "threshold": T,
             "l2_threshold": T2,
             "unmatched_tool_pairs": unmatched_tool_pairs(view.messages, answered),
@@ -339,8 +344,8 @@ def replay_one(
             on_call()
 
         # the recorded answer joins what later calls saw earlier
-        raw_messages_tokens += measure.message_tokens(original)
-        earlier_idents |= ids.present(original)
+        unmeasured.append(original)
+        earlier.add(original)
         call_index += 1
     if run_measures is not None:
         run_measures.finish(rest)

@@ -7,7 +7,12 @@ of call *n* plus the messages that arrived since, except where a compression rou
 * each message object is measured once (its tokens by the measuring estimator, its view part,
   its canonical key, its identifiers), remembered by identity;
 * the part sums and the identifiers present in the view (a count per identifier) follow the
-  messages that entered or left the view (by identity);
+  messages that entered or left the view (by identity); the identifier counts only from the
+  first call whose view is not the run's history as it is (the very same objects, in order):
+  until then the view holds exactly the earlier messages, so ``retention`` is 1 when the
+  assistant mentions an earlier identifier and ``None`` otherwise, and only the earlier texts
+  holding one of the assistant's identifiers are scanned
+  (:class:`~ctxlab.replay.identifiers.EarlierIdentifiers`);
 * the tokens and canonical keys of the view messages are reused up to the first message that
   is not the very same object as in the previous view.
 
@@ -27,12 +32,14 @@ from typing import Any
 from langchain_core.messages import BaseMessage, SystemMessage
 
 from ctxlab.core.estimation import EstimateCache
+from ctxlab.replay.identifiers import EarlierIdentifiers
 from ctxlab.replay.metrics import (
     MESSAGES_CACHED,
     VIEW_PARTS,
     IdentifierIndex,
     RequestView,
     canonical_key,
+    common_prefix,
     message_part,
     tools_key,
 )
@@ -104,7 +111,8 @@ class ViewTracker:
         self._message_tokens: list[int] = []
         self._in_view: dict[int, int] = {}  # id() -> how many times the object is in the view
         self._parts = dict.fromkeys(VIEW_PARTS, 0)
-        self._present: Counter[str] = Counter()
+        # identifiers present in the view, counted once a view differs from the history
+        self._present: Counter[str] | None = None
         self._started = False
 
     # --- per message ----------------------------------------------------------------------------
@@ -125,13 +133,13 @@ class ViewTracker:
     def _enter(self, i: int) -> None:
         m, info = self._known[i]
         self._parts[info.part] += info.tokens
-        if info.counted:
+        if info.counted and self._present is not None:
             self._present.update(self.index.present(m))
 
     def _leave(self, i: int) -> None:
         m, info = self._known[i]
         self._parts[info.part] -= info.tokens
-        if info.counted:
+        if info.counted and self._present is not None:
             self._present.subtract(self.index.present(m))
 
     def _follow(self, objects: list[int]) -> None:
@@ -160,7 +168,9 @@ class ViewTracker:
         if len(self._known) + len(messages) > self.max_messages:  # keep the previous view's objects
             self._known = {i: self._known[i] for i in self._in_view}
         objects = [id(m) for m in messages]
-        for m in messages:  # every object measured (and kept alive) before the bookkeeping below
+        # from the start: the longest run of the very same objects (kept alive in _known)
+        k = common_prefix(objects, self._objects)
+        for m in messages[k:]:  # every other object measured (and kept alive) before the bookkeeping
             self._message(m)
         self._follow(objects)
 
@@ -177,8 +187,7 @@ class ViewTracker:
             key_of_tools, tools_tokens = tools_key(tools), self.measure.tools_tokens(tools)
         head_equal = self._started and system_key == self._system_key and key_of_tools == self._tools_key
 
-        # from the start: the longest run of the very same objects, then of equal keys
-        k = _common_prefix(objects, self._objects)
+        # the keys and tokens of the same objects, then of the others; equal keys go on the prefix
         known = self._known
         keys = self._message_keys[:k]
         tokens = self._message_tokens[:k]
@@ -207,31 +216,42 @@ class ViewTracker:
             reusable=reusable,
         )
 
-    def retention(self, assistant: BaseMessage, earlier: set[str] | frozenset[str]) -> float | None:
+    def retention(
+        self, assistant: BaseMessage, earlier: EarlierIdentifiers | set[str] | frozenset[str]
+    ) -> float | None:
         """:func:`~ctxlab.replay.metrics.retention` of the last request given to :meth:`update`:
         of the assistant's identifiers that are in ``earlier`` (the identifiers present in the
-        transcript before this call), the share present in the view; ``None`` when none are."""
-        wanted = [i for i in self.index.identifiers(assistant) if i in earlier]
+        transcript before this call), the share present in the view; ``None`` when none are.
+
+        With :class:`~ctxlab.replay.identifiers.EarlierIdentifiers` whose messages are the
+        view's very objects in order (nothing compressed yet), the share is 1 without counting
+        the view's identifiers; the first view that differs starts the counts (and they are kept
+        from then on)."""
+        if (
+            self._present is None
+            and isinstance(earlier, EarlierIdentifiers)
+            and self._objects == earlier.objects
+        ):
+            return 1.0 if self.index.mentions(assistant, earlier) else None
+        present = self._counted()
+        seen = earlier.all() if isinstance(earlier, EarlierIdentifiers) else earlier
+        wanted = [i for i in self.index.identifiers(assistant) if i in seen]
         if not wanted:
             return None
-        present = self._present
         return sum(1 for w in wanted if present[w] > 0) / len(wanted)
+
+    def _counted(self) -> Counter[str]:
+        """The identifier counts of the view (started from the current view when not yet kept)."""
+        if self._present is None:
+            present: Counter[str] = Counter()
+            for i, n in self._in_view.items():
+                m, info = self._known[i]
+                if info.counted:
+                    for _ in range(n):
+                        present.update(self.index.present(m))
+            self._present = present
+        return self._present
 
 
 def _same_objects(a: Sequence[Any], b: Sequence[Any]) -> bool:
     return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
-
-
-def _common_prefix(a: list[int], b: list[int]) -> int:
-    """Length of the longest common prefix of two lists of ints (C-speed slice comparisons)."""
-    n = min(len(a), len(b))
-    if a[:n] == b[:n]:
-        return n
-    lo, hi = 0, n  # a[:lo] == b[:lo], a[:hi] != b[:hi]
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if a[:mid] == b[:mid]:
-            lo = mid
-        else:
-            hi = mid
-    return lo

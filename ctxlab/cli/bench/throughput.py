@@ -3,13 +3,15 @@
 Characters per second, and the time as a multiple of one tiktoken pass over the same text, for
 ``replay_many`` in-process (each strategy warmed up on one call first, so that imports are not
 counted) and for the ``ctxlab replay`` command over the same files, run as a subprocess into a
-temporary folder (start-up, loading, replay, report and figures included).  Target (issue 12):
-the default strategy ``ars`` within :data:`TARGET_PASSES` tiktoken passes, both ways.
+temporary folder (start-up, loading, replay, report and figures included).  The command is also
+compared with a named baseline command run the same way, :mod:`ctxlab.cli.bench.tiktoken_pass`
+(start-up, the same loaders and files, one tiktoken pass): a whole-process comparison.  The two
+commands run alternately, best of 2 (1 in quick mode).  Target (issue 12): the default strategy
+``ars`` within :data:`TARGET_PASSES` tiktoken passes, both ways.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -17,8 +19,8 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
+from ctxlab.cli.bench.tiktoken_pass import text_units
 from ctxlab.cli.bench.timing import best_of, cl100k_encoding
 
 __all__ = ["DEFAULT_STRATEGY", "TARGET_PASSES", "ReplayRow", "ReplayThroughput", "bench_replay"]
@@ -49,6 +51,10 @@ class ReplayThroughput:
     command_seconds: float = float("nan")
     command_status: int | None = None
     command_figures: int = 0
+    #: wall time of the baseline command (``python -m ctxlab.cli.bench.tiktoken_pass``) over the same
+    #: files, and its exit status; ``nan``/``None`` when not measured
+    baseline_seconds: float = float("nan")
+    baseline_status: int | None = None
 
 
 def _time_command(files: Sequence[Path], log: Callable[[str], None]) -> tuple[float, int, int]:
@@ -58,33 +64,26 @@ def _time_command(files: Sequence[Path], log: Callable[[str], None]) -> tuple[fl
 
     with tempfile.TemporaryDirectory(prefix="ctxlab-bench-cli-") as tmp:
         out = Path(tmp) / "out"
-        argv = [sys.executable, "-m", "ctxlab.cli.main", "replay", *map(str, files), "--out", str(out)]
-        argv += ["--keep-going", "--no-progress"]
-        env = {**os.environ, "MPLBACKEND": "Agg"}
-        t0 = time.perf_counter()
-        done = subprocess.run(argv, capture_output=True, text=True, env=env, check=False)
-        seconds = time.perf_counter() - t0
+        argv = ["-m", "ctxlab.cli.main", "replay", *map(str, files), "--out", str(out), "--keep-going"]
+        seconds, status = _run([*argv, "--no-progress"], (0, 1), log)
         figures = len(list((out / "figures").rglob("*.png"))) if (out / "figures").is_dir() else 0
-    if done.returncode not in (0, 1):
-        log(f"  ctxlab replay exited {done.returncode}: {done.stderr.strip()[-300:]}")
-    return seconds, done.returncode, figures
+    return seconds, status, figures
 
 
-def _transcript_text_units(transcripts: Sequence[Any]) -> list[str]:
-    """Every text an estimator sees: message texts and tool-call argument JSON."""
-    from langchain_core.messages import AIMessage
+def _time_baseline(files: Sequence[Path], log: Callable[[str], None]) -> tuple[float, int]:
+    """The baseline command over ``files``: (seconds, exit status)."""
+    return _run(["-m", "ctxlab.cli.bench.tiktoken_pass", *map(str, files)], (0,), log)
 
-    from ctxlab.core.messages import message_text
 
-    units = []
-    for t in transcripts:
-        for m in t.messages:
-            units.append(message_text(m))
-            if isinstance(m, AIMessage):
-                units.extend(
-                    json.dumps(tc.get("args") or {}, ensure_ascii=False, default=str) for tc in m.tool_calls
-                )
-    return units
+def _run(argv: list[str], ok: tuple[int, ...], log: Callable[[str], None]) -> tuple[float, int]:
+    """Wall seconds and exit status of ``python argv`` (Agg backend); logs stderr's end on failure."""
+    env = {**os.environ, "MPLBACKEND": "Agg"}
+    t0 = time.perf_counter()
+    done = subprocess.run([sys.executable, *argv], capture_output=True, text=True, env=env, check=False)
+    seconds = time.perf_counter() - t0
+    if done.returncode not in ok:
+        log(f"  {' '.join(argv[:2])} exited {done.returncode}: {done.stderr.strip()[-300:]}")
+    return seconds, done.returncode
 
 
 def bench_replay(
@@ -109,7 +108,7 @@ def bench_replay(
     pm = make_lab_manager(load_entrypoints=True)
     names = list(strategies) if strategies else sorted(registered(pm))
     result = ReplayThroughput(transcripts=len(transcripts), files=len(files))
-    units = _transcript_text_units(transcripts)
+    units = text_units(transcripts)
     result.chars = sum(len(u) for u in units)
     enc = cl100k_encoding()
     result.tiktoken_seconds = best_of(lambda: [enc.encode_ordinary(u) for u in units], 2 if quick else 3)
@@ -129,10 +128,17 @@ def bench_replay(
             f"middleware {mw:.1f} s"
         )
     if DEFAULT_STRATEGY in names:
-        seconds, status, figures = _time_command(files, log)
-        result.command_seconds, result.command_status, result.command_figures = seconds, status, figures
+        command, baseline = float("inf"), float("inf")
+        for _ in range(1 if quick else 2):  # alternately, so that a load change hits both alike
+            seconds, status, figures = _time_command(files, log)
+            command = min(command, seconds)
+            result.command_status, result.command_figures = status, figures
+            seconds, result.baseline_status = _time_baseline(files, log)
+            baseline = min(baseline, seconds)
+        result.command_seconds, result.baseline_seconds = command, baseline
         log(
-            f"  ctxlab replay (command): {seconds:.1f} s ({seconds / result.tiktoken_seconds:.2f} tiktoken "
-            f"passes), exit {status}, {figures} figures"
+            f"  ctxlab replay (command): {command:.1f} s ({command / result.tiktoken_seconds:.2f} tiktoken "
+            f"passes, {command / baseline:.2f} x the baseline command's {baseline:.1f} s), "
+            f"exit {result.command_status}, {result.command_figures} figures"
         )
     return result
