@@ -235,3 +235,17 @@ def test_architecture_table_points_at_real_code_and_tests_that_name_the_requirem
     for node_id in tests:
         assert node_id in named, f"R{number}: {node_id} is not a test"
         assert number in named[node_id], f"R{number}: {node_id} does not name R{number}"
+
+
+#: issue 8: no module in the package over about 500 lines (one module per concern, no god-module)
+MODULE_LINE_LIMIT = 500
+
+
+def test_no_module_of_the_package_is_over_the_line_limit() -> None:
+    sizes = {
+        path.relative_to(ROOT).as_posix(): len(path.read_text(encoding="utf-8").splitlines())
+        for path in sorted((ROOT / "ctxlab").rglob("*.py"))
+    }
+    assert len(sizes) > 50  # the whole package was read
+    over = {name: n for name, n in sizes.items() if n > MODULE_LINE_LIMIT}
+    assert over == {}, f"modules over {MODULE_LINE_LIMIT} lines: {over}"
