@@ -241,6 +241,12 @@ five body
 """
 
 
+EARLIER = (
+    "_Measured by an earlier run: the file then named `ctxlab bench` (2026-01-01 10:00 UTC); the section's "
+    "own notes may say more._"
+)
+
+
 def test_a_run_of_some_sections_replaces_only_those():
     new = "# Benchmarks\n\n- last run: `ctxlab bench --sections replay`\n\n## 3. Replay throughput per strategy\n\nnew three\n"
     text = bench.merge_sections(OLD_FILE, new, "ctxlab bench --sections replay", "2026-02-03 12:00 UTC")
@@ -252,10 +258,10 @@ def test_a_run_of_some_sections_replaces_only_those():
     stamps = [line for line in text.splitlines() if line.startswith("_Measured by")]
     assert stamps == [
         "_Measured by `ctxlab bench --sections overhead` on 2026-01-02 11:00 UTC._",  # its own note
-        "_Measured by `ctxlab bench` on 2026-01-01 10:00 UTC._",  # the old header's run
+        EARLIER,  # the old header's run, as an earlier run
         "_Measured by `ctxlab bench --sections replay` on 2026-02-03 12:00 UTC._",
-        "_Measured by `ctxlab bench` on 2026-01-01 10:00 UTC._",
-        "_Measured by `ctxlab bench` on 2026-01-01 10:00 UTC._",
+        EARLIER,
+        EARLIER,
     ]
     assert "sections 2–5 are from the run named above" not in text
     # merging again keeps every stamp as it is

@@ -139,7 +139,7 @@ def is_committed_benchmarks(target: Path) -> bool:
 #: the number of each section's ``## N.`` heading
 SECTION_NUMBERS = dict(zip(SECTIONS, range(1, len(SECTIONS) + 1), strict=True))
 _HEADING = re.compile(r"^## (\d+)\. ", re.MULTILINE)
-_STAMP = re.compile(r"^_Measured by `[^`]*` on [^_]*\._$", re.MULTILINE)
+_STAMP = re.compile(r"^_Measured by .*\._$", re.MULTILINE)
 #: the hand-written note the file had before stamps: converted to a stamp when kept
 _LEGACY_STAMP = re.compile(r"^This section was refreshed alone by (`[^`]*`) \(([^,)]*)[^\n]*$", re.MULTILINE)
 
@@ -171,15 +171,19 @@ def _stamped(section: str, line: str) -> str:
 def merge_sections(old: str | None, new: str, command: str, date: str) -> str:
     """The Markdown to write: ``new`` (the sections this run measured, each stamped with
     ``command`` and ``date``) and, from ``old`` (the file's current text; ``None``: no file),
-    every section this run did not measure, in section order.  A kept section without a stamp is
-    stamped with ``old``'s header (its ``last run``/``command`` and ``date`` lines)."""
+    every section this run did not measure, in section order.  A kept section without a stamp
+    gets one naming ``old``'s header run (its ``last run``/``command`` and ``date`` lines) as
+    an earlier run, not as certainly its own."""
     head, sections = _split(new)
     out = {n: _stamped(text, stamp(command, date)) for n, text in sections.items()}
     if old is not None:
         old_head, old_sections = _split(old)
         cmd = re.search(r"^- (?:last run|command): `([^`]*)`", old_head, re.MULTILINE)
         when = re.search(r"^- date(?: of the last run)?: ([^;\n]*)", old_head, re.MULTILINE)
-        line = stamp(cmd.group(1) if cmd else "ctxlab bench", when.group(1) if when else "an unknown date")
+        line = (
+            f"_Measured by an earlier run: the file then named `{cmd.group(1) if cmd else '?'}` "
+            f"({when.group(1) if when else 'no date'}); the section's own notes may say more._"
+        )
         for n, text in old_sections.items():
             out.setdefault(n, _stamped(text, line))
     return head.rstrip() + "\n\n" + "\n\n".join(out[n] for n in sorted(out)) + "\n"
