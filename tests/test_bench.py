@@ -77,8 +77,9 @@ def test_quick_run_writes_the_table(tmp_path, capsys):
         "## 5. Sweeps on several processes",
     ):
         assert heading in text
-    assert "- command: `ctxlab bench --quick --out" in text
-    assert "- machine: " in text and "Python " in text and "- date: " in text
+    assert "- last run: `ctxlab bench --quick --out" in text
+    assert "- machine: " in text and "Python " in text and "- date of the last run: " in text
+    assert text.count("_Measured by `ctxlab bench --quick --out") == 5  # one stamp per section
     assert "synthetic 1,000 messages" in text and "k = " in text
     assert "### While compressing" in text and "| small T (4K), L2 ratio 0.4 |" in text
     assert "First model call after a checkpoint reload" in text and "(target ≤ 2×: " in text
@@ -184,9 +185,13 @@ def test_replay_section_reports_the_command_against_the_baseline_command():
     from ctxlab.cli.bench.render import render
     from ctxlab.cli.bench.throughput import ReplayRow, ReplayThroughput
 
-    replay = ReplayThroughput(rows=[ReplayRow("ars", 2.0, 0.5, 10, 0)], chars=1000, transcripts=1, files=1)
-    replay.tiktoken_seconds, replay.command_seconds, replay.command_status = 1.0, 5.0, 0
-    replay.command_figures, replay.baseline_seconds, replay.baseline_status = 3, 2.0, 0
+    replay = ReplayThroughput(
+        rows=[ReplayRow("ars", 2.0, 0.5, 10, 0, cpu_seconds=1.5)], chars=1000, transcripts=1, files=1
+    )
+    replay.tiktoken_seconds, replay.tiktoken_cpu_seconds, replay.repeat = 1.0, 0.75, 3
+    replay.command_seconds, replay.command_cpu_seconds, replay.command_status = 5.0, 4.0, 0
+    replay.command_figures, replay.baseline_seconds, replay.baseline_cpu_seconds = 3, 2.0, 1.6
+    replay.baseline_status, replay.command_repeat = 0, 2
     text = render(
         {"nproc": "2", "cpu": "x", "platform": "p", "python": "3", "date": "d"},
         "c",
@@ -195,7 +200,85 @@ def test_replay_section_reports_the_command_against_the_baseline_command():
         None,
         replay,
     )
-    assert "| in-process (`replay_many`) | 2.00 | 2.00 | ≤ 1 | no |" in text
-    assert "exit 0) | 5.00 | 5.00 | ≤ 1 | no |" in text
-    assert "one tiktoken pass; exit 0) | 2.00 | 1.00 | | |" in text
-    assert "| `ctxlab replay FILES` (exit 0) | 5.00 | 2.50 | ≤ 1 | no |" in text
+    # wall and CPU, each against the tiktoken pass measured the same way; the target judged on CPU
+    assert "| in-process (`replay_many`) | 2.00 | 1.50 | 2.00 · 2.00 | ≤ 1 | no |" in text
+    assert "exit 0) | 5.00 | 4.00 | 5.00 · 5.33 | ≤ 1 | no |" in text
+    assert "one tiktoken pass; exit 0) | 2.00 | 1.60 | 1.00 · 1.00 | | |" in text
+    assert "| `ctxlab replay FILES` (exit 0) | 5.00 | 4.00 | 2.50 · 2.50 | ≤ 1 | no |" in text
+    assert "| ars | 10 | 2.00 | 1.50 | 667 | 2.00 · **2.00** | 0.50 | 0.50 | 0 |" in text
+    assert "best of 3 runs" in text and "best of 2 alternate runs" in text
+
+
+OLD_FILE = """# Benchmarks
+
+intro
+
+- command: `ctxlab bench`
+- machine: 2 CPUs
+- date: 2026-01-01 10:00 UTC
+
+## 1. Middleware overhead per model call
+
+This section was refreshed alone by `ctxlab bench --sections overhead` (2026-01-02 11:00 UTC, the same machine); sections 2–5 are from the run named above.
+
+one body
+
+## 2. Token estimators against tiktoken cl100k_base
+
+two body
+
+## 3. Replay throughput per strategy
+
+old three, with a hand-written 1.31 s
+
+## 4. Start-up
+
+old four
+
+## 5. Sweeps on several processes
+
+five body
+"""
+
+
+EARLIER = (
+    "_Measured by an earlier run: the file then named `ctxlab bench` (2026-01-01 10:00 UTC); the section's "
+    "own notes may say more._"
+)
+
+
+def test_a_run_of_some_sections_replaces_only_those():
+    new = "# Benchmarks\n\n- last run: `ctxlab bench --sections replay`\n\n## 3. Replay throughput per strategy\n\nnew three\n"
+    text = bench.merge_sections(OLD_FILE, new, "ctxlab bench --sections replay", "2026-02-03 12:00 UTC")
+    assert text.startswith("# Benchmarks\n\n- last run: `ctxlab bench --sections replay`\n\n## 1. ")
+    headings = [line for line in text.splitlines() if line.startswith("## ")]
+    assert [h[:5] for h in headings] == ["## 1.", "## 2.", "## 3.", "## 4.", "## 5."]
+    assert "new three" in text and "old three" not in text and "1.31" not in text
+    assert "one body" in text and "two body" in text and "old four" in text and "five body" in text
+    stamps = [line for line in text.splitlines() if line.startswith("_Measured by")]
+    assert stamps == [
+        "_Measured by `ctxlab bench --sections overhead` on 2026-01-02 11:00 UTC._",  # its own note
+        EARLIER,  # the old header's run, as an earlier run
+        "_Measured by `ctxlab bench --sections replay` on 2026-02-03 12:00 UTC._",
+        EARLIER,
+        EARLIER,
+    ]
+    assert "sections 2–5 are from the run named above" not in text
+    # merging again keeps every stamp as it is
+    again = bench.merge_sections(text, new, "ctxlab bench --sections replay", "2026-02-04 12:00 UTC")
+    assert [line for line in again.splitlines() if line.startswith("_Measured by")] == [
+        *stamps[:2],
+        "_Measured by `ctxlab bench --sections replay` on 2026-02-04 12:00 UTC._",
+        *stamps[3:],
+    ]
+    assert bench.merge_sections(None, new, "c", "d").count("## ") == 1  # no file: what ran
+
+
+def test_sections_run_into_an_existing_file_keep_the_others(tmp_path):
+    out = tmp_path / "benchmarks.md"
+    out.write_text(OLD_FILE, encoding="utf-8")
+    assert bench.main(["--sections", "startup", "--out", str(out)]) == 0
+    text = out.read_text(encoding="utf-8")
+    assert "old four" not in text and "`ctxlab --help` in a fresh interpreter" in text
+    assert all(body in text for body in ("one body", "two body", "old three", "five body"))
+    assert "_Measured by `ctxlab bench --sections startup --out" in text

@@ -3,6 +3,9 @@ replay's thread id, and how plugins-folder plugins name the strategies they chan
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import pytest
 from langchain_core.exceptions import ContextOverflowError
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
@@ -150,3 +153,46 @@ def test_refuse_refuses_exactly_what_check_refuses() -> None:
                 w.refuse(SYSTEM, [], LONG)
         else:
             assert w.refuse(SYSTEM, [], LONG) is None
+
+
+def test_refuse_lets_a_request_through_uncounted_when_its_byte_bound_fits(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # the shortcut of refuse(): with the tiktoken counter, a request whose ByteBound (UTF-8 bytes,
+    # framed alike) is within the window is never counted exactly
+    from ctxlab.core.estimation import EstimateCache
+    from ctxlab.replay.provider import ByteBound
+
+    n = ContextWindow(1000).request_tokens(SYSTEM, [], LONG)
+    byte_bound = ByteBound()
+    bound = EstimateCache(byte_bound.message_tokens, byte_bound.tools_tokens).request_tokens(SYSTEM, [], LONG)
+    assert bound > 2 * n, "ASCII prose: far fewer tokens than bytes, so the two cases below differ"
+
+    def not_counted(*args: object) -> int:
+        raise AssertionError("counted exactly although the byte bound fits the window")
+
+    for window in (bound, bound + 1, 4 * bound):  # at or above the bound: the shortcut
+        w = ContextWindow(window)
+        monkeypatch.setattr(w, "request_tokens", not_counted)
+        w.refuse(SYSTEM, [], LONG)  # let through: no error
+    counted: list[int] = []
+    for window in (n, (n + bound) // 2, bound - 1):  # between the exact count and the bound
+        w = ContextWindow(window)
+        monkeypatch.setattr(w, "request_tokens", _recording(w.request_tokens, counted))
+        w.refuse(SYSTEM, [], LONG)  # counted exactly, then let through
+    assert counted == [n, n, n], "each was counted exactly"
+    with pytest.raises(ContextOverflowError, match=rf"{n} tokens > {n - 1} maximum"):
+        ContextWindow(n - 1).refuse(SYSTEM, [], LONG)
+    # the char-class counter has no bound: every request is counted
+    w = ContextWindow(4 * bound, counter="char-class")
+    monkeypatch.setattr(w, "request_tokens", not_counted)
+    with pytest.raises(AssertionError, match="counted exactly"):
+        w.refuse(SYSTEM, [], LONG)
+
+
+def _recording(count: Callable[..., int], into: list[int]) -> Callable[..., int]:
+    def recorded(*args: Any) -> int:
+        into.append(count(*args))
+        return into[-1]
+
+    return recorded

@@ -4,7 +4,9 @@ the middleware a batch reuses) give the values of the plain, rescanning definiti
 * every row's view split, cache-reusable prefix and retention equal the plain functions of
   :mod:`ctxlab.replay.metrics` recomputed on the kept views;
 * replaying A then B with one middleware per strategy gives B's rows of B replayed alone, row for
-  row (nothing leaks from one transcript into the next);
+  row (nothing leaks from one transcript into the next), for the built-in strategy and the
+  plugin packages' (masking, hybrid, ars-fast); a strategy whose plugin keeps a run's state on
+  itself does so only when registered ``per_run=True``;
 * identifiers scanned word by word equal the patterns run on whole texts.
 """
 
@@ -17,8 +19,10 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage, SystemMessage
 
+from ctxlab import hookimpl
+from ctxlab.core.cutoff import SummarizeDecision
 from ctxlab.core.settings import CompressionSettings
-from ctxlab.replay import replay_many
+from ctxlab.replay import make_lab_manager, replay_many
 from ctxlab.replay.metrics import (
     IdentifierIndex,
     cache_reusable_tokens,
@@ -97,7 +101,9 @@ def test_rows_equal_the_plain_measures(transcripts: list[Any], tmp_path: Path) -
     assert checked == len(res.rows) > 50
 
 
-@pytest.mark.parametrize(("strategy", "level"), [("ars", "L2"), ("masking", "L1")])
+@pytest.mark.parametrize(
+    ("strategy", "level"), [("ars", "L2"), ("masking", "L1"), ("hybrid", "L1"), ("ars-fast", "L2")]
+)
 def test_a_then_b_equals_b_alone(transcripts: list[Any], tmp_path: Path, strategy: str, level: str) -> None:
     # one middleware per strategy serves every transcript of a batch: its state must not carry over
     (b,) = [t for t in transcripts if "python-to-rust-port" in t.source]  # compresses (L2, offloads)
@@ -114,6 +120,48 @@ def test_a_then_b_equals_b_alone(transcripts: list[Any], tmp_path: Path, strateg
     assert alone.offloads or strategy != "ars"
     for o in alone.offloads:
         assert o["bytes"] is not None and o["bytes"] > 0
+
+
+class _WarmUpOnSelf:
+    """A plugin that keeps a run's state on itself: it declines the first 3 L2 decisions it sees."""
+
+    name = "warm-up-on-self"
+
+    def __init__(self) -> None:
+        self.decisions = 0
+
+    @hookimpl(tryfirst=True)
+    def ctxlab_should_summarize(self, view: list[Any], ctx: Any) -> SummarizeDecision | None:
+        self.decisions += 1
+        return SummarizeDecision(False, "warming up") if self.decisions <= 3 else None
+
+
+class _WarmUpStrategies:
+    name = "warm-up-strategies"
+
+    def __init__(self, per_run: bool) -> None:
+        self.per_run = per_run
+
+    @hookimpl
+    def ctxlab_register_strategies(self, register: Any) -> None:
+        register("warm-up", lambda settings: [_WarmUpOnSelf()], "test", per_run=self.per_run)
+
+
+@pytest.mark.parametrize("per_run", [True, False])
+def test_a_then_b_of_a_strategy_keeping_state_on_its_plugin(
+    transcripts: list[Any], tmp_path: Path, per_run: bool
+) -> None:
+    # a strategy registered with per_run=True gets a middleware per run; without it, its plugin's
+    # state leaks from A into B (what the reuse contract forbids, and what this check detects)
+    (b,) = [t for t in transcripts if "python-to-rust-port" in t.source]
+    (a,) = [t for t in transcripts if "django" in t.source]
+    pm = make_lab_manager([_WarmUpStrategies(per_run)], load_entrypoints=True)
+    kw: dict[str, Any] = {"settings": SMALL_T, "pm": pm, "progress": False}
+    both = replay_many([a, b], ["warm-up"], out_dir=tmp_path / "both", **kw)
+    alone = replay_many([b], ["warm-up"], out_dir=tmp_path / "alone", **kw)
+    assert not both.errors and not alone.errors
+    assert "L2" in {r["level"] for r in _rows(both, a.name)}, "A must reach L2 decisions"
+    assert (_rows(both, b.name) == _rows(alone)) is per_run
 
 
 @pytest.mark.parametrize(
@@ -190,8 +238,11 @@ def test_earlier_identifiers_scan_only_the_words_holding_the_identifier() -> Non
     assert "some_name_7" in earlier
     assert "pkg/module" not in earlier  # a substring, not an identifier
     assert "open" not in earlier and "zzzz_none" not in earlier
-    assert set(index._words) == {"src/pkg/module.py", "some_name_7", "pkg/module.pyc", "open"}
-    assert len(index._plain) == 0, "no message was scanned whole"
+    # only the words holding a searched text: src/pkg/module.py, some_name_7, pkg/module.pyc, open
+    assert index.words_scanned == 4
+    assert index.messages_scanned == 0, "no message was scanned whole"
+    index.identifiers(target)
+    assert index.messages_scanned == 1
     assert index.mentions(target, earlier) and not index.mentions(others[3], {"nothing_here"})
 
 
@@ -229,9 +280,11 @@ def test_run_measure_reads_the_middleware_estimates_only_when_they_count_alike(
     assert run_measure(ars, "tiktoken", meter) is meter
     _, foreign = build_middleware("langchain-summarization", settings=CompressionSettings(), pm=pm)
     assert run_measure(foreign, "char-class", meter) is meter
-    if "ars-fast" in strategies(pm):  # another estimator plugin registered beside the built-in one
-        _, fast = build_middleware("ars-fast", settings=CompressionSettings(), pm=pm)
-        assert run_measure(fast, "char-class", meter) is meter
+    # another estimator plugin registered beside the built-in one (ctxlab-fast-estimator, installed
+    # by `make setup`): required, so that this check cannot drop out
+    assert "ars-fast" in strategies(pm), "the ctxlab-fast-estimator plugin is not installed (make setup)"
+    _, fast = build_middleware("ars-fast", settings=CompressionSettings(), pm=pm)
+    assert run_measure(fast, "char-class", meter) is meter
 
     own = ars.estimates  # type: ignore[attr-defined]
     messages = [m for t in transcripts for m in t.messages]

@@ -215,10 +215,20 @@ class IdentifierIndex:
     Both caches are :class:`~ctxlab.core.identity.IdentityCache` (bounded, keyed by the message
     object, which they keep alive, so a recycled ``id()`` never returns another message's set).
     Underneath, each distinct word is scanned once and each identifier expanded once
-    (:data:`WORDS_CACHED` words, then the memo starts over).
+    (:data:`WORDS_CACHED` words, then the memo starts over).  Bounded: at most ``max_messages``
+    messages per cache (default :data:`MESSAGES_CACHED`) and :data:`WORDS_CACHED` entries per
+    word memo, whatever the number of runs sharing the index.
+
+    Attributes:
+        messages_scanned: messages whose whole text was scanned for :meth:`identifiers`.
+        words_scanned: words the patterns ran on one by one, outside a whole-message scan
+            (:meth:`mentions`, :meth:`word_present`); a word is counted again only after the
+            memo started over.
     """
 
     def __init__(self, max_messages: int = MESSAGES_CACHED) -> None:
+        self.messages_scanned = 0
+        self.words_scanned = 0
         self._plain: IdentityCache[BaseMessage, frozenset[str]] = IdentityCache(max_messages)
         self._expanded: IdentityCache[BaseMessage, frozenset[str]] = IdentityCache(max_messages)
         self._words: dict[str, tuple[str, ...]] = {}
@@ -227,9 +237,11 @@ class IdentifierIndex:
 
     def identifiers(self, message: BaseMessage) -> frozenset[str]:
         """Identifiers extracted from the message's text and tool-call arguments."""
-        return self._plain.get_or_put(
-            message, lambda m: frozenset(extract_identifiers(message_search_text(m), self._words))
-        )
+        return self._plain.get_or_put(message, self._scan_message)
+
+    def _scan_message(self, message: BaseMessage) -> frozenset[str]:
+        self.messages_scanned += 1
+        return frozenset(extract_identifiers(message_search_text(message), self._words))
 
     def present(self, message: BaseMessage) -> frozenset[str]:
         """Identifiers that count as present in the message (extracted plus expanded)."""
@@ -265,6 +277,7 @@ class IdentifierIndex:
     def _word_identifiers(self, word: str) -> tuple[str, ...]:
         found = self._words.get(word)
         if found is None:
+            self.words_scanned += 1
             found = _word_identifiers(word)
             if len(self._words) >= WORDS_CACHED:
                 self._words.clear()

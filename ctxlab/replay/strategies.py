@@ -63,7 +63,10 @@ class Strategy:
     ``factory(settings)`` returns the list of plugin objects added on top of the ARS defaults
     (empty for ARS itself), or an ``AgentMiddleware`` used as is.  ``levels`` renames compression
     levels in reports (``{"L1": "masking"}``: this strategy's L1 rounds are observation masking);
-    empty: the levels are ARS's L1 and L2.
+    empty: the levels are ARS's L1 and L2.  ``per_run``: a replay batch builds this strategy's
+    middleware for every run (its plugins keep a run's state on themselves); ``False``
+    (default): one middleware per strategy serves every run of a batch, so plugins keep no
+    run's state on themselves (or key it by what tells runs apart).
     """
 
     name: str
@@ -71,6 +74,7 @@ class Strategy:
     description: str = ""
     source: str = field(default="", compare=False)
     levels: dict[str, str] = field(default_factory=dict, compare=False)
+    per_run: bool = False
 
 
 class BuiltinStrategies:
@@ -121,10 +125,11 @@ def strategies(pm: pluggy.PluginManager) -> dict[str, Strategy]:
         description: str = "",
         *,
         levels: dict[str, str] | None = None,
+        per_run: bool = False,
     ) -> None:
         if name in found:
             raise ValueError(f"strategy {name!r} is registered twice")
-        found[name] = Strategy(name=name, factory=factory, description=description, levels=dict(levels or {}))
+        found[name] = Strategy(name, factory, description, levels=dict(levels or {}), per_run=per_run)
 
     hook = getattr(pm.hook, "ctxlab_register_strategies", None)
     if hook is not None:

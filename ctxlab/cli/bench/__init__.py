@@ -33,11 +33,16 @@ Modules: :mod:`~ctxlab.cli.bench.samples` (content classes, segmentation, sample
 :mod:`~ctxlab.cli.bench.throughput` (the three sections), :mod:`~ctxlab.cli.bench.timing`
 (machine, best-of timing, tiktoken, growth fit), :mod:`~ctxlab.cli.bench.render` (the Markdown);
 this package holds :func:`main` and re-exports their public names.
+
+A run of some sections (``--sections replay``) into an existing file replaces only those
+sections and keeps the others (:func:`merge_sections`); each section carries the line naming the
+command and date that measured it (:func:`stamp`).
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import time
 from collections.abc import Sequence
@@ -101,10 +106,12 @@ __all__ = [
     "label_block",
     "machine_info",
     "main",
+    "merge_sections",
     "real_histories",
     "render",
     "render_scale",
     "segment",
+    "stamp",
     "synthetic_base64",
     "synthetic_history",
 ]
@@ -127,6 +134,59 @@ def is_committed_benchmarks(target: Path) -> bool:
     roots = {Path.cwd(), Path(__file__).resolve().parents[3]}
     resolved = target.resolve()
     return any(resolved == (root / COMMITTED).resolve() for root in roots)
+
+
+#: the number of each section's ``## N.`` heading
+SECTION_NUMBERS = dict(zip(SECTIONS, range(1, len(SECTIONS) + 1), strict=True))
+_HEADING = re.compile(r"^## (\d+)\. ", re.MULTILINE)
+_STAMP = re.compile(r"^_Measured by .*\._$", re.MULTILINE)
+#: the hand-written note the file had before stamps: converted to a stamp when kept
+_LEGACY_STAMP = re.compile(r"^This section was refreshed alone by (`[^`]*`) \(([^,)]*)[^\n]*$", re.MULTILINE)
+
+
+def stamp(command: str, date: str) -> str:
+    """The line under a section's heading naming the run that measured it."""
+    return f"_Measured by `{command}` on {date}._"
+
+
+def _split(text: str) -> tuple[str, dict[int, str]]:
+    """(the text before the first section, section number -> its text from its heading on)."""
+    starts = [(m.start(), int(m.group(1))) for m in _HEADING.finditer(text)]
+    head = text[: starts[0][0]] if starts else text
+    ends = [s for s, _ in starts[1:]] + [len(text)]
+    return head, {n: text[s:e].rstrip() for (s, n), e in zip(starts, ends, strict=True)}
+
+
+def _stamped(section: str, line: str) -> str:
+    """``section`` with ``line`` under its heading, unless it already has a stamp."""
+    if _STAMP.search(section):
+        return section
+    legacy = _LEGACY_STAMP.search(section)
+    if legacy:
+        return _LEGACY_STAMP.sub(stamp(legacy.group(1).strip("`"), legacy.group(2)), section, count=1)
+    heading, _, body = section.partition("\n")
+    return f"{heading}\n\n{line}\n{body}"
+
+
+def merge_sections(old: str | None, new: str, command: str, date: str) -> str:
+    """The Markdown to write: ``new`` (the sections this run measured, each stamped with
+    ``command`` and ``date``) and, from ``old`` (the file's current text; ``None``: no file),
+    every section this run did not measure, in section order.  A kept section without a stamp
+    gets one naming ``old``'s header run (its ``last run``/``command`` and ``date`` lines) as
+    an earlier run, not as certainly its own."""
+    head, sections = _split(new)
+    out = {n: _stamped(text, stamp(command, date)) for n, text in sections.items()}
+    if old is not None:
+        old_head, old_sections = _split(old)
+        cmd = re.search(r"^- (?:last run|command): `([^`]*)`", old_head, re.MULTILINE)
+        when = re.search(r"^- date(?: of the last run)?: ([^;\n]*)", old_head, re.MULTILINE)
+        line = (
+            f"_Measured by an earlier run: the file then named `{cmd.group(1) if cmd else '?'}` "
+            f"({when.group(1) if when else 'no date'}); the section's own notes may say more._"
+        )
+        for n, text in old_sections.items():
+            out.setdefault(n, _stamped(text, line))
+    return head.rstrip() + "\n\n" + "\n\n".join(out[n] for n in sorted(out)) + "\n"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -218,9 +278,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     text = render(
         machine, command.strip(), args.quick, overhead, estimators, replay, compressing
     ) + render_scale(startup, parallel)
+    text = merge_sections(
+        target.read_text(encoding="utf-8") if target is not None and target.is_file() else None,
+        text,
+        command.strip(),
+        machine["date"],
+    )
     if target is not None:
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text + "\n", encoding="utf-8")
+        target.write_text(text, encoding="utf-8")
         print(f"wrote {target} ({time.perf_counter() - t0:.0f} s)")
     else:
         print(text)

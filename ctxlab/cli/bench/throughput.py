@@ -8,11 +8,18 @@ compared with a named baseline command run the same way, :mod:`ctxlab.cli.bench.
 (start-up, the same loaders and files, one tiktoken pass): a whole-process comparison.  The two
 commands run alternately, best of 2 (1 in quick mode).  Target (issue 12): the default strategy
 ``ars`` within :data:`TARGET_PASSES` tiktoken passes, both ways.
+
+Every time is measured twice, wall (``time.perf_counter``) and CPU (``time.process_time`` of
+this process; for a command, the CPU of the reaped child from ``resource.getrusage``), and
+every side takes its best of :func:`repeats` runs: the tiktoken pass, each strategy's replay
+and each command alike (CPU time moves less with other processes' load than wall time).
 """
 
 from __future__ import annotations
 
+import math
 import os
+import resource
 import subprocess
 import sys
 import time
@@ -21,69 +28,106 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ctxlab.cli.bench.tiktoken_pass import text_units
-from ctxlab.cli.bench.timing import best_of, cl100k_encoding
+from ctxlab.cli.bench.timing import cl100k_encoding
 
-__all__ = ["DEFAULT_STRATEGY", "TARGET_PASSES", "ReplayRow", "ReplayThroughput", "bench_replay"]
+__all__ = ["DEFAULT_STRATEGY", "TARGET_PASSES", "ReplayRow", "ReplayThroughput", "bench_replay", "repeats"]
 
 #: the strategy of the target, and the target: its replay within this many tiktoken passes
 DEFAULT_STRATEGY = "ars"
 TARGET_PASSES = 1.0
 
 
+def repeats(quick: bool) -> int:
+    """Runs per measured side: best of 3 (2 in quick mode) for the tiktoken pass and the replays."""
+    return 2 if quick else 3
+
+
 @dataclass
 class ReplayRow:
+    """One strategy's replay of the whole set: best wall and CPU seconds of :func:`repeats` runs,
+    the middleware's own wall seconds (sum of ``overhead_ms``) of the fastest run, model calls
+    (rows) and failed runs."""
+
     strategy: str
     seconds: float
     middleware_seconds: float
     calls: int
     errors: int
+    cpu_seconds: float = float("nan")
 
 
 @dataclass
 class ReplayThroughput:
+    """Section 3's measurements (seconds; ``nan``/``None``: not measured)."""
+
     rows: list[ReplayRow] = field(default_factory=list)
     chars: int = 0
     transcripts: int = 0
     files: int = 0
+    #: one tiktoken pass over the texts: best wall and best CPU seconds of ``repeat`` runs
     tiktoken_seconds: float = float("nan")
-    #: wall time of ``ctxlab replay`` (default strategy) over the same files, its exit status and
-    #: the figures it drew; ``nan``/``None`` when not measured
+    tiktoken_cpu_seconds: float = float("nan")
+    #: runs per side (:func:`repeats`; the commands: :data:`command_repeat`)
+    repeat: int = 0
+    command_repeat: int = 0
+    #: wall and CPU time of ``ctxlab replay`` (default strategy) over the same files, its exit
+    #: status and the figures it drew
     command_seconds: float = float("nan")
+    command_cpu_seconds: float = float("nan")
     command_status: int | None = None
     command_figures: int = 0
-    #: wall time of the baseline command (``python -m ctxlab.cli.bench.tiktoken_pass``) over the same
-    #: files, and its exit status; ``nan``/``None`` when not measured
+    #: wall and CPU time of the baseline command (``python -m ctxlab.cli.bench.tiktoken_pass``) over
+    #: the same files, and its exit status
     baseline_seconds: float = float("nan")
+    baseline_cpu_seconds: float = float("nan")
     baseline_status: int | None = None
 
 
-def _time_command(files: Sequence[Path], log: Callable[[str], None]) -> tuple[float, int, int]:
-    """``ctxlab replay`` over ``files`` into a temporary folder: (seconds, exit status, figures).
-    The files are given one by one, so a quick run replays exactly the quick subset."""
+def _best_of_both(fn: Callable[[], object], repeat: int) -> tuple[float, float]:
+    """(best wall seconds, best CPU seconds of this process) over ``repeat`` runs of ``fn``."""
+    wall = cpu = math.inf
+    for _ in range(repeat):
+        t0, c0 = time.perf_counter(), time.process_time()
+        fn()
+        cpu = min(cpu, time.process_time() - c0)
+        wall = min(wall, time.perf_counter() - t0)
+    return wall, cpu
+
+
+def _time_command(files: Sequence[Path], log: Callable[[str], None]) -> tuple[float, float, int, int]:
+    """``ctxlab replay`` over ``files`` into a temporary folder: (wall seconds, CPU seconds, exit
+    status, figures).  The files are given one by one, so a quick run replays exactly the quick
+    subset."""
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="ctxlab-bench-cli-") as tmp:
         out = Path(tmp) / "out"
         argv = ["-m", "ctxlab.cli.main", "replay", *map(str, files), "--out", str(out), "--keep-going"]
-        seconds, status = _run([*argv, "--no-progress"], (0, 1), log)
+        seconds, cpu, status = _run([*argv, "--no-progress"], (0, 1), log)
         figures = len(list((out / "figures").rglob("*.png"))) if (out / "figures").is_dir() else 0
-    return seconds, status, figures
+    return seconds, cpu, status, figures
 
 
-def _time_baseline(files: Sequence[Path], log: Callable[[str], None]) -> tuple[float, int]:
-    """The baseline command over ``files``: (seconds, exit status)."""
+def _time_baseline(files: Sequence[Path], log: Callable[[str], None]) -> tuple[float, float, int]:
+    """The baseline command over ``files``: (wall seconds, CPU seconds, exit status)."""
     return _run(["-m", "ctxlab.cli.bench.tiktoken_pass", *map(str, files)], (0,), log)
 
 
-def _run(argv: list[str], ok: tuple[int, ...], log: Callable[[str], None]) -> tuple[float, int]:
-    """Wall seconds and exit status of ``python argv`` (Agg backend); logs stderr's end on failure."""
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _run(argv: list[str], ok: tuple[int, ...], log: Callable[[str], None]) -> tuple[float, float, int]:
+    """Wall seconds, CPU seconds (user + system of the child and the processes it reaped) and exit
+    status of ``python argv`` (Agg backend); logs stderr's end on failure."""
     env = {**os.environ, "MPLBACKEND": "Agg"}
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), _children_cpu()
     done = subprocess.run([sys.executable, *argv], capture_output=True, text=True, env=env, check=False)
-    seconds = time.perf_counter() - t0
+    seconds, cpu = time.perf_counter() - t0, _children_cpu() - c0
     if done.returncode not in ok:
         log(f"  {' '.join(argv[:2])} exited {done.returncode}: {done.stderr.strip()[-300:]}")
-    return seconds, done.returncode
+    return seconds, cpu, done.returncode
 
 
 def bench_replay(
@@ -92,7 +136,9 @@ def bench_replay(
     strategies: Sequence[str] | None = None,
     log: Callable[[str], None] = print,
 ) -> ReplayThroughput:
-    """Section 3: every strategy over the public transcript set, against one tiktoken pass."""
+    """Section 3: every strategy over the public transcript set, against one tiktoken pass (each
+    side best of :func:`repeats` runs, wall and CPU); the ``ctxlab replay`` command against the
+    baseline command when the default strategy is among ``strategies`` (default: all registered)."""
     import logging
     import tempfile
 
@@ -107,38 +153,57 @@ def bench_replay(
     transcripts, _ = load_many(files)
     pm = make_lab_manager(load_entrypoints=True)
     names = list(strategies) if strategies else sorted(registered(pm))
-    result = ReplayThroughput(transcripts=len(transcripts), files=len(files))
+    repeat = repeats(quick)
+    result = ReplayThroughput(transcripts=len(transcripts), files=len(files), repeat=repeat)
     units = text_units(transcripts)
     result.chars = sum(len(u) for u in units)
     enc = cl100k_encoding()
-    result.tiktoken_seconds = best_of(lambda: [enc.encode_ordinary(u) for u in units], 2 if quick else 3)
+    result.tiktoken_seconds, result.tiktoken_cpu_seconds = _best_of_both(
+        lambda: [enc.encode_ordinary(u) for u in units], repeat
+    )
     logging.getLogger("ctxlab.replay.engine").setLevel(logging.CRITICAL)
     with tempfile.TemporaryDirectory(prefix="ctxlab-bench-") as tmp:  # imports and first calls
         replay_many(transcripts[:1], names, pm=pm, out_dir=tmp, progress=False, limit_calls=1)
     for name in names:
-        with tempfile.TemporaryDirectory(prefix="ctxlab-bench-") as tmp:
-            t0 = time.perf_counter()
-            res = replay_many(transcripts, [name], pm=pm, out_dir=tmp, progress=False)
-            seconds = time.perf_counter() - t0
-        mw = sum(r["overhead_ms"] for r in res.rows) / 1000.0
-        row = ReplayRow(name, seconds, mw, len(res.rows), len(res.errors))
+        row = ReplayRow(name, math.inf, 0.0, 0, 0, math.inf)
+        for _ in range(repeat):
+            with tempfile.TemporaryDirectory(prefix="ctxlab-bench-") as tmp:
+                t0, c0 = time.perf_counter(), time.process_time()
+                res = replay_many(transcripts, [name], pm=pm, out_dir=tmp, progress=False)
+                cpu, wall = time.process_time() - c0, time.perf_counter() - t0
+            if wall < row.seconds:
+                row.seconds = wall
+                row.middleware_seconds = sum(r["overhead_ms"] for r in res.rows) / 1000.0
+            row.cpu_seconds = min(row.cpu_seconds, cpu)
+            row.calls, row.errors = len(res.rows), len(res.errors)
         result.rows.append(row)
         log(
-            f"  {name}: {seconds:.1f} s ({seconds / result.tiktoken_seconds:.2f} tiktoken passes), "
-            f"middleware {mw:.1f} s"
+            f"  {name}: {row.seconds:.1f} s wall, {row.cpu_seconds:.1f} s CPU "
+            f"({row.cpu_seconds / result.tiktoken_cpu_seconds:.2f} tiktoken passes in CPU time), "
+            f"middleware {row.middleware_seconds:.1f} s"
         )
     if DEFAULT_STRATEGY in names:
-        command, baseline = float("inf"), float("inf")
-        for _ in range(1 if quick else 2):  # alternately, so that a load change hits both alike
-            seconds, status, figures = _time_command(files, log)
-            command = min(command, seconds)
-            result.command_status, result.command_figures = status, figures
-            seconds, result.baseline_status = _time_baseline(files, log)
-            baseline = min(baseline, seconds)
-        result.command_seconds, result.baseline_seconds = command, baseline
-        log(
-            f"  ctxlab replay (command): {command:.1f} s ({command / result.tiktoken_seconds:.2f} tiktoken "
-            f"passes, {command / baseline:.2f} x the baseline command's {baseline:.1f} s), "
-            f"exit {result.command_status}, {result.command_figures} figures"
-        )
+        _bench_commands(result, files, 1 if quick else 2, log)
     return result
+
+
+def _bench_commands(
+    result: ReplayThroughput, files: Sequence[Path], repeat: int, log: Callable[[str], None]
+) -> None:
+    """``ctxlab replay`` and the baseline command, alternately (a load change hits both alike),
+    best wall and best CPU time of ``repeat`` runs each, into ``result``."""
+    result.command_repeat = repeat
+    command = baseline = command_cpu = baseline_cpu = math.inf
+    for _ in range(repeat):
+        seconds, cpu, status, figures = _time_command(files, log)
+        command, command_cpu = min(command, seconds), min(command_cpu, cpu)
+        result.command_status, result.command_figures = status, figures
+        seconds, cpu, result.baseline_status = _time_baseline(files, log)
+        baseline, baseline_cpu = min(baseline, seconds), min(baseline_cpu, cpu)
+    result.command_seconds, result.baseline_seconds = command, baseline
+    result.command_cpu_seconds, result.baseline_cpu_seconds = command_cpu, baseline_cpu
+    log(
+        f"  ctxlab replay (command): {command:.1f} s wall, {command_cpu:.1f} s CPU "
+        f"({command_cpu / baseline_cpu:.2f} x the baseline command's {baseline_cpu:.1f} s CPU), "
+        f"exit {result.command_status}, {result.command_figures} figures"
+    )
