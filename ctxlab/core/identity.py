@@ -93,6 +93,11 @@ class BoundedCache(Generic[H, V]):
                 self._data.popitem(last=False)
         return value
 
+    def discard(self, key: H) -> None:
+        """Drop the entry of ``key``, if any (a value that will not be asked for again)."""
+        with self._lock:
+            self._data.pop(key, None)
+
     def clear(self) -> None:
         """Drop every entry."""
         with self._lock:
@@ -163,6 +168,13 @@ class IdentityCache(Generic[K, V]):
                 self._data.move_to_end(slot)
                 return entry[1]
         return self.put(key, make(key), qualifier)
+
+    def discard(self, key: K, qualifier: Hashable = None) -> None:
+        """Drop the entry of this very object (and ``qualifier``), if any, and the reference to
+        it: the object will not be asked for again (a message behind the cutoff, R9/R11)."""
+        slot = self._slot(key, qualifier)
+        with self._lock:
+            self._data.pop(slot, None)
 
     def clear(self) -> None:
         """Drop every entry (and the references to their key objects)."""

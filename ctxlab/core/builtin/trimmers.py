@@ -27,7 +27,7 @@ from ctxlab.core.marks import (
     truncation_marker,
 )
 from ctxlab.core.messages import message_text
-from ctxlab.core.settings import ARG_TRUNCATE_CHARS
+from ctxlab.core.settings import ARG_TRUNCATE_CHARS, CompressionSettings
 
 logger = logging.getLogger("ctxlab.core.l1")
 
@@ -146,6 +146,12 @@ class ArgumentTruncation:
                 if new is not m:
                     view[i] = new
         return report
+
+    @hookimpl
+    def ctxlab_forget(self, messages: list[BaseMessage], settings: CompressionSettings) -> None:
+        for m in messages:
+            if isinstance(m, AIMessage):
+                self._memo.discard(m)
 
     def _bound(self, m: AIMessage) -> tuple[AIMessage, list[TruncatedArg]]:
         """(``m`` with its long arguments truncated, or ``m`` itself; what was truncated)."""
@@ -284,6 +290,13 @@ class ToolResultOffload:
             if new is not None:
                 view[i] = new
         return report
+
+    @hookimpl
+    def ctxlab_forget(self, messages: list[BaseMessage], settings: CompressionSettings) -> None:
+        limit = settings.summary_tool_result_token_limit  # the memo's qualifier (ctx.token_limit)
+        for m in messages:
+            if is_tool_result(m):
+                self._memo.discard(m, limit)
 
     def _offload(self, m: BaseMessage, ctx: TrimContext, report: TrimReport) -> BaseMessage | None:
         """The offloaded copy of ``m``, or ``None`` when ``m`` stays as it is."""

@@ -214,6 +214,21 @@ class EstimateCache:
             del self._prefixes[PREFIX_SLOTS:]
         return running
 
+    def forget(self, messages: Sequence[BaseMessage]) -> None:
+        """Drop what is remembered for ``messages`` (by object and by content) and every
+        remembered list that starts with one of them: messages behind the cumulative cutoff
+        never reach a view again (spec R9/R11), so their entries only hold memory.  Forgetting a
+        message that comes back (an older checkpoint resumed) costs one estimate, never a wrong
+        one."""
+        gone = set(map(id, messages))
+        for m in messages:
+            self._by_object.discard(m)
+            key = _fingerprint(m)
+            if key is not None:
+                self._by_content.discard(key)
+        with self._prefix_lock:
+            self._prefixes = [p for p in self._prefixes if not p[0] or id(p[0][0]) not in gone]
+
     def tools_tokens(self, tools: Sequence[Any]) -> int:
         """Tokens of the tool schemas, cached by the tool objects themselves (kept alive with
         the entry, so a recycled ``id()`` can never hit a stale estimate).
