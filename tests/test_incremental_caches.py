@@ -241,3 +241,18 @@ def test_trims_after_forgetting_equal_fresh_trims(histories: list[list[BaseMessa
         fresh, fresh_reports = _trim((ArgumentTruncation(), ToolResultOffload()), history, files)
         assert again == fresh
         assert again_reports == fresh_reports
+
+
+def test_trim_progress_resumes_only_a_view_that_extends_the_remembered_one() -> None:
+    from ctxlab.core.l1 import TrimProgress
+
+    a, b, c = HumanMessage("a", id="a"), HumanMessage("b", id="b"), HumanMessage("c", id="c")
+    progress = TrimProgress()
+    assert progress.resume([a, b]) == (0, [])
+    progress.remember([a, b], [1], key=60)
+    assert progress.resume([a, b, c], key=60) == (2, [1])  # grew: visit 1 again, then c
+    assert progress.resume([a, b, c], key=30) == (0, [])  # another token limit
+    assert progress.resume([b, c], key=60) == (0, [])  # cut (R9/R11): a whole pass
+    assert progress.resume([a], key=60) == (0, [])  # shorter: a whole pass
+    progress.clear()
+    assert progress.resume([a, b, c], key=60) == (0, [])
