@@ -115,3 +115,19 @@ def test_threads_share_one_cache_without_losing_its_bound() -> None:
         t.join()
     assert not errors
     assert len(cache) <= 64
+
+
+def test_content_prefix_compares_by_content_and_answers_a_second_cache_without_going_stale() -> None:
+    from langchain_core.messages import HumanMessage
+
+    from ctxlab.core.identity import content_prefix
+
+    old = [HumanMessage(f"m{i}", id=f"m{i}") for i in range(6)]
+    reloaded = [HumanMessage(f"m{i}", id=f"m{i}") for i in range(6)]  # new objects, same content
+    assert content_prefix(reloaded, old) == 6
+    assert content_prefix(reloaded, list(old)) == 6  # another cache's list of the same objects
+    edited = [*old[:3], HumanMessage("changed", id="m3"), *old[4:]]
+    assert content_prefix(reloaded, edited) == 3  # other objects: compared again, not the memo
+    assert content_prefix(reloaded, old[:4]) == 4
+    assert content_prefix([HumanMessage("x", id=None)], old) == 0
+    assert content_prefix(reloaded, []) == 0

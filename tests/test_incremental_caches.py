@@ -186,3 +186,73 @@ def test_memoized_trims_equal_fresh_trims(histories: list[list[BaseMessage]]) ->
         if previous and is_prefix(previous_source, history):
             assert is_prefix(previous, got)
         previous, previous_source = got, list(history)
+
+
+# --- forgetting messages behind the cutoff (ctxlab_forget, EstimateCache.forget; spec R9/R11) ----
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(lives(), st.integers(min_value=0, max_value=40))
+def test_estimate_cache_after_forgetting_equals_a_fresh_cache(
+    histories: list[list[BaseMessage]], cut: int
+) -> None:
+    # spec: R9 R11 — entries of messages behind the cutoff are dropped; a forgotten message that
+    # comes back (an older checkpoint resumed) is estimated again, never wrongly
+    estimator = CharClassEstimator()
+    cache = EstimateCache(estimator.message_tokens, estimator.tools_tokens)
+    for history in histories:
+        assert cache.messages_tokens(history) == sum(estimator.message_tokens(m) for m in history)
+        cache.forget(history[:cut])
+        assert cache.messages_tokens(history[cut:]) == sum(estimator.message_tokens(m) for m in history[cut:])
+        assert cache.messages_tokens(history) == sum(estimator.message_tokens(m) for m in history)
+
+
+def test_estimate_cache_forget_drops_the_entries_and_remembered_lists() -> None:
+    estimator = CharClassEstimator()
+    cache = EstimateCache(estimator.message_tokens, estimator.tools_tokens)
+    history: list[BaseMessage] = [HumanMessage(f"message {i}", id=f"h{i}") for i in range(10)]
+    cache.messages_tokens(history)
+    assert len(cache._by_object) == 10 and len(cache._by_content) == 10
+    cache.forget(history[:6])
+    assert len(cache._by_object) == 4 and len(cache._by_content) == 4
+    assert cache._prefixes == []  # the remembered list started with a forgotten message
+    misses = cache.misses
+    assert cache.messages_tokens(history) == sum(estimator.message_tokens(m) for m in history)
+    assert cache.misses == misses + 6  # only the forgotten ones are estimated again
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(lives(), st.integers(min_value=0, max_value=40))
+def test_trims_after_forgetting_equal_fresh_trims(histories: list[list[BaseMessage]], cut: int) -> None:
+    # spec: R9 R11 — the trimmers' memos forget messages behind the cutoff; needed again, the
+    # same copies come out as from fresh trimmers
+    kept = (ArgumentTruncation(), ToolResultOffload())
+    files: dict[str, str] = {}
+    limit_settings = CompressionSettings(summary_tool_result_token_limit=60)  # _trim's token_limit
+    for history in histories:
+        got, _ = _trim(kept, history, files)
+        for t in kept:
+            t.ctxlab_forget([*history[:cut], *got[:cut]], limit_settings)
+        remembered = sum(
+            1 for t in kept for m in history[:cut] if t._memo.get(m, 60 if t is kept[1] else None)
+        )
+        assert remembered == 0
+        again, again_reports = _trim(kept, history, files)
+        fresh, fresh_reports = _trim((ArgumentTruncation(), ToolResultOffload()), history, files)
+        assert again == fresh
+        assert again_reports == fresh_reports
+
+
+def test_trim_progress_resumes_only_a_view_that_extends_the_remembered_one() -> None:
+    from ctxlab.core.l1 import TrimProgress
+
+    a, b, c = HumanMessage("a", id="a"), HumanMessage("b", id="b"), HumanMessage("c", id="c")
+    progress = TrimProgress()
+    assert progress.resume([a, b]) == (0, [])
+    progress.remember([a, b], [1], key=60)
+    assert progress.resume([a, b, c], key=60) == (2, [1])  # grew: visit 1 again, then c
+    assert progress.resume([a, b, c], key=30) == (0, [])  # another token limit
+    assert progress.resume([b, c], key=60) == (0, [])  # cut (R9/R11): a whole pass
+    assert progress.resume([a], key=60) == (0, [])  # shorter: a whole pass
+    progress.clear()
+    assert progress.resume([a, b, c], key=60) == (0, [])

@@ -319,8 +319,8 @@ def test_describe_plugins_lists_builtins_with_their_hooks():
     infos = {p.name: p for p in describe_plugins(pm)}
     expected = {
         "ctxlab.builtin.char-class-estimator": ("ctxlab_estimate_message", "ctxlab_estimate_tools"),
-        "ctxlab.builtin.tool-result-offload": ("ctxlab_l1_trim",),
-        "ctxlab.builtin.arg-truncation": ("ctxlab_l1_trim",),
+        "ctxlab.builtin.tool-result-offload": ("ctxlab_forget", "ctxlab_l1_trim"),
+        "ctxlab.builtin.arg-truncation": ("ctxlab_forget", "ctxlab_l1_trim"),
         "ctxlab.builtin.keep-recent-cutoff": ("ctxlab_select_cutoff",),
         "ctxlab.builtin.default-summarizer": ("ctxlab_get_summarizer",),
     }

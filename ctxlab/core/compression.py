@@ -366,6 +366,9 @@ def compression_round(inp: RoundInput) -> Generator[Effect, Any, tuple[Any, Roun
             est2 = tokens(view2)
             response = yield CallModel(view2)
         stats["tokens_after"] = est2
+        # R9/R11: eff[:local] and their L1 copies are behind the cumulative cutoff for good
+        copies = (m for m, o in zip(view1[:local], eff[:local], strict=True) if m is not o)
+        _forget(inp, [*eff[:local], *copies])
         event: SummarizationEvent = {
             "cutoff_index": global_cut,
             "summary_message": summary_msg,
@@ -389,6 +392,13 @@ def compression_round(inp: RoundInput) -> Generator[Effect, Any, tuple[Any, Roun
     except BaseException as exc:
         fail(exc)
         raise
+
+
+def _forget(inp: RoundInput, behind: list[BaseMessage]) -> None:
+    """Drop the caches' entries for messages now behind the cutoff (estimates, L1 memos): they
+    never reach a view again (R9/R11); bounded memory in long runs."""
+    inp.estimates.forget(behind)
+    inp.hooks.forget(behind, inp.settings)
 
 
 def _level(stats: RoundStats) -> Level | None:

@@ -55,6 +55,11 @@ class CompressionHooks:
         reports = cast("list[TrimReport | None]", self._hook.ctxlab_l1_trim(view=view, ctx=ctx))
         return [r for r in reports if r is not None]
 
+    def forget(self, messages: list[BaseMessage], settings: CompressionSettings) -> None:
+        """``ctxlab_forget`` (every implementation runs): ``messages`` went behind the cutoff for
+        good (R9/R11); plugins drop what they remember for them."""
+        self._hook.ctxlab_forget(messages=messages, settings=settings)
+
     def should_summarize(self, view: list[BaseMessage], ctx: SummarizeContext) -> SummarizeDecision | None:
         """``ctxlab_should_summarize`` (firstresult): L2 or the L1 view (R7, R8); ``None`` when no
         decision plugin answered."""

@@ -75,6 +75,16 @@ def ctxlab_l1_trim(view: list[BaseMessage], ctx: TrimContext) -> TrimReport | No
     """
 
 
+@hookspec
+def ctxlab_forget(messages: list[BaseMessage], settings: CompressionSettings) -> None:
+    """Drop what a plugin remembers for ``messages`` (the state messages and their L1 copies that a
+    committed L2 round put behind the cumulative cutoff: they never reach a view again, spec
+    R9/R11).  Every implementation runs; returns nothing.  A forgotten message that comes back
+    (an older checkpoint resumed) must still be handled right, only less cheaply.  Built-ins:
+    the argument truncation and tool-result offload memos.
+    """
+
+
 # --- L2 cutoff and summary ----------------------------------------------------------------------
 
 

@@ -9,13 +9,15 @@ themselves are plugins (hook ``ctxlab_l1_trim``); the built-in two are in
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+import threading
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
 from langchain_core.messages import BaseMessage
 
 from ctxlab.core.estimation import estimate_text_tokens
+from ctxlab.core.identity import is_prefix
 from ctxlab.core.settings import CompressionSettings
 
 logger = logging.getLogger("ctxlab.core.l1")
@@ -23,6 +25,7 @@ logger = logging.getLogger("ctxlab.core.l1")
 __all__ = [
     "OffloadRecord",
     "TrimContext",
+    "TrimProgress",
     "TrimReport",
     "TruncatedArg",
     "fit_preview",
@@ -99,6 +102,41 @@ class TrimContext:
     token_limit: int
     protect_ids: set[Any] = field(default_factory=set)
     file_exists: Callable[[str], bool] | None = None
+
+
+class TrimProgress:
+    """The last view a trimmer passed over and the positions of it that it must visit again, so
+    that an L1 round whose view extends the previous one (the history grew) visits only those
+    positions and the new messages: O(new messages + remembered positions), not O(view).
+
+    One slot, thread-safe.  A view that does not start with the remembered one (another thread's,
+    a history rewritten or cut, spec R9/R11) or a different ``key`` (what else the pass depended
+    on, e.g. the token limit) resumes nothing: the trimmer passes over it whole.
+    """
+
+    def __init__(self) -> None:
+        self._slot: tuple[list[BaseMessage], list[int], Hashable] | None = None
+        self._lock = threading.Lock()
+
+    def resume(self, view: list[BaseMessage], key: Hashable = None) -> tuple[int, list[int]]:
+        """``(start, positions)``: visit ``positions`` (ascending, all ``< start``) and then
+        ``view[start:]``; ``(0, [])`` when nothing can be resumed."""
+        with self._lock:
+            slot = self._slot
+        if slot is None or slot[2] != key or not is_prefix(slot[0], view):
+            return 0, []
+        return len(slot[0]), list(slot[1])
+
+    def remember(self, source: list[BaseMessage], positions: list[int], key: Hashable = None) -> None:
+        """Remember ``source`` (the view as the trimmer received it, a list the caller no longer
+        edits) and the ``positions`` it must visit again."""
+        with self._lock:
+            self._slot = (source, positions, key)
+
+    def clear(self) -> None:
+        """Forget the remembered view (its messages went behind the cutoff)."""
+        with self._lock:
+            self._slot = None
 
 
 def protect_key(message: BaseMessage) -> object:

@@ -13,7 +13,7 @@ from typing import Any, NamedTuple, cast
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
-from ctxlab.core.identity import is_prefix
+from ctxlab.core.identity import content_prefix, is_prefix
 from ctxlab.core.marks import OBSERVATION_KEY, is_user_request
 
 __all__ = [
@@ -210,13 +210,11 @@ def _scan_orphans(view: list[BaseMessage], start: int, issuer: set[str]) -> list
 
 
 def _same_content_prefix(head: list[BaseMessage], view: list[BaseMessage]) -> bool:
-    """Whether ``view`` starts with messages equal in every field to ``head`` (their ``__dict__``
-    compared at C speed; the first ones must share an id): a checkpoint reloaded in this
-    process brings new objects with the same content."""
-    n = len(head)
-    if n == 0 or n > len(view) or head[0].id is None or head[0].id != view[0].id:
-        return False
-    return list(map(vars, head)) == list(map(vars, view[:n]))
+    """Whether ``view`` starts with messages equal in every field to ``head`` (the first ones must
+    share an id): a checkpoint reloaded in this process brings new objects with the same
+    content.  The comparison is shared with the estimate cache's
+    (:func:`~ctxlab.core.identity.content_prefix`: once per call)."""
+    return 0 < len(head) <= len(view) and content_prefix(view, head) == len(head)
 
 
 def _find_orphans(view: list[BaseMessage]) -> list[int]:

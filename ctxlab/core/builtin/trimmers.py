@@ -18,7 +18,15 @@ from ctxlab.core.estimation import estimate_text_tokens
 from ctxlab.core.files import LARGE_TOOL_RESULTS_DIR, FileWriteError, safe_stem
 from ctxlab.core.hookspecs import hookimpl
 from ctxlab.core.identity import IdentityCache
-from ctxlab.core.l1 import OffloadRecord, TrimContext, TrimReport, TruncatedArg, fit_preview, protect_key
+from ctxlab.core.l1 import (
+    OffloadRecord,
+    TrimContext,
+    TrimProgress,
+    TrimReport,
+    TruncatedArg,
+    fit_preview,
+    protect_key,
+)
 from ctxlab.core.marks import (
     OFFLOAD_MARKER,
     is_tool_result,
@@ -27,7 +35,7 @@ from ctxlab.core.marks import (
     truncation_marker,
 )
 from ctxlab.core.messages import message_text
-from ctxlab.core.settings import ARG_TRUNCATE_CHARS
+from ctxlab.core.settings import ARG_TRUNCATE_CHARS, CompressionSettings
 
 logger = logging.getLogger("ctxlab.core.l1")
 
@@ -133,19 +141,36 @@ class ArgumentTruncation:
         self._memo: IdentityCache[AIMessage, tuple[AIMessage, list[TruncatedArg]]] = IdentityCache(
             OFFLOADS_CACHED
         )
+        self._progress = TrimProgress()
 
     @hookimpl(trylast=True)
     def ctxlab_l1_trim(self, view: list[BaseMessage], ctx: TrimContext) -> TrimReport:
         report = TrimReport(trimmer=self.name)
         protect = ctx.protect_ids
-        for i, m in enumerate(view):
+        # a view that extends the previous one: only its bounded calls and the new messages
+        start, again = (0, []) if protect else self._progress.resume(view)
+        source = list(view)
+        marked: list[int] = []
+        for i in (*again, *range(start, len(view))):
+            m = source[i]
             if isinstance(m, AIMessage) and (not protect or protect_key(m) not in protect):
                 new, cut = self._memo.get_or_put(m, self._bound)
                 if cut:
                     report.truncated_args.extend(cut)
                 if new is not m:
                     view[i] = new
+                if cut or new is not m:
+                    marked.append(i)
+        if not protect:
+            self._progress.remember(source, marked)
         return report
+
+    @hookimpl
+    def ctxlab_forget(self, messages: list[BaseMessage], settings: CompressionSettings) -> None:
+        self._progress.clear()
+        for m in messages:
+            if isinstance(m, AIMessage):
+                self._memo.discard(m)
 
     def _bound(self, m: AIMessage) -> tuple[AIMessage, list[TruncatedArg]]:
         """(``m`` with its long arguments truncated, or ``m`` itself; what was truncated)."""
@@ -262,28 +287,51 @@ class ToolResultOffload:
         # (message, token limit) -> the offloaded copy: a long run does not rebuild the preview
         # of the same state message on every call
         self._memo: IdentityCache[BaseMessage, _Offloaded] = IdentityCache(OFFLOADS_CACHED)
+        self._progress = TrimProgress()
 
     @hookimpl(trylast=True)
     def ctxlab_l1_trim(self, view: list[BaseMessage], ctx: TrimContext) -> TrimReport:
         report = TrimReport(trimmer=self.name)
-        for i, m in enumerate(view):
-            if not is_tool_result(m) or protect_key(m) in ctx.protect_ids:
+        protect = ctx.protect_ids
+        # a view that extends the previous one: its offloads are checked again (their files
+        # must exist in this request's scope, R6/R17), its small results are not visited
+        key = (ctx.token_limit, ctx.file_exists is None)
+        start, again = (0, []) if protect else self._progress.resume(view, key)
+        source = list(view)
+        marked: list[int] = []
+        for i in (*again, *range(start, len(view))):
+            m = source[i]
+            if not is_tool_result(m) or (protect and protect_key(m) in protect):
                 continue
             saved = offloaded_path_of(m)
             if saved is not None:
                 # R6: offloaded by ctxlab already (the overflow trim wrote the copy to the state)
+                marked.append(i)
                 if ctx.file_exists is not None and not ctx.file_exists(saved):
                     view[i] = _path_gone(m, saved)  # never point the model at a missing file
                 continue
             memo = self._memo.get(m, ctx.token_limit)
             if memo is not None and _saved_again(memo, ctx):
+                marked.append(i)
                 view[i] = memo.copy
                 report.offloaded.append(memo.entry)
                 continue
             new = self._offload(m, ctx, report)
             if new is not None:
                 view[i] = new
+            if new is not None or ctx.estimate(m) > ctx.token_limit:
+                marked.append(i)  # offloaded, or left whole although large: decided again
+        if not protect:
+            self._progress.remember(source, marked, key)
         return report
+
+    @hookimpl
+    def ctxlab_forget(self, messages: list[BaseMessage], settings: CompressionSettings) -> None:
+        self._progress.clear()
+        limit = settings.summary_tool_result_token_limit  # the memo's qualifier (ctx.token_limit)
+        for m in messages:
+            if is_tool_result(m):
+                self._memo.discard(m, limit)
 
     def _offload(self, m: BaseMessage, ctx: TrimContext, report: TrimReport) -> BaseMessage | None:
         """The offloaded copy of ``m``, or ``None`` when ``m`` stays as it is."""

@@ -16,7 +16,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage
 
-from ctxlab.core.identity import BoundedCache, IdentityCache, is_prefix
+from ctxlab.core.identity import BoundedCache, IdentityCache, bisect_prefix, content_prefix, is_prefix
 
 __all__ = ["EstimateCache"]
 
@@ -55,36 +55,6 @@ def _fingerprint(message: BaseMessage) -> tuple[Any, ...] | None:
     return (message.type, message.id, ckey, calls, getattr(message, "name", None))
 
 
-def _signature(message: BaseMessage) -> dict[str, Any]:
-    """What a message's estimate depends on, compared by value: all its fields (``type``, ``id``,
-    ``name``, ``content``, ``additional_kwargs``, tool calls, ...: the model's ``__dict__``, a
-    superset of :func:`_fingerprint`), read without a Python loop."""
-    return vars(message)
-
-
-def _content_prefix(a: Sequence[BaseMessage], b: list[BaseMessage]) -> int:
-    """Length of the common prefix of ``a`` and ``b`` compared by :func:`_signature` (a
-    reloaded checkpoint: new objects with the same content).  Linear; 0 unless the first
-    messages share an id."""
-    n = min(len(a), len(b))
-    if n == 0 or a[0].id is None or a[0].id != b[0].id:
-        return 0
-    sa, sb = list(map(vars, a[:n])), list(map(vars, b[:n]))  # _signature, at C speed
-    return n if sa == sb else _bisect_prefix(sa, sb, 0, n - 1)
-
-
-def _bisect_prefix(a: Sequence[Any], b: Sequence[Any], lo: int, hi: int) -> int:
-    """The longest common prefix of ``a`` and ``b`` by list equality, knowing that ``a[:lo]``
-    matches and ``a[:hi + 1]`` does not (O(n log n) at C speed)."""
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if a[:mid] == b[:mid]:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
-
-
 def _common_prefix(a: Sequence[Any], b: list[Any]) -> int:
     """Length of the longest common prefix of a message list ``a`` and a remembered list ``b``.
 
@@ -100,7 +70,7 @@ def _common_prefix(a: Sequence[Any], b: list[Any]) -> int:
     n = min(len(a), len(b))
     if n == 0 or a[0] is not b[0]:
         return 0
-    return _bisect_prefix(a, b, 1, n - 1)
+    return bisect_prefix(a, b, 1, n - 1)
 
 
 class EstimateCache:
@@ -176,7 +146,7 @@ class EstimateCache:
         the history grew by a few messages since the previous model call) costs one C-speed
         identity scan plus the new messages only.  A list of other objects (a checkpoint reloaded
         in this process) is compared by content with the latest remembered list
-        (:func:`_signature` of each message: no estimate is made again, but every message is
+        (every field of each message, :func:`~ctxlab.core.identity.content_prefix`: no estimate is made again, but every message is
         read once); in a new process nothing is remembered and every message is estimated once.
         Messages are assumed not to be edited in place (LangGraph replaces messages, it does not
         mutate them).
@@ -202,7 +172,7 @@ class EstimateCache:
                 sums, best_k = [0], 0
                 if self._prefixes:
                     slot = self._prefixes[0]
-                    best_k = _content_prefix(messages, slot[0])
+                    best_k = content_prefix(messages, slot[0])
                     sums = slot[1][: best_k + 1]
         fn = self.message_tokens
         running = sums[-1]
@@ -213,6 +183,21 @@ class EstimateCache:
             self._prefixes.insert(0, (list(messages), sums))
             del self._prefixes[PREFIX_SLOTS:]
         return running
+
+    def forget(self, messages: Sequence[BaseMessage]) -> None:
+        """Drop what is remembered for ``messages`` (by object and by content) and every
+        remembered list that starts with one of them: messages behind the cumulative cutoff
+        never reach a view again (spec R9/R11), so their entries only hold memory.  Forgetting a
+        message that comes back (an older checkpoint resumed) costs one estimate, never a wrong
+        one."""
+        gone = set(map(id, messages))
+        for m in messages:
+            self._by_object.discard(m)
+            key = _fingerprint(m)
+            if key is not None:
+                self._by_content.discard(key)
+        with self._prefix_lock:
+            self._prefixes = [p for p in self._prefixes if not p[0] or id(p[0][0]) not in gone]
 
     def tools_tokens(self, tools: Sequence[Any]) -> int:
         """Tokens of the tool schemas, cached by the tool objects themselves (kept alive with
