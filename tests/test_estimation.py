@@ -229,6 +229,39 @@ def test_cache_estimates_only_new_messages(mw_kit, tmp_path):
     assert counter.tool_calls == 1
 
 
+def test_peek_answers_only_an_estimate_made_and_changes_nothing():
+    cache = EstimateCache(EST.message_tokens, EST.tools_tokens, max_entries=2)
+    a, b, c = (HumanMessage(f"message {i}", id=f"p{i}") for i in range(3))
+    assert cache.peek(a) is None  # never estimates
+    assert (cache.hits, cache.misses, len(cache._by_object)) == (0, 0, 0)
+    cache.message_tokens(a)
+    cache.message_tokens(b)
+    before = (cache.hits, cache.misses, list(cache._by_object._data))
+    assert cache.peek(a) == EST.message_tokens(a)
+    assert cache.peek(HumanMessage("message 0", id="p0")) is None  # an equal copy is not this object
+    assert (cache.hits, cache.misses, list(cache._by_object._data)) == before
+    cache.message_tokens(c)  # evicts a, the least recently used: peek did not make it recent
+    assert cache.peek(a) is None and cache.peek(b) == EST.message_tokens(b)
+
+
+def test_a_list_sharing_all_its_messages_with_a_remembered_one_estimates_none_again():
+    # the bisection's upper end is a candidate: a strict prefix of the remembered list, or one
+    # whose last shared message is an equal copy, shares every message, not all but the last
+    from ctxlab.core.estimation.cache import _common_prefix
+
+    history = [HumanMessage(f"message {i}", id=f"q{i}") for i in range(8)]
+    copy_last = [*history[:5], HumanMessage("message 5", id="q5")]
+    assert _common_prefix(history[:5], history) == 5
+    assert _common_prefix(copy_last, history) == 6
+    assert _common_prefix([*copy_last, HumanMessage("new", id="new")], history) == 6
+    cache = EstimateCache(EST.message_tokens, EST.tools_tokens)
+    assert cache.messages_tokens(history) == sum(map(EST.message_tokens, history))
+    hits, misses = cache.hits, cache.misses
+    assert cache.messages_tokens(history[:5]) == sum(map(EST.message_tokens, history[:5]))
+    assert cache.messages_tokens(copy_last) == sum(map(EST.message_tokens, copy_last))
+    assert (cache.hits, cache.misses) == (hits, misses), "a shared message was looked up again"
+
+
 def test_tools_estimate_is_not_stale_when_tool_objects_are_recreated():
     cache = EstimateCache(EST.message_tokens, EST.tools_tokens)
     wrong = []

@@ -1,5 +1,6 @@
-"""The one bounded identity cache (ctxlab.core.identity): identity keys that stay alive, LRU bounds,
-tuple keys, qualifiers, threads."""
+"""The bounded caches of ctxlab.core.identity: identity keys that stay alive, LRU bounds, tuple
+keys, qualifiers, threads, a read that does not reorder (peek), the per-owner content memo and the
+prefix bisection."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import weakref
 import pytest
 from langchain_core.messages import HumanMessage
 
-from ctxlab.core.identity import BoundedCache, IdentityCache
+from ctxlab.core.identity import BoundedCache, ContentMemo, IdentityCache, bisect_prefix
 
 
 class Thing:
@@ -124,10 +125,62 @@ def test_content_prefix_compares_by_content_and_answers_a_second_cache_without_g
 
     old = [HumanMessage(f"m{i}", id=f"m{i}") for i in range(6)]
     reloaded = [HumanMessage(f"m{i}", id=f"m{i}") for i in range(6)]  # new objects, same content
-    assert content_prefix(reloaded, old) == 6
-    assert content_prefix(reloaded, list(old)) == 6  # another cache's list of the same objects
+    memo = ContentMemo()
+    assert content_prefix(reloaded, old, memo) == 6
+    assert content_prefix(reloaded, list(old), memo) == 6  # another cache's list of the same objects
     edited = [*old[:3], HumanMessage("changed", id="m3"), *old[4:]]
-    assert content_prefix(reloaded, edited) == 3  # other objects: compared again, not the memo
-    assert content_prefix(reloaded, old[:4]) == 4
-    assert content_prefix([HumanMessage("x", id=None)], old) == 0
-    assert content_prefix(reloaded, []) == 0
+    assert content_prefix(reloaded, edited, memo) == 3  # other objects: compared again, not the memo
+    assert content_prefix(reloaded, edited) == 3  # no memo: always compared
+    assert content_prefix(reloaded, old[:4], memo) == 4
+    assert content_prefix([HumanMessage("x", id=None)], old, memo) == 0
+    assert content_prefix(reloaded, [], memo) == 0
+
+
+def test_the_content_memo_belongs_to_its_owner_and_answers_only_the_same_question() -> None:
+    from langchain_core.messages import HumanMessage
+
+    from ctxlab.core.identity import content_prefix
+
+    old = [HumanMessage(f"m{i}", id=f"m{i}") for i in range(4)]
+    reloaded = [HumanMessage(f"m{i}", id=f"m{i}") for i in range(4)]
+    mine, theirs = ContentMemo(), ContentMemo()
+    assert content_prefix(reloaded, old, mine) == 4
+    assert mine.lookup(reloaded, list(old)) == 4  # the second cache's question: no comparison
+    assert theirs.lookup(reloaded, old) is None  # another middleware's memo knows nothing of it
+    assert mine.lookup(list(reloaded), old) is None  # another request list: compared again
+    probe = weakref.ref(reloaded[0])
+    del mine
+    reloaded.clear()
+    gc.collect()
+    assert probe() is None, "the memo kept the messages after its owner went"
+
+
+def test_peek_reads_without_reordering_the_lru() -> None:
+    cache: IdentityCache[Thing, int] = IdentityCache(2)
+    a, b, c = Thing(), Thing(), Thing()
+    cache.put(a, 1)
+    cache.put(b, 2)
+    order = list(cache._data)
+    assert cache.peek(a) == 1 and cache.peek(c) is None
+    assert list(cache._data) == order
+    cache.put(c, 3)  # evicts the least recently used: still a, since peek did not touch it
+    assert cache.peek(a) is None and cache.peek(b) == 2 and cache.peek(c) == 3
+    cache.get(b)  # get does reorder: c goes next
+    cache.put(a, 4)
+    assert cache.peek(c) is None and cache.peek(b) == 2
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "lo", "expected"),
+    [
+        ([1, 2, 3], [1, 2, 3, 4], 1, 3),  # a strict prefix of b: the whole of a
+        ([1, 2, 3, 4], [1, 2, 3], 1, 3),  # b a strict prefix of a
+        ([1, 2, 9, 4], [1, 2, 3, 4], 1, 2),
+        ([1, 2, 3], [1, 2, 3], 0, 3),  # equal: hi itself is a candidate
+        ([7], [1], 0, 0),
+    ],
+)
+def test_bisect_prefix_finds_the_longest_common_prefix_up_to_hi_inclusive(
+    a: list[int], b: list[int], lo: int, expected: int
+) -> None:
+    assert bisect_prefix(a, b, lo, min(len(a), len(b))) == expected

@@ -22,12 +22,11 @@ from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, RemoveMessage, ToolMessage
 from langgraph.graph.message import add_messages
 
-from ctxlab.core import messages as messages_module
 from ctxlab.core.builtin.trimmers import ArgumentTruncation, ToolResultOffload
 from ctxlab.core.estimation import CharClassEstimator, EstimateCache
 from ctxlab.core.identity import is_prefix
 from ctxlab.core.l1 import TrimContext
-from ctxlab.core.messages import sendable_view
+from ctxlab.core.messages import SCAN_SLOTS, ScanMemory, sendable_view
 from ctxlab.core.settings import CompressionSettings
 
 # one step of a history's life: grow by k messages, replace the message at a position, remove
@@ -124,14 +123,64 @@ def lives(draw: Any) -> list[list[BaseMessage]]:
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(lives())
 def test_sendable_view_equals_a_scan_from_scratch(histories: list[list[BaseMessage]]) -> None:
+    memory = ScanMemory()
     for view in histories:
-        got = sendable_view(view)
-        remembered = list(messages_module._scans)
-        messages_module._scans.clear()
-        fresh = sendable_view(list(view))
-        messages_module._scans[:] = remembered
+        got = sendable_view(view, memory)
+        fresh = sendable_view(list(view))  # no memory: a whole scan
         assert got == fresh
+        assert sendable_view(list(view), ScanMemory()) == fresh  # an empty memory
         assert (got is view) == (fresh == view)  # no orphan: the view itself
+        assert len(memory) <= SCAN_SLOTS
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(lives(), lives(), st.lists(st.booleans(), min_size=50, max_size=50))
+def test_interleaved_scan_memories_give_the_views_of_each_alone(
+    first: list[list[BaseMessage]], second: list[list[BaseMessage]], order: list[bool]
+) -> None:
+    # two middlewares (two memories) and two threads of one middleware (one shared memory) serve
+    # two histories in an interleaved order: every view is the one a memory serving it alone
+    # gives (and that a whole scan gives); no memory sees the other middleware's views
+    shared, mine, theirs, alone_a, alone_b = (ScanMemory() for _ in range(5))
+    expected_a = [sendable_view(v, alone_a) for v in first]
+    expected_b = [sendable_view(v, alone_b) for v in second]
+    assert expected_a == [sendable_view(list(v)) for v in first]
+    a, b = iter(zip(first, expected_a, strict=True)), iter(zip(second, expected_b, strict=True))
+    pending = [*order, *([True] * len(first)), *([False] * len(second))]
+    for pick_a in pending:
+        step = next(a if pick_a else b, None)
+        if step is None:
+            continue
+        view, want = step
+        assert sendable_view(view, shared) == want  # two threads, one middleware
+        assert sendable_view(view, mine if pick_a else theirs) == want  # two middlewares
+    assert all(len(m) <= SCAN_SLOTS for m in (shared, mine, theirs))
+
+
+def test_a_scan_memory_resumes_a_grown_view_and_goes_with_its_owner() -> None:
+    import gc
+    import weakref
+
+    call = AIMessage("", tool_calls=[{"name": "bash", "args": {}, "id": "c1", "type": "tool_call"}], id="a")
+    history: list[BaseMessage] = [
+        HumanMessage("go", id="h"),
+        call,
+        ToolMessage("ok", tool_call_id="c1", id="t"),
+    ]
+    memory = ScanMemory(slots=2)
+    assert sendable_view(history, memory) is history and len(memory) == 1
+    grown = [*history, ToolMessage("late", tool_call_id="c1", id="t2")]
+    # the remembered issuer set answers for the old part: c1 was issued, the result is no orphan
+    assert sendable_view(grown, memory) is grown
+    reloaded = copy.deepcopy(grown)  # new objects, same content: found by content
+    assert sendable_view(reloaded, memory) is reloaded
+    assert len(memory) == 1  # each view replaced the one it extended
+    probe = weakref.ref(history[0])
+    del memory
+    history.clear()
+    grown.clear()
+    gc.collect()
+    assert probe() is None, "the scan memory outlived its owner"
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

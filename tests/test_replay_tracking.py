@@ -292,8 +292,10 @@ def test_run_measure_reads_the_middleware_estimates_only_when_they_count_alike(
     for m in seen:
         own.message_tokens(m)
     before = (own.hits, own.misses)
+    order = list(own._by_object._data)  # the middleware's LRU order: what it evicts next
     assert [measure.message_tokens(m) for m in messages] == [meter.message_tokens(m) for m in messages]
     assert (own.hits, own.misses) == before, "the middleware's cache was used as the measure's"
+    assert list(own._by_object._data) == order, "the measure's reads reordered the middleware's LRU"
     own.message_tokens(messages[1])
     assert own.misses == before[1] + 1, "the measure wrote into the middleware's cache"
     tools = [t.tools for t in transcripts if t.tools]

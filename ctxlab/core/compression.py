@@ -21,7 +21,7 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Callable, Generator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 from typing import Any, NamedTuple, TypedDict, Unpack
 
 from langchain_core.exceptions import ContextOverflowError
@@ -41,7 +41,7 @@ from ctxlab.core.hooks import CompressionHooks
 from ctxlab.core.l1 import OffloadRecord, TrimContext, TrimReport, TruncatedArg, protect_key
 from ctxlab.core.l2 import plan_l2, summary_to_commit
 from ctxlab.core.marks import offloaded_path_of
-from ctxlab.core.messages import effective_messages, resolve_cutoff, sendable_view
+from ctxlab.core.messages import ScanMemory, effective_messages, resolve_cutoff, sendable_view
 from ctxlab.core.settings import CompressionSettings
 from ctxlab.core.summarize import SummaryJob
 
@@ -73,14 +73,16 @@ class CallModel:
     """Effect: send ``messages`` to the main model as the request view; the driver sends back the
     model's response (or throws its exception into the round).
 
-    ``messages`` is made sendable on construction (:func:`ctxlab.core.messages.sendable_view`):
-    a tool result whose call is behind the cutoff becomes an observation, never an orphan (R9).
+    ``messages`` is made sendable on construction (:func:`ctxlab.core.messages.sendable_view`, with
+    the round's ``scans`` memory, init only): a tool result whose call is behind the cutoff becomes
+    an observation, never an orphan (R9).
     """
 
     messages: list[BaseMessage]
+    scans: InitVar[ScanMemory | None] = None
 
-    def __post_init__(self) -> None:
-        self.messages = sendable_view(self.messages)
+    def __post_init__(self, scans: ScanMemory | None) -> None:
+        self.messages = sendable_view(self.messages, scans)
 
 
 @dataclass
@@ -111,10 +113,9 @@ _L1Result = tuple[list[BaseMessage], list[TrimReport]]
 class RoundStats(StatsCommon, total=False):
     """The round's own record (``RoundInput.stats``), filled as the round goes.
 
-    The keys of :class:`ctxlab.core.events.StatsCommon`, plus the L1 records in full:
-    ``offloaded`` (one :class:`~ctxlab.core.l1.OffloadRecord` per offloaded tool result) and
-    ``truncated_args`` (one :class:`~ctxlab.core.l1.TruncatedArg` per truncated argument).  The
-    events carry a reduced copy (:class:`ctxlab.core.events.EventStats`).
+    The keys of :class:`ctxlab.core.events.StatsCommon`, plus the L1 records in full: ``offloaded``
+    (one :class:`~ctxlab.core.l1.OffloadRecord` per offloaded tool result) and ``truncated_args`` (one
+    :class:`~ctxlab.core.l1.TruncatedArg` per truncated argument); events carry a reduced copy.
     """
 
     offloaded: list[OffloadRecord]
@@ -129,9 +130,8 @@ class SummarizationEvent(TypedDict):
         summary_message: the summary message that replaces ``messages[:cutoff_index]``.
         file_path: the virtual path of the history file, ``None`` when it could not be written.
         summary_error: the summarizer's error when the summary failed (R10), else ``None``.
-        last_summarized_id: the id of the state message just before the cutoff (``None`` when
-            it has none): if another component removes messages, the cutoff follows it
-            (:func:`ctxlab.core.messages.resolve_cutoff`).
+        last_summarized_id: the id of the state message just before the cutoff (``None`` if it has
+            none), which the cutoff follows when messages are removed (``messages.resolve_cutoff``).
     """
 
     cutoff_index: int
@@ -153,8 +153,7 @@ class ModelLimits(NamedTuple):
     """What the round needs to know of the models, read only when a step needs it.
 
     Attributes:
-        capacity_tokens: the main model's ``max_input_tokens`` if known (a positive int), else
-            ``None``.
+        capacity_tokens: the main model's ``max_input_tokens`` (a positive int), ``None`` if unknown.
         summarizer_budget: tokens one summarizer input may use.
     """
 
@@ -182,6 +181,7 @@ class RoundInput:
         thread_id: names the history file.
         emit: writes one event to the stream (and to observers).
         file_exists: handed to trimmers (:attr:`ctxlab.core.l1.TrimContext.file_exists`).
+        scans: the middleware's orphan scans (:class:`~ctxlab.core.messages.ScanMemory`), or ``None``.
         stats: the round's record (:class:`RoundStats`), filled as the round goes.
     """
 
@@ -197,6 +197,7 @@ class RoundInput:
     thread_id: str | None
     emit: Callable[[CompressionEvent], None]
     file_exists: Callable[[str], bool] | None = None
+    scans: ScanMemory | None = None
     stats: RoundStats = field(default_factory=lambda: RoundStats())
 
     @functools.cached_property
@@ -273,7 +274,7 @@ def compression_round(inp: RoundInput) -> Generator[Effect, Any, tuple[Any, Roun
     # R3: below the entry threshold T the effective messages go as they are
     if est0 < s.entry_threshold_tokens:
         try:
-            response = yield CallModel(eff)
+            response = yield CallModel(eff, inp.scans)
             stats["tokens_after"] = est0
             return response, None
         except ContextOverflowError as exc:
@@ -327,7 +328,7 @@ def compression_round(inp: RoundInput) -> Generator[Effect, Any, tuple[Any, Roun
                 )
             try:
                 sent_l1_view = True
-                response = yield CallModel(view1)
+                response = yield CallModel(view1, inp.scans)
             except ContextOverflowError as exc:
                 if forced:
                     raise
@@ -354,7 +355,7 @@ def compression_round(inp: RoundInput) -> Generator[Effect, Any, tuple[Any, Roun
             view2, replaced = yield from _tail_trim(inp, eff[local:], view2, target, tokens, stats)
             est2 = tokens(view2)
         try:
-            response = yield CallModel(view2)
+            response = yield CallModel(view2, inp.scans)
         except ContextOverflowError as exc:
             if forced:
                 raise  # R12: the retry overflowed again
@@ -364,7 +365,7 @@ def compression_round(inp: RoundInput) -> Generator[Effect, Any, tuple[Any, Roun
             view2, more = yield from _tail_trim(inp, eff[local:], view2, target, tokens, stats)
             replaced = _merge_replaced(replaced, more)
             est2 = tokens(view2)
-            response = yield CallModel(view2)
+            response = yield CallModel(view2, inp.scans)
         stats["tokens_after"] = est2
         # R9/R11: eff[:local] and their L1 copies are behind the cumulative cutoff for good
         copies = (m for m, o in zip(view1[:local], eff[:local], strict=True) if m is not o)
@@ -395,8 +396,7 @@ def compression_round(inp: RoundInput) -> Generator[Effect, Any, tuple[Any, Roun
 
 
 def _forget(inp: RoundInput, behind: list[BaseMessage]) -> None:
-    """Drop the caches' entries for messages now behind the cutoff (estimates, L1 memos): they
-    never reach a view again (R9/R11); bounded memory in long runs."""
+    """Drop the estimates and L1 memos of messages now behind the cutoff (R9/R11: never sent again)."""
     inp.estimates.forget(behind)
     inp.hooks.forget(behind, inp.settings)
 

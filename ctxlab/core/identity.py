@@ -1,9 +1,10 @@
-"""One bounded, thread-safe cache for everything ctxlab remembers per object.
+"""The bounded, thread-safe cache types behind everything ctxlab remembers per object.
 
 Long agent runs see the same message objects on every model call, so several steps remember a
 result per object: the estimate of a message, the offloaded copy of a tool result, the masked
 copy of an observation, the summarizer made for a model, the canonical key of a view message.
-They all use :class:`IdentityCache`:
+Each owner (a middleware, its estimate cache, a trimmer) has its own instances of
+:class:`IdentityCache`:
 
 * the key is an object compared by **identity** (``is``), never by ``==`` or ``hash`` (messages
   are not hashable, and two equal messages may be different entries of a history);
@@ -20,7 +21,9 @@ fingerprint), for the places where equal content, not the same object, is the ke
 :func:`is_prefix` tells, at C speed, whether a list starts with the objects of a remembered one
 (the history grew): the prefix caches of the estimate and of the sendable view use it.
 :func:`content_prefix` compares a reloaded checkpoint (new objects) with a remembered list field
-by field, once per call for both caches.
+by field; a :class:`ContentMemo` (one per middleware) makes that once per call for both of the
+middleware's caches that ask.  Nothing here is process-global: every cache belongs to its owner
+and goes with it.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any, Generic, TypeVar, cast
 
-__all__ = ["BoundedCache", "IdentityCache", "bisect_prefix", "content_prefix", "is_prefix"]
+__all__ = ["BoundedCache", "ContentMemo", "IdentityCache", "bisect_prefix", "content_prefix", "is_prefix"]
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -54,8 +57,11 @@ def is_prefix(head: list[Any], seq: Sequence[Any]) -> bool:
 
 
 def bisect_prefix(a: Sequence[Any], b: Sequence[Any], lo: int, hi: int) -> int:
-    """The longest common prefix of ``a`` and ``b`` by list equality, knowing that ``a[:lo]``
-    matches and ``a[:hi + 1]`` does not (O(n log n) at C speed)."""
+    """The largest ``k`` in ``lo..hi`` with ``a[:k] == b[:k]`` (list equality), knowing that
+    ``a[:lo]`` matches; prefix equality is monotone, so this is the longest common prefix of
+    ``a`` and ``b`` when ``hi = min(len(a), len(b))``.  ``hi`` itself is a candidate: nothing is
+    assumed about ``a[:hi]`` (a caller that already knows it does not match may pass one less).
+    O(n log n) at C speed."""
     while lo < hi:
         mid = (lo + hi + 1) // 2
         if a[:mid] == b[:mid]:
@@ -65,45 +71,71 @@ def bisect_prefix(a: Sequence[Any], b: Sequence[Any], lo: int, hi: int) -> int:
     return lo
 
 
-# the last answer of content_prefix: (seq, its length and ends, head, the answer); one entry
-_last_content: tuple[Sequence[Any], int, Any, Any, list[Any], int] | None = None
-_content_lock = threading.Lock()
+class ContentMemo:
+    """The last answer of :func:`content_prefix` (one entry, thread-safe), owned by whoever asks
+    (one per ``CompressionMiddleware``: its estimate cache and its orphan scans ask about the same
+    request list within one call, and the second question is answered without comparing the
+    history again).  It holds the two lists of that answer until the next one replaces them, and
+    goes with its owner."""
+
+    def __init__(self) -> None:
+        # (seq, its length and end objects, a copy of head, the answer)
+        self._last: tuple[Sequence[Any], int, Any, Any, list[Any], int] | None = None
+        self._lock = threading.Lock()
+
+    def lookup(self, seq: Sequence[Any], head: list[Any]) -> int | None:
+        """The remembered answer when ``seq`` is the very list asked about (same object, length
+        and end objects) and ``head`` holds the very same objects; else ``None``.  O(len(head))
+        identity checks."""
+        with self._lock:
+            last = self._last
+        if (
+            last is not None
+            and last[0] is seq
+            and last[1] == len(seq)
+            and last[2] is seq[0]
+            and last[3] is seq[-1]
+            and len(last[4]) == len(head)
+            and last[4][0] is head[0]
+            and last[4][-1] is head[-1]
+            and last[4] == head
+        ):
+            return last[5]
+        return None
+
+    def remember(self, seq: Sequence[Any], head: list[Any], answer: int) -> None:
+        """Replace the remembered answer by ``answer`` for (``seq``, ``head``); both non-empty."""
+        with self._lock:
+            self._last = (seq, len(seq), seq[0], seq[-1], list(head), answer)
+
+    def clear(self) -> None:
+        """Forget the answer (and the references to its lists)."""
+        with self._lock:
+            self._last = None
 
 
-def content_prefix(seq: Sequence[Any], head: list[Any]) -> int:
+def content_prefix(seq: Sequence[Any], head: list[Any], memo: ContentMemo | None = None) -> int:
     """Length of the longest common prefix of the messages ``seq`` and a remembered list ``head``
     compared by every field (each message's ``__dict__``, at C speed): a checkpoint reloaded in
     this process brings new objects with the same content.  0 unless the first messages share an
     id (``None`` never matches).
 
-    The last answer is remembered (one entry): the estimate cache and the sendable view both ask
-    about the same request list within one call; the second question, about the same ``seq``
-    object (same length and end objects) and a ``head`` of the very same objects, is answered
-    without comparing the history again.  O(n) at C speed on a miss, O(n) identity checks on a
-    hit.
+    ``memo``: the asker's :class:`ContentMemo`; the same question asked twice in a row (the same
+    ``seq`` object and a ``head`` of the very same objects) is then answered without comparing
+    the history again.  ``None``: always compared.  O(n) at C speed on a miss, O(n) identity
+    checks on a hit.
     """
-    global _last_content
     n = min(len(seq), len(head))
     if n == 0 or seq[0].id is None or seq[0].id != head[0].id:
         return 0
-    with _content_lock:
-        last = _last_content
-    if (
-        last is not None
-        and last[0] is seq
-        and last[1] == len(seq)
-        and last[2] is seq[0]
-        and last[3] is seq[-1]
-        and len(last[4]) == len(head)
-        and last[4][0] is head[0]
-        and last[4][-1] is head[-1]
-        and last[4] == head
-    ):
-        return last[5]
+    if memo is not None:
+        known = memo.lookup(seq, head)
+        if known is not None:
+            return known
     sa, sb = list(map(vars, seq[:n])), list(map(vars, head[:n]))
     k = n if sa == sb else bisect_prefix(sa, sb, 0, n - 1)
-    with _content_lock:
-        _last_content = (seq, len(seq), seq[0], seq[-1], list(head), k)
+    if memo is not None:
+        memo.remember(seq, head, k)
     return k
 
 
@@ -200,6 +232,15 @@ class IdentityCache(Generic[K, V]):
                 return None
             self._data.move_to_end(slot)
         return entry[1]
+
+    def peek(self, key: K, qualifier: Hashable = None) -> V | None:
+        """The value cached for this very object (and ``qualifier``), else ``None``, without
+        making it the most recently used: a reader that must not change what the owner evicts
+        (the replay's measure reading the middleware's estimates)."""
+        slot = self._slot(key, qualifier)
+        with self._lock:
+            entry = self._data.get(slot)
+        return None if entry is None else entry[1]
 
     def put(self, key: K, value: V, qualifier: Hashable = None) -> V:
         """Cache ``value`` for this object (and ``qualifier``), keeping ``key`` alive; return it."""

@@ -13,11 +13,12 @@ from typing import Any, NamedTuple, cast
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
-from ctxlab.core.identity import content_prefix, is_prefix
+from ctxlab.core.identity import ContentMemo, content_prefix, is_prefix
 from ctxlab.core.marks import OBSERVATION_KEY, is_user_request
 
 __all__ = [
     "SCAN_SLOTS",
+    "ScanMemory",
     "effective_messages",
     "last_human_index",
     "late_result_observation",
@@ -180,7 +181,7 @@ def late_result_observation(message: ToolMessage) -> HumanMessage:
     return HumanMessage(content=content, id=message.id, additional_kwargs={OBSERVATION_KEY: True})
 
 
-#: views (without orphans) whose scan :func:`sendable_view` remembers, most recent first
+#: views (without orphans) whose scan a :class:`ScanMemory` remembers, most recent first
 SCAN_SLOTS = 4
 
 
@@ -192,8 +193,70 @@ class _Scan(NamedTuple):
     issuers: set[str]
 
 
-_scans: list[_Scan] = []
-_scans_lock = threading.Lock()
+class ScanMemory:
+    """The orphan scans of one owner's views (one per ``CompressionMiddleware``), so that a view
+    that extends a remembered orphan-free view scans only its new messages.
+
+    Bounded per instance: the ``slots`` most recent orphan-free views (their lists and the
+    tool-call ids they issue), whatever thread or agent sent them; a middleware that serves more
+    histories at once than ``slots`` scans some views whole (linear, the same answer).  Nothing
+    is process-global: the memory goes with its owner.  Thread-safe.
+
+    Args:
+        slots: views remembered (> 0), :data:`SCAN_SLOTS` by default.
+        content_memo: the owner's :class:`~ctxlab.core.identity.ContentMemo` (the estimate
+            cache's, so that a reloaded checkpoint is compared by content once per call);
+            ``None``: a memo of its own.
+
+    Raises:
+        ValueError: ``slots`` is not a positive integer.
+    """
+
+    def __init__(self, slots: int = SCAN_SLOTS, content_memo: ContentMemo | None = None) -> None:
+        if isinstance(slots, bool) or not isinstance(slots, int) or slots <= 0:
+            raise ValueError(f"slots={slots!r} is invalid: allowed an integer > 0")
+        self.slots = slots
+        self.content_memo = ContentMemo() if content_memo is None else content_memo
+        self._scans: list[_Scan] = []
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._scans)
+
+    def clear(self) -> None:
+        """Forget every remembered view."""
+        with self._lock:
+            self._scans.clear()
+
+    def _take(self, view: list[BaseMessage]) -> _Scan | None:
+        """Remove and return a remembered view that ``view`` extends: by the same objects (or
+        equal ones, :func:`~ctxlab.core.identity.is_prefix`), else, for a checkpoint reloaded in
+        this process (new objects), by every field (the most recent such view first)."""
+        with self._lock:
+            found = next((s for s in self._scans if is_prefix(s.messages, view)), None)
+            if found is None:
+                found = next((s for s in self._scans if self._same_content(s.messages, view)), None)
+            if found is not None:
+                self._scans.remove(found)  # its issuer set is extended in place by the caller
+        return found
+
+    def _same_content(self, head: list[BaseMessage], view: list[BaseMessage]) -> bool:
+        """Whether ``view`` starts with messages equal in every field to ``head`` (the first ones
+        must share an id, so that another history is refused in O(1))."""
+        return 0 < len(head) <= len(view) and content_prefix(view, head, self.content_memo) == len(head)
+
+    def find_orphans(self, view: list[BaseMessage]) -> list[int]:
+        """The orphan indices of ``view`` (see :func:`sendable_view`), amortized: a view that
+        extends a remembered orphan-free view scans only its new suffix; any other view (a
+        rewritten history) is scanned whole.  An orphan-free view is remembered."""
+        found = self._take(view)
+        start, issuer = (len(found.messages), found.issuers) if found is not None else (0, set())
+        orphans = _scan_orphans(view, start, issuer)
+        if not orphans:
+            with self._lock:
+                self._scans.insert(0, _Scan(list(view), issuer))
+                del self._scans[self.slots :]
+        return orphans
 
 
 def _scan_orphans(view: list[BaseMessage], start: int, issuer: set[str]) -> list[int]:
@@ -209,35 +272,7 @@ def _scan_orphans(view: list[BaseMessage], start: int, issuer: set[str]) -> list
     return orphans
 
 
-def _same_content_prefix(head: list[BaseMessage], view: list[BaseMessage]) -> bool:
-    """Whether ``view`` starts with messages equal in every field to ``head`` (the first ones must
-    share an id): a checkpoint reloaded in this process brings new objects with the same
-    content.  The comparison is shared with the estimate cache's
-    (:func:`~ctxlab.core.identity.content_prefix`: once per call)."""
-    return 0 < len(head) <= len(view) and content_prefix(view, head) == len(head)
-
-
-def _find_orphans(view: list[BaseMessage]) -> list[int]:
-    """The orphan indices of ``view`` (see :func:`sendable_view`), amortized: a view that extends
-    a remembered orphan-free view (:data:`SCAN_SLOTS` of them, by identity or equality of the
-    prefix; the latest one also field by field, for a reloaded checkpoint) scans only its new
-    suffix; any other view (a rewritten history) is scanned whole."""
-    with _scans_lock:
-        found = next((s for s in _scans if is_prefix(s.messages, view)), None)
-        if found is None and _scans and _same_content_prefix(_scans[0].messages, view):
-            found = _scans[0]  # a reloaded checkpoint: new objects, same messages
-        if found is not None:
-            _scans.remove(found)  # its issuer set is extended in place below
-    start, issuer = (len(found.messages), found.issuers) if found is not None else (0, set())
-    orphans = _scan_orphans(view, start, issuer)
-    if not orphans:
-        with _scans_lock:
-            _scans.insert(0, _Scan(list(view), issuer))
-            del _scans[SCAN_SLOTS:]
-    return orphans
-
-
-def sendable_view(view: list[BaseMessage]) -> list[BaseMessage]:
+def sendable_view(view: list[BaseMessage], memory: ScanMemory | None = None) -> list[BaseMessage]:
     """``view`` as a provider accepts it: no ToolMessage without an earlier call in the view.
 
     A result that arrives after its call went behind the cutoff (a call still unanswered at the
@@ -246,10 +281,12 @@ def sendable_view(view: list[BaseMessage]) -> list[BaseMessage]:
     it would split (a message between a call and its results is rejected too).  Returns ``view``
     itself when it has no orphan (the usual case), else a new list; never edits a message.
 
-    Cost: a view that extends one seen before (the history grew) scans only the new messages
-    plus one C-speed comparison of the old part; others are scanned whole (linear).
+    ``memory``: the caller's :class:`ScanMemory` (a middleware's own); a view that extends one it
+    remembers (the history grew) then scans only the new messages plus one C-speed comparison of
+    the old part.  ``None``, or any other view: scanned whole (linear).  The answer never
+    depends on the memory.
     """
-    orphans = _find_orphans(view)
+    orphans = memory.find_orphans(view) if memory is not None else _scan_orphans(view, 0, set())
     if not orphans:
         return view
     skip = set(orphans)

@@ -60,6 +60,7 @@ from ctxlab.core.files import FileWriteError, awrite_text, default_backend, writ
 from ctxlab.core.hooks import CompressionHooks
 from ctxlab.core.identity import IdentityCache
 from ctxlab.core.l1 import run_l1
+from ctxlab.core.messages import ScanMemory
 from ctxlab.core.outputs import FileScope, OffloadPaths, make_read_tool
 from ctxlab.core.plugins import make_plugin_manager
 from ctxlab.core.settings import CompressionSettings
@@ -140,6 +141,9 @@ class CompressionMiddleware(AgentMiddleware):
         )
         self.hooks = CompressionHooks(self.plugin_manager)
         self.estimates = EstimateCache(self.hooks.estimate_message, self.hooks.estimate_tools)
+        # the orphan scans of the views this middleware sends (issue 12); it shares the estimate
+        # cache's content memo, so a reloaded checkpoint is compared by content once per call
+        self.scans = ScanMemory(content_memo=self.estimates.content_memo)
         self._name = name or "CompressionMiddleware"
         deep = self._name == DEEP_AGENT_SLOT
         self._backend = backend
@@ -259,6 +263,7 @@ class CompressionMiddleware(AgentMiddleware):
             thread_id=_thread_id(),
             emit=emit,
             file_exists=scope.file_exists,
+            scans=self.scans,
         )
         return inp, summarizer, backend
 

@@ -356,8 +356,8 @@ def run_measure(mw: object, measure: str, meter: EstimateCache) -> EstimateCache
     measure's.  The middleware's cache is only read, never written, so the middleware does the
     same work as without the replay (its ``overhead_ms`` is unchanged); the replay measures a
     message after the call that first sends it, so that most messages are estimated once.
-    ``meter`` also when the middleware's cache (``CompressionMiddleware.estimates``) cannot be
-    read by object.  The cache is a new one per call: make one per run.
+    The middleware's cache is read with :meth:`EstimateCache.peek`, which changes neither its
+    hit/miss counts nor what it evicts next.  The cache is a new one per call: make one per run.
     """
     estimates = getattr(mw, "estimates", None)
     pm = getattr(mw, "plugin_manager", None)
@@ -369,16 +369,11 @@ def run_measure(mw: object, measure: str, meter: EstimateCache) -> EstimateCache
         impls = hook.get_hookimpls()
         if len(impls) != 1 or type(impls[0].plugin) is not DefaultEstimator:
             return meter
-    # TODO(peek): read EstimateCache.peek(message) once core has it (a private attribute here, and
-    # IdentityCache.get reorders the middleware's LRU)
-    by_object = getattr(estimates, "_by_object", None)  # the cache by message object
-    if not isinstance(by_object, IdentityCache):
-        return meter
     impl = CharClassEstimator()
 
     def message_tokens(message: BaseMessage) -> int:
-        known = by_object.get(message)
-        return known if isinstance(known, int) else impl.message_tokens(message)
+        known = estimates.peek(message)  # neither reorders the middleware's LRU nor counts a hit
+        return known if known is not None else impl.message_tokens(message)
 
     return EstimateCache(message_tokens, impl.tools_tokens, name=meter.name)
 

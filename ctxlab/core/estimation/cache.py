@@ -16,7 +16,14 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage
 
-from ctxlab.core.identity import BoundedCache, IdentityCache, bisect_prefix, content_prefix, is_prefix
+from ctxlab.core.identity import (
+    BoundedCache,
+    ContentMemo,
+    IdentityCache,
+    bisect_prefix,
+    content_prefix,
+    is_prefix,
+)
 
 __all__ = ["EstimateCache"]
 
@@ -70,7 +77,8 @@ def _common_prefix(a: Sequence[Any], b: list[Any]) -> int:
     n = min(len(a), len(b))
     if n == 0 or a[0] is not b[0]:
         return 0
-    return bisect_prefix(a, b, 1, n - 1)
+    # n itself may match: ``a`` a strict prefix of ``b``, or an equal copy as the last message
+    return bisect_prefix(a, b, 1, n)
 
 
 class EstimateCache:
@@ -88,6 +96,9 @@ class EstimateCache:
         tools_fn: tokens of a list of tool schemas (``ctxlab_estimate_tools``).
         max_entries: messages remembered, by object and by fingerprint each.
         name: what estimates behind the cache (reports name the lab's measuring estimator).
+        content_memo: the owner's :class:`~ctxlab.core.identity.ContentMemo`, shared with its
+            other caches that compare a reloaded checkpoint by content (the middleware's orphan
+            scans); ``None``: a memo of this cache's own.
 
     Attributes:
         hits, misses: messages answered from the cache / estimated (a rough count under threads).
@@ -100,8 +111,10 @@ class EstimateCache:
         max_entries: int = 200_000,
         *,
         name: str = "hooks",
+        content_memo: ContentMemo | None = None,
     ) -> None:
         self.name = name
+        self.content_memo = ContentMemo() if content_memo is None else content_memo
         self._message_fn = message_fn
         self._tools_fn = tools_fn
         self._by_content: BoundedCache[tuple[Any, ...], int] = BoundedCache(max_entries)
@@ -125,6 +138,12 @@ class EstimateCache:
             return seen
         return self._by_object.put(message, self._message_tokens_by_key(message))
 
+    def peek(self, message: BaseMessage) -> int | None:
+        """The estimate (tokens) already made of this very message object, else ``None``; never
+        estimates, and changes neither the hit/miss counts nor what the cache evicts next (a
+        reader beside the owner: the replay's measure, ``ctxlab.replay.metrics.run_measure``)."""
+        return self._by_object.peek(message)
+
     def _message_tokens_by_key(self, message: BaseMessage) -> int:
         key = _fingerprint(message)
         if key is not None:
@@ -144,10 +163,12 @@ class EstimateCache:
         Besides the per-message cache, the last few lists are remembered with their running sums:
         a list that starts with the same message *objects* as a remembered one (the common case:
         the history grew by a few messages since the previous model call) costs one C-speed
-        identity scan plus the new messages only.  A list of other objects (a checkpoint reloaded
-        in this process) is compared by content with the latest remembered list
-        (every field of each message, :func:`~ctxlab.core.identity.content_prefix`: no estimate is made again, but every message is
-        read once); in a new process nothing is remembered and every message is estimated once.
+        identity scan plus the new messages only; a rewritten list reuses the sums of its longest
+        common prefix with a remembered one (bisection).  A list of other objects (a checkpoint
+        reloaded in this process) is compared by content with the latest remembered list (every
+        field of each message, :func:`~ctxlab.core.identity.content_prefix`, with
+        :attr:`content_memo`: no estimate is made again, but every message is read once); in a
+        new process nothing is remembered and every message is estimated once.
         Messages are assumed not to be edited in place (LangGraph replaces messages, it does not
         mutate them).
         """
@@ -172,7 +193,7 @@ class EstimateCache:
                 sums, best_k = [0], 0
                 if self._prefixes:
                     slot = self._prefixes[0]
-                    best_k = content_prefix(messages, slot[0])
+                    best_k = content_prefix(messages, slot[0], self.content_memo)
                     sums = slot[1][: best_k + 1]
         fn = self.message_tokens
         running = sums[-1]
