@@ -146,7 +146,7 @@ def test_the_compressing_section_states_each_ratio_and_target():
         ars_peak_mb=3.0,
         langchain_peak_mb=1.0,
         memory_messages=8000,
-        reloads=[ReloadRow("below T", 8000, 2.0, 0.1, 30.0)],
+        reloads=[ReloadRow("below T", 8000, 5, 2.0, 0.1, 60.0, 0.2, 30.0, 25.0)],
         cold_ars_ms=300.0,
         cold_langchain_ms=20.0,
     )
@@ -156,7 +156,30 @@ def test_the_compressing_section_states_each_ratio_and_target():
     assert "**20.0×** (met)" in line and "**4.0×** (not met)" in line and "**0.2×** (not met)" in line
     assert "ctxlab **k = 1.01**" in text
     assert "**3.00×** (target ≤ 2×: not met)" in text
-    assert "| below T | 8,000 | 2.00 | 0.10 | 30.00 | **15.0×** (met) |" in text
+    # each cell from its row field: same process first · next, fresh instance first · next, LangChain
+    # first · next; first call 30 / 2 = 15x (met) same process, 30 / 60 = 0.5x (not met) fresh instance
+    assert (
+        "| below T | 8,000 | 5 | 2.00 · 0.10 | 60.00 · 0.20 | 30.00 · 25.00 | **15.0×** (met) | "
+        "**0.5×** (not met) |" in text
+    )
+    assert "`JsonPlusSerializer.dumps_typed`/`loads_typed`" in text and "no compiled graph" in text
+    assert '"ctxlab fresh instance" is a new middleware' in text and "keeps nothing between calls" in text
+
+
+def test_reload_times_the_two_calls_after_a_checkpoint_reload():
+    """The reload row is about the last two model calls of the history, measured on each
+    contender after a serde round trip (no timing asserts: only what was measured)."""
+    from ctxlab.cli.bench.compressing import _reload, _reloaded
+    from ctxlab.cli.bench.contenders import call_positions
+
+    _system, msgs = synthetic_history(300)
+    row = _reload("small T", 300, 2.0, 2)
+    assert row.messages == call_positions(msgs)[-2] and row.reloads == 2
+    times = [row.ars_first_ms, row.ars_next_ms, row.ars_fresh_first_ms, row.ars_fresh_next_ms]
+    assert all(t > 0 for t in times) and row.langchain_first_ms > 0 and row.langchain_next_ms > 0
+    state = {"messages": msgs[:5], "_summarization_event": {"cutoff_index": 3}}
+    back = _reloaded(state)
+    assert back == state and all(a is not b for a, b in zip(back["messages"], msgs[:5], strict=True))
 
 
 def test_baseline_command_encodes_the_files_texts(capsys):
