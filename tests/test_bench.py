@@ -305,3 +305,37 @@ def test_sections_run_into_an_existing_file_keep_the_others(tmp_path):
     assert "old four" not in text and "`ctxlab --help` in a fresh interpreter" in text
     assert all(body in text for body in ("one body", "two body", "old three", "five body"))
     assert "_Measured by `ctxlab bench --sections startup --out" in text
+
+
+def test_the_middleware_profile_covers_every_model_call_and_nothing_else():
+    import pstats
+
+    from ctxlab.cli.bench.contenders import call_positions
+    from ctxlab.cli.bench.profiles import profile_middleware, top_entries
+    from ctxlab.core.middleware import CompressionMiddleware
+
+    inner = CompressionMiddleware.wrap_model_call
+    profile = profile_middleware(messages=300, threshold_k=2.0)
+    assert CompressionMiddleware.wrap_model_call is inner  # the class is restored
+    stats = pstats.Stats(profile).stats  # type: ignore[attr-defined]
+    calls = {
+        key: value[1]  # primitive calls
+        for key, value in stats.items()
+        if key[2] == "wrap_model_call" and key[0].endswith("core/middleware.py")
+    }
+    assert list(calls.values()) == [len(call_positions(synthetic_history(300)[1]))]
+    assert not any(key[2] == "run_ars" for key in stats)  # the driver itself is outside
+    text = top_entries(profile, 5)
+    assert text.lstrip().startswith("ncalls") and len(text.splitlines()) == 6
+
+
+def test_the_replay_profile_replays_the_public_transcripts_asked_for():
+    import pstats
+
+    from ctxlab.cli.bench.profiles import main, profile_replay
+
+    profile, n = profile_replay(limit=4)
+    stats = pstats.Stats(profile).stats  # type: ignore[attr-defined]
+    runs = [value[1] for key, value in stats.items() if key[2] == "replay_one" and "replay/runner" in key[0]]
+    assert n == 4 and runs == [4]  # the warm-up on three transcripts is not in the profile
+    assert main(["replay", "--limit", "2", "--top", "3"]) == 0

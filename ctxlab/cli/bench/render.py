@@ -367,7 +367,7 @@ def _replay_target_lines(replay: ReplayThroughput) -> list[str]:
         "an earlier identifier is found) and the cost columns. The command adds start-up (importing "
         "LangChain's agents, polars, matplotlib), loading and the figures of the runs that reach T; the "
         "baseline command shares start-up and loading but imports only LangChain's messages and tiktoken. "
-        "Profile with `python -m cProfile` around `replay_many` to see the current split.",
+        "Profile with `python -m ctxlab.cli.bench.profiles replay` (and `... profiles middleware` for section 1) to see the current split.",
     ]
     return [*out, ""]
 

@@ -1,0 +1,124 @@
+"""Profiles behind the ratios of ``docs/benchmarks.md`` (issue 12: "what bounds it, profile
+attached"): where the time of a compressing middleware and of a corpus replay goes.
+
+``python -m ctxlab.cli.bench.profiles middleware [--messages N] [--threshold K]`` profiles
+:meth:`ctxlab.core.middleware.CompressionMiddleware.wrap_model_call` only (the calls the
+benchmark's section 1 times) over a synthetic history of ``N`` messages (default 8,000) with
+``summary_threshold`` ``K`` (K tokens, default 8: every call past the first few compresses);
+``python -m ctxlab.cli.bench.profiles replay [--limit N]`` profiles
+:func:`ctxlab.replay.engine.replay_many` with the default strategy over the public transcripts
+(section 3; ``N`` transcripts at most, default all). Both print the top entries of
+:mod:`cProfile`, sorted by own time, with paths relative to the working directory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import pstats
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+__all__ = ["main", "profile_middleware", "profile_replay", "top_entries"]
+
+
+def top_entries(profile: cProfile.Profile, limit: int = 15) -> str:
+    """The ``limit`` entries of ``profile`` with the most own time (``tottime``), as
+    :mod:`pstats` prints them from the ``ncalls`` header on, paths relative to the working
+    directory."""
+    out = io.StringIO()
+    pstats.Stats(profile, stream=out).sort_stats("tottime").print_stats(limit)
+    lines = [line for line in out.getvalue().splitlines() if line.strip()]
+    start = next(i for i, line in enumerate(lines) if line.lstrip().startswith("ncalls"))
+    here = f"{Path.cwd()}/"
+    return "\n".join(line.replace(here, "") for line in lines[start:])
+
+
+def profile_middleware(messages: int = 8000, threshold_k: float = 8.0) -> cProfile.Profile:
+    """Profile ``wrap_model_call`` alone over the model calls of ``synthetic_history(messages)``
+    driven through the replay harness (the benchmark's own driver,
+    :func:`ctxlab.cli.bench.contenders.run_ars`); ``threshold_k`` is ``summary_threshold``."""
+    from ctxlab.cli.bench import synthetic_history
+    from ctxlab.cli.bench.compressing import _ars_maker, _settings
+    from ctxlab.cli.bench.contenders import run_ars
+    from ctxlab.core.middleware import CompressionMiddleware
+
+    system, history = synthetic_history(messages)
+    profile = cProfile.Profile()
+    inner = CompressionMiddleware.wrap_model_call
+
+    def profiled(self: CompressionMiddleware, request: Any, handler: Any) -> Any:
+        profile.enable()
+        try:
+            return inner(self, request, handler)
+        finally:
+            profile.disable()
+
+    CompressionMiddleware.wrap_model_call = profiled  # type: ignore[method-assign]
+    try:
+        run_ars(system, history, _ars_maker(_settings(threshold_k, 0.4)))
+    finally:
+        CompressionMiddleware.wrap_model_call = inner  # type: ignore[method-assign]
+    return profile
+
+
+def profile_replay(limit: int | None = None) -> tuple[cProfile.Profile, int]:
+    """Profile :func:`~ctxlab.replay.engine.replay_many` with ``ars`` over the public
+    transcripts (``../shared/transcripts/raw``; the first ``limit``, ``None`` = all), after a
+    warm-up on three of them; returns the profile and the number of transcripts replayed.
+
+    Raises:
+        FileNotFoundError: the shared transcripts are not found.
+    """
+    from ctxlab.replay import make_lab_manager, replay_many
+    from ctxlab.transcripts import iter_transcript_files, load_many
+    from ctxlab.transcripts.locate import shared_dir
+
+    raw = shared_dir() / "transcripts" / "raw"
+    if not raw.is_dir():
+        raise FileNotFoundError(f"shared transcripts not found: {raw}")
+    transcripts, _ = load_many(iter_transcript_files([raw]))
+    transcripts = transcripts[:limit] if limit is not None else transcripts
+    pm = make_lab_manager(load_entrypoints=True)
+    replay_many(transcripts[:3], strategies=["ars"], pm=pm, progress=False)
+    profile = cProfile.Profile()
+    profile.enable()
+    try:
+        replay_many(transcripts, strategies=["ars"], pm=pm, progress=False)
+    finally:
+        profile.disable()
+    return profile, len(transcripts)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Command line (see the module docstring); prints a heading and the top entries; 0 on success."""
+    parser = argparse.ArgumentParser(prog="python -m ctxlab.cli.bench.profiles", description=__doc__)
+    sub = parser.add_subparsers(dest="what", required=True)
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--top", type=int, default=15, help="entries to print (default 15)")
+    mw = sub.add_parser(
+        "middleware", parents=[common], help="wrap_model_call over a synthetic history while compressing"
+    )
+    mw.add_argument("--messages", type=int, default=8000, help="history length in messages (default 8000)")
+    mw.add_argument("--threshold", type=float, default=8.0, help="summary_threshold, K tokens (default 8)")
+    rp = sub.add_parser("replay", parents=[common], help="replay_many with ars over the public transcripts")
+    rp.add_argument("--limit", type=int, default=None, help="at most this many transcripts (default all)")
+    args = parser.parse_args(argv)
+    if args.what == "middleware":
+        profile = profile_middleware(args.messages, args.threshold)
+        print(
+            f"## wrap_model_call only, synthetic {args.messages:,} messages, "
+            f"summary_threshold = {args.threshold:g} K tokens; cProfile by own time"
+        )
+    else:
+        profile, n = profile_replay(args.limit)
+        print(f"## replay_many over {n} public transcripts, ars; cProfile by own time")
+    print(top_entries(profile, args.top))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
