@@ -339,3 +339,23 @@ def test_the_replay_profile_replays_the_public_transcripts_asked_for():
     runs = [value[1] for key, value in stats.items() if key[2] == "replay_one" and "replay/runner" in key[0]]
     assert n == 4 and runs == [4]  # the warm-up on three transcripts is not in the profile
     assert main(["replay", "--limit", "2", "--top", "3"]) == 0
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (
+            ["middleware", "--messages", "0"],
+            "argument --messages: 0 is out of range: allowed a finite number >= 2",
+        ),
+        (["middleware", "--threshold", "0"], "argument --threshold: 0 is out of range"),
+        (["middleware", "--messages", "abc"], "argument --messages: 'abc' is not a number"),
+        (["replay", "--limit", "-1"], "argument --limit: -1 is out of range: allowed a finite number >= 1"),
+    ],
+)
+def test_the_profiler_names_a_bad_argument_and_its_range(argv, message, capsys):
+    from ctxlab.cli.bench.profiles import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    assert exit_.value.code == 2 and message in capsys.readouterr().err

@@ -488,3 +488,19 @@ def test_plots_share_one_calling_convention() -> None:
     assert plot_savings(df, title="saved").axes[0].get_title() == "saved"
     assert budget_figure(df, None, "b", title="both").get_suptitle() == "both"
     assert budget_figure(df, "t2").get_suptitle() == "t2  [a]"
+
+
+def test_a_misspelt_run_or_strategy_is_an_error_naming_what_the_frame_has(tmp_path: Path) -> None:
+    from ctxlab.analysis.plotting import budget_figure, plot_budget, plot_strategies, plot_view_parts
+
+    openai_transcript(tmp_path / "run.json", calls=3)
+    df = replay_many([tmp_path / "run.json"], ["ars"], settings=SETTINGS, progress=False).frame()
+    transcript = df["transcript"][0]
+    for draw in (plot_budget, plot_view_parts, budget_figure):
+        with pytest.raises(ValueError, match=r"no transcript 'nope\.json' in the calls frame; it has: '"):
+            draw(df, "nope.json")
+        with pytest.raises(ValueError, match=r"no strategy 'nope' in the calls frame; it has: 'ars'"):
+            draw(df, transcript, "nope")
+    with pytest.raises(ValueError, match=r"no strategy 'nope' in the calls frame"):
+        plot_strategies(df, strategies=["ars", "nope"])
+    assert plot_strategies(df, strategies=["ars"]).axes[0].lines  # a known one still draws

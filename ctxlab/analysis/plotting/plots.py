@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Unpack
 import polars as pl
 
 from ctxlab.analysis.plotting.options import Panel, PlotOptions, with_options
-from ctxlab.analysis.plotting.runs import one_value, pick_run, select_calls
+from ctxlab.analysis.plotting.runs import check_names, one_value, pick_run, select_calls
 from ctxlab.analysis.plotting.style import (
     COLORS,
     PART_COLORS,
@@ -69,7 +69,8 @@ def plot_budget(
         The figure of ``ax``, or a new one.
 
     Raises:
-        ValueError: ``yscale`` is none of the three.
+        ValueError: ``yscale`` is none of the three; ``transcript`` or ``strategy`` is named but
+            not in ``calls``.
         TypeError: an unknown keyword option.
     """
     run = pick_run(calls, transcript, strategy)
@@ -159,6 +160,7 @@ def plot_view_parts(
 
     Raises:
         TypeError: an unknown keyword option.
+        ValueError: ``transcript`` or ``strategy`` is named but not in ``calls``.
     """
     run = pick_run(calls, transcript, strategy)
     df = run.calls
@@ -222,13 +224,15 @@ def plot_strategies(
         title: the axes title (default: ``"<transcript>: strategies"``).
 
     Raises:
-        ValueError: ``yscale`` is none of ``"auto"``, ``"linear"``, ``"log"``.
+        ValueError: ``yscale`` is none of ``"auto"``, ``"linear"``, ``"log"``; ``transcript`` or
+            one of ``strategies`` is named but not in ``calls``.
         TypeError: an unknown keyword option.
     """
     if transcript is None and calls.height:
         transcript = calls["transcript"][0]
     df = select_calls(calls, transcript, None)
     names = list(strategies or df["strategy"].unique(maintain_order=True).to_list())
+    check_names(calls, "strategy", names)  # misspelt: in no run at all (a failed run just has no line)
     panel = Panel.open(options)
     ax = panel.ax
     if df.height:

@@ -1,5 +1,5 @@
-"""Profiles behind the ratios of ``docs/benchmarks.md`` (issue 12: "what bounds it, profile
-attached"): where the time of a compressing middleware and of a corpus replay goes.
+"""Profiles behind the ratios of ``docs/benchmarks.md``: where the time of a compressing
+middleware and of a corpus replay goes (what bounds a ratio that misses its target).
 
 ``python -m ctxlab.cli.bench.profiles middleware [--messages N] [--threshold K]`` profiles
 :meth:`ctxlab.core.middleware.CompressionMiddleware.wrap_model_call` only (the calls the
@@ -93,19 +93,45 @@ def profile_replay(limit: int | None = None) -> tuple[cProfile.Profile, int]:
     return profile, len(transcripts)
 
 
+def _at_least(low: float, kind: type[int] | type[float]) -> Any:
+    """An argparse ``type`` accepting a finite ``kind`` value >= ``low``, else a clear error."""
+
+    def parse(text: str) -> int | float:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        if not value >= low or value == float("inf"):
+            raise argparse.ArgumentTypeError(f"{text} is out of range: allowed a finite number >= {low:g}")
+        return value
+
+    return parse
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Command line (see the module docstring); prints a heading and the top entries; 0 on success."""
-    parser = argparse.ArgumentParser(prog="python -m ctxlab.cli.bench.profiles", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m ctxlab.cli.bench.profiles", description=__doc__.split("\n\n")[0]
+    )
     sub = parser.add_subparsers(dest="what", required=True)
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--top", type=int, default=15, help="entries to print (default 15)")
+    common.add_argument("--top", type=_at_least(1, int), default=15, help="entries to print (default 15)")
     mw = sub.add_parser(
         "middleware", parents=[common], help="wrap_model_call over a synthetic history while compressing"
     )
-    mw.add_argument("--messages", type=int, default=8000, help="history length in messages (default 8000)")
-    mw.add_argument("--threshold", type=float, default=8.0, help="summary_threshold, K tokens (default 8)")
+    mw.add_argument(
+        "--messages", type=_at_least(2, int), default=8000, help="history length in messages (default 8000)"
+    )
+    mw.add_argument(
+        "--threshold",
+        type=_at_least(0.001, float),
+        default=8.0,
+        help="summary_threshold, K tokens (default 8)",
+    )
     rp = sub.add_parser("replay", parents=[common], help="replay_many with ars over the public transcripts")
-    rp.add_argument("--limit", type=int, default=None, help="at most this many transcripts (default all)")
+    rp.add_argument(
+        "--limit", type=_at_least(1, int), default=None, help="at most this many transcripts (default all)"
+    )
     args = parser.parse_args(argv)
     if args.what == "middleware":
         profile = profile_middleware(args.messages, args.threshold)
