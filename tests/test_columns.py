@@ -4,6 +4,7 @@ and docs/columns.md read it."""
 
 from __future__ import annotations
 
+import types
 import typing
 from pathlib import Path
 
@@ -169,3 +170,28 @@ def test_the_docs_column_table_is_the_registry() -> None:
         "`.venv/bin/python -m ctxlab.replay.columns`"
     )
     assert column("summarizer_calls").measure == "compression"
+
+
+def test_every_registry_measure_has_one_measure_and_build_row_refuses_a_foreign_column(replayed) -> None:
+    from ctxlab.core.estimation import EstimateCache
+    from ctxlab.replay.measures import RunLabels, build_row, default_measures
+    from ctxlab.replay.metrics import IdentifierIndex, make_measure
+    from ctxlab.replay.prices import DEFAULT_PRICE_MODEL, load_prices
+
+    meter: EstimateCache = make_measure()
+    price = load_prices().get(DEFAULT_PRICE_MODEL)
+    measures = default_measures(meter, IdentifierIndex(), base_tokens=0, price=price, system=None)
+    covered = [name for m in measures for name in m.names]
+    assert sorted(covered) == sorted({c.measure for c in CALL_REGISTRY})  # each exactly once
+
+    class Stray(RunLabels):
+        def measure(self, obs, row):
+            return {**super().measure(obs, row), "view_tokens": 1}  # a column of "view", not "run"
+
+    with pytest.raises(
+        ValueError, match=r"measure Stray returned \['view_tokens'\]: not columns of measure\(s\)"
+    ):
+        obs = types.SimpleNamespace(
+            where={"transcript": "t", "strategy": "s", "call_index": 0}, message_index=3
+        )
+        build_row(obs, [Stray()])  # type: ignore[arg-type]
