@@ -16,6 +16,7 @@ from ctxlab.core.settings import CompressionSettings
 from ctxlab.replay import replay_many
 from ctxlab.replay.columns import (
     CALL_REGISTRY,
+    MEASURE_TYPES,
     REPORT_DEFINITIONS,
     RUN_REGISTRY,
     CallColumn,
@@ -89,13 +90,17 @@ def test_a_column_in_the_frame_but_not_in_the_registry_fails(replayed) -> None:
         calls_frame([result.rows[0], row])
 
 
-def test_call_row_is_the_registry_typed() -> None:
+def test_call_row_is_the_registry_typed_one_typed_dict_per_measure() -> None:
     hints = typing.get_type_hints(CallRow)
-    assert tuple(hints) == tuple(c.name for c in CALL_REGISTRY)  # the same keys, in the same order
+    assert sorted(hints) == sorted(c.name for c in CALL_REGISTRY)  # the frame's order is the registry's
     for c in CALL_REGISTRY:
         allowed = set(typing.get_args(hints[c.name])) or {hints[c.name]}
         expected = {PYTHON_TYPE[c.dtype], type(None)} if c.nullable else {PYTHON_TYPE[c.dtype]}
         assert allowed == expected, (c.name, c.dtype, c.nullable, hints[c.name])
+    # each measure's TypedDict (what its measure() returns) holds exactly its registry columns
+    assert set(MEASURE_TYPES) == {c.measure for c in CALL_REGISTRY}
+    for measure, typed in MEASURE_TYPES.items():
+        assert tuple(typing.get_type_hints(typed)) == measure_columns(measure), measure
 
 
 def test_every_run_column_reads_registered_call_columns_and_has_an_aggregation() -> None:
@@ -188,10 +193,9 @@ def test_every_registry_measure_has_one_measure_and_build_row_refuses_a_foreign_
         def measure(self, obs, row):
             return {**super().measure(obs, row), "view_tokens": 1}  # a column of "view", not "run"
 
+    obs = types.SimpleNamespace(transcript="t", strategy="s", call_index=0, message_index=3)
+    assert build_row(obs, [RunLabels()])["message_index"] == 3  # type: ignore[arg-type]
     with pytest.raises(
         ValueError, match=r"measure Stray returned \['view_tokens'\]: not columns of measure\(s\)"
     ):
-        obs = types.SimpleNamespace(
-            where={"transcript": "t", "strategy": "s", "call_index": 0}, message_index=3
-        )
         build_row(obs, [Stray()])  # type: ignore[arg-type]

@@ -11,12 +11,19 @@ and one measure (``docs/architecture.md``, "Adding a column").
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from langchain_core.messages import BaseMessage
 
-from ctxlab.replay.columns import VIEW_PARTS, measure_columns
+from ctxlab.replay.columns import (
+    CompressionColumns,
+    LabelColumns,
+    RetentionColumns,
+    ToolPairsColumns,
+    ViewColumns,
+    measure_columns,
+)
 from ctxlab.replay.metrics import IdentifierIndex, unmatched_tool_pairs
 from ctxlab.replay.observer import CallObservation
 from ctxlab.replay.prices import PriceRow
@@ -46,7 +53,7 @@ class Measure(Protocol):
     #: the registry measure names whose columns it returns
     names: tuple[str, ...]
 
-    def measure(self, obs: CallObservation, row: dict[str, Any]) -> dict[str, Any]:
+    def measure(self, obs: CallObservation, row: dict[str, Any]) -> Mapping[str, object]:
         """This call's values of the measure's columns (``None``: an empty cell, or one
         :meth:`finish` fills); ``row`` holds the columns of the measures before it."""
         ...
@@ -70,8 +77,13 @@ class RunLabels(_PerCall):
 
     names: tuple[str, ...] = ("run",)
 
-    def measure(self, obs: CallObservation, row: dict[str, Any]) -> dict[str, Any]:
-        return {**obs.where, "message_index": obs.message_index}
+    def measure(self, obs: CallObservation, row: dict[str, Any]) -> LabelColumns:
+        return {
+            "transcript": obs.transcript,
+            "strategy": obs.strategy,
+            "call_index": obs.call_index,
+            "message_index": obs.message_index,
+        }
 
 
 class ViewMeasure(_PerCall):
@@ -87,14 +99,18 @@ class ViewMeasure(_PerCall):
         self.base_tokens = base_tokens  # system message + tool schemas
         self.last: ViewMeasures | None = None
 
-    def measure(self, obs: CallObservation, row: dict[str, Any]) -> dict[str, Any]:
+    def measure(self, obs: CallObservation, row: dict[str, Any]) -> ViewColumns:
         # measured after the call that first sends them (see ctxlab.replay.metrics.run_measure)
         self.raw_messages_tokens += sum(map(self.meter.message_tokens, obs.arrived))
         m = self.last = self.tracker.update(obs.view)
         return {
             "raw_tokens": self.base_tokens + self.raw_messages_tokens,
             "view_tokens": m.tokens,
-            **{f"view_{p}_tokens": m.parts[p] for p in VIEW_PARTS},
+            "view_system_tokens": m.parts["system"],  # the parts of VIEW_PARTS
+            "view_user_tokens": m.parts["user"],
+            "view_assistant_tokens": m.parts["assistant"],
+            "view_tool_tokens": m.parts["tool"],
+            "view_summary_tokens": m.parts["summary"],
             "view_messages": len(obs.view.messages),
             "cache_reusable_tokens": m.reusable,
             "cache_reusable_share": m.reusable / m.tokens if m.tokens else None,
@@ -106,7 +122,7 @@ class CompressionMeasure(_PerCall):
 
     names: tuple[str, ...] = ("compression",)
 
-    def measure(self, obs: CallObservation, row: dict[str, Any]) -> dict[str, Any]:
+    def measure(self, obs: CallObservation, row: dict[str, Any]) -> CompressionColumns:
         done, stats, summ, s = obs.completed or {}, obs.stats, obs.summarizer, obs.settings
         return {
             "level": obs.level,
@@ -135,7 +151,7 @@ class RetentionMeasure(_PerCall):
     def __init__(self, view: ViewMeasure) -> None:
         self.view = view
 
-    def measure(self, obs: CallObservation, row: dict[str, Any]) -> dict[str, Any]:
+    def measure(self, obs: CallObservation, row: dict[str, Any]) -> RetentionColumns:
         return {"retention": self.view.tracker.retention(obs.answer, obs.earlier)}
 
 
@@ -144,7 +160,7 @@ class ToolPairsMeasure(_PerCall):
 
     names: tuple[str, ...] = ("tool_pairs",)
 
-    def measure(self, obs: CallObservation, row: dict[str, Any]) -> dict[str, Any]:
+    def measure(self, obs: CallObservation, row: dict[str, Any]) -> ToolPairsColumns:
         return {"unmatched_tool_pairs": unmatched_tool_pairs(obs.view.messages, obs.answered)}
 
 
@@ -157,7 +173,7 @@ class CostFidelityMeasure:
     def __init__(self, run: RunMeasures, view: ViewMeasure) -> None:
         self.run, self.view = run, view
 
-    def measure(self, obs: CallObservation, row: dict[str, Any]) -> dict[str, Any]:
+    def measure(self, obs: CallObservation, row: dict[str, Any]) -> Mapping[str, object]:
         measured = self.view.last
         self.run.add_call(
             row,

@@ -21,19 +21,39 @@ column".
 
 from __future__ import annotations
 
-from ctxlab.replay.columns.calls import CALL_REGISTRY, VIEW_PARTS, CallRow
+from ctxlab.replay.columns.calls import (
+    CALL_REGISTRY,
+    MEASURE_TYPES,
+    VIEW_PARTS,
+    CallRow,
+    CompressionColumns,
+    CostColumns,
+    FidelityColumns,
+    LabelColumns,
+    RetentionColumns,
+    ToolPairsColumns,
+    ViewColumns,
+)
 from ctxlab.replay.columns.registry import UNITS, CallColumn, RunColumn
 from ctxlab.replay.columns.runs import RUN_REGISTRY
 
 __all__ = [
     "CALL_REGISTRY",
+    "MEASURE_TYPES",
     "REPORT_DEFINITIONS",
     "RUN_REGISTRY",
     "UNITS",
     "VIEW_PARTS",
     "CallColumn",
     "CallRow",
+    "CompressionColumns",
+    "CostColumns",
+    "FidelityColumns",
+    "LabelColumns",
+    "RetentionColumns",
     "RunColumn",
+    "ToolPairsColumns",
+    "ViewColumns",
     "axis_label",
     "column",
     "columns_markdown",

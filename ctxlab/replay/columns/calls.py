@@ -1,7 +1,7 @@
 """The per-call columns (``calls.parquet``), in the frame's order, and the typed row :class:`CallRow`.
 
 A column is one :class:`~ctxlab.replay.columns.registry.CallColumn` entry here plus one field of
-:class:`CallRow` (``tests/test_columns.py`` fails when the two drift); the measure named in the
+:class:`CallRow` (in its measure's TypedDict; ``tests/test_columns.py`` fails when they drift); the measure named in the
 entry computes it (:mod:`ctxlab.replay.measures`).
 """
 
@@ -14,7 +14,19 @@ import polars as pl
 from ctxlab.replay.columns import definitions as d
 from ctxlab.replay.columns.registry import CallColumn
 
-__all__ = ["CALL_REGISTRY", "VIEW_PARTS", "CallRow"]
+__all__ = [
+    "CALL_REGISTRY",
+    "MEASURE_TYPES",
+    "VIEW_PARTS",
+    "CallRow",
+    "CompressionColumns",
+    "CostColumns",
+    "FidelityColumns",
+    "LabelColumns",
+    "RetentionColumns",
+    "ToolPairsColumns",
+    "ViewColumns",
+]
 
 #: the parts a view is split into (columns ``view_<part>_tokens``)
 VIEW_PARTS = ("system", "user", "assistant", "tool", "summary")
@@ -240,15 +252,23 @@ CALL_REGISTRY: tuple[CallColumn, ...] = (
 )
 
 
-class CallRow(TypedDict):
-    """One model call of a replay: the columns of :data:`CALL_REGISTRY`, the same keys in the
-    same order, each typed by its dtype (``| None`` where the column is nullable; ``None`` is an
-    empty cell).  The definitions and units are the registry's (``docs/columns.md``)."""
+# The typed row: one TypedDict per measure (what its ``measure()`` returns, checked by mypy), and
+# CallRow, all of them.  A column's Python type is declared once, in its measure's TypedDict;
+# tests/test_columns.py checks each against the registry (keys, dtype, nullable).
+
+
+class LabelColumns(TypedDict):
+    """The ``run`` measure's columns."""
 
     transcript: str
     strategy: str
     call_index: int
     message_index: int
+
+
+class ViewColumns(TypedDict):
+    """The ``view`` measure's columns."""
+
     raw_tokens: int
     view_tokens: int
     view_system_tokens: int
@@ -257,6 +277,13 @@ class CallRow(TypedDict):
     view_tool_tokens: int
     view_summary_tokens: int
     view_messages: int
+    cache_reusable_tokens: int
+    cache_reusable_share: float | None
+
+
+class CompressionColumns(TypedDict):
+    """The ``compression`` measure's columns."""
+
     level: str
     cutoff_index: int | None
     state_cutoff_index: int | None
@@ -270,19 +297,64 @@ class CallRow(TypedDict):
     forced_by_overflow: bool
     overflow_errors: int
     overhead_ms: float
-    cache_reusable_tokens: int
-    cache_reusable_share: float | None
-    retention: float | None
     threshold: float | None
     l2_threshold: float | None
+
+
+class RetentionColumns(TypedDict):
+    """The ``retention`` measure's column."""
+
+    retention: float | None
+
+
+class ToolPairsColumns(TypedDict):
+    """The ``tool_pairs`` measure's column."""
+
     unmatched_tool_pairs: int
+
+
+class CostColumns(TypedDict):
+    """The ``cost`` measure's columns (filled when the run is over)."""
+
     output_tokens: int | None
     cache_read_tokens: int | None
     cache_write_tokens: int | None
     cost_usd: float | None
     summarizer_cost_usd: float | None
     raw_cost_usd: float | None
+
+
+class FidelityColumns(TypedDict):
+    """The ``fidelity`` measure's columns (filled when the run is over)."""
+
     span_identifiers: int | None
     span_carried: int | None
     needed_identifiers: int | None
     needed_carried: int | None
+
+
+class CallRow(
+    LabelColumns,
+    ViewColumns,
+    CompressionColumns,
+    RetentionColumns,
+    ToolPairsColumns,
+    CostColumns,
+    FidelityColumns,
+):
+    """One model call of a replay: every column of :data:`CALL_REGISTRY`, each typed by its dtype
+    (``| None`` where the column is nullable; ``None`` is an empty cell), as the columns of its
+    measure (the frame's column order is the registry's).  The definitions and units are the
+    registry's (``docs/columns.md``)."""
+
+
+#: each measure's typed columns (:attr:`CallColumn.measure` -> its TypedDict)
+MEASURE_TYPES: dict[str, type] = {
+    "run": LabelColumns,
+    "view": ViewColumns,
+    "compression": CompressionColumns,
+    "retention": RetentionColumns,
+    "tool_pairs": ToolPairsColumns,
+    "cost": CostColumns,
+    "fidelity": FidelityColumns,
+}
