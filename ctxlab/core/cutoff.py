@@ -238,8 +238,9 @@ def build_summary_message(
     It carries the summarizer's text (or the error text, R10), the history file path when it was
     written, and the latest user request verbatim when that request falls before the cutoff
     ``local`` of the effective messages ``eff``.  A failed summary carries everything the
-    previous summary carried: its body, its verbatim latest request and its history path
-    (issue 24: an outage of several rounds loses no request).  Its marks are :func:`ctxlab.core.marks.
+    previous summary carried: its body, and its verbatim latest request and history path either
+    through this round's history file (which holds the previous summary verbatim) or, when that
+    file could not be written, inline (issue 24: an outage of several rounds loses no request).  Its marks are :func:`ctxlab.core.marks.
     summary_kwargs`; its id is ``ctxlab-summary-<global_cut>-<sha256 of the text, 12 hex>``.
     """
     framing = framing_for(prompt)
@@ -251,9 +252,10 @@ def build_summary_message(
     if result.error and not body:
         parts.append(framing.failed.format(error=result.error))
         if local > 0 and is_summary_message(eff[0]):
-            # R10: facts of earlier rounds survive a failed round: carry everything the previous
-            # summary carried (not its framing, so repeated failures do not nest and grow)
-            body = _carried(eff[0], latest, framing)
+            # R10: facts of earlier rounds survive a failed round: carry the previous summary's
+            # body (not its framing, so repeated failures do not nest and grow); what else it
+            # carried is in this round's history file, or inline when that file is missing
+            body = _carried(eff[0], latest, framing, inline=file_path is None)
             parts.append(f"{framing.previous}\n{body}")
     else:
         parts.append(body)
@@ -268,13 +270,17 @@ def build_summary_message(
     )
 
 
-def _carried(previous: BaseMessage, latest: str | None, framing: SummaryFraming) -> str:
-    """What a failed round keeps of the ``previous`` summary message (R10, issue 24): its body,
-    its verbatim latest request (unless it is this round's ``latest`` too) and the path of the
-    history file it names, each once; a summary another framework wrote: its whole text."""
+def _carried(previous: BaseMessage, latest: str | None, framing: SummaryFraming, *, inline: bool) -> str:
+    """What a failed round keeps of the ``previous`` summary message (R10, issue 24): its body;
+    with ``inline`` (this round's history file, which holds the previous summary verbatim, could
+    not be written) also its verbatim latest request (unless it is this round's ``latest`` too)
+    and the path of the history file it names, each once.  A summary another framework wrote:
+    its whole text."""
     body = summary_body_of(previous)
     if body is None:
         return message_text(previous)
+    if not inline:
+        return body
     parts = [body]
     request = latest_request_of(previous)
     if request and request != latest and request not in body:
