@@ -533,3 +533,19 @@ def test_reasoning_sent_back_starts_compression(mw_kit, tmp_path, mode):
     rec = mw_kit.Driver(mw, msgs, mode=mode).round()
     phases = [e["phase"] for e in mw_kit.ctx_events(rec)]
     assert phases[0] == "started" and rec["events"][0]["tokens_before"] > 2 * 1024
+
+
+def test_an_invalid_call_reaches_the_history_file_and_the_summarizer(mw_kit, tmp_path, mode):
+    # issue 24 item 11, R10: a summarized malformed call is in the history file with its raw
+    # arguments, and the summarizer sees it
+    msgs = invalid_call_history(mw_kit)[:-1]
+    msgs += [AIMessage(mw_kit.fill(300, f"Working, part {j}.", seed=60 + j), id=f"w{j}") for j in range(8)]
+    summ = mw_kit.FakeSummarizer()
+    mw = CompressionMiddleware(settings=SETTINGS, backend=mw_kit.backend(tmp_path), summarizer=summ)
+    rec = mw_kit.Driver(mw, msgs, mode=mode).round()
+    event = rec["update"]["_summarization_event"]
+    assert event["cutoff_index"] >= 3
+    history = mw_kit.files(tmp_path)[event["file_path"].lstrip("/")]
+    assert "invalid tool call write_file · id=write_file:36" in history
+    assert '"content": "# Weekly report FACT-DRAFT' in history
+    assert "-> invalid call write_file(" in summ.calls[0]["input"]

@@ -171,7 +171,8 @@ def history_document(messages: list[BaseMessage], start: int, end: int, previous
     verbatim in a fence longer than any backtick run inside it, so whitespace survives exactly;
     list content keeps text blocks verbatim and every other block (images with their URLs or
     data, tool-use blocks) as JSON.  Tool calls follow with every argument in full: a string
-    verbatim in a fence, any other value as JSON; no cap, no truncation.
+    verbatim in a fence, any other value as JSON; invalid tool calls with their raw argument
+    text; no cap, no truncation.
     """
     head = f"# Conversation history: state messages {start}..{end - 1}\n\n"
     if previous_summary:
@@ -220,6 +221,14 @@ def _history_entry(message: BaseMessage, position: int) -> str:
                 else:
                     out.append(f"argument {key} (JSON):\n")
                     out.append(_fenced(json.dumps(value, ensure_ascii=False, default=str)))
+        for bad in message.invalid_tool_calls:  # sent to the provider as calls: kept whole too
+            out.append(
+                f"\ninvalid tool call {bad.get('name')} · id={bad.get('id')} · error={bad.get('error')}\n"
+            )
+            args = bad.get("args")
+            out.append(
+                _fenced(args if isinstance(args, str) else json.dumps(args, ensure_ascii=False, default=str))
+            )
     out.append("\n")
     return "".join(out)
 

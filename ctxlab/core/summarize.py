@@ -201,6 +201,10 @@ def render_message(message: BaseMessage, cap: int = MESSAGE_CHARS_CAP) -> str:
         for tc in message.tool_calls:
             args = json.dumps(tc.get("args") or {}, ensure_ascii=False, default=str)
             lines.append(f"  -> call {tc.get('name')}({_cap(args, min(cap, 2000))})")
+        for bad in message.invalid_tool_calls:
+            raw = bad.get("args")
+            raw = raw if isinstance(raw, str) else json.dumps(raw, ensure_ascii=False, default=str)
+            lines.append(f"  -> invalid call {bad.get('name')}({_cap(raw, min(cap, 2000))})")
     return "\n".join(lines)
 
 
