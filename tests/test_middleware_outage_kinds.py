@@ -15,6 +15,7 @@ reports, each through both drivers (``wrap_model_call`` and ``awrap_model_call``
 from __future__ import annotations
 
 import logging
+import os
 import re
 import tempfile
 from pathlib import Path
@@ -67,8 +68,15 @@ class HistoryOutageBackend(FilesystemBackend):
         return self.write(file_path, content)
 
 
+def marker(i: int) -> str:
+    """The fact marker of request ``i`` (an echoing summarizer repeats it)."""
+    return f"FACT-REQ{i:02d}"
+
+
 def request_text(kit, i: int) -> str:
-    return f"REQUEST-{i}: " + kit.fill(260, f"please handle ticket number {i} and report back", seed=40 + i)
+    return f"{marker(i)} REQUEST-{i}: " + kit.fill(
+        260, f"please handle ticket number {i} and report back", seed=40 + i
+    )
 
 
 def turn(kit, i: int) -> list[BaseMessage]:
@@ -107,7 +115,7 @@ def run_outage(kit, root: str, mode: str, plan: list[tuple[str, bool]]) -> list[
     """Rounds under ``plan`` (summarizer mode, history write failing); per round the record,
     what is reachable from its last view, and the requests in the state so far."""
     backend = HistoryOutageBackend(root)
-    summ = kit.FakeSummarizer(mode="fixed")
+    summ = kit.FakeSummarizer(mode=plan[0][0])
     mw = CompressionMiddleware(settings=SETTINGS, backend=backend, summarizer=summ)
     msgs: list[BaseMessage] = [HumanMessage(request_text(kit, 0), id="h0")]
     for i in range(1, 5):
@@ -179,8 +187,9 @@ def test_a_forced_round_without_history_file_carries_the_previous_summary_inline
     assert request_text(mw_kit, 0) in text and first["file_path"] in text
 
 
+#: raise for a deeper search: ``MW_HYPOTHESIS_EXAMPLES=300 pytest tests/test_middleware_outage_kinds.py``
 OUTAGE_PROPS = settings(
-    max_examples=20,
+    max_examples=min(int(os.environ.get("MW_HYPOTHESIS_EXAMPLES", "20")), 300),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
@@ -207,6 +216,22 @@ def test_a_failed_round_never_loses_what_the_previous_summary_carried(mw_kit, pl
                 new = asked - rounds[r - 1][2]
                 assert (before | new) - now == set(), (r, plan, sorted((before | new) - now))
             before = now
+
+
+@OUTAGE_PROPS
+@given(
+    plan=st.lists(st.tuples(st.sampled_from(["echo", *FAULTS]), st.booleans()), min_size=2, max_size=5),
+    mode=st.sampled_from(MODES),
+)
+def test_with_a_faithful_summarizer_no_request_is_ever_lost(mw_kit, plan, mode):
+    # issue 24 item 6 (property), R10: a summarizer that keeps every fact it is shown, with
+    # outages (empty, whitespace, tool-call-only, raising, overflowing; history writes failing)
+    # in any rounds: after every round, every request ever asked is in the view, the summary or
+    # a history file they name
+    with tempfile.TemporaryDirectory() as root:
+        for r, (_rec, text, asked) in enumerate(run_outage(mw_kit, root, mode, plan)):
+            lost = sorted(i for i in asked if marker(i) not in text)
+            assert lost == [], (r, plan, lost)
 
 
 # ------------------------------------------------------------------------------------------------

@@ -249,8 +249,10 @@ def build_summary_message(
     ``local`` of the effective messages ``eff``.  A failed summary carries everything the
     previous summary carried: its body, and its verbatim latest request and history path either
     through this round's history file (which holds the previous summary verbatim) or, when that
-    file could not be written, inline (issue 24: an outage of several rounds loses no request).  Its marks are :func:`ctxlab.core.marks.
-    summary_kwargs`; its id is ``ctxlab-summary-<global_cut>-<sha256 of the text, 12 hex>``.
+    file could not be written, inline (issue 24: an outage of several rounds loses no request).
+    A summary whose own history file could not be written names the previous summary's.  Its
+    marks are :func:`ctxlab.core.marks.summary_kwargs` (the history path recorded is the one
+    it names); its id is ``ctxlab-summary-<global_cut>-<sha256 of the text, 12 hex>``.
     """
     framing = framing_for(prompt)
     parts = [framing.header]
@@ -258,16 +260,22 @@ def build_summary_message(
         parts.append(framing.saved_at.format(path=file_path))
     body = result.text.strip()
     latest = _latest_request(eff, local)
+    previous = eff[0] if local > 0 and is_summary_message(eff[0]) else None
+    # without a history file of its own, the summary names the previous one (which, through the
+    # files it names, holds everything summarized before)
+    earlier = history_path_of(previous) if previous is not None and not file_path else None
     if result.error and not body:
         parts.append(framing.failed.format(error=result.error))
-        if local > 0 and is_summary_message(eff[0]):
+        if previous is not None:
             # R10: facts of earlier rounds survive a failed round: carry the previous summary's
             # body (not its framing, so repeated failures do not nest and grow); what else it
             # carried is in this round's history file, or inline when that file is missing
-            body = _carried(eff[0], latest, framing, inline=file_path is None)
+            body = _carried(previous, latest, framing, inline=not file_path)
             parts.append(f"{framing.previous}\n{body}")
     else:
         parts.append(body)
+        if earlier and earlier not in body:
+            parts.append(framing.earlier_history.format(path=earlier).strip())
     if latest:
         parts.append(f"{framing.latest_request}\n{latest}")
     text = "\n\n".join(p for p in parts if p)
@@ -275,7 +283,7 @@ def build_summary_message(
     return HumanMessage(
         content=text,
         id=f"ctxlab-summary-{global_cut}-{digest}",
-        additional_kwargs=summary_kwargs(body, latest, file_path),
+        additional_kwargs=summary_kwargs(body, latest, file_path or earlier),
     )
 
 
