@@ -325,6 +325,7 @@ def test_the_event_reanchors_at_its_first_kept_message(mw_kit, tmp_path, mode):
     ],
 )
 def test_output_cap_reason_reads_every_provider(meta, expected):
+    # issue 24 item 8, R10: the stop reason of a reply cut at its output-token cap, per provider
     assert summarize.output_cap_reason(AIMessage("partial", response_metadata=meta)) == expected
 
 
