@@ -25,8 +25,9 @@ from dataclasses import InitVar, dataclass, field
 from typing import Any, NamedTuple, TypedDict, Unpack
 
 from langchain_core.exceptions import ContextOverflowError
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage
 
+from ctxlab.core.cutoff import SummarizationEvent, summarization_event
 from ctxlab.core.estimation import EstimateCache
 from ctxlab.core.events import (
     CompressionEvent,
@@ -120,25 +121,6 @@ class RoundStats(StatsCommon, total=False):
 
     offloaded: list[OffloadRecord]
     truncated_args: list[TruncatedArg]
-
-
-class SummarizationEvent(TypedDict):
-    """The checkpointed ``_summarization_event`` an L2 round writes (R11).
-
-    Attributes:
-        cutoff_index: the global cutoff (a position in the state messages, cumulative).
-        summary_message: the summary message that replaces ``messages[:cutoff_index]``.
-        file_path: the virtual path of the history file, ``None`` when it could not be written.
-        summary_error: the summarizer's error when the summary failed (R10), else ``None``.
-        last_summarized_id: the id of the state message just before the cutoff (``None`` if it has
-            none), which the cutoff follows when messages are removed (``messages.resolve_cutoff``).
-    """
-
-    cutoff_index: int
-    summary_message: HumanMessage
-    file_path: str | None
-    summary_error: str | None
-    last_summarized_id: str | None
 
 
 class RoundUpdate(TypedDict, total=False):
@@ -370,13 +352,7 @@ def compression_round(inp: RoundInput) -> Generator[Effect, Any, tuple[Any, Roun
         # R9/R11: eff[:local] and their L1 copies are behind the cumulative cutoff for good
         copies = (m for m, o in zip(view1[:local], eff[:local], strict=True) if m is not o)
         _forget(inp, [*eff[:local], *copies])
-        event: SummarizationEvent = {
-            "cutoff_index": global_cut,
-            "summary_message": summary_msg,
-            "file_path": file_path,
-            "summary_error": result.error,
-            "last_summarized_id": msgs[global_cut - 1].id if global_cut > 0 else None,
-        }
+        event = summarization_event(msgs, global_cut, summary_msg, file_path, result.error)
         update: RoundUpdate = {"_summarization_event": event}
         if replaced:
             update["messages"] = replaced

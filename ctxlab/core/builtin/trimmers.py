@@ -34,7 +34,7 @@ from ctxlab.core.marks import (
     offloaded_path_of,
     truncation_marker,
 )
-from ctxlab.core.messages import message_text
+from ctxlab.core.messages import full_output_text
 from ctxlab.core.settings import ARG_TRUNCATE_CHARS, CompressionSettings
 
 logger = logging.getLogger("ctxlab.core.l1")
@@ -338,9 +338,11 @@ class ToolResultOffload:
         before = ctx.estimate(m)
         if before <= ctx.token_limit:
             return None
-        text = message_text(m)
-        if isinstance(m.content, list) and estimate_text_tokens(text_only(m.content)) <= ctx.token_limit:
-            return None  # what is large is not text (images): offloading text would not shrink it
+        # the "full output" file holds every block whole: text, and an embedded resource, a JSON
+        # or a file block as its JSON (issue 24); images stay in the view beside the preview
+        text = full_output_text(m)
+        if isinstance(m.content, list) and estimate_text_tokens(text) <= ctx.token_limit:
+            return None  # what is large is images: offloading the rest would not shrink it
         images = (
             [b for b in m.content if isinstance(b, dict) and b.get("type") in ("image_url", "image")]
             if isinstance(m.content, list)
