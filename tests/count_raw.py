@@ -1,10 +1,11 @@
 """Count messages, tool calls and call/result pairs straight from the raw transcript files.
 
 This is deliberately independent of :mod:`ctxlab.transcripts`: plain ``json``/``re`` on the raw
-structure, with the format chosen by the file's place in its set.  Three sets are counted: the
+structure, with the format chosen by the file's place in its set.  Four sets are counted: the
 public set ``../shared/transcripts/raw``, the newer formats in ``../shared/transcripts/wild`` and
-the fixtures in ``tests/data``.  It writes ``tests/transcript_counts.json`` (``{"raw": {...},
-"wild": {...}, "data": {...}}``), which ``tests/test_transcripts*.py`` compare the loaders with::
+``../shared/transcripts/incoming`` (read where they are) and the fixtures in ``tests/data``.  It
+writes ``tests/transcript_counts.json`` (``{"raw": {...}, "wild": {...}, "incoming": {...},
+"data": {...}}``; a file whose ``runs`` is empty has no conversation and must be refused), which ``tests/test_transcripts*.py`` compare the loaders with::
 
     .venv/bin/python tests/count_raw.py            # rewrite tests/transcript_counts.json
     .venv/bin/python tests/count_raw.py --check    # exit 1 if the stored file is out of date
@@ -31,6 +32,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 RAW = (ROOT / ".." / "shared" / "transcripts" / "raw").resolve()
 WILD = (ROOT / ".." / "shared" / "transcripts" / "wild").resolve()
+INCOMING = (ROOT / ".." / "shared" / "transcripts" / "incoming").resolve()
 DATA = Path(__file__).resolve().with_name("data")
 OUT = Path(__file__).with_name("transcript_counts.json")
 
@@ -177,16 +179,31 @@ def count_tau_bench(path: Path) -> dict[str, dict[str, int]]:
 
 
 def count_claude_code(path: Path) -> dict[str, dict[str, int]]:
-    n = 0
-    last_assistant_id = object()
-    calls: list[str] = []
-    results = []
+    """The main run, then one run per sub-agent (``isSidechain`` lines, ``agent_progress``
+    messages), keyed ``agent-<agentId>``."""
+    lines: dict[str, list[dict[str, Any]]] = {path.name: []}
     for line in path.read_text(encoding="utf-8").split("\n"):
         if not line.strip():
             continue
         e = json.loads(line)
-        if e.get("type") not in ("user", "assistant"):
-            continue
+        data = e.get("data") if isinstance(e.get("data"), dict) else {}
+        if e.get("type") == "progress" and data.get("type") == "agent_progress":
+            inner = data.get("message")
+            key = f"agent-{data.get('agentId') or e.get('parentToolUseID') or 'agent'}"
+            if isinstance(inner, dict) and inner.get("type") in ("user", "assistant") and "message" in inner:
+                lines.setdefault(key, []).append(inner)
+        elif e.get("type") in ("user", "assistant") and isinstance(e.get("message"), dict):
+            key = f"agent-{e.get('agentId') or 'sidechain'}" if e.get("isSidechain") else path.name
+            lines.setdefault(key, []).append(e)
+    return {key: _count_claude_lines(run) for key, run in lines.items() if run}
+
+
+def _count_claude_lines(lines: list[dict[str, Any]]) -> dict[str, int]:
+    n = 0
+    last_assistant_id = object()
+    calls: list[str] = []
+    results = []
+    for e in lines:
         content = e["message"]["content"]
         if e["type"] == "assistant":
             mid = e["message"].get("id")
@@ -207,7 +224,7 @@ def count_claude_code(path: Path) -> dict[str, dict[str, int]]:
                 elif not in_text_run:
                     n += 1
                     in_text_run = True
-    return {path.name: counts(n, calls, results)}
+    return counts(n, calls, results)
 
 
 # --- F9 DeerFlow SSE --------------------------------------------------------------------------
@@ -449,28 +466,118 @@ def count_gemini(path: Path) -> dict[str, dict[str, int]]:
                 if c.get("result"):
                     n += 1
                     results.append((c["id"], set(calls)))
+    if n == 0:  # only UI notices: the file is refused, it has no run
+        return {}
     return {path.name: counts(n, calls, results)}
 
 
 # --- Anthropic Messages API lists -------------------------------------------------------------
 
 
+CLINE_HEADER = re.compile(r"\[[A-Za-z0-9_.:-]+(?: for '.*?')?\] Result:", re.S)
+
+
+def _kind(b: dict[str, Any]) -> str:
+    """R: tool_result block; C: a Cline/Roo text result header; E: environment details; T: other."""
+    if b["type"] == "tool_result":
+        return "R"
+    text = b.get("text", "").lstrip() if b["type"] == "text" else ""
+    if CLINE_HEADER.match(text):
+        return "C"
+    return "E" if text.startswith("<environment_details>") else "T"
+
+
 def count_anthropic(path: Path) -> dict[str, dict[str, int]]:
-    n = 0
-    calls: list[str] = []
+    """Anthropic message lists; Cline/Roo text results (a header block and the blocks after it up
+    to the next header or environment details) answer the earliest pending call of their tool
+    name, else the earliest pending call, else are observations."""
+    n = obs = 0
+    calls: list[tuple[str, str]] = []  # (id, name)
+    pending: list[tuple[str, str]] = []
     results = []
     for m in json.loads(path.read_text(encoding="utf-8")):
         content = m["content"]
         if m["role"] == "assistant":
             n += 1
-            calls += [b["id"] for b in content if isinstance(content, list) and b["type"] == "tool_use"]
+            new = [
+                (b["id"], b["name"]) for b in content if isinstance(content, list) and b["type"] == "tool_use"
+            ]
+            calls += new
+            pending += new
         elif isinstance(content, str):
             n += 1
         else:
-            kinds = ["R" if b["type"] == "tool_result" else "T" for b in content]
-            n += len(re.findall(r"R|T+", "".join(kinds)))
-            results += [(b["tool_use_id"], set(calls)) for b in content if b["type"] == "tool_result"]
-    return {path.name: counts(n, calls, results)}
+            kinds = "".join(_kind(b) for b in content)
+            pos = 0
+            for piece in re.findall(r"R|CT*|[ET]+", kinds):
+                n += 1
+                block = content[pos]
+                pos += len(piece)
+                if piece == "R":
+                    rid = block["tool_use_id"]
+                elif piece[0] == "C":
+                    name = block["text"].lstrip()[1:].split("]")[0].split(" for ")[0]
+                    match = [c for c in pending if c[1] == name] or pending[:1]
+                    if not match:
+                        obs += 1
+                        continue
+                    rid = match[0][0]
+                else:
+                    continue
+                results.append((rid, {c for c, _ in calls}))
+                pending = [c for c in pending if c[0] != rid]
+    return {path.name: counts(n, [c for c, _ in calls], results, obs)}
+
+
+# --- F18 Kimi CLI, F19 Inspect AI, F20 ShareGPT -----------------------------------------------
+
+
+def count_kimi(path: Path) -> dict[str, dict[str, int]]:
+    rows = [json.loads(x) for x in path.read_text(encoding="utf-8").split("\n") if x.strip()]
+    return {path.name: _count_openai([r for r in rows if not r["role"].startswith("_")])}
+
+
+def _count_inspect_sample(sample: dict[str, Any]) -> dict[str, int]:
+    calls: list[str] = []
+    results = []
+    for m in sample["messages"]:
+        if m["role"] == "assistant":
+            calls += [c["id"] for c in m.get("tool_calls") or []]
+        elif m["role"] == "tool":
+            results.append((m["tool_call_id"], set(calls)))
+    return counts(len(sample["messages"]), calls, results)
+
+
+def count_inspect(path: Path) -> dict[str, dict[str, int]]:
+    if path.suffix == ".eval":
+        import zipfile
+
+        with zipfile.ZipFile(path) as zf:
+            samples = [json.loads(zf.read(n)) for n in sorted(zf.namelist()) if n.startswith("samples/")]
+    else:
+        samples = json.loads(path.read_text(encoding="utf-8"))["samples"]
+    return {f"{s['id']}-epoch{s['epoch']}": _count_inspect_sample(s) for s in samples}
+
+
+def count_sharegpt(path: Path) -> dict[str, dict[str, int]]:
+    out = {}
+    for i, row in enumerate(json.loads(path.read_text(encoding="utf-8"))):
+        calls: list[str] = []
+        results = []
+        waiting: list[str] = []
+        n = 1 if row.get("system") else 0
+        for turn in row["conversations"]:
+            n += 1
+            if turn["from"] == "function_call":
+                value = json.loads(turn["value"])
+                for _ in value if isinstance(value, list) else [value]:
+                    calls.append(f"c{len(calls)}")
+                    waiting.append(calls[-1])
+            elif turn["from"] == "observation":
+                rid = waiting.pop(0) if waiting else "none"
+                results.append((rid, set(calls)))
+        out[f"row{i}"] = counts(n, calls, results)
+    return out
 
 
 # --- the sets ----------------------------------------------------------------------------------
@@ -490,7 +597,15 @@ COUNTERS = [
     # wild/
     ("codex-cli/", ".jsonl", "codex_rollout", count_codex),
     ("aider/", ".md", "aider_history", count_aider),
+    # incoming/ (the second batch, read where it is: ../shared is not ours to move)
+    ("claude-code-compaction/", ".jsonl", "claude_code", count_claude_code),
+    ("gemini-cli-empty/", ".jsonl", "gemini_cli", count_gemini),
+    ("kimi-cli/", ".jsonl", "kimi_cli", count_kimi),
+    ("inspect-ai/", ".json", "inspect_eval", count_inspect),
+    ("sharegpt/", ".json", "sharegpt", count_sharegpt),
     # tests/data
+    ("inspect-eval/", ".eval", "inspect_eval", count_inspect),
+    ("cline/", ".json", "anthropic_messages", count_anthropic),
     ("gemini-cli/", ".json", "gemini_cli", count_gemini),
     ("litellm-text-mode/", ".json", "litellm_log", count_litellm),
     ("anthropic-messages/", ".json", "anthropic_messages", count_anthropic),
@@ -498,7 +613,7 @@ COUNTERS = [
 ]
 
 #: the counted sets: name -> folder
-SETS = {"raw": RAW, "wild": WILD, "data": DATA}
+SETS = {"raw": RAW, "wild": WILD, "incoming": INCOMING, "data": DATA}
 #: files of a set that are not transcripts
 NOT_TRANSCRIPTS = {"SOURCES.md", "derive_fixtures.py", ".gitattributes"}
 

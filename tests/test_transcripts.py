@@ -64,6 +64,9 @@ ALL_FORMATS = FORMATS_WITH_IDS | {
     "gemini_cli",
     "anthropic_messages",
     "openai_responses",
+    "kimi_cli",
+    "inspect_eval",
+    "sharegpt",
     "generic_messages",
 }
 

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import pluggy
+from langchain_core.messages import SystemMessage
 
 from ctxlab.transcripts._util import warn
 from ctxlab.transcripts.base import Transcript, TranscriptError, TranscriptFormat
@@ -40,7 +41,40 @@ def _run_loader(fmt: TranscriptFormat, path: Path, data: object = None) -> list[
         )
     if not result:
         raise TranscriptError(path, "", f"no transcripts in file ({fmt.name})")
-    return result
+    return _without_empty_runs(path, fmt.name, result)
+
+
+def _is_empty(t: Transcript) -> bool:
+    return not any(not isinstance(m, SystemMessage) for m in t.messages)
+
+
+def _without_empty_runs(path: Path, fmt: str, runs: list[Transcript]) -> list[Transcript]:
+    """One rule for every format: a run with no conversation (no message, or only a system
+    message) is not a run.  A file with nothing else is refused, naming it and what it holds
+    instead (``metadata["skipped_messages"]``/``["skipped_events"]`` of its loader); the empty
+    runs of a file with other runs are left out with a warning naming them."""
+    empty = [t for t in runs if _is_empty(t)]
+    if not empty:
+        return runs
+    if len(empty) == len(runs):
+        held = {}
+        for t in runs:
+            for key in ("skipped_messages", "skipped_events", "skipped_lines"):
+                if isinstance(t.metadata.get(key), dict):
+                    held.update(t.metadata[key])
+        what = ", ".join(f"{n} {k}" for k, n in held.items() if n)
+        raise TranscriptError(
+            path,
+            "",
+            f"no conversation: the {fmt} file records no user or model message"
+            + (f" (only {what})" if what else ""),
+        )
+    kept = [t for t in runs if not _is_empty(t)]
+    message = f"left out {len(empty)} run(s) with no conversation: {', '.join(t.run_id for t in empty)}"
+    warn(path, message)
+    for t in kept:
+        t.metadata.setdefault("warnings", []).append(f"{path}: {message}")
+    return kept
 
 
 def _load_detected(path: Path, det: Detection) -> list[Transcript]:
