@@ -130,6 +130,21 @@ def count_openhands_eval(path: Path) -> dict[str, dict[str, int]]:
     return out
 
 
+def count_openhands_resolver(path: Path) -> dict[str, dict[str, int]]:
+    """Resolver output lines with flat (pre-V0) events: every action and observation is a
+    message, observations as text."""
+    out = {}
+    for line in path.read_text(encoding="utf-8").split("\n"):
+        if line.strip():
+            run = json.loads(line)
+            issue = run["issue"]
+            history = run["history"]
+            n_obs = sum(1 for e in history if "observation" in e)
+            n_act = sum(1 for e in history if "action" in e)
+            out[f"{issue['owner']}/{issue['repo']}#{issue['number']}"] = counts(n_obs + n_act, [], [], n_obs)
+    return out
+
+
 # --- F4 / F5 / F6 OpenAI-style message lists --------------------------------------------------
 
 
@@ -580,6 +595,45 @@ def count_sharegpt(path: Path) -> dict[str, dict[str, int]]:
     return out
 
 
+# --- LangSmith run exports (langchain_core.load serialized messages) ---------------------------
+
+
+def _lc_key(m: dict[str, Any]) -> tuple[str, tuple[str, ...], str]:
+    kw = m["kwargs"]
+    ids = tuple(c["id"] for c in kw.get("tool_calls") or []) + (
+        (kw["tool_call_id"],) if "tool_call_id" in kw else ()
+    )
+    content = kw.get("content")
+    text = content if isinstance(content, str) else "".join(b.get("text", "") for b in content or [])
+    return m["id"][-1], ids, text.strip()
+
+
+def count_langsmith(path: Path) -> dict[str, dict[str, int]]:
+    """One conversation per chat-model run (prompt + answer); runs repeating the start of a
+    longer one are the same conversation."""
+    convs = []
+    for line in path.read_text(encoding="utf-8").split("\n"):
+        if line.strip():
+            run = json.loads(line)
+            convs.append([*run["inputs"]["messages"][0], run["outputs"]["generations"][0][0]["message"]])
+    keys = [[_lc_key(m) for m in c] for c in convs]
+    longest = [
+        c
+        for i, c in enumerate(convs)
+        if not any(len(o) > len(keys[i]) and o[: len(keys[i])] == keys[i] for o in keys)
+    ]
+    out = {}
+    for c in longest:
+        calls: list[str] = []
+        results = []
+        for m in c:
+            calls += [tc["id"] for tc in m["kwargs"].get("tool_calls") or []]
+            if m["id"][-1] == "ToolMessage":
+                results.append((m["kwargs"]["tool_call_id"], set(calls)))
+        out[path.name] = counts(len(c), calls, results)
+    return out
+
+
 # --- the sets ----------------------------------------------------------------------------------
 
 COUNTERS = [
@@ -606,6 +660,8 @@ COUNTERS = [
     # tests/data
     ("inspect-eval/", ".eval", "inspect_eval", count_inspect),
     ("cline/", ".json", "anthropic_messages", count_anthropic),
+    ("openhands-resolver/", ".jsonl", "openhands_resolver", count_openhands_resolver),
+    ("langsmith/", ".jsonl", "langchain_messages", count_langsmith),
     ("gemini-cli/", ".json", "gemini_cli", count_gemini),
     ("litellm-text-mode/", ".json", "litellm_log", count_litellm),
     ("anthropic-messages/", ".json", "anthropic_messages", count_anthropic),

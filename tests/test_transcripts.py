@@ -67,6 +67,8 @@ ALL_FORMATS = FORMATS_WITH_IDS | {
     "kimi_cli",
     "inspect_eval",
     "sharegpt",
+    "openhands_resolver",
+    "langchain_messages",
     "generic_messages",
 }
 

@@ -425,3 +425,48 @@ def test_sharegpt_rows_keep_tools_and_pair_observations() -> None:
     [result] = [m for m in t.messages if isinstance(m, ToolMessage)]
     assert result.tool_call_id == call["id"] and result.name == "search_recipes"
     assert not any(isinstance(m, SystemMessage) for m in t.messages)
+
+
+def test_langgraph_state_and_langsmith_runs_decode_with_langchain_load(tmp_path: Path) -> None:
+    from langchain_core.load import dumpd
+
+    runs_file = _need(TESTS / "data" / "langsmith" / "tau-bench-task48-trial1.runs.jsonl")
+    lines = _lines(runs_file)
+    [t] = _quiet_load(runs_file)
+    last = lines[-1]
+    assert (
+        len(t.messages) == len(last["inputs"]["messages"][0]) + 1
+        and t.metadata["repeats_left_out"] == len(lines) - 1
+    )
+    assert t.messages[-1].text == last["outputs"]["generations"][0][0]["text"]
+    assert [m.id for m in t.messages] == [f"{t.run_id}-{i}" for i in range(len(t.messages))]
+    # the same conversation as a LangGraph state ({"values": {"messages": [...]}}) loads the same
+    state = tmp_path / "thread-state.json"
+    state.write_text(json.dumps({"values": {"messages": [dumpd(m) for m in t.messages]}, "next": []}))
+    [s] = _quiet_load(state)
+    assert s.format == "langchain_messages" and s.metadata["json_path"] == "$.values.messages"
+    assert [(type(a), a.content) for a in s.messages] == [(type(b), b.content) for b in t.messages]
+    bad = tmp_path / "bad.json"
+    payload = {
+        "lc": 1,
+        "type": "constructor",
+        "id": ["langchain", "schema", "messages", "HumanMessage"],
+        "kwargs": {"content": 3},
+    }
+    bad.write_text(json.dumps({"values": {"messages": [payload]}}))
+    with pytest.raises(
+        TranscriptError, match=r"bad\.json: key \$\.values\.messages\[0\]: not a loadable message"
+    ):
+        load_transcripts(bad)
+
+
+def test_openhands_resolver_output_in_text_mode() -> None:
+    path = _need(TESTS / "data" / "openhands-resolver" / "output.jsonl")
+    lines = _lines(path)
+    runs = _quiet_load(path)
+    assert [r.run_id for r in runs] == [f"neubig/pr-viewer#{x['issue']['number']}" for x in lines]
+    t = runs[0]
+    assert t.messages[0].content == lines[0]["instruction"] and t.metadata["success"] is True
+    run = lines[0]["history"][1]
+    assert t.messages[1].content == f"{run['thought']}\n<execute_bash>\n{run['command']}\n</execute_bash>"
+    assert t.observations == [2, 4, 6] and t.messages[2].content == lines[0]["history"][2]["content"]

@@ -19,6 +19,9 @@ are what this script writes::
 * ``inspect-eval/2025-05-12T20-27-36-04-00_browser.eval`` -- the Inspect AI JSON log of
   ``incoming/inspect-ai`` in Inspect's zipped ``.eval`` form (``header.json`` + one
   ``samples/<id>_epoch_<n>.json``).
+* ``langsmith/tau-bench-task48-trial1.runs.jsonl`` -- τ-bench run (task 48, trial 1) as a
+  LangSmith export of its chat-model runs (one line per call: prompt and answer serialized with
+  ``langchain_core.load.dumpd``).
 * ``openai-responses/rollout-019b7f94.items.json`` -- the OpenAI Responses API items of the Codex
   CLI rollout ``wild/codex-cli/rollout-...-019b7f94-....jsonl``: the ``payload`` of every
   ``response_item`` line, in order, without Codex's own ``ghost_snapshot`` items.
@@ -39,6 +42,8 @@ OUT_ANTHROPIC = HERE / "anthropic-messages" / "coverage-test-fix.messages.json"
 OUT_RESPONSES = HERE / "openai-responses" / "rollout-019b7f94.items.json"
 INSPECT = SHARED / "incoming/inspect-ai/2025-05-12T20-27-36-04-00_browser.json"
 OUT_CLINE = HERE / "cline" / "coverage-test-fix.cline.json"
+TAU = SHARED / "raw/tau-bench/historical_trajectories/gpt-4o-airline.json"
+OUT_LANGSMITH = HERE / "langsmith" / "tau-bench-task48-trial1.runs.jsonl"
 OUT_EVAL = HERE / "inspect-eval" / "2025-05-12T20-27-36-04-00_browser.eval"
 
 
@@ -139,6 +144,37 @@ def inspect_eval() -> bytes:
     return buf.getvalue()
 
 
+def langsmith_runs() -> str:
+    """τ-bench run task 48 trial 1 as a LangSmith export of its chat-model runs: one JSON line per
+    model call, ``inputs.messages`` = ``[[the prompt]]`` and ``outputs.generations[0][0].message``
+    = the answer, each message serialized with ``langchain_core.load.dumpd`` (converted from the
+    run's OpenAI messages with ``langchain_core.messages.convert_to_messages``)."""
+    from langchain_core.load import dumpd
+    from langchain_core.messages import convert_to_messages
+
+    run = next(
+        r for r in json.loads(TAU.read_text(encoding="utf-8")) if (r["task_id"], r["trial"]) == (48, 1)
+    )
+    messages = convert_to_messages(run["traj"])
+    lines = []
+    for k, msg in enumerate(messages):
+        if msg.type != "ai":
+            continue
+        lines.append(
+            {
+                "id": f"task48-trial1-call{len(lines)}",
+                "name": "ChatOpenAI",
+                "run_type": "llm",
+                "inputs": {"messages": [[dumpd(m) for m in messages[:k]]]},
+                "outputs": {
+                    "generations": [[{"text": msg.text, "type": "ChatGeneration", "message": dumpd(msg)}]],
+                    "llm_output": {"model_name": "gpt-4o"},
+                },
+            }
+        )
+    return "".join(json.dumps(x, ensure_ascii=False, sort_keys=True) + "\n" for x in lines)
+
+
 def render(data: Any) -> str:
     return json.dumps(data, ensure_ascii=False, indent=1) + "\n"
 
@@ -149,6 +185,7 @@ def main(argv: list[str]) -> int:
         OUT_RESPONSES: render(response_items()).encode("utf-8"),
         OUT_CLINE: render(cline_messages()).encode("utf-8"),
         OUT_EVAL: inspect_eval(),
+        OUT_LANGSMITH: langsmith_runs().encode("utf-8"),
     }
     if "--check" in argv:
         stale = [str(p) for p, data in outputs.items() if not p.is_file() or p.read_bytes() != data]
