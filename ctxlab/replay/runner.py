@@ -5,7 +5,9 @@ the previous call join the state (the system message is not a state message: it 
 ``ModelRequest.system_message``), and a :class:`~ctxlab.replay.harness.ModelNodeHarness` runs the
 middleware as LangGraph's model node would, the model answering with the recorded
 ``AIMessage`` (the placeholder model, :class:`~ctxlab.replay.models.ReplayModel`, refuses to be
-called).  The state carries forward to the next call.
+called).  The state carries forward to the next call.  The messages of a recorded compaction (the agent's
+own summary, :data:`ctxlab.transcripts.base.RECORDED_COMPACTION_KEY`) join the state only for a
+middleware that replays them (``replays_recorded_compactions``, the ``recorded`` strategy).
 
 A ctxlab middleware reports its rounds in ``context_compression`` events.  A foreign middleware
 (a baseline) emits none, so its L2 rounds are read from the state it changed, whichever hook
@@ -52,6 +54,7 @@ from ctxlab.replay.result import ReplayResult
 from ctxlab.replay.run_measures import RunMeasures
 from ctxlab.replay.tracking import ViewTracker
 from ctxlab.replay.usage import SummarizerUsage, count_summarizer_usage
+from ctxlab.transcripts.base import recorded_compaction_of
 
 if TYPE_CHECKING:
     from langchain.agents.middleware.types import AgentMiddleware
@@ -199,7 +202,12 @@ def replay_one(
     arrived: list[BaseMessage] = []  # transcript messages added to the state since the last call
     failed_summary_seen = False
 
+    # a recorded compaction's messages (the agent's own summary) reach only the strategy that
+    # replays them (``recorded``): without the agent's compaction they were never sent
+    feeds_recorded = bool(getattr(mw, "replays_recorded_compactions", False))
     for pos, original in enumerate(rest):
+        if not feeds_recorded and recorded_compaction_of(original) is not None:
+            continue
         if original.id is None:  # add_messages would give it a random id: make it stable
             original = original.model_copy(update={"id": f"{transcript.run_id}-{pos + offset}"})
         if not isinstance(original, AIMessage):
