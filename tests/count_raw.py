@@ -634,6 +634,41 @@ def count_langsmith(path: Path) -> dict[str, dict[str, int]]:
     return out
 
 
+# --- OpenCode JSON storage --------------------------------------------------------------------
+
+
+def count_opencode_storage(path: Path) -> dict[str, dict[str, int]]:
+    """A session file: its messages under ../../message/<session>/, their parts under
+    ../../part/<message>/; a user message with text is one message, an assistant message one per
+    step plus one per tool part."""
+    root = path.parents[2]
+    session = json.loads(path.read_text(encoding="utf-8"))["id"]
+    n = 0
+    calls: list[str] = []
+    results = []
+    for mf in sorted((root / "message" / session).glob("*.json")):
+        msg = json.loads(mf.read_text(encoding="utf-8"))
+        parts = [
+            json.loads(f.read_text(encoding="utf-8"))
+            for f in sorted((root / "part" / msg["id"]).glob("*.json"))
+        ]
+        if msg["role"] == "user":
+            n += any(p["type"] == "text" and not p.get("ignored") for p in parts)
+            continue
+        steps = max(1, sum(1 for p in parts if p["type"] == "step-start"))
+        tools = [p for p in parts if p["type"] == "tool"]
+        n += steps + len(tools)
+        for p in tools:
+            calls.append(p["callID"])
+            results.append((p["callID"], set(calls)))
+    return {path.name: counts(n, calls, results)}
+
+
+def _storage_member(rel: str) -> bool:
+    """A message or part file of the OpenCode storage fixture (counted through its session)."""
+    return rel.startswith(("opencode-storage/storage/message/", "opencode-storage/storage/part/"))
+
+
 # --- the sets ----------------------------------------------------------------------------------
 
 COUNTERS = [
@@ -662,6 +697,7 @@ COUNTERS = [
     ("cline/", ".json", "anthropic_messages", count_anthropic),
     ("openhands-resolver/", ".jsonl", "openhands_resolver", count_openhands_resolver),
     ("langsmith/", ".jsonl", "langchain_messages", count_langsmith),
+    ("opencode-storage/storage/session/", ".json", "opencode_storage", count_opencode_storage),
     ("gemini-cli/", ".json", "gemini_cli", count_gemini),
     ("litellm-text-mode/", ".json", "litellm_log", count_litellm),
     ("anthropic-messages/", ".json", "anthropic_messages", count_anthropic),
@@ -681,6 +717,8 @@ def count_all(root: Path = RAW) -> dict[str, Any]:
         if "__pycache__" in path.parts:
             continue
         rel = path.relative_to(root).as_posix()
+        if _storage_member(rel):
+            continue
         for prefix, suffix, fmt, counter in COUNTERS:
             if rel.startswith(prefix) and rel.endswith(suffix):
                 out[rel] = {"format": fmt, "runs": counter(path)}

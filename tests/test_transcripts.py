@@ -69,6 +69,7 @@ ALL_FORMATS = FORMATS_WITH_IDS | {
     "sharegpt",
     "openhands_resolver",
     "langchain_messages",
+    "opencode_storage",
     "generic_messages",
 }
 

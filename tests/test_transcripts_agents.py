@@ -470,3 +470,41 @@ def test_openhands_resolver_output_in_text_mode() -> None:
     run = lines[0]["history"][1]
     assert t.messages[1].content == f"{run['thought']}\n<execute_bash>\n{run['command']}\n</execute_bash>"
     assert t.observations == [2, 4, 6] and t.messages[2].content == lines[0]["history"][2]["content"]
+
+
+def test_opencode_storage_session_reads_its_messages_and_parts(tmp_path: Path) -> None:
+    import shutil
+
+    storage = tmp_path / "storage"
+    source = TESTS / "data" / "opencode-storage" / "storage"
+    _need(source / "session" / "prj_coverage" / "ses_0coverage.json")
+    shutil.copytree(source, storage)
+    runs, errors = load_many(tmp_path)  # message and part files are read through the session file
+    assert errors == [] and [r.format for r in runs] == ["opencode_storage"]
+    [t] = runs
+    parts = [json.loads(p.read_text()) for p in sorted((storage / "part").rglob("*.json"))]
+    tool_parts = [p for p in parts if p["type"] == "tool"]
+    results = [m for m in t.messages if isinstance(m, ToolMessage)]
+    assert [(m.tool_call_id, m.content) for m in results] == [
+        (p["callID"], p["state"].get("output", p["state"].get("error"))) for p in tool_parts
+    ]
+    # a call OpenCode never finished gets the result OpenCode sends for it, marked as added
+    last = sorted((storage / "part").iterdir())[-1]
+    (last / "prt_999901.json").write_text(
+        json.dumps(
+            {
+                "id": "prt_999901",
+                "type": "tool",
+                "callID": "c-x",
+                "tool": "bash",
+                "state": {"status": "running", "input": {"command": "ls"}},
+            }
+        )
+    )
+    session = storage / "session" / "prj_coverage" / "ses_0coverage.json"
+    [t2] = load_transcripts(session)
+    assert t2.messages[-1].content == "[Tool execution was interrupted]"
+    assert t2.messages[-1].additional_kwargs["ctxlab_synthetic"]
+    (storage / "message" / "ses_0coverage" / "msg_0001.json").write_text("{oops")
+    with pytest.raises(TranscriptError, match=r"ses_0coverage\.json: .*msg_0001\.json: line 1 column 2"):
+        load_transcripts(session)

@@ -13,6 +13,7 @@ from ctxlab.transcripts._util import warn
 from ctxlab.transcripts.base import Transcript, TranscriptError, TranscriptFormat
 from ctxlab.transcripts.detection import HOW_TO_NAME_OR_WRITE, Detection, check_regular, detect
 from ctxlab.transcripts.generic import GENERIC_NAME
+from ctxlab.transcripts.opencode_storage import is_storage_member
 from ctxlab.transcripts.registry import available_formats
 
 __all__ = ["SKIP_NAMES", "iter_transcript_files", "load_many", "load_transcripts"]
@@ -136,8 +137,9 @@ def _skipped(name: str) -> bool:
 def iter_transcript_files(paths: PathLike | Iterable[PathLike]) -> list[Path]:
     """The files to load: files as given, folders walked recursively.
 
-    In folders, hidden files and folders (``.*``), ``README*``, ``SOURCES.md`` and
-    ``.gitattributes`` are skipped.  The result is de-duplicated and sorted by path.
+    In folders, hidden files and folders (``.*``), ``README*``, ``SOURCES.md``,
+    ``.gitattributes`` and the message and part files of an OpenCode storage (read through its
+    session file) are skipped.  The result is de-duplicated and sorted by path.
 
     Raises:
         FileNotFoundError: a path does not exist.
@@ -150,7 +152,11 @@ def iter_transcript_files(paths: PathLike | Iterable[PathLike]) -> list[Path]:
         if root.is_dir():
             for dirpath, dirnames, filenames in os.walk(root):
                 dirnames[:] = [d for d in dirnames if not d.startswith(".")]
-                out.update(Path(dirpath) / f for f in filenames if not _skipped(f))
+                out.update(
+                    Path(dirpath) / f
+                    for f in filenames
+                    if not _skipped(f) and not is_storage_member(Path(dirpath) / f)
+                )
         elif root.exists() or root.is_symlink():
             out.add(root)  # a file, or a symlink loop or broken symlink that loading names as such
         else:

@@ -22,6 +22,8 @@ are what this script writes::
 * ``langsmith/tau-bench-task48-trial1.runs.jsonl`` -- τ-bench run (task 48, trial 1) as a
   LangSmith export of its chat-model runs (one line per call: prompt and answer serialized with
   ``langchain_core.load.dumpd``).
+* ``opencode-storage/storage/`` -- that Anthropic list as OpenCode's JSON storage (a session
+  file, a file per message and a file per part).
 * ``openai-responses/rollout-019b7f94.items.json`` -- the OpenAI Responses API items of the Codex
   CLI rollout ``wild/codex-cli/rollout-...-019b7f94-....jsonl``: the ``payload`` of every
   ``response_item`` line, in order, without Codex's own ``ghost_snapshot`` items.
@@ -44,6 +46,7 @@ INSPECT = SHARED / "incoming/inspect-ai/2025-05-12T20-27-36-04-00_browser.json"
 OUT_CLINE = HERE / "cline" / "coverage-test-fix.cline.json"
 TAU = SHARED / "raw/tau-bench/historical_trajectories/gpt-4o-airline.json"
 OUT_LANGSMITH = HERE / "langsmith" / "tau-bench-task48-trial1.runs.jsonl"
+OUT_OPENCODE = HERE / "opencode-storage" / "storage"
 OUT_EVAL = HERE / "inspect-eval" / "2025-05-12T20-27-36-04-00_browser.eval"
 
 
@@ -175,6 +178,78 @@ def langsmith_runs() -> str:
     return "".join(json.dumps(x, ensure_ascii=False, sort_keys=True) + "\n" for x in lines)
 
 
+def opencode_storage() -> dict[Path, bytes]:
+    """The Anthropic list above as OpenCode's JSON storage (``Storage.write`` keys of OpenCode's
+    ``session/message-v2``): ``session/<project>/<session>.json``, a ``message/<session>/`` file
+    per user or assistant message and a ``part/<message>/`` file per part -- user text blocks as
+    ``text`` parts; an assistant message as a ``step-start`` part, its text (``text``), thinking
+    (``reasoning``) and ``tool_use`` blocks (``tool`` parts whose ``state`` is the matching
+    ``tool_result``: ``completed`` with its output, or ``error``)."""
+    session, project = "ses_0coverage", "prj_coverage"
+    messages = anthropic_messages()
+    results = {
+        b["tool_use_id"]: b
+        for m in messages
+        if m["role"] == "user"
+        for b in m["content"]
+        if b.get("type") == "tool_result"
+    }
+    files: dict[Path, Any] = {
+        OUT_OPENCODE / "session" / project / f"{session}.json": {
+            "id": session,
+            "projectID": project,
+            "directory": "/tmp/coverage-test-fix",
+            "title": "coverage-test-fix (derived from a Claude Code run)",
+            "version": "0.15.0",
+            "time": {"created": 0, "updated": 0},
+        }
+    }
+    n = 0
+    for msg in messages:
+        blocks = [b for b in msg["content"] if b.get("type") != "tool_result"]
+        if not blocks:
+            continue
+        n += 1
+        mid = f"msg_{n:04d}"
+        info: dict[str, Any] = {"id": mid, "sessionID": session, "role": msg["role"], "time": {"created": n}}
+        parts: list[dict[str, Any]] = []
+        if msg["role"] == "assistant":
+            info.update(modelID="claude-sonnet-4-5", providerID="anthropic", mode="build", agent="build")
+            parts.append({"type": "step-start"})
+        for b in blocks:
+            if b["type"] == "text":
+                parts.append({"type": "text", "text": b["text"]})
+            elif b["type"] == "thinking":
+                parts.append({"type": "reasoning", "text": b.get("thinking", ""), "time": {"start": n}})
+            elif b["type"] == "tool_use":
+                res = results[b["id"]]
+                body = res.get("content")
+                text = body if isinstance(body, str) else "".join(x.get("text", "") for x in body or [])
+                state = (
+                    {"status": "error", "input": b["input"], "error": text, "time": {"start": n, "end": n}}
+                    if res.get("is_error")
+                    else {
+                        "status": "completed",
+                        "input": b["input"],
+                        "output": text,
+                        "title": b["name"],
+                        "metadata": {},
+                        "time": {"start": n, "end": n},
+                    }
+                )
+                parts.append({"type": "tool", "callID": b["id"], "tool": b["name"], "state": state})
+        files[OUT_OPENCODE / "message" / session / f"{mid}.json"] = info
+        for k, part in enumerate(parts, 1):
+            pid = f"prt_{n:04d}{k:02d}"
+            files[OUT_OPENCODE / "part" / mid / f"{pid}.json"] = {
+                "id": pid,
+                "sessionID": session,
+                "messageID": mid,
+                **part,
+            }
+    return {p: render(v).encode("utf-8") for p, v in files.items()}
+
+
 def render(data: Any) -> str:
     return json.dumps(data, ensure_ascii=False, indent=1) + "\n"
 
@@ -186,6 +261,7 @@ def main(argv: list[str]) -> int:
         OUT_CLINE: render(cline_messages()).encode("utf-8"),
         OUT_EVAL: inspect_eval(),
         OUT_LANGSMITH: langsmith_runs().encode("utf-8"),
+        **opencode_storage(),
     }
     if "--check" in argv:
         stale = [str(p) for p, data in outputs.items() if not p.is_file() or p.read_bytes() != data]
