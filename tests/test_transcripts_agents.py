@@ -508,3 +508,24 @@ def test_opencode_storage_session_reads_its_messages_and_parts(tmp_path: Path) -
     (storage / "message" / "ses_0coverage" / "msg_0001.json").write_text("{oops")
     with pytest.raises(TranscriptError, match=r"ses_0coverage\.json: .*msg_0001\.json: line 1 column 2"):
         load_transcripts(session)
+
+
+def test_litellm_and_gemini_usage_per_call() -> None:
+    log = _need(
+        SHARED
+        / "raw/openhands-sdk/tests/fixtures/llm_data/llm-logs/litellm_proxy__anthropic__claude-sonnet-4-20250514-1757015046.707.json"
+    )
+    usage = json.loads(log.read_text(encoding="utf-8"))["response"]["usage"]
+    [t] = _quiet_load(log)
+    assert t.messages[-1].usage_metadata["input_tokens"] == usage["prompt_tokens"]  # type: ignore[attr-defined]
+    assert t.messages[-1].usage_metadata["output_tokens"] == usage["completion_tokens"]  # type: ignore[attr-defined]
+    session = _need(TESTS / "data/gemini-cli/session-2026-01-16T11-01-file-ops-37b7abef.json")
+    tokens = [
+        m["tokens"]
+        for m in json.loads(session.read_text(encoding="utf-8"))["messages"]
+        if m["type"] == "gemini"
+    ]
+    [g] = _quiet_load(session)
+    got = [m.usage_metadata for m in g.messages if isinstance(m, AIMessage) and m.usage_metadata]
+    assert [u["total_tokens"] for u in got] == [x["total"] - x["tool"] for x in tokens]
+    assert [u["input_tokens"] for u in got] == [x["input"] for x in tokens]
