@@ -55,6 +55,11 @@ def test_recorded_sends_what_claude_code_sent() -> None:
     label = rec.rows[0]["transcript"]
     sent = [r["view_tokens"] for r in rec.rows]
     assert len(sent) == len(recorded) == 20
+    # the provider's counts sit beside the estimate, the same for every strategy (the recording's)
+    assert [r["recorded_input_tokens"] for r in rec.rows] == recorded
+    assert [r["recorded_input_tokens"] for r in ars.rows] == recorded
+    totals = rec.frame().group_by("strategy").agg(pl.col("recorded_input_tokens").sum())
+    assert totals["recorded_input_tokens"].to_list() == [sum(recorded)]
     # after the boundary the model saw the summary and what followed: so does the replay
     after = rec.views[(label, "recorded", boundary)].messages
     assert isinstance(after[0], HumanMessage) and recorded_compaction_of(after[0]) is not None
@@ -152,3 +157,10 @@ def test_recorded_without_a_compaction_sends_everything() -> None:
     ars = replay(t, "ars")
     assert [r["view_tokens"] for r in rec.rows] == [r["view_tokens"] for r in ars.rows]
     assert all(r["view_tokens"] == r["raw_tokens"] for r in rec.rows)
+    lines = [json.loads(x) for x in CODEX.read_text(encoding="utf-8").split("\n") if x.strip()]
+    counted: list[int] = []
+    for x in lines:  # Codex writes each call's token_count event, sometimes twice
+        info = x["payload"].get("info") if x["payload"].get("type") == "token_count" else None
+        if info and (not counted or info["last_token_usage"]["input_tokens"] != counted[-1]):
+            counted.append(info["last_token_usage"]["input_tokens"])
+    assert [r["recorded_input_tokens"] for r in rec.rows] == counted and len(counted) == 3
