@@ -106,9 +106,11 @@ def _text(value: Any) -> str:
 
 
 _ROLE = {"function": "tool", "developer": "system"}
+#: what a copy of a message keeps however it is re-encoded: role, tool-call ids, text
+MessageKey = tuple[str, tuple[str, ...], str]
 
 
-def _key(m: dict[str, Any]) -> tuple[str, tuple[str, ...], str]:
+def _key(m: dict[str, Any]) -> MessageKey:
     """What a copy of a message keeps however it is re-encoded: its role (``function`` counted
     as ``tool``, ``developer`` as ``system``), its tool-call ids and its text."""
     role = str(m.get("role"))
@@ -120,32 +122,32 @@ def _key(m: dict[str, Any]) -> tuple[str, tuple[str, ...], str]:
     return _ROLE.get(role, role), ids, _text(m.get("content")).strip()
 
 
-def _same(a: tuple[str, tuple[str, ...], str], b: tuple[str, tuple[str, ...], str]) -> bool:
+def _same(a: MessageKey, b: MessageKey) -> bool:
     # a reference such as Inspect AI's ``attachment://<hash>`` stands for any text
     texts = a[2] == b[2] or a[2].startswith("attachment://") or b[2].startswith("attachment://")
     return a[0] == b[0] and a[1] == b[1] and texts
 
 
-def _repeats(
-    short: list[tuple[str, tuple[str, ...], str]], long: list[tuple[str, tuple[str, ...], str]]
-) -> bool:
-    return len(short) <= len(long) and all(_same(x, y) for x, y in zip(short, long, strict=False))
+def not_repeated(keys: list[list[MessageKey]]) -> list[int]:
+    """The indices of the conversations (each a list of message keys: role, tool-call ids,
+    text) that do not only repeat the start of another one; of equal ones the first is kept.
+    A repeat is a copy of the prompt at some step (Inspect AI's ``events`` repeat each request's
+    input, a request log or a LangSmith export keeps the conversation once per call)."""
+
+    def repeats(short: list[MessageKey], long: list[MessageKey]) -> bool:
+        return len(short) <= len(long) and all(_same(x, y) for x, y in zip(short, long, strict=False))
+
+    return [
+        i
+        for i, own in enumerate(keys)
+        if not any(j != i and repeats(own, o) and (len(o) > len(own) or j < i) for j, o in enumerate(keys))
+    ]
 
 
 def drop_repeats(found: list[Found]) -> list[Found]:
-    """``found`` without the arrays that only repeat the start of another one (message by
-    message: role, tool-call ids and text, :func:`_key`): such an array is a copy of the prompt
-    at some step (Inspect AI's ``events`` repeat each request's input, a request log keeps the
-    conversation once per call).  Of equal arrays the first is kept."""
-    keys = [[_key(m) for m in f.messages] for f in found]
-    return [
-        f
-        for i, f in enumerate(found)
-        if not any(
-            j != i and _repeats(keys[i], other) and (len(other) > len(keys[i]) or j < i)
-            for j, other in enumerate(keys)
-        )
-    ]
+    """``found`` without the arrays that only repeat the start of another one, message by
+    message (:func:`_key`, :func:`not_repeated`)."""
+    return [found[i] for i in not_repeated([[_key(m) for m in f.messages] for f in found])]
 
 
 def find_message_arrays(data: Any) -> list[Found]:

@@ -40,6 +40,7 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from ctxlab.transcripts._util import iter_jsonl, json_decode_error, read_text
 from ctxlab.transcripts.base import Transcript, TranscriptError
+from ctxlab.transcripts.generic import MessageKey, not_repeated
 
 _MARK = re.compile(r'"lc"\s*:\s*1\s*,\s*"type"\s*:\s*"constructor"')
 #: the serialized ids of message classes: ``[..., "messages", <Class>]`` (``langchain`` or
@@ -99,7 +100,7 @@ def find_conversations(data: Any, root: str = "$") -> list[Conversation]:
     return found
 
 
-def _key(m: BaseMessage) -> tuple[str, tuple[str, ...], str]:
+def _key(m: BaseMessage) -> MessageKey:
     ids: tuple[str, ...] = ()
     if isinstance(m, AIMessage):
         ids = tuple(str(c.get("id")) for c in m.tool_calls)
@@ -130,18 +131,7 @@ def _decode(path: Path, conv: Conversation) -> list[BaseMessage]:
 
 def _runs(path: Path, convs: list[Conversation], fmt: str) -> list[Transcript]:
     decoded = [(c, _decode(path, c)) for c in convs]
-    keys = [[_key(m) for m in msgs] for _, msgs in decoded]
-    kept = [
-        (c, msgs)
-        for i, (c, msgs) in enumerate(decoded)
-        if not any(
-            j != i
-            and len(o) >= len(keys[i])
-            and o[: len(keys[i])] == keys[i]
-            and (len(o) > len(keys[i]) or j < i)
-            for j, o in enumerate(keys)
-        )
-    ]
+    kept = [decoded[i] for i in not_repeated([[_key(m) for m in msgs] for _, msgs in decoded])]
     out = []
     for conv, msgs in kept:
         run_id = path.name if len(kept) == 1 else conv.json_path
