@@ -68,6 +68,13 @@ def test_recorded_sends_what_claude_code_sent() -> None:
     start = next(i for i, m in enumerate(t.messages) if recorded_compaction_of(m))
     assert [m.id for m in after] == [m.id for m in t.messages[start : start + len(after)]]
     assert [m.id for m in ars.views[(label, "ars", boundary)].messages] == [m.id for m in t.messages[:start]]
+    # the agent's compaction is the recorded strategy's L2 round, at the call it first reached
+    assert [r["level"] for r in rec.rows] == ["none"] * boundary + ["L2"] + ["none"] * (
+        len(sent) - boundary - 1
+    )
+    assert [s["text"] for s in rec.summaries] == [after[0].text] and [r["level"] for r in ars.rows] == [
+        "none"
+    ] * 20
     # what the file lacks (the system prompt, the tools, the history before the file starts) is
     # the same in every call of a segment: the sent tokens grow as the recorded input tokens do,
     # within the estimator's error (cl100k against Claude's tokenizer)

@@ -173,6 +173,7 @@ class CallObserver:
         arrived: list[BaseMessage] = []  # transcript messages added to the state since the last call
         prev_view: RequestView | None = None
         failed_summary_seen = False
+        recorded_seen: set[Any] = set()  # indices of the recorded compactions already sent
         call_index = 0
         # a recorded compaction's messages (the agent's own summary) reach only the strategy that
         # replays them (``recorded``): without the agent's compaction they were never sent
@@ -229,6 +230,8 @@ class CallObserver:
                 found, cutoff_index = _foreign_summaries(
                     new_event, _new_summaries(state_before, state["messages"], original)
                 )
+                if feeds_recorded and not found:  # the agent's own compaction entering the view
+                    found = _recorded_round(call.views[-1].messages, recorded_seen)
                 level = "L2" if found else level
                 failure = self._foreign_records(found, where)
             elif new_event is not None and level == "L2":  # ARS: the summary is in the new event
@@ -311,6 +314,16 @@ class CallObserver:
                 {**where, "path": p, "bytes": _offload_bytes(self.root, p), "first": p not in seen}
             )
             seen.add(p)
+
+
+def _recorded_round(view: Sequence[BaseMessage], seen: set[Any]) -> list[tuple[BaseMessage, dict[str, Any]]]:
+    """The agent's own L2 round, when a recorded compaction not sent before starts the view (the
+    ``recorded`` strategy): ``[(its first message, {})]``, else ``[]``; ``seen`` is updated."""
+    mark = recorded_compaction_of(view[0]) if view else None
+    if mark is None or mark.get("index") in seen:
+        return []
+    seen.add(mark.get("index"))
+    return [(view[0], {})]
 
 
 def _split_system(messages: Sequence[BaseMessage]) -> tuple[SystemMessage | None, list[BaseMessage], int]:

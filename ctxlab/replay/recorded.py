@@ -8,7 +8,10 @@ those messages and what followed.  :class:`RecordedCompactionMiddleware` sends e
 each call, the request's messages from the start of the latest recorded compaction in them (all
 messages when there is none).  It summarizes nothing and calls no model besides the recorded one,
 so a replay row of ``recorded`` is the recording, to put beside ``ars`` or a baseline on the same
-runs (``ctxlab compare --strategies recorded,ars``).
+runs (``ctxlab compare --strategies recorded,ars``).  The call whose request a recorded compaction
+first starts is the strategy's L2 round (``level`` ``L2``, the agent's summary in the run's
+summaries; :mod:`ctxlab.replay.observer`); ``recorded_input_tokens`` beside ``view_tokens`` shows
+the provider's count of what was sent.
 
 Other strategies never see a recorded compaction's messages: the replay leaves them out of the
 state (:mod:`ctxlab.replay.runner`), as a run without the agent's own compaction would not have
