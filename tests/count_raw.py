@@ -210,7 +210,10 @@ def count_claude_code(path: Path) -> dict[str, dict[str, int]]:
         elif e.get("type") in ("user", "assistant") and isinstance(e.get("message"), dict):
             key = f"agent-{e.get('agentId') or 'sidechain'}" if e.get("isSidechain") else path.name
             lines.setdefault(key, []).append(e)
-    return {key: _count_claude_lines(run) for key, run in lines.items() if run}
+    runs = {key: _count_claude_lines(run) for key, run in lines.items() if run}
+    if list(runs) == [k for k in lines if k.startswith("agent-") and lines[k]] and len(runs) == 1:
+        return {path.name: next(iter(runs.values()))}  # a sub-agent's own file: a single-run file
+    return runs
 
 
 def _count_claude_lines(lines: list[dict[str, Any]]) -> dict[str, int]:

@@ -529,3 +529,14 @@ def test_litellm_and_gemini_usage_per_call() -> None:
     got = [m.usage_metadata for m in g.messages if isinstance(m, AIMessage) and m.usage_metadata]
     assert [u["total_tokens"] for u in got] == [x["total"] - x["tool"] for x in tokens]
     assert [u["input_tokens"] for u in got] == [x["input"] for x in tokens]
+
+
+def test_claude_code_sub_agent_file_of_its_own(tmp_path: Path) -> None:
+    lines = [
+        _line("user", "find the bug", "s0", isSidechain=True, agentId="ag1"),
+        _line("assistant", [{"type": "text", "text": "Found it."}], "s1", isSidechain=True, agentId="ag1"),
+    ]
+    f = tmp_path / "agent-ag1.jsonl"
+    f.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    [t] = _quiet_load(f)
+    assert (t.run_id, t.metadata["agent_id"], len(t.messages)) == ("agent-ag1.jsonl", "ag1", 2)

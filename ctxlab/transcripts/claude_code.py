@@ -31,7 +31,8 @@ Conversion:
   ``agent-<agentId>``, ``agent-sidechain`` without one), after the main run; each has
   ``metadata["parent_run"]`` (the main run's id), ``agent_id`` and ``parent_tool_call_id`` (the
   ``parentToolUseID`` of its progress lines, the main run's Task call), and the main run lists
-  them in ``metadata["sub_agent_runs"]``.
+  them in ``metadata["sub_agent_runs"]``.  A file holding only one sub-agent's lines (Claude
+  Code's ``subagents/agent-<id>.jsonl``) is that run, named as a single-run file.
 * **usage**: each AIMessage gets the provider's counts of its call as ``usage_metadata`` (the
   ``usage`` of the turn's last streamed line; input = ``input_tokens`` + cache reads + cache
   writes, with ``input_token_details``).
@@ -174,10 +175,16 @@ class ClaudeCodeFormat:
                 boundary = None
             runs[None].add(path, lineno, ev, flags, "")
         main = runs.pop(None)
+        subs = [(str(key), f"agent-{key}", run) for key, run in runs.items() if run.entries]
+        if not main.entries and len(subs) == 1 and not runs[subs[0][0]].parent_call:
+            # a sub-agent's own file (Claude Code's subagents/agent-<id>.jsonl): its one run
+            agent_id, _, run = subs[0]
+            sub_model = run.models.most_common(1)[0][0] if run.models else None
+            meta = {**session, "skipped_events": dict(skipped), "agent_id": agent_id, "parent_run": None}
+            return [run.build(path, path.name, self.name, sub_model, meta)]
         if not main.entries:
             raise TranscriptError(path, "line 1", "no user or assistant messages in the session")
         model = main.models.most_common(1)[0][0] if main.models else None
-        subs = [(str(key), f"agent-{key}", run) for key, run in runs.items() if run.entries]
         run_meta = {
             **session,
             "skipped_events": dict(skipped),
