@@ -102,7 +102,7 @@ def test_sets_are_fully_counted() -> None:
             p.relative_to(ROOTS[s]).as_posix()
             for p in ROOTS[s].rglob("*")
             if p.is_file()
-            and p.name not in {"SOURCES.md", "derive_fixtures.py"}
+            and p.name != "SOURCES.md"
             and "__pycache__" not in p.parts
             and not (s == "data" and p.parts[-3] in ("message", "part") and "opencode-storage" in p.parts)
         )
@@ -141,7 +141,7 @@ def test_file_without_conversation_is_refused(set_name: str, rel: str) -> None:
 def test_derived_fixtures_are_reproducible() -> None:
     _path("raw", "")
     done = subprocess.run(
-        [sys.executable, str(TESTS / "data" / "derive_fixtures.py"), "--check"],
+        [sys.executable, str(TESTS.parent / "tools" / "derive_fixtures.py"), "--check"],
         capture_output=True,
         text=True,
     )
