@@ -56,13 +56,21 @@ BEHAVIOUR_HOOKS = frozenset(
 
 
 class BuiltinStrategies:
-    """Registers the ``ars`` strategy (the defaults with nothing added), ``trylast``."""
+    """Registers the ``ars`` strategy (the defaults with nothing added) and ``recorded`` (the
+    agent's own recorded compactions, :mod:`ctxlab.replay.recorded`), ``trylast``."""
 
     name = "strategies"
 
     @hookimpl(trylast=True)
     def ctxlab_register_strategies(self, register: RegisterStrategy) -> None:
+        from ctxlab.replay.recorded import RECORDED_STRATEGY, RecordedCompactionMiddleware
+
         register("ars", lambda settings: [], "ARS two-level compression (L1 trim + L2 summary), the defaults")
+        register(
+            RECORDED_STRATEGY,
+            lambda settings: RecordedCompactionMiddleware(),
+            "what the agent itself sent: its own recorded compactions (Claude Code, Codex), else everything",
+        )
 
 
 def make_lab_manager(
