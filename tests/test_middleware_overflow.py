@@ -86,7 +86,7 @@ def parallel_unit(kit, n=16, chars=700, ids=True):
     return msgs
 
 
-def make_mw(kit, root, **fields):
+def make_mw(kit, root, summarizer=None, **fields):
     base = dict(
         summary_threshold=1,
         summary_keep_messages=4,
@@ -96,7 +96,7 @@ def make_mw(kit, root, **fields):
     return CompressionMiddleware(
         settings=CompressionSettings(**{**base, **fields}),
         backend=kit.backend(root),
-        summarizer=kit.FakeSummarizer(),
+        summarizer=summarizer or kit.FakeSummarizer(),
     )
 
 
@@ -140,6 +140,25 @@ def test_declined_summary_in_an_overflow_round_trims_and_retries(mw_kit, tmp_pat
     by_id = {m.id: m for m in retry}
     for m in replaced:
         assert m.content == by_id[m.id].content and offloaded_path_of(m) is not None
+
+
+def test_summary_bigger_than_its_span_in_an_overflow_round_trims_and_retries(mw_kit, tmp_path, mode):
+    # spec: R12, R10 — the other decline: the summary is bigger than the span it would replace, so
+    # it is not committed; the overflow still gets one retry, the L1 view trimmed to fit
+    msgs = [
+        HumanMessage("FACT-TASK: read the logs.", id="h0"),
+        AIMessage(mw_kit.fill(800, "FACT-EARLY", 3), id="a0"),
+        *parallel_unit(mw_kit, n=8, chars=1600)[1:],
+    ]
+    window = 900
+    summarizer = mw_kit.FakeSummarizer(mode="verbose", output_chars=3000)
+    mw = make_mw(mw_kit, tmp_path, summarizer, summary_keep_messages=9)
+    d = mw_kit.Driver(mw, msgs, mode=mode)  # no profile: the first call overflows
+    rec = d.round(overflow=provider(window))
+    check_recovered(mw_kit, rec, window, tmp_path)
+    assert summarizer.calls  # L2 ran ...
+    assert "bigger than the span" in mw_kit.ctx_events(rec)[-1]["stats"]["summary_rejected"]
+    assert d.event is None  # ... and committed nothing
 
 
 def test_no_cutoff_and_nothing_to_trim_still_propagates(mw_kit, tmp_path, mode):
