@@ -103,7 +103,8 @@ def make_mw(kit, root, summarizer=None, **fields):
 def check_recovered(kit, rec, window, root, factor=1.0):
     """One overflow, one retry that fits; the retry names only files that hold their originals."""
     assert rec["exc"] is None, rec["exc"]
-    assert [c["raised"] for c in rec["calls"]] == ["ContextOverflowError", None]
+    assert rec["calls"][0]["raised"] is not None and rec["calls"][1]["raised"] is None
+    assert len(rec["calls"]) == 2
     first, retry = (c["messages"] for c in rec["calls"])
     assert count(retry, factor) <= window < count(first, factor)
     files = kit.files(root)
@@ -237,6 +238,44 @@ def test_unknown_capacity_reads_the_window_from_the_error(mw_kit, tmp_path, mode
     assert stats["overflow_window"]["window_tokens"] == window
 
 
+def sdk_error(shape, window, counted):
+    """The exception LangChain's provider package raises, built as the package builds it."""
+    if shape == "anthropic":
+        import httpx
+        from langchain_anthropic.chat_models import AnthropicContextOverflowError
+
+        text = MESSAGES["anthropic"](window, counted)
+        request = httpx.Request("POST", "https://api.anthropic.com/v1/messages")
+        body = {"type": "error", "error": {"type": "invalid_request_error", "message": text}}
+        return AnthropicContextOverflowError(
+            message=text, response=httpx.Response(400, request=request), body=body
+        )
+    from langchain_google_genai.chat_models import GoogleContextOverflowError
+
+    error = {"code": 400, "message": MESSAGES["gemini"](window, counted), "status": "INVALID_ARGUMENT"}
+    return GoogleContextOverflowError(code=400, response_json={"error": error})
+
+
+@pytest.mark.parametrize("shape", ["anthropic", "gemini"])
+def test_the_window_is_read_from_the_provider_packages_exceptions(mw_kit, tmp_path, mode, shape):
+    # spec: R12 — langchain-anthropic's and langchain-google-genai's own overflow exceptions (the
+    # message in the SDK's attributes): the retry aims at the window they state and fits; the
+    # exception that would propagate is the provider's own
+    msgs = parallel_unit(mw_kit, n=16, chars=2400)
+    window, factor = 3000, 1.5
+
+    def overflow(n, view, system):
+        c = count(view, factor)
+        return sdk_error(shape, window, c) if c > window else False
+
+    mw = make_mw(mw_kit, tmp_path, summary_tool_result_token_limit=1000)
+    rec = mw_kit.Driver(mw, msgs, mode=mode).round(overflow=overflow)
+    assert rec["exc"] is None, rec["exc"]
+    assert count(rec["calls"][-1]["messages"], factor) <= window
+    stats = mw_kit.ctx_events(rec)[-1]["stats"]
+    assert (stats["retry_target_from"], stats["overflow_window"]["window_tokens"]) == ("error", window)
+
+
 @pytest.mark.parametrize(
     ("text", "window", "counted"),
     [
@@ -301,6 +340,18 @@ def test_read_overflow_without_a_window(text):
     # spec: R12 — a text that states no window gives none (the share of the estimate decides)
     assert read_overflow(text) is None
     assert read_overflow(ContextOverflowError(text)) is None
+
+
+def test_read_overflow_reads_the_error_it_was_raised_from():
+    # spec: R12 — a wrapper whose own text is generic, raised from the SDK's error that states it
+    try:
+        try:
+            raise ValueError(MESSAGES["xai"](131072, 136973))
+        except ValueError as sdk:
+            raise ContextOverflowError("the context window was exceeded") from sdk
+    except ContextOverflowError as exc:
+        found = read_overflow(exc)
+    assert found is not None and (found.provider, found.window_tokens) == ("xai", 131072)
 
 
 def test_retry_target_takes_the_smallest_known_size():

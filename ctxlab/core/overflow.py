@@ -123,13 +123,13 @@ OVERFLOW_MESSAGES: list[tuple[re.Pattern[str], Callable[[re.Match[str]], Overflo
 def read_overflow(error: BaseException | str) -> OverflowWindow | None:
     """The window a context-overflow error states (R12), or ``None`` when its text states none.
 
-    ``error`` is the provider's exception (its ``str``, and its ``message`` and ``body`` when it
-    has them, are read) or the error text.  A stated window that is not positive is ignored.
+    ``error`` is the provider's exception or the error text.  Of an exception, its ``str`` and
+    the provider SDK's attributes that carry the message are read: ``message`` and ``body``
+    (Anthropic, OpenAI), ``details`` (Google GenAI), and the exception it was raised from
+    (``__cause__``: LangChain's provider packages re-raise the SDK's error).  A stated window
+    that is not positive is ignored.
     """
-    texts = [error] if isinstance(error, str) else [str(error), str(getattr(error, "message", "") or "")]
-    if not isinstance(error, str) and getattr(error, "body", None) is not None:
-        texts.append(str(error.body))  # type: ignore[attr-defined]
-    for text in texts:
+    for text in _texts(error):
         for pattern, reader in OVERFLOW_MESSAGES:
             m = pattern.search(text)
             if m is not None:
@@ -137,6 +137,22 @@ def read_overflow(error: BaseException | str) -> OverflowWindow | None:
                 if found.window_tokens > 0:
                     return found
     return None
+
+
+def _texts(error: BaseException | str) -> list[str]:
+    """The texts :func:`read_overflow` reads of ``error``."""
+    if isinstance(error, str):
+        return [error]
+    out: list[str] = []
+    for exc in (error, error.__cause__):
+        if exc is None:
+            continue
+        out.append(str(exc))
+        for attr in ("message", "body", "details"):
+            value = getattr(exc, attr, None)
+            if value:
+                out.append(str(value))
+    return out
 
 
 class RetryTarget(NamedTuple):
