@@ -6,8 +6,9 @@ drive the very same logic:
 
 * :class:`CallModel` — send ``messages`` as the request view; the driver sends back the model
   response, or throws the model's exception into the generator;
-* :class:`RunL1` — run the L1 trimmers (they write offload files; async drivers run it in a
-  worker thread); the driver sends back ``(view, reports)``;
+* :class:`~ctxlab.core.l1.RunL1` — run the L1 trimmers (they write offload files; async drivers
+  run it in a worker thread); the driver sends back ``(view, reports)``; the overflow tail trim
+  (:mod:`ctxlab.core.tail_trim`) yields it as well;
 * :class:`RunL2` — write the history file and summarize (sync: write first, then summarize;
   async: both concurrently with ``asyncio.gather``, R10); the driver sends back
   ``(file_path | None, SummaryResult)``.
@@ -195,14 +196,19 @@ def compression_round(inp: RoundInput) -> Generator[Effect, Any, tuple[Any, Roun
 
     Yields effects (see module docstring).  Returns ``(response, update)`` where ``update`` is
     ``None`` (no state change: below T, or L1 only, R3/R7) or the dict for
-    ``Command(update=...)``: ``_summarization_event`` and, after overflow tail trimming (R12),
-    ``messages`` replacing trimmed messages by id.
+    ``Command(update=...)``: ``_summarization_event`` (after L2) and, after overflow tail
+    trimming (R12), ``messages`` replacing trimmed messages by id (an overflow round that commits
+    no summary may carry ``messages`` alone).
+
+    After an overflow the round sends exactly one retry (R12): the L2 view, or, when no summary
+    is committed (no valid cutoff, R13; L2 declined), the L1 view, either trimmed toward the
+    retry target (:func:`ctxlab.core.overflow.retry_target`; :func:`ctxlab.core.tail_trim.tail_trim`).
 
     Raises:
-        ContextOverflowError: the retry after forced compression overflowed again (R12), or the
-            L1 view sent instead of an L2 (no valid cutoff, R13; L2 declined or its summary not
-            committed) overflowed in a forced round; ``failed`` is emitted first.  It is always
-            the provider's own exception object (its type and attributes), never a new one.
+        ContextOverflowError: the retry overflowed again (R12), or the L1 view overflowed and no
+            smaller view could be built (no summary, nothing to trim: R13); ``failed`` is emitted
+            first.  It is always the provider's own exception object (its type and attributes),
+            never a new one.
         Exception: any other error of the main model after a round started (``failed`` emitted).
     """
     s = inp.settings
