@@ -26,7 +26,7 @@ from dataclasses import InitVar, dataclass, field
 from typing import Any, NamedTuple, TypedDict, Unpack
 
 from langchain_core.exceptions import ContextOverflowError
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.messages import BaseMessage, HumanMessage
 
 from ctxlab.core.cutoff import SummarizationEvent, summarization_event
 from ctxlab.core.estimation import EstimateCache
