@@ -17,9 +17,17 @@ two tiers:
   classes (``p.<previous>_<this>``: what cl100k's pre-tokenizer splits on — a word after
   whitespace or a digit, a punctuation mark after a word, a digit after whitespace, a lower- to
   upper-case change as in base64, a non-ASCII run after ASCII text), plus ``digit_token``: digit
-  runs counted as groups of at most three digits (``Σ ceil(len/3)``, exact for cl100k).  Pairs
-  and digit groups are counted on at most :data:`RUN_SAMPLE` bytes of a block (evenly spaced
-  windows) and scaled to the block.
+  runs counted as groups of at most three digits (``Σ ceil(len/3)``, exact for cl100k).  Every
+  pair and digit group of a block is counted (the ``ctxlab-fast-estimator`` plugin, ``stride`` >
+  1, counts them on at most :data:`RUN_SAMPLE` bytes of a block, evenly spaced windows, scaled to
+  the block).  A long text is never estimated below the short tier's estimate of its first
+  :data:`SHORT_BYTES` bytes.
+
+**Monotone** (issue 20): every weight is non-negative, a block's class codes and pairs do not
+change when text is appended, and the short-tier floor keeps the step from the short to the long
+tier from going down; so appending text never lowers the estimate (the exact default;
+``tests/test_estimation_monotone.py``).  The one exception is a data-URL image that an appended
+character completes: it then counts as an image (R16), not as base64 text.
 
 The sums are taken in C: a table maps every byte (or pair code) to its weight
 (``bytes.translate``) and ``zlib.adler32`` adds them up — its low half is ``1 + Σ bytes mod
@@ -36,7 +44,8 @@ JavaScript, CSV, hex, diffs, stack traces, digit-heavy logs, English docs, Pytho
 scripts), every class weighted equally.  The *held-out* split, from disjoint sources, is never
 fitted on: ``ctxlab bench`` reports it, ``tests/test_estimation_heldout.py`` checks every class
 within ±10 %.  ``char_class_tokens(text) == max(1, round(Σ COEFFICIENTS[WEIGHTS[k]] × v))`` over
-``features(text).items()`` for a non-empty text without data-URL images.  Data-URL images in a
+``features(text).items()`` for a non-empty text without data-URL images, or the short-tier floor
+above when that is larger.  Data-URL images in a
 long text count as images (:mod:`ctxlab.core.estimation.images`); a short text is never split.
 
 The public names (those without a leading underscore, :data:`CJK_GROUPS` aside) are listed once, in
@@ -269,7 +278,7 @@ def _sample(u: bytes, stride: int, sample_from: int) -> tuple[bytes, float, byte
         u = b"".join([u[i : i + 256] for i in range(0, n, 256 * stride)])
         scale = n / len(u)
     nu = len(u)
-    if nu <= RUN_SAMPLE:
+    if nu <= RUN_SAMPLE or stride <= 1:  # exact: every pair (monotone, issue 20)
         return u, scale, (b" " + u).translate(_CODE_MAP, _CONT).replace(_PU_PU, _PU_PP), scale
     step = nu // _WINDOWS
     s = b"".join([u[i : i + _WINDOW] for i in range(0, step * _WINDOWS, step)])
@@ -296,8 +305,9 @@ def _digit_tokens(codes: bytes) -> int:
 
 def long_features(text: str, stride: int = 1, sample_from: int = 0) -> dict[str, float]:
     """The long-tier features of one block of at most :data:`BLOCK` characters (keys
-    ``long.<feature>``: byte-class counts, pair counts and digit groups, the last two counted on
-    at most :data:`RUN_SAMPLE` bytes and scaled); the calibration computes them for any text."""
+    ``long.<feature>``: byte-class counts, pair counts and digit groups; with ``stride`` > 1 the
+    last two on at most :data:`RUN_SAMPLE` bytes, scaled); the calibration computes them for any
+    text."""
     u, scale, codes, rs = _sample(text.encode("utf-8", "surrogatepass"), stride, sample_from)
     out = {k: v * scale for k, v in _class_counts(u, "long.u.").items()}
     pairs = _pairs(codes)
@@ -369,8 +379,11 @@ def char_class_tokens(text: str, stride: int = 1, sample_from: int = 0) -> int:
         rest, images = split_data_url_images(text)
         if images:
             return char_class_tokens(rest, stride, sample_from) + images
+    # never below the short tier's estimate of the first SHORT_BYTES bytes: appending text never
+    # lowers the estimate across the tier boundary (issue 20)
+    floor = _short_units(u[:SHORT_BYTES])
     if len(u) > RUN_SAMPLE or (stride > 1 and len(u) >= sample_from):
-        return max(1, round(_long_units(text, u, stride, sample_from) / UNIT))
+        return max(1, round(_long_units(text, u, stride, sample_from) / UNIT), round(floor / UNIT))
     # one block, no sample: _long_units inlined (the common size of a message)
     w = u.translate(_LONG_TABLE)
     units = (adler32(w) & 0xFFFF) - 1 if len(w) <= _CHUNK_ASCII and u.isascii() else _sum(w, _CHUNK_ALL)
@@ -380,7 +393,12 @@ def char_class_tokens(text: str, stride: int = 1, sample_from: int = 0) -> int:
     units += (adler32(pw) & 0xFFFF) - 1 if len(pw) <= _CHUNK_PAIRS else _sum(pw, _CHUNK_PAIRS)
     if _DI in codes:
         units += _DIGIT_TOKEN * _digit_tokens(codes)
-    return max(1, round(units / UNIT))
+    return max(1, round(units / UNIT), round(floor / UNIT))
+
+
+def _short_units(u: bytes) -> int:
+    """The short-tier sum of ``u`` (at most :data:`SHORT_BYTES` bytes), in 1/UNIT tokens."""
+    return (adler32(u.translate(_SHORT_TABLE)) & 0xFFFF) - 1
 
 
 def estimate_text_tokens(
