@@ -125,6 +125,37 @@ def test_the_contenders_compress_the_same_history():
     assert all(c.seconds >= 0 for c in ars + lc)
 
 
+@pytest.mark.parametrize("backend", ["FilesystemBackend", "StateBackend"])
+def test_the_real_backends_hold_every_file_the_views_name(backend):
+    """Section 1's real-backend rows: the README's FilesystemBackend writes the offloads to disk,
+    the StateBackend into the state's files (as a deep agent's files channel); every offload path
+    the last view names is there."""
+    import re
+    from pathlib import Path
+
+    from ctxlab.cli.bench.compressing import _FOLDERS, _ars_maker, _settings
+    from ctxlab.cli.bench.contenders import run_ars
+
+    system, msgs = synthetic_history(400)
+    ars, harness = run_ars(system, msgs, _ars_maker(_settings(2.0, 1.0), backend))
+    assert {c.level for c in ars} >= {"none", "L1"}
+    mw = harness.middleware
+    harness.record = True
+    harness.add(*msgs[-3:-1])
+    view = harness.call(msgs[-1]).views[-1].messages
+    named = set(
+        re.findall(r"/outputs/large_tool_results/[\w-]+\.txt", " ".join(str(m.content) for m in view))
+    )
+    assert named
+    if backend == "FilesystemBackend":
+        root = Path(mw._backend.cwd)
+        assert str(root) in _FOLDERS
+        assert all((root / p.lstrip("/")).is_file() for p in named)
+        assert "files" not in harness.state
+    else:
+        assert named <= set(harness.state["files"])
+
+
 def test_the_compressing_section_states_each_ratio_and_target():
     from ctxlab.cli.bench.compressing import CompressingResult, CompressingRow, ReloadRow
     from ctxlab.cli.bench.render import compressing_section
@@ -137,6 +168,7 @@ def test_the_compressing_section_states_each_ratio_and_target():
         langchain={"all": (4000, 2.0), "none": (3980, 2.0), "summary": (20, 6.0)},
         ars_total_s=1.0,
         langchain_total_s=4.0,
+        backend="FilesystemBackend",
     )
     result = CompressingResult(
         rows=[row],
@@ -149,12 +181,16 @@ def test_the_compressing_section_states_each_ratio_and_target():
         reloads=[ReloadRow("below T", 8000, 5, 2.0, 0.1, 60.0, 0.2, 30.0, 25.0)],
         cold_ars_ms=300.0,
         cold_langchain_ms=20.0,
+        growth=[("FilesystemBackend", "default T", 1.08, 1.2), ("StateBackend", "default T", 1.3, 1.1)],
     )
     text = "\n".join(compressing_section(result))
-    line = next(x for x in text.splitlines() if x.startswith("| default T |"))
+    line = next(x for x in text.splitlines() if x.startswith("| FilesystemBackend | default T |"))
     # all calls 2.0 / 0.1 = 20x (met); L1 rounds 2.0 / 0.5 = 4x; L2 rounds 6 / 30 = 0.2x; whole run 4x
     assert "**20.0×** (met)" in line and "**4.0×** (not met)" in line and "**0.2×** (not met)" in line
     assert "ctxlab **k = 1.01**" in text
+    # whole-run growth per backend, judged against k <= 1.1
+    assert "FilesystemBackend, default T: ctxlab **k = 1.08** (met)" in text
+    assert "StateBackend, default T: ctxlab **k = 1.30** (not met)" in text
     assert "**3.00×** (target ≤ 2×: not met)" in text
     # each cell from its row field: same process first · next, fresh instance first · next, LangChain
     # first · next; first call 30 / 2 = 15x (met) same process, 30 / 60 = 0.5x (not met) fresh instance

@@ -309,12 +309,17 @@ def test_a_request_checks_only_the_files_its_view_names(mw_kit, tmp_path, mode, 
     backend = touch_recording_backend(tmp_path)
     probed: list[str] = []
 
-    def probe(backend, path, *args):
-        probed.append(path)
-        return real_probe(backend, path, *args)
+    def checker(backend, *args):
+        check = real_checker(backend, *args)
 
-    real_probe = outputs.probe_file
-    monkeypatch.setattr(outputs, "probe_file", probe)
+        def recorded(path):
+            probed.append(path)
+            return check(path)
+
+        return recorded
+
+    real_checker = outputs.file_checker
+    monkeypatch.setattr(outputs, "file_checker", checker)
     msgs = [HumanMessage("FACT-TASK read all twelve files", id="h0")]
     for i in range(12):
         msgs += mw_kit.tool_pair(

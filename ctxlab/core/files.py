@@ -14,12 +14,11 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-import posixpath
 import re
 import stat
 import sys
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -38,9 +37,9 @@ __all__ = [
     "FileProbe",
     "FileWriteError",
     "default_backend",
+    "file_checker",
     "hide_host_paths",
     "history_path",
-    "probe_file",
     "safe_stem",
     "tool_result_path",
     "writable_text",
@@ -184,7 +183,7 @@ async def awrite_text(backend: Any, path: str, content: str, *, exist_ok: bool =
     return _check_result(backend, path, result, exist_ok)
 
 
-#: what :func:`probe_file` answers: ``(exists, size in bytes)``; ``exists`` ``None``: the backend
+#: what a :func:`file_checker` answers: ``(exists, size in bytes)``; ``exists`` ``None``: the backend
 #: cannot tell; ``size`` ``None``: unknown
 FileProbe = tuple[bool | None, int | None]
 
@@ -196,55 +195,58 @@ def _loaded_class(module: str, name: str) -> type[Any] | None:
     return found if isinstance(found, type) else None
 
 
-def probe_file(
-    backend: Any,
-    path: str,
-    state_files: Mapping[str, Any] | None = None,
-    folders: dict[str, str] | None = None,
-) -> FileProbe:
-    """Does the one file at virtual ``path`` exist in ``backend``, and how large is it?
-
-    Costs O(1) in the number of files the backend holds (issue 20: no listing):
+def file_checker(backend: Any, state_files: Mapping[str, Any] | None = None) -> Callable[[str], FileProbe]:
+    """``virtual path -> (exists, size)``: the existence check of single files in ``backend``,
+    chosen once for the backend; each check costs O(1) in the number of files the backend holds
+    (issue 20: never a listing).
 
     * DeepAgents ``StateBackend``: a lookup in ``state_files``, the ``files`` channel of the
       request's state (the thread's checkpointed files; ``None``: the state has no files yet).
       The size is not known (``None``).
-    * DeepAgents ``FilesystemBackend``: one ``os.lstat`` of the file in its folder's host path,
-      which the backend itself resolves (``_resolve_path``: the root, virtual mode, its symlink
-      checks) once per folder and caller (``folders``: virtual folder -> host folder, filled
-      here; ``None``: resolved on every call).  The file must be a regular file, not a link, as
-      the backend's own ``O_NOFOLLOW`` reads and writes require.  DeepAgents' protocol has no
-      stat, and ``download_files`` would read every byte.
+    * DeepAgents ``FilesystemBackend``: one ``os.lstat`` of the file in its folder's host path;
+      the backend itself resolves each folder (``_resolve_path``: the root, virtual mode, its
+      symlink checks) once per checker.  The file must be a regular file, not a link, as the
+      backend's own ``O_NOFOLLOW`` reads and writes require.  DeepAgents' protocol has no stat,
+      and ``download_files`` would read every byte.
     * any other backend: ``download_files([path])`` (the protocol's per-path call); the size is
       the length of the content.
 
-    Returns ``(None, None)`` when the backend cannot tell (no such method, an exception, an
-    answer of unknown shape): the caller then writes instead of trusting it.  Never raises.
+    A check answers ``(None, None)`` when the backend cannot tell (no such method, an exception,
+    an answer of unknown shape): the caller then writes instead of trusting it.  Never raises.
     """
     state_cls = _loaded_class("deepagents.backends.state", "StateBackend")
     if state_cls is not None and isinstance(backend, state_cls):
-        return (state_files is not None and state_files.get(path) is not None), None
+        files = state_files if state_files is not None else {}
+        return lambda path: (files.get(path) is not None, None)
     fs_cls = _loaded_class("deepagents.backends.filesystem", "FilesystemBackend")
     if fs_cls is not None and isinstance(backend, fs_cls):
-        folder, name = posixpath.split(path)
+        return _on_disk(backend)
+    return lambda path: _downloaded(backend, path)
+
+
+def _on_disk(backend: Any) -> Callable[[str], FileProbe]:
+    """:func:`file_checker` of a DeepAgents ``FilesystemBackend``."""
+    folders: dict[str, str] = {}  # virtual folder -> host folder
+
+    def check(path: str) -> FileProbe:
+        folder, _, name = path.rpartition("/")
         try:
-            host = folders[folder] if folders is not None and folder in folders else None
+            host = folders.get(folder)
             if host is None:
-                host = str(backend._resolve_path(folder))
-                if folders is not None:
-                    folders[folder] = host
-            info = os.lstat(os.path.join(host, name))
+                host = folders[folder] = str(backend._resolve_path(folder or "/"))
+            info = os.lstat(f"{host}/{name}")
         except FileNotFoundError:
             return False, None
         except (OSError, ValueError, RuntimeError) as exc:
             logger.debug("checking %s failed: %s", path, exc)
             return None, None
         return (True, info.st_size) if stat.S_ISREG(info.st_mode) else (False, None)
-    return _downloaded(backend, path)
+
+    return check
 
 
 def _downloaded(backend: Any, path: str) -> FileProbe:
-    """:func:`probe_file` through ``backend.download_files([path])``."""
+    """One check of :func:`file_checker` through ``backend.download_files([path])``."""
     download = getattr(backend, "download_files", None)
     if not callable(download):
         return None, None

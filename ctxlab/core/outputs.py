@@ -28,7 +28,7 @@ from ctxlab.core.files import (
     CONVERSATION_HISTORY_DIR,
     LARGE_TOOL_RESULTS_DIR,
     FileProbe,
-    probe_file,
+    file_checker,
     tool_result_path,
     writable_text,
     write_text,
@@ -79,7 +79,7 @@ class FileScope:
             keeps the thread's files there); ``None``: the state has none.
 
     Only the paths asked about are checked, each once per request
-    (:func:`ctxlab.core.files.probe_file`: O(1) in the files the backend holds, never a listing;
+    (:func:`ctxlab.core.files.file_checker`: O(1) in the files the backend holds, never a listing;
     issue 20), and what this scope writes is known to exist.  When the backend cannot tell,
     nothing is known to exist and every save writes (the path is content-addressed, so a second
     write is harmless).  Nothing outlives the request (R6, R17: a file may vanish between two).
@@ -92,12 +92,14 @@ class FileScope:
         self._paths = paths
         self._state_files = state_files
         self._seen: dict[str, FileProbe] = {}
-        self._folders: dict[str, str] = {}  # virtual folder -> host folder, resolved once
+        self._check: Callable[[str], FileProbe] | None = None
 
     def _probe(self, path: str) -> FileProbe:
         found = self._seen.get(path)
         if found is None:
-            found = self._seen[path] = probe_file(self._backend(), path, self._state_files, self._folders)
+            if self._check is None:
+                self._check = file_checker(self._backend(), self._state_files)
+            found = self._seen[path] = self._check(path)
         return found
 
     def exists(self, path: str, size: int | None = None) -> bool | None:
