@@ -70,6 +70,7 @@ def grown(text: str, at_least: int) -> str:
 @settings(max_examples=300, deadline=None)
 @given(a=TEXTS, b=TEXTS)
 def test_appending_never_lowers_a_short_or_medium_text(a, b):
+    # spec: R16 — the estimate that triggers and trims grows with the text (issue 20)
     assert estimate_text_tokens(a + b) >= estimate_text_tokens(a) - 1
 
 
@@ -81,6 +82,7 @@ def test_appending_never_lowers_a_short_or_medium_text(a, b):
     tail=TEXTS,
 )
 def test_appending_never_lowers_it_across_each_boundary(base, size, offset, tail):
+    # spec: R16 — the estimate that triggers and trims grows with the text (issue 20)
     # the prefix ends within 64 bytes of a boundary; the appended text crosses it or not
     text = grown(base, max(1, size + offset))
     cut = text.encode("utf-8")[: max(1, size + offset)].decode("utf-8", "ignore")
