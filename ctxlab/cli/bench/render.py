@@ -5,6 +5,7 @@ from __future__ import annotations
 from ctxlab.cli.bench.compressing import CompressingResult
 from ctxlab.cli.bench.estimators import EstimatorResult
 from ctxlab.cli.bench.overhead import OverheadResult
+from ctxlab.cli.bench.provider_usage import ProviderUsageRow
 from ctxlab.cli.bench.samples import CLASSES, TEXTSET_CLASSES
 from ctxlab.cli.bench.scale import ParallelResult, StartupResult
 from ctxlab.cli.bench.throughput import DEFAULT_STRATEGY, TARGET_PASSES, ReplayThroughput
@@ -280,6 +281,7 @@ def _heldout_section(estimators: EstimatorResult) -> list[str]:
             e = estimators.heldout[n].get(c)
             cells.append(f"{_pct(e[0])} ({e[1]:.1%})" if e else "–")
         out.append(f"| {c} | " + " | ".join(cells) + " |")
+    out += _provider_table(estimators)
     out += ["", "### Against o200k_base", ""]
     if estimators.o200k is None:
         out.append(f"Not measured: {estimators.o200k_note}.")
@@ -296,6 +298,39 @@ def _heldout_section(estimators: EstimatorResult) -> list[str]:
     for c in [*CLASSES, *TEXTSET_CLASSES]:
         cells = [_pct(estimators.o200k[n][c]) if c in estimators.o200k[n] else "–" for n in names]
         out.append(f"| {c} | " + " | ".join(cells) + " |")
+    return out
+
+
+def _provider_table(estimators: EstimatorResult) -> list[str]:
+    """The estimate against provider-reported input tokens (:mod:`ctxlab.cli.bench.provider_usage`)."""
+    rows = estimators.provider
+    out = ["", "### Against the provider's own input-token counts", ""]
+    if not rows:
+        return [*out, "Not measured: no Claude Code session with usage under the transcripts folder."]
+    out += [
+        "Claude Code sessions record the provider's usage of every model call (`input_tokens` + "
+        "`cache_creation_input_tokens` + `cache_read_input_tokens`: the whole prompt). Their system prompt "
+        "and tool schemas are not in the transcript, so what is compared is the prompt's growth between "
+        "consecutive calls against the text of the records in between (`ctxlab/cli/bench/provider_usage.py`). "
+        "The provider counts with its own tokenizer and adds its framing and any text Claude Code injects: "
+        "no target; the row shows how far a cl100k-calibrated estimate is from what the provider bills.",
+        "",
+        "| session | model calls | provider tokens (growth) | core default | vs provider | cl100k | vs provider |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    total = ProviderUsageRow("all sessions", 0, 0, 0, 0)
+    for r in rows:
+        total.calls += r.calls
+        total.provider_tokens += r.provider_tokens
+        total.estimate_tokens += r.estimate_tokens
+        total.cl100k_tokens += r.cl100k_tokens
+    for r in [*rows, total]:
+        p = r.provider_tokens
+        est = _pct(r.estimate_tokens / p - 1) if p else "–"
+        cl = _pct(r.cl100k_tokens / p - 1) if p else "–"
+        out.append(
+            f"| {r.transcript} | {r.calls:,} | {p:,} | {r.estimate_tokens:,} | {est} | {r.cl100k_tokens:,} | {cl} |"
+        )
     return out
 
 
