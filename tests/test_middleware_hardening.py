@@ -280,6 +280,84 @@ def test_offloaded_file_that_vanished_is_written_again(mw_kit, tmp_path, mode):
             f.unlink()  # the file vanishes between rounds
 
 
+def touch_recording_backend(root):
+    """A real ``FilesystemBackend`` that records every virtual path it resolves (each write, read
+    and existence check goes through ``_resolve_path``) and every listing it is asked for."""
+    from deepagents.backends import FilesystemBackend
+
+    class Recording(FilesystemBackend):
+        def __init__(self, *a, **kw):
+            super().__init__(*a, **kw)
+            self.touched: list[str] = []
+            self.listings: list[str] = []
+
+        def _resolve_path(self, key):
+            self.touched.append(key)
+            return super()._resolve_path(key)
+
+        def ls(self, path):
+            self.listings.append(path)
+            return super().ls(path)
+
+    return Recording(root_dir=str(root), virtual_mode=True)
+
+
+def test_a_request_checks_only_the_files_its_view_names(mw_kit, tmp_path, mode, monkeypatch):
+    # spec: R6, R17; issue 20 — no per-request work grows with the files ever written: the
+    # outputs folder is never listed, each request touches only the offload paths its own view
+    # names, and a file behind the cutoff (summarized away) is never checked again
+    import ctxlab.core.outputs as outputs
+
+    backend = touch_recording_backend(tmp_path)
+    probed: list[str] = []
+
+    def checker(backend, *args):
+        check = real_checker(backend, *args)
+
+        def recorded(path):
+            probed.append(path)
+            return check(path)
+
+        return recorded
+
+    real_checker = outputs.file_checker
+    monkeypatch.setattr(outputs, "file_checker", checker)
+    msgs = [HumanMessage("FACT-TASK read all twelve files", id="h0")]
+    for i in range(12):
+        msgs += mw_kit.tool_pair(
+            f"c{i}", "read_file", mw_kit.fill(3000, f"R{i}", 200 + i), ai_id=f"a{i}", tool_id=f"t{i}"
+        )
+    msgs.append(HumanMessage("go on", id="h1"))
+    wide = L1_ONLY.replace(summary_threshold=4)  # T = 4,096 tokens: the twelve previews fit
+    d = mw_kit.Driver(make_mw(mw_kit, backend, settings=wide), msgs, mode=mode)
+    rec = d.round()  # L1 only: all twelve results offloaded
+    assert rec["exc"] is None
+    written = set(LTR_RE.findall(json.dumps([m.content for m in view_of(rec)])))
+    assert len(written) == 12
+    # an L2 round moves the cutoff past the early results
+    d.mw = make_mw(
+        mw_kit, backend, settings=wide.replace(summary_l2_trigger_ratio=0.2, summary_keep_messages=8)
+    )
+    rec = d.round()
+    assert rec["exc"] is None and d.event is not None
+    d.mw = make_mw(mw_kit, backend)  # T = 1,024 tokens again: L1 trims the kept window
+    for _ in range(2):
+        backend.touched.clear()
+        probed.clear()
+        d.append(HumanMessage("and then?"))
+        rec = d.round()
+        assert rec["exc"] is None
+        named = {"/" + p.lstrip("/") for p in LTR_RE.findall(json.dumps([m.content for m in view_of(rec)]))}
+        assert named and set(probed) == named  # each offload the view names is checked, once
+        assert len(probed) == len(named)
+        checked = set(probed) | {p for p in backend.touched if "/large_tool_results/" in p}
+        assert checked <= named, sorted(checked - named)
+        behind = written - named
+        assert len(behind) >= 6, "the L2 round summarized the early offloads away"
+        assert not checked & behind
+    assert backend.listings == []
+
+
 def test_two_threads_sharing_one_backend_object_each_get_the_file(mw_kit, mw_scope, tmp_path, mode):
     # spec: R17 — the file scope is the thread's: one backend object (state- or namespace-scoped)
     # shared by two threads; the same content offloaded in both threads exists in both scopes

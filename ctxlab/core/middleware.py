@@ -13,7 +13,7 @@ composite backend of the runtime context); else, in a deep agent, DeepAgents' ow
 ``StateBackend``: the thread's files, which the agent's ``read_file`` reads), and elsewhere a
 local ``FilesystemBackend``, with a ``read_saved_output`` tool contributed so that the model can
 read what it is told to read (:mod:`ctxlab.core.outputs`).  Nothing about files is remembered
-across requests: each request checks its own file scope.
+across requests: each request checks, in its own file scope, the paths its view names.
 
 A deep agent runs middleware after ours that still changes the request (Skills, memory, prompt
 caching).  The seed places Summary after them; DeepAgents places user middleware before them, so
@@ -221,7 +221,10 @@ class CompressionMiddleware(AgentMiddleware):
                 backend_holder.append(self._backend_for(request.runtime))
             return backend_holder[0]
 
-        scope = FileScope(backend, self._offload_paths)  # this request's file scope only
+        state: Mapping[str, Any] = request.state if isinstance(request.state, dict) else {}
+        files = state.get("files")  # a StateBackend's files: the thread's checkpointed state
+        # this request's file scope only
+        scope = FileScope(backend, self._offload_paths, files if isinstance(files, Mapping) else None)
         summarizer, model = self._summarizer_for(request)
         settings = self.settings
 
@@ -242,7 +245,6 @@ class CompressionMiddleware(AgentMiddleware):
             except Exception as exc:  # an observer never aborts the model call
                 logger.warning("a ctxlab_on_event observer raised: %s", exc)
 
-        state: Mapping[str, Any] = request.state if isinstance(request.state, dict) else {}
         event = state.get(EVENT_KEY)
         messages: list[BaseMessage] = (
             cast(list[BaseMessage], request.messages)

@@ -4,9 +4,10 @@ A file that a request view names must exist in the file scope of that request's 
 R17): a per-thread or state backend (DeepAgents' ``StateBackend`` keeps files in the thread's
 checkpointed state), a backend that lost the file, or a step that failed and whose state writes
 were discarded all mean that "written once by this process" proves nothing.  So nothing is
-remembered across requests: :class:`FileScope` lists an outputs folder once per request (one
-``ls`` call, on first need) and writes what is missing.  Offload paths are content-addressed, so
-writing a file again is harmless.
+remembered across requests: :class:`FileScope` checks each path the view names, once per request
+(one ``os.stat``, state lookup or ``download_files`` call per path, never a listing of the
+folder, which grows with every offload: issue 20), and writes what is missing.  Offload paths are
+content-addressed, so writing a file again is harmless.
 
 :func:`make_read_tool` is the tool a middleware contributes so that the model can read what it is
 told to read when the agent has no file tool of its own over the same backend (plain
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 import logging
 import posixpath
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from langchain.tools import ToolRuntime
@@ -26,7 +27,8 @@ from langchain_core.tools import StructuredTool
 from ctxlab.core.files import (
     CONVERSATION_HISTORY_DIR,
     LARGE_TOOL_RESULTS_DIR,
-    list_folder,
+    FileProbe,
+    file_checker,
     tool_result_path,
     writable_text,
     write_text,
@@ -73,37 +75,44 @@ class FileScope:
     Args:
         backend: returns the request's backend (called on first need).
         paths: the offload path maker shared by the middleware.
+        state_files: the ``files`` channel of the request's state (a DeepAgents ``StateBackend``
+            keeps the thread's files there); ``None``: the state has none.
 
-    A folder is listed once (:func:`ctxlab.core.files.list_folder`); files written through this
-    scope are added to the listing.  When the backend cannot list, nothing is known to exist and
-    every save writes (the path is content-addressed, so a second write is harmless).
+    Only the paths asked about are checked, each once per request
+    (:func:`ctxlab.core.files.file_checker`: O(1) in the files the backend holds, never a listing;
+    issue 20), and what this scope writes is known to exist.  When the backend cannot tell,
+    nothing is known to exist and every save writes (the path is content-addressed, so a second
+    write is harmless).  Nothing outlives the request (R6, R17: a file may vanish between two).
     """
 
-    def __init__(self, backend: Callable[[], Any], paths: OffloadPaths) -> None:
+    def __init__(
+        self, backend: Callable[[], Any], paths: OffloadPaths, state_files: Mapping[str, Any] | None = None
+    ) -> None:
         self._backend = backend
         self._paths = paths
-        self._listings: dict[str, dict[str, int | None] | None] = {}
+        self._state_files = state_files
+        self._seen: dict[str, FileProbe] = {}
+        self._check: Callable[[str], FileProbe] | None = None
 
-    def _listing(self, folder: str) -> dict[str, int | None] | None:
-        if folder not in self._listings:
-            self._listings[folder] = list_folder(self._backend(), folder)
-        return self._listings[folder]
+    def _probe(self, path: str) -> FileProbe:
+        found = self._seen.get(path)
+        if found is None:
+            if self._check is None:
+                self._check = file_checker(self._backend(), self._state_files)
+            found = self._seen[path] = self._check(path)
+        return found
 
     def exists(self, path: str, size: int | None = None) -> bool | None:
         """Does the virtual ``path`` exist (with ``size`` bytes, when both sizes are known)?
         ``None``: the backend cannot tell."""
-        folder, name = posixpath.split(path)
-        listing = self._listing(folder)
-        if listing is None:
-            return None
-        if name not in listing:
-            return False
-        known = listing[name]
+        there, known = self._probe(path)
+        if there is not True:
+            return there
         return size is None or known is None or known == size
 
     def file_exists(self, path: str) -> bool:
         """For :attr:`ctxlab.core.l1.TrimContext.file_exists`: ``False`` only when the backend
-        lists the folder and the file is not in it."""
+        says that the file is not there."""
         return self.exists(path) is not False
 
     def save_tool_result(self, tool_name: str | None, text: str) -> str:
@@ -115,10 +124,7 @@ class FileScope:
         path, size = self._paths(tool_name, text)
         if self.exists(path, size) is not True:
             write_text(self._backend(), path, text, exist_ok=True)
-            folder, name = posixpath.split(path)
-            listing = self._listings.get(folder)
-            if listing is not None:
-                listing[name] = size
+            self._seen[path] = (True, size)
         return path
 
 

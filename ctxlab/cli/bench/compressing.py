@@ -24,19 +24,22 @@ from __future__ import annotations
 
 import json
 import random
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import tracemalloc
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ctxlab.cli.bench.contenders import (
-    MemoryBackend,
+    BACKENDS,
     RunCall,
     fake_summarizer,
     langchain_step,
+    make_backend,
     run_ars,
     run_langchain,
     timed_middleware,
@@ -59,6 +62,8 @@ class CompressingRow:
     langchain: dict[str, tuple[int, float]]
     ars_total_s: float
     langchain_total_s: float
+    #: ctxlab's file backend (:data:`~ctxlab.cli.bench.contenders.BACKENDS`)
+    backend: str = "in memory"
 
     def ratio(self, ars_kind: str, lc_kind: str = "all") -> float | None:
         """LangChain's median for ``lc_kind`` over ctxlab's for ``ars_kind`` (``None``: a kind
@@ -118,6 +123,8 @@ class CompressingResult:
     langchain_peak_mb: float = float("nan")
     memory_messages: int = 0
     reloads: list[ReloadRow] = field(default_factory=list)
+    #: whole-run growth per real backend and kind of round: (backend, scenario, ctxlab k, LangChain k)
+    growth: list[tuple[str, str, float, float]] = field(default_factory=list)
     cold_ars_ms: float = float("nan")
     cold_langchain_ms: float = float("nan")
 
@@ -128,9 +135,22 @@ def _settings(summary_threshold: float, ratio: float) -> Any:
     return CompressionSettings(summary_threshold=summary_threshold, summary_l2_trigger_ratio=ratio)
 
 
-def _ars_maker(settings: Any) -> Callable[[], Any]:
+def _ars_maker(settings: Any, backend: str = "in memory") -> Callable[[], Any]:
+    """A maker of fresh timed middlewares, each with a fresh ``backend``
+    (:func:`~ctxlab.cli.bench.contenders.make_backend`; a ``FilesystemBackend`` in a new empty
+    folder under the system's temporary directory, on disk)."""
     model = fake_summarizer()
-    return lambda: timed_middleware(settings=settings, backend=MemoryBackend(), summarizer=model)
+
+    def make() -> Any:
+        folder = tempfile.mkdtemp(prefix="ctxlab-bench-files-")
+        _FOLDERS.append(folder)
+        return timed_middleware(settings=settings, backend=make_backend(backend, folder), summarizer=model)
+
+    return make
+
+
+#: the folders the FilesystemBackend runs wrote to (removed at the end of :func:`bench_compressing`)
+_FOLDERS: list[str] = []
 
 
 def _best(runs: list[list[RunCall]]) -> list[RunCall]:
@@ -146,10 +166,12 @@ def _medians(calls: Sequence[RunCall]) -> dict[str, tuple[int, float]]:
     return out
 
 
-def _scenario(name: str, n: int, threshold: float, ratio: float, rounds: int, seed: int) -> CompressingRow:
+def _scenario(
+    name: str, n: int, threshold: float, ratio: float, rounds: int, seed: int, backend: str = "in memory"
+) -> CompressingRow:
     system, msgs = synthetic_history(n)
     settings = _settings(threshold, ratio)
-    make = _ars_maker(settings)
+    make = _ars_maker(settings, backend)
     t = settings.entry_threshold_tokens
     ars_runs: list[list[RunCall]] = []
     lc_runs: list[list[RunCall]] = []
@@ -171,6 +193,7 @@ def _scenario(name: str, n: int, threshold: float, ratio: float, rounds: int, se
         langchain=_medians(lc),
         ars_total_s=sum(c.seconds for c in ars),
         langchain_total_s=sum(c.seconds for c in lc),
+        backend=backend,
     )
 
 
@@ -300,43 +323,65 @@ def _cold(who: str, n: int, runs: int) -> float:
 
 
 def bench_compressing(quick: bool, log: Callable[[str], None] = print) -> CompressingResult:
-    """Section 1, while compressing (see the module docstring)."""
+    """Section 1, while compressing (see the module docstring): the real backends first
+    (:data:`~ctxlab.cli.bench.contenders.BACKENDS`), each at 2,000 and 8,000 messages with L1-only
+    and with L2 rounds, then the in-memory backend as an extra row, and a small T."""
+    try:
+        return _bench_compressing(quick, log)
+    finally:
+        for folder in _FOLDERS:
+            shutil.rmtree(folder, ignore_errors=True)
+        _FOLDERS.clear()
+
+
+#: the two kinds of rounds at the default T: (scenario, L2 trigger ratio)
+ROUNDS = (("default T, L1-only rounds (L2 ratio 1.0)", 1.0), ("default T, L2 rounds (L2 ratio 0.4)", 0.4))
+
+
+def _bench_compressing(quick: bool, log: Callable[[str], None]) -> CompressingResult:
     result = CompressingResult()
     n = 2000 if quick else 8000
-    rounds = 2 if quick else 3
+    rounds = 1 if quick else 3
     small = 4 if quick else 8
-    for i, (name, threshold, ratio) in enumerate(
-        [
-            ("default T, L2 ratio 0.4", 100.0, 0.4),
-            ("default T, L2 ratio 1.0 (L1-only rounds)", 100.0, 1.0),
-            (f"small T ({small}K), L2 ratio 0.4", float(small), 0.4),
-        ]
-    ):
-        row = _scenario(name, n, threshold, ratio, rounds, seed=i)
+    sizes = [500, 2000] if quick else [2000, 8000]
+    plan = [
+        (f"{name}", size, 100.0, ratio, backend)
+        for backend in BACKENDS
+        for name, ratio in ROUNDS
+        for size in (sizes if backend != "in memory" else [n])
+    ]
+    plan.append((f"small T ({small}K), L2 ratio 0.4", n, float(small), 0.4, "in memory"))
+    for i, (name, size, threshold, ratio, backend) in enumerate(plan):
+        row = _scenario(name, size, threshold, ratio, rounds, seed=i, backend=backend)
         result.rows.append(row)
         log(
-            f"  {name}, {n:,} messages: ctxlab {row.ars_total_s:.2f} s, LangChain {row.langchain_total_s:.2f} s "
-            f"CPU ({row.total_ratio:.1f}x); medians ctxlab "
+            f"  {backend}, {name}, {size:,} messages: ctxlab {row.ars_total_s:.2f} s, LangChain "
+            f"{row.langchain_total_s:.2f} s CPU ({row.total_ratio:.1f}x); medians ctxlab "
             + ", ".join(f"{k} {v[1]:.3f} ms" for k, v in row.ars.items())
             + "; LangChain "
             + ", ".join(f"{k} {v[1]:.3f} ms" for k, v in row.langchain.items())
         )
-    sizes = [500, 1000, 2000] if quick else [2000, 4000, 8000]
-    ars_t, lc_t = [], []
-    for size in sizes:
-        row = _scenario(f"growth {size}", size, 100.0, 0.4, 1, seed=size)
-        ars_t.append(row.ars_total_s)
-        lc_t.append(row.langchain_total_s)
     result.sizes = sizes
-    result.ars_exponent = fit_exponent(sizes, ars_t)
-    result.langchain_exponent = fit_exponent(sizes, lc_t)
-    log(
-        f"  while compressing, whole run ~ N^k: ctxlab k={result.ars_exponent:.2f}, LangChain k={result.langchain_exponent:.2f}"
-    )
+    for backend in BACKENDS[:2]:
+        for name, _ratio in ROUNDS:
+            runs = [r for r in result.rows if r.backend == backend and r.scenario == name]
+            k = fit_exponent([r.messages for r in runs], [r.ars_total_s for r in runs])
+            result.growth.append(
+                (
+                    backend,
+                    name,
+                    k,
+                    fit_exponent([r.messages for r in runs], [r.langchain_total_s for r in runs]),
+                )
+            )
+            log(f"  {backend}, {name}: whole run ~ N^k, ctxlab k={k:.2f}")
+    first = [g for g in result.growth if g[1] == ROUNDS[1][0]]
+    result.ars_exponent = first[0][2] if first else float("nan")
+    result.langchain_exponent = first[0][3] if first else float("nan")
     system, msgs = synthetic_history(n)
     settings = _settings(100.0, 0.4)
     result.memory_messages = n
-    result.ars_peak_mb = _peak_mb(lambda: run_ars(system, msgs, _ars_maker(settings)))
+    result.ars_peak_mb = _peak_mb(lambda: run_ars(system, msgs, _ars_maker(settings, "FilesystemBackend")))
     result.langchain_peak_mb = _peak_mb(lambda: run_langchain(msgs, settings.entry_threshold_tokens, 10))
     log(f"  peak memory: ctxlab +{result.ars_peak_mb:.1f} MB, LangChain +{result.langchain_peak_mb:.1f} MB")
     reloads = 3 if quick else 5

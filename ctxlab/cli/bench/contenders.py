@@ -27,10 +27,13 @@ if TYPE_CHECKING:
     from langchain_core.messages import BaseMessage, SystemMessage
 
 __all__ = [
+    "BACKENDS",
+    "DeepAgentFiles",
     "MemoryBackend",
     "RunCall",
     "call_positions",
     "fake_summarizer",
+    "make_backend",
     "run_ars",
     "run_langchain",
     "timed_middleware",
@@ -57,21 +60,88 @@ class RunCall:
 
 
 class MemoryBackend:
-    """A file backend in memory (``write``, ``ls``) for the runs that offload and save histories:
-    writing costs a dict assignment, so the measurement is the middleware's own work."""
+    """A file backend in memory (``write``, ``download_files``) for the runs that offload and save
+    histories: writing costs a dict assignment, so the measurement is the middleware's own work."""
 
     def __init__(self) -> None:
-        self.files: dict[str, int] = {}
+        self.files: dict[str, bytes] = {}
 
     def write(self, path: str, content: str) -> Any:
         from types import SimpleNamespace
 
-        self.files[path] = len(content.encode("utf-8"))
+        self.files[path] = content.encode("utf-8")
         return SimpleNamespace(error=None, path=path, files_update=None)
 
-    def ls(self, path: str) -> list[dict[str, Any]]:
-        prefix = path.rstrip("/") + "/"
-        return [{"path": p, "size": n} for p, n in self.files.items() if p.startswith(prefix)]
+    def download_files(self, paths: list[str]) -> list[Any]:
+        from types import SimpleNamespace
+
+        return [
+            SimpleNamespace(
+                path=p, content=self.files.get(p), error=None if p in self.files else "file_not_found"
+            )
+            for p in paths
+        ]
+
+
+class DeepAgentFiles:
+    """The ``files`` channel of a deep agent's state for a DeepAgents ``StateBackend`` driven by
+    :class:`~ctxlab.replay.harness.ModelNodeHarness` (no compiled graph): what LangGraph's Pregel
+    hands the backend through the node's config.  ``CONFIG_KEY_READ("files", fresh=True)`` gives
+    the state's files with this step's writes merged by DeepAgents' own reducer (a fresh read
+    copies the files, as Pregel does), ``CONFIG_KEY_SEND`` queues a write, and :meth:`commit`
+    applies the queued writes to the state at the node boundary (outside the timed call)."""
+
+    def __init__(self, harness: Any) -> None:
+        from langgraph._internal._constants import CONFIG_KEY_READ, CONFIG_KEY_SEND
+
+        self.harness = harness
+        self.pending: list[dict[str, Any]] = []
+        harness.config = {"configurable": {CONFIG_KEY_READ: self.read, CONFIG_KEY_SEND: self.send}}
+
+    @staticmethod
+    def _reduce(left: Any, right: dict[str, Any]) -> dict[str, Any]:
+        from deepagents.middleware.filesystem import _file_data_reducer
+
+        out: dict[str, Any] = _file_data_reducer(left, right)
+        return out
+
+    def read(self, channel: str, fresh: bool = False) -> Any:
+        value = self.harness.state.get(channel)
+        if channel == "files" and fresh:
+            for update in self.pending:
+                value = self._reduce(value, update)
+        return value
+
+    def send(self, writes: Sequence[tuple[str, Any]]) -> None:
+        self.pending += [update for channel, update in writes if channel == "files"]
+
+    def commit(self) -> None:
+        for update in self.pending:
+            self.harness.state["files"] = self._reduce(self.harness.state.get("files"), update)
+        self.pending.clear()
+
+
+#: the backends section 1 runs ctxlab with, real ones first: name -> maker of a fresh backend
+#: (``folder``: a new empty directory on disk for the ``FilesystemBackend``)
+BACKENDS = ("FilesystemBackend", "StateBackend", "in memory")
+
+
+def make_backend(kind: str, folder: str) -> Any:
+    """A fresh backend of ``kind`` (:data:`BACKENDS`): the README's default
+    ``FilesystemBackend(root_dir=folder, virtual_mode=True)`` on disk, DeepAgents' ``StateBackend``
+    (a deep agent's default: the files live in the state, :class:`DeepAgentFiles`), or
+    :class:`MemoryBackend`."""
+    if kind == "FilesystemBackend":
+        from deepagents.backends import FilesystemBackend
+
+        return FilesystemBackend(root_dir=folder, virtual_mode=True)
+    if kind == "StateBackend":
+        from deepagents.backends import StateBackend
+
+        return StateBackend()
+    if kind == "in memory":
+        return MemoryBackend()
+    raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, not {kind!r}")
 
 
 def fake_summarizer() -> Any:
@@ -135,6 +205,7 @@ def run_ars(
 
     mw = make()
     harness = ModelNodeHarness(mw, system_message=system, record=False)
+    channel = DeepAgentFiles(harness) if type(mw._backend).__name__ == "StateBackend" else None
     out: list[RunCall] = []
     done = 0
     for k in call_positions(messages):
@@ -145,6 +216,8 @@ def run_ars(
         assert isinstance(answer, AIMessage)
         call = harness.call(answer)
         out.append(RunCall(mw.last_cpu, _level(call.events)))
+        if channel is not None:
+            channel.commit()
         done = k + 1
     return out, harness
 

@@ -7,7 +7,8 @@ on every class of the *held-out* text set (:func:`~ctxlab.cli.bench.samples.text
 fitted on), and against ``o200k_base`` when an offline copy is in tiktoken's cache
 (``tools/o200k_from_npm.py`` builds it); speed as a ratio to tiktoken on the
 same texts, and on 100-character texts (the samples' first 100 characters), where the per-call
-cost decides.
+cost decides; and against the provider's own input-token counts where transcripts record them
+(:mod:`~ctxlab.cli.bench.provider_usage`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ctxlab.cli.bench.plugged import fast_estimator, tiktoken_estimator
+from ctxlab.cli.bench.provider_usage import ProviderUsageRow, provider_usage_rows
 from ctxlab.cli.bench.samples import CLASSES, TEXTSET_CLASSES, Sample, collect_samples, textset
 from ctxlab.cli.bench.timing import cl100k_encoding, interleaved_best
 
@@ -47,6 +49,8 @@ class EstimatorResult:
     #: None when no offline o200k copy exists (``o200k_note`` says why)
     o200k: dict[str, dict[str, float]] | None = None
     o200k_note: str = ""
+    #: against the provider's own input-token counts (Claude Code sessions, :mod:`.provider_usage`)
+    provider: list[ProviderUsageRow] = field(default_factory=list)
 
 
 def _estimators() -> dict[str, Callable[[str], int]]:
@@ -154,6 +158,14 @@ def bench_estimators(
     times = interleaved_best(contenders, 3 if quick else 9)
     result.short_speedup = {n: times["tiktoken"] / times[n] for n in estimators if times[n]}
     log("  100-character texts: " + ", ".join(f"{n} {v:.1f}x" for n, v in result.short_speedup.items()))
+    result.provider = provider_usage_rows(transcripts_dir, lambda t: len(enc.encode_ordinary(t)))
+    prov = sum(r.provider_tokens for r in result.provider)
+    if prov:
+        log(
+            f"  provider input tokens (Claude Code, {len(result.provider)} sessions): core default "
+            f"{sum(r.estimate_tokens for r in result.provider) / prov - 1:+.1%}, cl100k "
+            f"{sum(r.cl100k_tokens for r in result.provider) / prov - 1:+.1%}"
+        )
     o200k, note = _o200k()
     result.o200k_note = note
     if o200k is not None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from ctxlab.cli.bench.compressing import CompressingResult
 from ctxlab.cli.bench.estimators import EstimatorResult
 from ctxlab.cli.bench.overhead import OverheadResult
+from ctxlab.cli.bench.provider_usage import ProviderUsageRow
 from ctxlab.cli.bench.samples import CLASSES, TEXTSET_CLASSES
 from ctxlab.cli.bench.scale import ParallelResult, StartupResult
 from ctxlab.cli.bench.throughput import DEFAULT_STRATEGY, TARGET_PASSES, ReplayThroughput
@@ -120,16 +121,22 @@ def compressing_section(result: CompressingResult) -> list[str]:
         'LangChain `trigger=("tokens", T)`, each counted by its own default estimator: LangChain\'s '
         "`count_tokens_approximately` counts fewer tokens on code and JSON, so it reaches T a little later), "
         'LangChain keeping as many messages as ctxlab (`keep=("messages", 10)`), both summarizing with the '
-        "same fake chat model, ctxlab writing to an in-memory backend. CPU time of the measuring thread; "
+        "same fake chat model. ctxlab writes its files to the README's default backend first: "
+        "`FilesystemBackend(root_dir=<new temporary folder>, virtual_mode=True)` on disk, then DeepAgents' "
+        "`StateBackend` as in a deep agent (the files live in the state's `files` channel: reads and writes "
+        "go through the node's config as LangGraph's Pregel hands them, DeepAgents' own reducer merging "
+        "them; `DeepAgentFiles` in `ctxlab/cli/bench/contenders.py`), each at two history lengths with "
+        "L1-only rounds and with L2 rounds; an in-memory backend and a small T are extra rows. CPU time of "
+        "the measuring thread; "
         "ctxlab's `wrap_model_call` minus the model handler, LangChain's `before_model` plus applying its "
         "update through `add_messages`; each run repeated in shuffled order, each call's best time. "
         "Medians per kind of call: ctxlab below T / L1-only round / L2 round, LangChain without / with a "
         "summary. Ratios are LangChain / ctxlab (above 1: ctxlab cheaper); target ≥ 10×.",
         "",
-        "| scenario | messages | T tokens | ctxlab ms: below T · L1 · L2 (calls) | LangChain ms: no summary · "
-        "summary (calls) | all calls (median) | L1 rounds vs LangChain median | L2 rounds vs LangChain summary "
-        "| whole run CPU s ctxlab / LangChain | whole run |",
-        "|---|---:|---:|---|---|---:|---:|---:|---:|---:|",
+        "| ctxlab backend | scenario | messages | T tokens | ctxlab ms: below T · L1 · L2 (calls) | LangChain "
+        "ms: no summary · summary (calls) | all calls (median) | L1 rounds vs LangChain median | L2 rounds vs "
+        "LangChain summary | whole run CPU s ctxlab / LangChain | whole run |",
+        "|---|---|---:|---:|---|---|---:|---:|---:|---:|---:|",
     ]
     for r in result.rows:
         ars = " · ".join(
@@ -140,17 +147,23 @@ def compressing_section(result: CompressingResult) -> list[str]:
             for k in ("none", "summary")
         )
         out.append(
-            f"| {r.scenario} | {r.messages:,} | {r.threshold_tokens:,} | {ars} | {lc} | "
+            f"| {r.backend} | {r.scenario} | {r.messages:,} | {r.threshold_tokens:,} | {ars} | {lc} | "
             f"{_verdict(r.ratio('all'), 10)} | {_verdict(r.ratio('L1'), 10)} | "
             f"{_verdict(r.ratio('L2', 'summary'), 10)} | {r.ars_total_s:.2f} / {r.langchain_total_s:.2f} | "
             f"{_verdict(r.total_ratio, 10)} |"
         )
     memory = result.ars_peak_mb / result.langchain_peak_mb if result.langchain_peak_mb > 0 else float("nan")
+    growth = "; ".join(
+        f"{backend}, {scenario}: ctxlab **k = {k:.2f}** ({'met' if k <= 1.1 else 'not met'}), LangChain "
+        f"k = {lk:.2f}"
+        for backend, scenario, k, lk in result.growth
+    )
     out += [
         "",
         f"Growth while compressing (default T; whole-run CPU time at {', '.join(f'{n:,}' for n in result.sizes)} "
         f"messages, fitted as `time ∝ N^k`): ctxlab **k = {result.ars_exponent:.2f}**, LangChain "
-        f"**k = {result.langchain_exponent:.2f}** (target: ctxlab close to 1).",
+        f"**k = {result.langchain_exponent:.2f}** (target: ctxlab k ≤ 1.1)"
+        + (f". Per backend and kind of round: {growth}." if growth else "."),
         "",
         f"Peak memory of a whole run with compression ({result.memory_messages:,} messages, default T; "
         "`tracemalloc`, the history built beforehand): ctxlab "
@@ -268,6 +281,7 @@ def _heldout_section(estimators: EstimatorResult) -> list[str]:
             e = estimators.heldout[n].get(c)
             cells.append(f"{_pct(e[0])} ({e[1]:.1%})" if e else "–")
         out.append(f"| {c} | " + " | ".join(cells) + " |")
+    out += _provider_table(estimators)
     out += ["", "### Against o200k_base", ""]
     if estimators.o200k is None:
         out.append(f"Not measured: {estimators.o200k_note}.")
@@ -284,6 +298,39 @@ def _heldout_section(estimators: EstimatorResult) -> list[str]:
     for c in [*CLASSES, *TEXTSET_CLASSES]:
         cells = [_pct(estimators.o200k[n][c]) if c in estimators.o200k[n] else "–" for n in names]
         out.append(f"| {c} | " + " | ".join(cells) + " |")
+    return out
+
+
+def _provider_table(estimators: EstimatorResult) -> list[str]:
+    """The estimate against provider-reported input tokens (:mod:`ctxlab.cli.bench.provider_usage`)."""
+    rows = estimators.provider
+    out = ["", "### Against the provider's own input-token counts", ""]
+    if not rows:
+        return [*out, "Not measured: no Claude Code session with usage under the transcripts folder."]
+    out += [
+        "Claude Code sessions record the provider's usage of every model call (`input_tokens` + "
+        "`cache_creation_input_tokens` + `cache_read_input_tokens`: the whole prompt). Their system prompt "
+        "and tool schemas are not in the transcript, so what is compared is the prompt's growth between "
+        "consecutive calls against the text of the records in between (`ctxlab/cli/bench/provider_usage.py`). "
+        "The provider counts with its own tokenizer and adds its framing and any text Claude Code injects: "
+        "no target; the row shows how far a cl100k-calibrated estimate is from what the provider bills.",
+        "",
+        "| session | model calls | provider tokens (growth) | core default | vs provider | cl100k | vs provider |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    total = ProviderUsageRow("all sessions", 0, 0, 0, 0)
+    for r in rows:
+        total.calls += r.calls
+        total.provider_tokens += r.provider_tokens
+        total.estimate_tokens += r.estimate_tokens
+        total.cl100k_tokens += r.cl100k_tokens
+    for r in [*rows, total]:
+        p = r.provider_tokens
+        est = _pct(r.estimate_tokens / p - 1) if p else "–"
+        cl = _pct(r.cl100k_tokens / p - 1) if p else "–"
+        out.append(
+            f"| {r.transcript} | {r.calls:,} | {p:,} | {r.estimate_tokens:,} | {est} | {r.cl100k_tokens:,} | {cl} |"
+        )
     return out
 
 

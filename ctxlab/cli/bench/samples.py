@@ -37,8 +37,9 @@ __all__ = [
 #: the content classes of the estimator benchmark and calibration
 CLASSES = ("prose", "code", "json", "logs", "cjk", "base64")
 
-#: the classes of the off-sample text sets (:func:`textset`): six scripts, emoji chat, URLs, minified
-#: JavaScript, CSV, hex, diffs, stack traces, digit-heavy logs, English docs and Python source
+#: the classes of the off-sample text sets (:func:`textset`): six scripts, Chinese documentation
+#: mixed with English (``mixed-cjk``), emoji chat, URLs, minified JavaScript, CSV, hex, diffs, stack
+#: traces, digit-heavy logs, English docs and Python source
 TEXTSET_CLASSES = (
     "cyrillic",
     "arabic",
@@ -46,6 +47,7 @@ TEXTSET_CLASSES = (
     "japanese",
     "korean",
     "chinese",
+    "mixed-cjk",
     "emoji",
     "urls",
     "minjs",

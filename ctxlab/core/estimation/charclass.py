@@ -17,9 +17,17 @@ two tiers:
   classes (``p.<previous>_<this>``: what cl100k's pre-tokenizer splits on — a word after
   whitespace or a digit, a punctuation mark after a word, a digit after whitespace, a lower- to
   upper-case change as in base64, a non-ASCII run after ASCII text), plus ``digit_token``: digit
-  runs counted as groups of at most three digits (``Σ ceil(len/3)``, exact for cl100k).  Pairs
-  and digit groups are counted on at most :data:`RUN_SAMPLE` bytes of a block (evenly spaced
-  windows) and scaled to the block.
+  runs counted as groups of at most three digits (``Σ ceil(len/3)``, exact for cl100k).  Every
+  pair and digit group of a block is counted (the ``ctxlab-fast-estimator`` plugin, ``stride`` >
+  1, counts them on at most :data:`RUN_SAMPLE` bytes of a block, evenly spaced windows, scaled to
+  the block).  A long text is never estimated below the short tier's estimate of its first
+  :data:`SHORT_BYTES` bytes.
+
+**Monotone** (issue 20): every weight is non-negative, a block's class codes and pairs do not
+change when text is appended, and the short-tier floor keeps the step from the short to the long
+tier from going down; so appending text never lowers the estimate (the exact default;
+``tests/test_estimation_monotone.py``).  The one exception is a data-URL image that an appended
+character completes: it then counts as an image (R16), not as base64 text.
 
 The sums are taken in C: a table maps every byte (or pair code) to its weight
 (``bytes.translate``) and ``zlib.adler32`` adds them up — its low half is ``1 + Σ bytes mod
@@ -33,10 +41,12 @@ The weights were fitted against tiktoken ``cl100k_base`` by
 JSON, logs, CJK, base64; :func:`ctxlab.cli.bench.collect_samples`) plus the *calibration* split of
 the committed text sets (:func:`ctxlab.cli.bench.textset`: six scripts, emoji chat, URLs, minified
 JavaScript, CSV, hex, diffs, stack traces, digit-heavy logs, English docs, Python source, other
-scripts), every class weighted equally.  The *held-out* split, from disjoint sources, is never
+scripts, Chinese documentation mixed with English), every class weighted equally; re-fitted for
+issue 20, when every pair of a block came to be counted.  The *held-out* split, from disjoint sources, is never
 fitted on: ``ctxlab bench`` reports it, ``tests/test_estimation_heldout.py`` checks every class
 within ±10 %.  ``char_class_tokens(text) == max(1, round(Σ COEFFICIENTS[WEIGHTS[k]] × v))`` over
-``features(text).items()`` for a non-empty text without data-URL images.  Data-URL images in a
+``features(text).items()`` for a non-empty text without data-URL images, or the short-tier floor
+above when that is larger.  Data-URL images in a
 long text count as images (:mod:`ctxlab.core.estimation.images`); a short text is never split.
 
 The public names (those without a leading underscore, :data:`CJK_GROUPS` aside) are listed once, in
@@ -94,15 +104,15 @@ PAIR_CLASSES = ("lo", "up", "sp", "pu", "di", "cjk", "nona", "pp")
 UNIT = 64
 #: short tier: per byte of each class
 SHORT_WEIGHTS: dict[str, int] = {
-    "lower": 17,
-    "upper": 38,
-    "digit": 53,
+    "lower": 16,
+    "upper": 36,
+    "digit": 54,
     "space": 6,
     "newline": 0,
-    "quote": 41,
-    "punct": 18,
+    "quote": 42,
+    "punct": 17,
     "cont": 0,
-    "latin2": 199,
+    "latin2": 202,
     "greek": 77,
     "cyrillic": 38,
     "other2": 102,
@@ -110,67 +120,67 @@ SHORT_WEIGHTS: dict[str, int] = {
     "other2b": 0,
     "indic": 80,
     "misc": 153,
-    "symbol": 70,
-    "kana": 72,
-    "han": 84,
+    "symbol": 50,
+    "kana": 68,
+    "han": 80,
     "hangul": 86,
     "compat": 0,
-    "astral": 247,
+    "astral": 248,
 }
 #: long tier: ``u.<byte class>`` per byte, ``p.<previous>_<this>`` per pair, ``digit_token`` per group
 LONG_WEIGHTS: dict[str, int] = {
-    "u.lower": 7,
-    "u.upper": 7,
+    "u.lower": 5,
+    "u.upper": 18,
     "u.digit": 0,
-    "u.space": 4,
-    "u.newline": 52,
+    "u.space": 5,
+    "u.newline": 40,
     "u.quote": 30,
-    "u.punct": 10,
+    "u.punct": 11,
     "u.cont": 0,
-    "u.latin2": 250,
-    "u.greek": 44,
-    "u.cyrillic": 11,
-    "u.other2": 63,
-    "u.arabic": 26,
+    "u.latin2": 255,
+    "u.greek": 78,
+    "u.cyrillic": 38,
+    "u.other2": 99,
+    "u.arabic": 55,
     "u.other2b": 0,
-    "u.indic": 47,
-    "u.misc": 112,
-    "u.symbol": 0,
-    "u.kana": 66,
-    "u.han": 67,
-    "u.hangul": 36,
+    "u.indic": 80,
+    "u.misc": 150,
+    "u.symbol": 34,
+    "u.kana": 67,
+    "u.han": 66,
+    "u.hangul": 40,
     "u.compat": 64,
-    "u.astral": 178,
-    "p.sp_lo": 37,
+    "u.astral": 237,
+    "p.sp_lo": 42,
     "p.sp_up": 0,
-    "p.di_lo": 49,
-    "p.di_up": 121,
-    "p.pu_lo": 77,
+    "p.di_lo": 63,
+    "p.di_up": 125,
+    "p.pu_lo": 78,
     "p.pu_up": 0,
     "p.sp_pu": 0,
     "p.di_pu": 0,
     "p.lo_pu": 0,
-    "p.up_pu": 59,
+    "p.up_pu": 0,
     "p.pu_pu": 0,
-    "p.sp_di": 71,
-    "p.pu_di": 60,
-    "p.lo_di": 11,
-    "p.up_di": 119,
+    "p.sp_di": 75,
+    "p.pu_di": 63,
+    "p.lo_di": 0,
+    "p.up_di": 91,
     "p.lo_up": 0,
-    "p.up_lo": 66,
+    "p.up_lo": 52,
     "p.up_up": 0,
-    "p.sp_cjk": 151,
+    "p.sp_cjk": 139,
     "p.lo_cjk": 0,
-    "p.pu_cjk": 255,
-    "p.sp_nona": 121,
+    "p.pu_cjk": 0,
+    "p.sp_nona": 0,
     "p.lo_nona": 0,
     "p.pu_nona": 255,
-    "p.pp_lo": 51,
+    "p.pp_lo": 69,
     "p.pp_up": 0,
     "p.pu_pp": 0,
-    "p.pp_sp": 15,
-    "p.pp_di": 7,
-    "p.nona_pu": 153,
+    "p.pp_sp": 20,
+    "p.pp_di": 13,
+    "p.nona_pu": 0,
     "digit_token": 64,
 }
 #: texts of at most this many UTF-8 bytes are weighed by the short tier
@@ -269,7 +279,7 @@ def _sample(u: bytes, stride: int, sample_from: int) -> tuple[bytes, float, byte
         u = b"".join([u[i : i + 256] for i in range(0, n, 256 * stride)])
         scale = n / len(u)
     nu = len(u)
-    if nu <= RUN_SAMPLE:
+    if nu <= RUN_SAMPLE or stride <= 1:  # exact: every pair (monotone, issue 20)
         return u, scale, (b" " + u).translate(_CODE_MAP, _CONT).replace(_PU_PU, _PU_PP), scale
     step = nu // _WINDOWS
     s = b"".join([u[i : i + _WINDOW] for i in range(0, step * _WINDOWS, step)])
@@ -296,8 +306,9 @@ def _digit_tokens(codes: bytes) -> int:
 
 def long_features(text: str, stride: int = 1, sample_from: int = 0) -> dict[str, float]:
     """The long-tier features of one block of at most :data:`BLOCK` characters (keys
-    ``long.<feature>``: byte-class counts, pair counts and digit groups, the last two counted on
-    at most :data:`RUN_SAMPLE` bytes and scaled); the calibration computes them for any text."""
+    ``long.<feature>``: byte-class counts, pair counts and digit groups; with ``stride`` > 1 the
+    last two on at most :data:`RUN_SAMPLE` bytes, scaled); the calibration computes them for any
+    text."""
     u, scale, codes, rs = _sample(text.encode("utf-8", "surrogatepass"), stride, sample_from)
     out = {k: v * scale for k, v in _class_counts(u, "long.u.").items()}
     pairs = _pairs(codes)
@@ -369,8 +380,11 @@ def char_class_tokens(text: str, stride: int = 1, sample_from: int = 0) -> int:
         rest, images = split_data_url_images(text)
         if images:
             return char_class_tokens(rest, stride, sample_from) + images
+    # never below the short tier's estimate of the first SHORT_BYTES bytes: appending text never
+    # lowers the estimate across the tier boundary (issue 20)
+    floor = _short_units(u[:SHORT_BYTES])
     if len(u) > RUN_SAMPLE or (stride > 1 and len(u) >= sample_from):
-        return max(1, round(_long_units(text, u, stride, sample_from) / UNIT))
+        return max(1, round(_long_units(text, u, stride, sample_from) / UNIT), round(floor / UNIT))
     # one block, no sample: _long_units inlined (the common size of a message)
     w = u.translate(_LONG_TABLE)
     units = (adler32(w) & 0xFFFF) - 1 if len(w) <= _CHUNK_ASCII and u.isascii() else _sum(w, _CHUNK_ALL)
@@ -380,7 +394,12 @@ def char_class_tokens(text: str, stride: int = 1, sample_from: int = 0) -> int:
     units += (adler32(pw) & 0xFFFF) - 1 if len(pw) <= _CHUNK_PAIRS else _sum(pw, _CHUNK_PAIRS)
     if _DI in codes:
         units += _DIGIT_TOKEN * _digit_tokens(codes)
-    return max(1, round(units / UNIT))
+    return max(1, round(units / UNIT), round(floor / UNIT))
+
+
+def _short_units(u: bytes) -> int:
+    """The short-tier sum of ``u`` (at most :data:`SHORT_BYTES` bytes), in 1/UNIT tokens."""
+    return (adler32(u.translate(_SHORT_TABLE)) & 0xFFFF) - 1
 
 
 def estimate_text_tokens(
