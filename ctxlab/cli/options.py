@@ -112,13 +112,19 @@ def add_settings_options(p: argparse.ArgumentParser) -> None:
     """``--config`` and the ``--summary-*`` flags (the five ARS fields; flags override the file)."""
     add_options(
         p,
-        "settings (the five ARS fields; flags override --config)",
+        "settings (the five ARS fields and the summary language; flags override --config)",
         [
             file_option("--config", "TOML or JSON file with the settings fields (default: none)"),
             *(option(SETTING_FLAGS[f], h, metavar=m) for f, (m, h) in _SETTING_HELP.items()),
             file_option(
                 "--summary-prompt-file",
                 "summarizer prompt, must contain {messages} (default: the built-in prompt)",
+            ),
+            option(
+                "--summary-language",
+                "auto, zh or en: the built-in prompt's and the summary's language; auto follows "
+                "the user's messages (default: auto)",
+                metavar="LANG",
             ),
         ],
     )
@@ -359,6 +365,8 @@ def settings_from_args(args: argparse.Namespace) -> Any:
             data[field] = _number(value)
     if getattr(args, "summary_prompt_file", None):
         data["summary_prompt"] = _read_prompt(Path(args.summary_prompt_file))
+    if getattr(args, "summary_language", None) is not None:
+        data["summary_language"] = args.summary_language
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         settings = CompressionSettings.from_mapping(data)
