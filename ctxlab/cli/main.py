@@ -4,6 +4,7 @@ Usage::
 
     ctxlab replay [PATH ...] [--strategy NAME] [--out DIR] [settings and options]
     ctxlab compare PATH [PATH ...] --strategies a,b,... [--out DIR] [settings and options]
+    ctxlab show RUN_DIR [--out FILE]
     ctxlab plugins [--plugins-dir DIR]
     ctxlab findings PATH [PATH ...] [--measure NAME] [--strategies a,b,...] [--no-savings]
     ctxlab bench [ARGS ...]
@@ -22,7 +23,8 @@ interrupted.
 
 The modules: :mod:`~ctxlab.cli.options` (the option groups and what they resolve to),
 :mod:`~ctxlab.cli.replay_cmd` (replay and compare), :mod:`~ctxlab.cli.output` (what is printed),
-:mod:`~ctxlab.cli.plugins_cmd`, :mod:`~ctxlab.cli.findings`, :mod:`~ctxlab.cli.bench`.
+:mod:`~ctxlab.cli.plugins_cmd`, :mod:`~ctxlab.cli.findings`, :mod:`~ctxlab.cli.show_cmd`,
+:mod:`~ctxlab.cli.bench`.
 """
 
 from __future__ import annotations
@@ -97,6 +99,9 @@ def build_parser() -> argparse.ArgumentParser:
     from ctxlab.cli.findings import add_findings_parser
 
     add_findings_parser(sub)
+    from ctxlab.cli.show_cmd import add_show_parser
+
+    add_show_parser(sub)
     return parser
 
 
@@ -136,6 +141,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from ctxlab.cli.plugins_cmd import run_plugins
 
             return run_plugins(args)
+        if args.command == "show":
+            from ctxlab.cli.show_cmd import run_show
+
+            return run_show(args)
         if args.command == "findings":
             from ctxlab.cli.findings import run_findings
 

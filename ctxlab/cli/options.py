@@ -218,8 +218,8 @@ def add_output_options(p: argparse.ArgumentParser, command: str) -> None:
         [
             option(
                 "--out",
-                "output folder: calls.parquet, summary.csv, report.md, run.json, figures/, files/ "
-                "(default: %(default)s)",
+                "output folder: calls.parquet, summary.csv, report.md, run.json, figures/, files/, "
+                "views/ (default: %(default)s)",
                 metavar="DIR",
                 default=f"out/{command}",
             ),
@@ -230,6 +230,10 @@ def add_output_options(p: argparse.ArgumentParser, command: str) -> None:
                 default="reached",
             ),
             switch("--no-figures", "the same as --figures none"),
+            switch(
+                "--html",
+                "also write inspect.html, the call inspector (the same as `ctxlab show DIR` afterwards)",
+            ),
             switch(
                 "--no-progress", "no progress bar (default: a bar on a terminal, none when stderr is not one)"
             ),

@@ -10,7 +10,8 @@ Order of work, so that nothing is written for a run that cannot happen:
 3. replaying (a failed run or a run with failed summaries stops the batch unless
    ``--keep-going``), the middlewares writing into a staging folder inside ``--out``; nothing
    replayed: exit 1, and ``--out`` is left as it was;
-4. writing ``calls.parquet``, ``summary.csv``, ``report.md``, ``run.json``, ``summaries.jsonl``
+4. writing ``calls.parquet``, ``summary.csv``, ``report.md``, ``run.json``, ``summaries.jsonl``,
+   ``views/`` (every call's raw and sent view, :mod:`ctxlab.replay.views`)
    and the figures (old results in ``--out`` are removed first, the staged files become
    ``files/``), then printing the tables.
 
@@ -33,7 +34,17 @@ from ctxlab.cli.options import CliError, price_row, settings_from_args, summariz
 __all__ = ["OUTPUTS", "lab_manager", "run_replay", "warn"]
 
 #: what a run writes into its output folder; removed first so no stale result survives
-OUTPUTS = ("calls.parquet", "summary.csv", "report.md", "run.json", "summaries.jsonl", "figures", "files")
+OUTPUTS = (
+    "calls.parquet",
+    "summary.csv",
+    "report.md",
+    "run.json",
+    "summaries.jsonl",
+    "figures",
+    "files",
+    "views",
+    "inspect.html",
+)
 
 
 def warn(message: object) -> None:
@@ -163,15 +174,17 @@ def _discard(stage: Path, out: Path, made: bool) -> None:
 
 def _publish(stage: Path, out: Path) -> None:
     """Something was replayed: remove the old results in ``out`` (so no stale one survives) and
-    move the middlewares' files from the staging folder into ``out/files``."""
+    move the middlewares' files and the views from the staging folder into ``out/files`` and
+    ``out/views``."""
     for name in OUTPUTS:
         target = out / name
         if target.is_dir():
             shutil.rmtree(target)
         elif target.exists():
             target.unlink()
-    if (stage / "files").is_dir():
-        (stage / "files").rename(out / "files")
+    for folder in ("files", "views"):
+        if (stage / folder).is_dir():
+            (stage / folder).rename(out / folder)
     shutil.rmtree(stage, ignore_errors=True)
 
 
@@ -240,6 +253,7 @@ def run_replay(args: argparse.Namespace, argv: Sequence[str]) -> int:
             progress=not args.no_progress and sys.stderr.isatty(),
             price_model=price,
             stop_on_failure=not args.keep_going,
+            write_views=True,
         )
     result.errors[:0] = problems
     if result.replayed == 0:
@@ -251,6 +265,10 @@ def run_replay(args: argparse.Namespace, argv: Sequence[str]) -> int:
     result.provenance["command"] = command
     figures = "none" if args.no_figures else args.figures
     written = write_report(result, out, figures=figures, command=command)
+    if args.html:
+        from ctxlab.analysis.inspector import write_inspector
+
+        written["html"] = write_inspector(out)
     print_summary(result, strategy_totals(result.frame()), written, out)
     if result.errors:
         stopped = "" if args.keep_going else " (stopped at the first; --keep-going runs the rest)"
@@ -286,6 +304,7 @@ def _run_parallel(
             summarizer_model=args.summarizer_model,
             price_model=price,
             progress=not args.no_progress and sys.stderr.isatty(),
+            write_views=True,
         )
     except RayUnavailableError as exc:
         raise CliError(str(exc)) from exc

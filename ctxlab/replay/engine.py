@@ -37,7 +37,7 @@ from ctxlab.replay.building import (
     summarizer_name,
 )
 from ctxlab.replay.metrics import IdentifierIndex, make_measure, run_measure
-from ctxlab.replay.names import safe_name
+from ctxlab.replay.names import safe_name, transcript_labels
 from ctxlab.replay.prices import PriceRow, PriceTable
 from ctxlab.replay.provenance import provenance
 from ctxlab.replay.provider import ContextWindow
@@ -47,6 +47,7 @@ from ctxlab.replay.runner import replay_one
 from ctxlab.replay.strategies import make_lab_manager
 from ctxlab.replay.strategies import strategies as registered_strategies
 from ctxlab.replay.table import TOTALS_COLUMNS, strategy_totals
+from ctxlab.replay.views import ViewLog, view_file
 from ctxlab.transcripts import load_many, load_transcripts
 from ctxlab.transcripts.base import Transcript
 
@@ -79,33 +80,6 @@ def _count_calls(transcript: Transcript, limit_calls: int | None) -> int:
     return min(n, limit_calls) if limit_calls is not None else n
 
 
-def transcript_labels(transcripts: Sequence[Transcript]) -> list[str]:
-    """Unique, readable labels: ``Transcript.name``, prefixed with parent folders of the source
-    where two transcripts would otherwise share a name (``python-to-rust-port/transcript.jsonl``)."""
-    labels = [t.name for t in transcripts]
-    depth = [0] * len(transcripts)
-    for _ in range(12):
-        seen: dict[str, list[int]] = {}
-        for i, lab in enumerate(labels):
-            seen.setdefault(lab, []).append(i)
-        dups = [ix for ix in seen.values() if len(ix) > 1]
-        if not dups:
-            break
-        for group in dups:
-            for i in group:
-                depth[i] += 1
-                parents = [p for p in Path(transcripts[i].source).parent.parts if p not in ("/", "\\", "")]
-                prefix = "/".join(parents[-min(depth[i], len(parents)) :]) if parents else ""
-                labels[i] = f"{prefix}/{transcripts[i].name}" if prefix else transcripts[i].name
-    # still equal (same file loaded twice): number them
-    counts: dict[str, int] = {}
-    out = []
-    for lab in labels:
-        counts[lab] = counts.get(lab, 0) + 1
-        out.append(lab if counts[lab] == 1 else f"{lab}~{counts[lab]}")
-    return out
-
-
 def _progress(total: int, desc: str, enabled: bool, leave: bool = True) -> Any:
     from tqdm.auto import tqdm
 
@@ -134,6 +108,8 @@ class ReplayOptions(TypedDict, total=False):
         limit_calls: replay at most this many model calls per run (``None``: all).
         keep_views: keep every request view in ``result.views`` (and state updates in
             ``result.updates``).
+        write_views: write every call's raw and sent view into ``<out_dir>/views`` (the call
+            inspector's data, :mod:`ctxlab.replay.views`; needs ``out_dir``). Default: off.
         progress: progress bars (default: off for :func:`replay`, on for :func:`replay_many`).
         price_model, prices: the price row of the cost columns, ``"provider:model"`` of the
             ``prices`` file (default: the shipped table and its default row; see
@@ -150,6 +126,7 @@ class ReplayOptions(TypedDict, total=False):
     measure: str
     limit_calls: int | None
     keep_views: bool
+    write_views: bool
     progress: bool
     price_model: str | PriceRow | None
     prices: str | Path | PriceTable | None
@@ -171,6 +148,7 @@ class _Batch:
     summarizer_model: Any
     limit_calls: int | None
     keep_views: bool
+    views_dir: Path | None = None  # the run folder whose views/ the runs write (write_views)
     meter: EstimateCache = field(init=False)
     summarizer: Any = field(init=False)
     index: IdentifierIndex = field(default_factory=IdentifierIndex)
@@ -194,6 +172,7 @@ class _Batch:
             summarizer_model=options.get("summarizer_model"),
             limit_calls=options.get("limit_calls"),
             keep_views=options.get("keep_views", False),
+            views_dir=Path(out) if options.get("write_views") and (out := options.get("out_dir")) else None,
         )
 
     def provenance(self, strategies: dict[str, dict[str, Any]]) -> dict[str, Any]:
@@ -235,21 +214,31 @@ class _Batch:
         self, transcript: Transcript, label: str, name: str, mw: AgentMiddleware, **more: Any
     ) -> ReplayResult:
         """:func:`~ctxlab.replay.runner.replay_one` with the batch's settings and measures (a
-        :func:`~ctxlab.replay.metrics.run_measure` of the batch's measuring estimator per run)."""
-        return replay_one(
-            transcript,
-            label,
-            name,
-            mw,
-            settings=self.settings,
-            measure=run_measure(mw, self.measure, self.meter),
-            window=self.window,
-            limit_calls=self.limit_calls,
-            keep_views=self.keep_views,
-            price=self.price,
-            index=self.index,
-            **more,
-        )
+        :func:`~ctxlab.replay.metrics.run_measure` of the batch's measuring estimator per run),
+        writing its views to ``views_dir`` when the batch writes views."""
+        measure = run_measure(mw, self.measure, self.meter)
+        log = None
+        if self.views_dir is not None:
+            log = ViewLog(view_file(self.views_dir, label, name), label, name, measure.message_tokens)
+        try:
+            return replay_one(
+                transcript,
+                label,
+                name,
+                mw,
+                settings=self.settings,
+                measure=measure,
+                window=self.window,
+                limit_calls=self.limit_calls,
+                keep_views=self.keep_views,
+                price=self.price,
+                index=self.index,
+                view_log=log,
+                **more,
+            )
+        finally:
+            if log is not None:
+                log.close()
 
 
 def replay(

@@ -329,6 +329,7 @@ def run_grid(
     context_window: int | None = None,
     summarizer_model: str | None = None,
     keep_views: bool = False,
+    write_views: bool = False,
     price_model: Any = None,
     progress: bool = False,
 ) -> GridResult:
@@ -347,8 +348,9 @@ def run_grid(
             started here is shut down at the end.
         ray_init: more keyword arguments of ``ray.init`` (e.g. ``{"num_cpus": 2}``).
         out_dir: root of the middlewares' files (a temporary folder when ``None``).
-        format, plugins_dir, measure, limit_calls, context_window, keep_views: as for
-            :func:`~ctxlab.replay.engine.replay_many` (``plugins_dir`` is loaded by every worker).
+        format, plugins_dir, measure, limit_calls, context_window, keep_views, write_views: as
+            for :func:`~ctxlab.replay.engine.replay_many` (``plugins_dir`` is loaded by every
+            worker; the views go to ``out_dir``).
         summarizer_model: a ``"provider:model"`` string (``init_chat_model``, built by each
             worker) or ``None`` for the offline summarizer.
         price_model: the price row of the cost columns (a name or a picklable row), as for
@@ -391,6 +393,7 @@ def run_grid(
         "context_window": context_window,
         "summarizer_model": summarizer_model,
         "keep_views": keep_views,
+        "write_views": write_views,
     }
     if price_model is not None:
         options["price_model"] = price_model

@@ -52,6 +52,7 @@ from ctxlab.replay.result import ReplayResult
 from ctxlab.replay.run_measures import RunMeasures
 from ctxlab.replay.tracking import ViewTracker
 from ctxlab.replay.usage import SummarizerUsage, count_summarizer_usage
+from ctxlab.replay.views import ViewLog
 
 if TYPE_CHECKING:
     from langchain.agents.middleware.types import AgentMiddleware
@@ -132,6 +133,7 @@ def replay_one(
     price: PriceRow | None = None,
     index: IdentifierIndex | None = None,
     files_root: Path | None = None,
+    view_log: ViewLog | None = None,
 ) -> ReplayResult:
     """Replay ``transcript`` through ``mw``: one row per recorded model call.
 
@@ -154,6 +156,8 @@ def replay_one(
             content only); ``None``: a fresh one.
         files_root: the folder the middleware's backend writes to (the ``bytes`` of offload
             records); ``None``: the middleware's ``_ctxlab_files_root`` when it has one.
+        view_log: where every call's raw and sent view are written (:mod:`ctxlab.replay.views`);
+            ``None``: nowhere.  Not closed here.
 
     Raises:
         RuntimeError: the middleware answered a call without calling the model.
@@ -207,6 +211,8 @@ def replay_one(
             arrived.append(original)
             unmeasured.append(original)
             earlier.add(original)
+            if view_log is not None:
+                view_log.arrive(original)
             if isinstance(original, ToolMessage):
                 answered.add((issuer.get(original.tool_call_id), original.tool_call_id))
             continue
@@ -234,6 +240,8 @@ def replay_one(
 
         # --- measure ---------------------------------------------------------------------------
         view = call.views[-1]
+        if view_log is not None:
+            view_log.call(call_index, view.system, view.messages, call.events)
         raw_messages_tokens += sum(map(measure.message_tokens, unmeasured))
         unmeasured = []
         measured = tracker.update(view)
@@ -346,6 +354,8 @@ def replay_one(
         # the recorded answer joins what later calls saw earlier
         unmeasured.append(original)
         earlier.add(original)
+        if view_log is not None:
+            view_log.arrive(original)
         call_index += 1
     if run_measures is not None:
         run_measures.finish(rest)
