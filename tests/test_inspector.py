@@ -149,3 +149,42 @@ def test_cli_replay_writes_views_and_html_and_show_rewrites_it(tmp_path: Path) -
     assert show.returncode == 0 and (out / "inspect.html").is_file()
     missing = subprocess.run([*ctxlab, "show", str(tmp_path / "nope")], capture_output=True, text=True)
     assert missing.returncode == 1 and "no such run folder" in missing.stderr
+
+
+# --- the notebook widget (ctxlab.analysis.call_inspector) -----------------------------------------
+
+
+def test_the_widget_shows_the_call_the_slider_picks(run_dir: Path) -> None:
+    from ctxlab.analysis.call_inspector import CallInspector, inspect_calls
+
+    inspector = inspect_calls(run_dir, call=42)
+    assert isinstance(inspector, CallInspector)
+    assert list(inspector.transcript.options) == ["sample_run.json"]
+    assert list(inspector.strategy.options) == ["ars", "masking"] and inspector.call.max == CALLS - 1
+    before = inspector.view.value
+    assert "raw view: 40,090 tokens, 90 messages" in before and "no summary yet at this call" in before
+    assert before.count("data-mark='kept'") == 2 * 91  # below T: raw and sent alike, system included
+
+    inspector.call.value = 133  # the L2 round: the summary leads, the raw view marks the span
+    after = inspector.view.value
+    assert after != before and "summary in effect (call 133)" in after
+    assert "data-mark='summary'" in after and after.count("data-mark='summarized'") > 200
+    assert "[Context summary]" in after and "offloaded" in after
+
+    inspector.compare.value = "masking"  # strategy vs strategy: a third column
+    assert "sent view (masking)" in inspector.view.value
+    assert "data-mark='changed'" in inspector.view.value  # masking rewrote old tool results
+
+
+def test_the_widget_over_a_result_finds_its_run_folder(run_dir: Path, tmp_path: Path) -> None:
+    from ctxlab.analysis.call_inspector import inspect_calls, run_folder_of
+    from ctxlab.replay import replay
+
+    result = replay(SAMPLE_TRANSCRIPT, "ars", limit_calls=5, out_dir=tmp_path / "one", write_views=True)
+    assert run_folder_of(result) == tmp_path / "one"
+    inspector = inspect_calls(result, call=3)  # no calls.parquet: the rows come from the result
+    assert inspector.call.max == 4
+    assert inspector.record()["row"]["view_tokens"] == result.rows[3]["view_tokens"] > 0
+    assert f"raw view: {result.rows[3]['raw_tokens']:,} tokens" in inspector.view.value
+    with pytest.raises(InspectorError, match="write_views=True"):
+        run_folder_of(replay(SAMPLE_TRANSCRIPT, "ars", limit_calls=2))

@@ -27,9 +27,18 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from ctxlab.core.messages import message_text
 from ctxlab.replay.names import safe_name
+from ctxlab.replay.result import ReplayResult
 from ctxlab.replay.views import ViewsError, read_views, view_files
 
-__all__ = ["INSPECTOR_FILE", "MESSAGE_CHARS", "InspectorError", "inspector_data", "write_inspector"]
+__all__ = [
+    "INSPECTOR_FILE",
+    "MESSAGE_CHARS",
+    "InspectorError",
+    "inspector_data",
+    "raw_view_marks",
+    "sent_view_marks",
+    "write_inspector",
+]
 
 #: the inspector's file name inside a run folder
 INSPECTOR_FILE = "inspect.html"
@@ -137,13 +146,16 @@ def _summaries(run_dir: Path) -> dict[tuple[str, str], list[dict[str, Any]]]:
     return out
 
 
-def inspector_data(run_dir: str | Path) -> dict[str, Any]:
+def inspector_data(run_dir: str | Path, result: ReplayResult | None = None) -> dict[str, Any]:
     """The page's data: ``{"title", "command", "settings", "runs": [...], "problems": [...]}``.
 
     Each run: ``transcript``, ``strategy``, ``messages`` (see the module doc), ``raw`` (message
     indices of the raw history), ``calls`` (``call_index``, ``raw_count``, ``sent``, ``system``,
     ``events``, ``row``: the call's columns of calls.parquet), ``summaries``.  A views file that
     cannot be read is listed in ``problems`` (file and line) and the other runs are shown.
+    ``result``: the :class:`~ctxlab.replay.ReplayResult` the folder's views came from; its rows
+    and summaries are used instead of ``calls.parquet`` and ``summaries.jsonl`` (which a
+    replay in Python does not write).
 
     Raises:
         InspectorError: ``run_dir`` is not a folder, or has no ``views/`` files.
@@ -159,7 +171,19 @@ def inspector_data(run_dir: str | Path) -> dict[str, Any]:
         )
     run_json = root / "run.json"
     meta: dict[str, Any] = json.loads(run_json.read_text(encoding="utf-8")) if run_json.is_file() else {}
-    rows, summaries = _rows(root), _summaries(root)
+    if result is None:
+        rows, summaries = _rows(root), _summaries(root)
+    else:
+        rows = {
+            (r["transcript"], r["strategy"], r["call_index"]): {c: r.get(c) for c in ROW_COLUMNS}
+            for r in result.rows
+        }
+        summaries = {}
+        for s in result.summaries:
+            record = {
+                k: s.get(k) for k in ("call_index", "cutoff_index", "text", "tokens", "file_path", "error")
+            }
+            summaries.setdefault((s["transcript"], s["strategy"]), []).append({**record, "href": None})
     runs: list[dict[str, Any]] = []
     problems: list[str] = []
     for path in paths:
@@ -227,3 +251,42 @@ def write_inspector(run_dir: str | Path, out: str | Path | None = None) -> Path:
 
 def _escape(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def raw_view_marks(run: dict[str, Any], call: dict[str, Any]) -> list[str]:
+    """The mark of each raw message of one call, as the page shows it (``renderRaw`` in
+    ``inspector_assets/inspector.js`` applies the same rule): ``kept`` (sent as it is; an
+    ``observation`` stays one), the sent copy's mark when the message went out changed
+    (``offloaded``, ``truncated``; ``changed`` when the copy has no ctxlab mark), ``summarized``
+    when it was not sent and the view holds a summary, else ``dropped``.
+
+    Args:
+        run: one run of :func:`inspector_data`; ``call``: one of its calls.
+    """
+    messages = run["messages"]
+    sent = set(call["sent"])
+    by_id = {messages[i]["id"]: i for i in call["sent"] if messages[i]["id"]}
+    summarized = any(messages[i]["mark"] == "summary" for i in call["sent"])
+    marks = []
+    for i in run["raw"][: call["raw_count"]]:
+        m = messages[i]
+        if i in sent:
+            marks.append("observation" if m["mark"] == "observation" else "kept")
+        elif m["id"] and m["id"] in by_id:
+            other = messages[by_id[m["id"]]]["mark"]
+            marks.append("changed" if other == "kept" else other)
+        else:
+            marks.append("summarized" if summarized else "dropped")
+    return marks
+
+
+def sent_view_marks(run: dict[str, Any], call: dict[str, Any]) -> list[str]:
+    """The mark of each sent message of one call, as the page shows it (``renderSent`` in
+    ``inspector.js``): the message's own mark, but ``changed`` for a message with no ctxlab mark
+    that is not a raw message (another strategy's masking or rewriting)."""
+    messages = run["messages"]
+    raw = set(run["raw"][: call["raw_count"]])
+    return [
+        "changed" if messages[i]["mark"] == "kept" and i not in raw else messages[i]["mark"]
+        for i in call["sent"]
+    ]
