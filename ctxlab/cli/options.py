@@ -39,6 +39,7 @@ __all__ = [
     "price_row",
     "settings_from_args",
     "summarizer_from_args",
+    "summary_cache_from_args",
     "switch",
     "window_from_args",
 ]
@@ -182,8 +183,34 @@ def add_model_options(p: argparse.ArgumentParser) -> None:
                 "--summarizer-model",
                 "summarize with this chat model (init_chat_model) (default: the offline structured summary)",
             ),
+            option(
+                "--summary-cache",
+                "folder of the on-disk cache of --summarizer-model replies (summaries.sqlite), or off; "
+                "a second run of the same command asks the model nothing (default: OUT/.ctxlab-cache)",
+                metavar="DIR|off",
+            ),
         ],
     )
+
+
+def summary_cache_from_args(args: argparse.Namespace) -> Path | None:
+    """The SQLite file of the summary cache: ``--summary-cache DIR`` (``DIR/summaries.sqlite``),
+    ``None`` for ``off`` or without ``--summarizer-model``, else ``<--out>/.ctxlab-cache/summaries.sqlite``.
+
+    Raises:
+        CliError: ``DIR`` exists and is not a folder.
+    """
+    from ctxlab.replay.summary_cache import CACHE_FILE, default_cache_path
+
+    value = getattr(args, "summary_cache", None)
+    if value == "off" or not getattr(args, "summarizer_model", None):
+        return None
+    if value is None:
+        return default_cache_path(args.out)
+    folder = Path(value)
+    if folder.exists() and not folder.is_dir():
+        raise CliError(f"--summary-cache {value}: exists and is not a folder (give a folder, or off)")
+    return folder / CACHE_FILE
 
 
 def add_measure_options(p: argparse.ArgumentParser) -> None:

@@ -29,7 +29,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ctxlab.cli.options import CliError, price_row, settings_from_args, summarizer_from_args, window_from_args
+from ctxlab.cli.options import (
+    CliError,
+    price_row,
+    settings_from_args,
+    summarizer_from_args,
+    summary_cache_from_args,
+    window_from_args,
+)
 
 __all__ = ["OUTPUTS", "lab_manager", "run_replay", "warn"]
 
@@ -225,6 +232,7 @@ def run_replay(args: argparse.Namespace, argv: Sequence[str]) -> int:
                 "--measure tiktoken needs the tiktoken package (pip install 'ctxlab[lab]')"
             ) from exc
     summarizer_model = summarizer_from_args(args)
+    summary_cache = summary_cache_from_args(args)
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise CliError(f"--out {out}: exists and is not a folder")
@@ -238,7 +246,7 @@ def run_replay(args: argparse.Namespace, argv: Sequence[str]) -> int:
         raise CliError(f"--jobs={args.jobs} is invalid: allowed an integer > 0")
     stage, made = _staging(out)
     if args.jobs > 1 or args.engine == "ray":
-        result = _run_parallel(args, names, settings, stage, window, price)
+        result = _run_parallel(args, names, settings, stage, window, price, summary_cache)
     else:
         result = replay_many(
             transcripts,
@@ -254,6 +262,7 @@ def run_replay(args: argparse.Namespace, argv: Sequence[str]) -> int:
             price_model=price,
             stop_on_failure=not args.keep_going,
             write_views=True,
+            summary_cache=summary_cache,
         )
     result.errors[:0] = problems
     if result.replayed == 0:
@@ -281,7 +290,13 @@ def run_replay(args: argparse.Namespace, argv: Sequence[str]) -> int:
 
 
 def _run_parallel(
-    args: argparse.Namespace, names: list[str], settings: Any, stage: Path, window: Any, price: Any
+    args: argparse.Namespace,
+    names: list[str],
+    settings: Any,
+    stage: Path,
+    window: Any,
+    price: Any,
+    summary_cache: Path | None,
 ) -> Any:
     """``--jobs N`` / ``--engine ray``: the same replay on worker processes or a Ray cluster, which
     load the files themselves (a task carries a path, never an object)."""
@@ -305,6 +320,7 @@ def _run_parallel(
             price_model=price,
             progress=not args.no_progress and sys.stderr.isatty(),
             write_views=True,
+            summary_cache=str(summary_cache) if summary_cache is not None else None,
         )
     except RayUnavailableError as exc:
         raise CliError(str(exc)) from exc

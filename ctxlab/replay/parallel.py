@@ -330,6 +330,7 @@ def run_grid(
     summarizer_model: str | None = None,
     keep_views: bool = False,
     write_views: bool = False,
+    summary_cache: str | None = None,
     price_model: Any = None,
     progress: bool = False,
 ) -> GridResult:
@@ -351,6 +352,9 @@ def run_grid(
         format, plugins_dir, measure, limit_calls, context_window, keep_views, write_views: as
             for :func:`~ctxlab.replay.engine.replay_many` (``plugins_dir`` is loaded by every
             worker; the views go to ``out_dir``).
+        summary_cache: the SQLite file of the summarizer's reply cache, shared by the workers
+            (:mod:`ctxlab.replay.summary_cache`); the merged result's provenance sums their hits
+            and misses.
         summarizer_model: a ``"provider:model"`` string (``init_chat_model``, built by each
             worker) or ``None`` for the offline summarizer.
         price_model: the price row of the cost columns (a name or a picklable row), as for
@@ -394,6 +398,7 @@ def run_grid(
         "summarizer_model": summarizer_model,
         "keep_views": keep_views,
         "write_views": write_views,
+        "summary_cache": summary_cache,
     }
     if price_model is not None:
         options["price_model"] = price_model
@@ -427,5 +432,15 @@ def run_grid(
         for task, one in zip(tasks, done, strict=True):
             if task.point == p:
                 merged.extend(one)
+                _add_cache_stats(merged, one)
         out.results.append(merged)
     return out
+
+
+def _add_cache_stats(merged: ReplayResult, one: ReplayResult) -> None:
+    """Sum a task's summary cache hits and misses into the merged result's provenance."""
+    stats = one.provenance.get("summary_cache")
+    if stats:
+        total = merged.provenance.setdefault("summary_cache", {"path": stats["path"], "hits": 0, "misses": 0})
+        total["hits"] += stats["hits"]
+        total["misses"] += stats["misses"]
