@@ -27,9 +27,11 @@ FOCUS = "matplotlib__matplotlib-26466.traj.json"  # the run shown call by call
 # # Write a plugin
 #
 # Every step of an ARS compression round is a [pluggy](https://pluggy.readthedocs.io) hook
-# (`ctxlab/hookspecs.py`), and ARS's own behaviour is a set of plugins registered *last*, so a
-# plugin of yours overrides a default just by implementing the same hook. This notebook writes
-# two small plugins, registers them, and compares them with the default on the same real runs:
+# (`ctxlab/core/hookspecs.py`), and ARS's own behaviour is a set of plugins registered *last*, so a
+# plugin of yours overrides a default just by implementing the same hook. A plugin imports what it
+# needs from `ctxlab.sdk`: `hookimpl`, the types the hooks receive and return, and helpers. This
+# notebook writes two small plugins, registers them, and compares them with the default on the
+# same real runs:
 #
 # 1. a **cutoff rule** (`ctxlab_select_cutoff`): where L2 cuts the history;
 # 2. an **estimator** (`ctxlab_estimate_message`): how many tokens a message costs, which decides
@@ -40,15 +42,20 @@ import tempfile
 
 import polars as pl
 
-from ctxlab import CompressionMiddleware, CompressionSettings, describe_plugins, hookimpl
+from ctxlab import CompressionMiddleware, CompressionSettings, describe_plugins
 from ctxlab.analysis.export import save_figure
 from ctxlab.analysis.plotting import plot_savings, plot_strategies
 from ctxlab.analysis.report import strategy_totals
-from ctxlab.core.builtin import StructuredSummarizer
-from ctxlab.core.cutoff import CutoffDecision
 from ctxlab.core.files import default_backend
-from ctxlab.core.messages import message_text, valid_cut_positions
 from ctxlab.replay import make_lab_manager, replay, replay_many
+from ctxlab.sdk import (
+    CutoffDecision,
+    RegisterStrategy,
+    StructuredSummarizer,
+    hookimpl,
+    message_text,
+    valid_cut_positions,
+)
 from ctxlab.transcripts import load_many
 from ctxlab.transcripts.locate import shared_dir
 
@@ -138,14 +145,15 @@ pl.DataFrame(
 # %% [markdown]
 # **As named strategies**, for side-by-side comparison: a plugin implementing
 # `ctxlab_register_strategies` registers a name and a factory returning the plugins that, on top of
-# the ARS defaults, make up the strategy. (An installed package does the same through the
-# `ctxlab` entry-point group; see `plugins/`.)
+# the ARS defaults, make up the strategy (`register` is typed: a wrong argument is refused, naming
+# it). An installed package does the same through the `ctxlab` entry-point group, with the hook a
+# top-level function of the module its entry point names; see `plugins/`.
 
 
 # %%
 class MyStrategies:
     @hookimpl
-    def ctxlab_register_strategies(self, register):
+    def ctxlab_register_strategies(self, register: RegisterStrategy) -> None:
         register(
             "ars-token-budget",
             lambda settings: [TokenBudgetCutoff(SHARE)],

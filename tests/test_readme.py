@@ -22,14 +22,18 @@ def run_snippet(code: str, where: Path, monkeypatch: pytest.MonkeyPatch) -> dict
     return namespace
 
 
-def test_the_readme_has_the_snippets_this_file_checks():
-    assert len(SNIPPETS) == 2
-    assert "ScriptedChatModel" in SNIPPETS[0] and "ModelNodeHarness" in SNIPPETS[1]
+MIDDLEWARE = next(s for s in SNIPPETS if "ScriptedChatModel" in s)
+HARNESS = next(s for s in SNIPPETS if "ModelNodeHarness" in s)
+
+
+@pytest.mark.parametrize("index", range(len(SNIPPETS)))
+def test_every_snippet_runs(index, tmp_path, monkeypatch, capsys):
+    run_snippet(SNIPPETS[index], tmp_path, monkeypatch)
 
 
 def test_the_middleware_snippet_runs_offline(tmp_path, monkeypatch, capsys):
     # spec: R6, R10 — offloads and a summary, through a real create_agent loop with a checkpointer
-    ns = run_snippet(SNIPPETS[0], tmp_path, monkeypatch)
+    ns = run_snippet(MIDDLEWARE, tmp_path, monkeypatch)
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "Step 3 failed."
     assert out[1].startswith("[Context summary]")  # an English conversation: an English summary
@@ -42,7 +46,7 @@ def test_the_middleware_snippet_runs_offline(tmp_path, monkeypatch, capsys):
 
 
 def test_the_harness_snippet_runs(tmp_path, monkeypatch):
-    ns = run_snippet(SNIPPETS[1], tmp_path, monkeypatch)
+    ns = run_snippet(HARNESS, tmp_path, monkeypatch)
     call = ns["call"]
     assert [m.content for m in call.views[0].messages] == ["hello"]
     assert call.response is not None and call.response.result[0].content == "hi"

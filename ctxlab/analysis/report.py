@@ -24,9 +24,7 @@ import polars as pl
 
 from ctxlab.analysis.run_record import accounting_lines, problem_lines, provenance_lines
 from ctxlab.core.events import EVENT_ROW_KEYS, event_row
-from ctxlab.replay.cost import COST_DEFINITIONS
-from ctxlab.replay.fidelity import FIDELITY_DEFINITIONS
-from ctxlab.replay.metrics import METRIC_DEFINITIONS
+from ctxlab.replay.columns import report_definitions
 from ctxlab.replay.table import (
     CALLS_SCHEMA,
     SUMMARY_COLUMNS,
@@ -370,7 +368,7 @@ def _report_markdown(
     lines += ["", "## Metric definitions", ""]
     lines.append("All token values are estimates in tokens by the measuring estimator.")
     lines.append("")
-    for name, text in {**METRIC_DEFINITIONS, **COST_DEFINITIONS, **FIDELITY_DEFINITIONS}.items():
+    for name, text in report_definitions().items():  # the column registry's, in its order
         lines.append(f"- **{name}**: {text}.")
     lines += ["", "## Errors and skipped files", ""]
     lines += problem_lines(result)

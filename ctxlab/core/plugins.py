@@ -3,7 +3,10 @@
 Sources of plugins, in the order they are registered:
 
 1. the built-in ARS defaults (:mod:`ctxlab.core.builtin`, every implementation ``trylast``);
-2. installed packages in the ``ctxlab`` entry-point group (``load_entrypoints=True``);
+2. installed packages in the ``ctxlab`` entry-point group (``load_entrypoints=True``): the entry
+   point names a module whose top-level functions are ``@hookimpl`` functions (``name =
+   "package"``, a plugin is a module, as in pytest and llm) or an object with ``@hookimpl``
+   methods (``name = "package:attribute"``);
 3. ``.py`` files in a plugins folder (``plugins_dir=``, or ``$CTXLAB_PLUGINS_DIR`` when asked with
    ``read_env=True``): the module
    itself when it defines ``@hookimpl`` functions, and every public module-level instance whose
@@ -167,6 +170,12 @@ def _load_entrypoints(pm: pluggy.PluginManager) -> None:
         except Exception as exc:  # a broken plugin is reported and skipped
             _warn(f"ctxlab plugin {ep.name!r} ({ep.value}) failed to load: {exc}")
             continue
+        if isinstance(plugin, ModuleType) and not _has_hookimpls(pm, plugin):
+            _warn(
+                f"ctxlab plugin {ep.name!r} ({label}) skipped: its entry point names the module "
+                f"{plugin.__name__}, which defines no module-level @hookimpl function"
+            )
+            continue
         _register(pm, plugin, ep.name, source=f"entry point ({label})")
 
 
@@ -201,7 +210,7 @@ def _load_folder(pm: pluggy.PluginManager, folder: Path) -> None:
 def _folder_plugins(pm: pluggy.PluginManager, module: ModuleType, base: str) -> list[tuple[str, object]]:
     """The plugins one plugins-folder file provides, with their names: the module (``base``) when
     it has hook functions, then each public module-level instance with hook methods
-    (``base:attribute``), skipping objects already registered (an imported ``entry_point``)."""
+    (``base:attribute``), skipping objects already registered (a plugin object the file imported)."""
     found: list[tuple[str, object]] = []
     if _has_hookimpls(pm, module):
         found.append((base, module))

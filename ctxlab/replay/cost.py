@@ -65,6 +65,7 @@ from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
+from ctxlab.replay.columns import report_definitions
 from ctxlab.replay.metrics import RequestView, common_prefix, request_keys
 from ctxlab.replay.prices import PriceRow
 
@@ -413,23 +414,5 @@ def view_segments(
     return tuple(out)
 
 
-#: definitions printed in report.md (keys are column names)
-COST_DEFINITIONS: dict[str, str] = {
-    "cost_usd": "US dollars of the call to the main model under the report's price row, with that provider "
-    "family's prompt caching (OpenAI: automatic prefix caching from 1,024 tokens in 128-token steps; "
-    "Anthropic: an explicit breakpoint at the end of the prefix the next call repeats, written at the "
-    "cache-write price and read at the cached price while it lives 5 minutes, calls assumed within it "
-    "since transcripts carry no timestamps; Gemini/DeepSeek: implicit caching, every eligible prefix "
-    "counted as a hit): uncached input x input price + cache_read_tokens x cached-input price + "
-    "cache_write_tokens x cache-write price + output_tokens x output price; prefixes are matched message "
-    "by message (system, tool schemas, then the view) against every earlier request of the run. Per "
-    "strategy cost_usd also includes summarizer_cost_usd",
-    "summarizer_cost_usd": "US dollars of the summarizer's calls of this call, priced as uncached calls "
-    "(their prompts are not recorded): summarizer_input_tokens x input price + summarizer_output_tokens x "
-    "output price",
-    "raw_cost_usd": "US dollars of the uncompressed request of this call (raw_tokens) with the same caching: "
-    "the reference a strategy has to beat; cost_saving_pct = 1 - cost_usd / raw_cost_usd over a run's calls",
-    "output_tokens": "the recorded answer's tokens by the measuring estimator (reasoning tokens that the "
-    "transcript does not record are not counted). Not captured by the cost columns: long-prompt price "
-    "tiers, batch discounts, cache storage fees, the provider's own token counts",
-}
+#: definitions printed in report.md (keys are column names; from the column registry)
+COST_DEFINITIONS: dict[str, str] = report_definitions("cost")

@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 from langchain.agents.middleware.types import AgentMiddleware
 from langchain_core.messages import AIMessage
 
-from ctxlab.core.estimation import EstimateCache
 from ctxlab.core.middleware import CompressionMiddleware
 from ctxlab.core.settings import CompressionSettings
 from ctxlab.replay.building import (
@@ -37,9 +36,7 @@ from ctxlab.replay.building import (
 )
 from ctxlab.replay.metrics import IdentifierIndex, make_measure, run_measure
 from ctxlab.replay.names import safe_name, transcript_labels
-from ctxlab.replay.prices import PriceRow, PriceTable
 from ctxlab.replay.provenance import provenance
-from ctxlab.replay.provider import ContextWindow
 from ctxlab.replay.result import ReplayIssue, ReplayResult
 from ctxlab.replay.run_measures import resolve_price
 from ctxlab.replay.runner import replay_one
@@ -52,6 +49,10 @@ from ctxlab.transcripts.base import Transcript
 
 if TYPE_CHECKING:
     import pluggy
+
+    from ctxlab.core.estimation import EstimateCache
+    from ctxlab.replay.prices import PriceRow, PriceTable
+    from ctxlab.replay.provider import ContextWindow
 
 logger = logging.getLogger("ctxlab.replay.engine")
 

@@ -39,6 +39,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage
 
+from ctxlab.replay.columns import report_definitions
 from ctxlab.replay.metrics import IdentifierIndex, expand_identifier, extract_identifiers
 
 __all__ = [
@@ -214,16 +215,5 @@ def fidelity_totals(rounds: Iterable[RoundFidelity | Mapping[str, Any]]) -> Fide
     )
 
 
-#: definitions printed in report.md (keys are column names)
-FIDELITY_DEFINITIONS: dict[str, str] = {
-    "span_recall": "per L2 round: of the distinct identifiers (paths, file names, dotted/snake_case/CamelCase "
-    "names, error names, numbers of 4+ digits) in the summarized span (the messages the round replaced with "
-    "its summary, an earlier summary among them), the share present in the summary; empty when the span "
-    "has none",
-    "needed_recall": "per L2 round: of the identifiers that later assistant turns use and that, at the time "
-    "of use, stood only in the summarized span (not in the system message, the kept window of the view the "
-    "round produced, or any later message before the use), the share present in the summary; empty when "
-    "there are none. Per strategy: pooled over its rounds (needed_carried / needed_identifiers) and the "
-    "mean of the rounds' values. Not captured: paraphrase, facts that are not identifiers, names under 4 "
-    "characters, whether the agent would have found the identifier again",
-}
+#: definitions printed in report.md (keys are column names; from the column registry)
+FIDELITY_DEFINITIONS: dict[str, str] = report_definitions("fidelity")

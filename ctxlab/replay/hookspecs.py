@@ -5,15 +5,16 @@ Added to a plugin manager by :func:`ctxlab.replay.strategies.make_lab_manager`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from ctxlab.core.hookspecs import hookspec
+from ctxlab.core.strategy import RegisterStrategy
 
 
 @hookspec
-def ctxlab_register_strategies(register: Callable[..., None]) -> None:
-    """Register named strategies: call ``register(name, factory, description="", levels=None,
-    per_run=False)`` per strategy (``levels``: how reports name the strategy's compression levels,
+def ctxlab_register_strategies(register: RegisterStrategy) -> None:
+    """Register named strategies: call ``register(name, factory, description="", *, levels=None,
+    per_run=False)`` per strategy (a :class:`ctxlab.core.strategy.RegisterStrategy`; each call is
+    checked as a :class:`~ctxlab.core.strategy.Strategy`, ``TypeError``/``ValueError`` naming the
+    argument) (``levels``: how reports name the strategy's compression levels,
     e.g. ``{"L1": "masking"}`` when its L1 rounds are observation masking; default: L1 and L2).
 
     ``factory(settings) -> list[object] | AgentMiddleware``: a list of plugin objects that, added

@@ -43,6 +43,7 @@ from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolM
 from ctxlab.core.estimation import CharClassEstimator, EstimateCache, TokenizerEstimator
 from ctxlab.core.identity import IdentityCache
 from ctxlab.core.marks import is_summary_message, is_tool_result
+from ctxlab.replay.columns import VIEW_PARTS, report_definitions
 from ctxlab.replay.identifiers import (
     IDENTIFIER_PATTERNS,
     MESSAGES_CACHED,
@@ -79,9 +80,6 @@ __all__ = [
 
 #: names accepted by :func:`make_measure`
 MEASURES = ("char-class", "tiktoken")
-
-#: the parts a view is split into (columns ``view_<part>_tokens``)
-VIEW_PARTS = ("system", "user", "assistant", "tool", "summary")
 
 
 def retention(
@@ -378,36 +376,5 @@ def run_measure(mw: object, measure: str, meter: EstimateCache) -> EstimateCache
     return EstimateCache(message_tokens, impl.tools_tokens, name=meter.name)
 
 
-#: metric definitions, printed in report.md (keys are column names)
-METRIC_DEFINITIONS: dict[str, str] = {
-    "raw_tokens": "estimate of the uncompressed request of this call: system message + tool schemas + "
-    "every transcript message before this call",
-    "view_tokens": "estimate of what the strategy actually sent (system + tools + view messages); "
-    "split into view_system_tokens (system + tool schemas), view_user_tokens, view_assistant_tokens, "
-    "view_tool_tokens (ToolMessages and observation messages) and view_summary_tokens "
-    "(messages marked lc_source=summarization)",
-    "saving %": "1 - sum(view_tokens) / sum(raw_tokens) over the calls of a run",
-    "level": "none / L1 / L2, from the context_compression 'completed' event of the call; foreign "
-    "middlewares, which emit no such event, count L2 when they rewrote the history with a summary "
-    "message (LangChain) or set a new _summarization_event (DeepAgents)",
-    "cutoff_index": "the L2 cutoff set by this call (global position in the state messages); "
-    "state_cutoff_index is the cutoff in effect after the call",
-    "overhead_ms": "wall time inside the middleware (before_model + wrap_model_call) minus the time "
-    "inside the model handler",
-    "cache_reusable_tokens": "longest common prefix, in tokens, of this call's request (system, tools, "
-    "view messages) and the previous call's, comparing messages by canonical content (type, text, "
-    "tool calls, tool_call_id): what a provider's prompt cache could reuse; cache-reusable share = "
-    "cache_reusable_tokens / view_tokens",
-    "retention": "of the identifiers (paths, file names, dotted/snake_case/CamelCase names, error names, "
-    "numbers of 4+ digits) that the recorded assistant message mentions and that appeared earlier in "
-    "the transcript, the share still present in the view (system and tool schemas excluded); empty "
-    "when there are none",
-    "unmatched_tool_pairs": "ToolMessages in the view without an earlier call in the view, plus calls in "
-    "the view whose results appear in the transcript before this call but not in the view (must be 0)",
-    "summarizer_*": "summarizer calls and tokens of the L2 round of this call (provider usage when "
-    "reported, else estimates); for ctxlab strategies from the completed event's stats, for foreign "
-    "middlewares (the baselines) from a LangChain callback handler that sees every chat-model call made "
-    "during the call (the replayed main model is never called, so these are the summarizer's): the "
-    "provider's usage_metadata when reported, else the measuring estimator's count of the prompt "
-    "messages (input) and of the response (output)",
-}
+#: metric definitions, printed in report.md (keys are column names; from the column registry)
+METRIC_DEFINITIONS: dict[str, str] = report_definitions("metric")

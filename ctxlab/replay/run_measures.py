@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.messages import BaseMessage
 
 from ctxlab.core.marks import is_summary_message
+from ctxlab.replay.columns import measure_columns
 from ctxlab.replay.cost import CallTokens, Segments, price_run, view_segments
 from ctxlab.replay.fidelity import summary_fidelity
 from ctxlab.replay.metrics import IdentifierIndex, RequestView, canonical_key
@@ -41,17 +42,10 @@ __all__ = [
     "summarized_span",
 ]
 
-#: per-call cost columns (tokens, and US dollars)
-COST_COLUMNS = (
-    "output_tokens",
-    "cache_read_tokens",
-    "cache_write_tokens",
-    "cost_usd",
-    "summarizer_cost_usd",
-    "raw_cost_usd",
-)
+#: per-call cost columns (tokens, and US dollars), from the column registry
+COST_COLUMNS = measure_columns("cost")
 #: per-call fidelity columns (counts of distinct identifiers; empty on calls without an L2 round)
-FIDELITY_COLUMNS = ("span_identifiers", "span_carried", "needed_identifiers", "needed_carried")
+FIDELITY_COLUMNS = measure_columns("fidelity")
 RUN_MEASURE_COLUMNS = COST_COLUMNS + FIDELITY_COLUMNS
 
 

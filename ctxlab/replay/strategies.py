@@ -19,15 +19,14 @@ compression hooks are not applied to any strategy (:func:`ignored_hook_plugins` 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Iterable, Mapping
 
 import pluggy
 
 from ctxlab.core import hookspecs as core_specs
 from ctxlab.core.hookspecs import hookimpl
 from ctxlab.core.plugins import describe_plugins, make_plugin_manager
+from ctxlab.core.strategy import RegisterStrategy, Strategy, StrategyFactory
 from ctxlab.replay import hookspecs as replay_specs
 from ctxlab.transcripts import formats_plugin
 from ctxlab.transcripts import hookspecs as transcript_specs
@@ -56,34 +55,13 @@ BEHAVIOUR_HOOKS = frozenset(
 )
 
 
-@dataclass(frozen=True)
-class Strategy:
-    """A named compression strategy.
-
-    ``factory(settings)`` returns the list of plugin objects added on top of the ARS defaults
-    (empty for ARS itself), or an ``AgentMiddleware`` used as is.  ``levels`` renames compression
-    levels in reports (``{"L1": "masking"}``: this strategy's L1 rounds are observation masking);
-    empty: the levels are ARS's L1 and L2.  ``per_run``: a replay batch builds this strategy's
-    middleware for every run (its plugins keep a run's state on themselves); ``False``
-    (default): one middleware per strategy serves every run of a batch, so plugins keep no
-    run's state on themselves (or key it by what tells runs apart).
-    """
-
-    name: str
-    factory: Callable[[Any], Any]
-    description: str = ""
-    source: str = field(default="", compare=False)
-    levels: dict[str, str] = field(default_factory=dict, compare=False)
-    per_run: bool = False
-
-
 class BuiltinStrategies:
     """Registers the ``ars`` strategy (the defaults with nothing added), ``trylast``."""
 
     name = "strategies"
 
     @hookimpl(trylast=True)
-    def ctxlab_register_strategies(self, register: Callable[..., None]) -> None:
+    def ctxlab_register_strategies(self, register: RegisterStrategy) -> None:
         register("ars", lambda settings: [], "ARS two-level compression (L1 trim + L2 summary), the defaults")
 
 
@@ -114,26 +92,32 @@ def make_lab_manager(
 def strategies(pm: pluggy.PluginManager) -> dict[str, Strategy]:
     """Every strategy registered through ``ctxlab_register_strategies`` in ``pm``, by name.
 
+    The hook's ``register`` is a :class:`~ctxlab.core.strategy.RegisterStrategy`: each call is
+    checked as a :class:`~ctxlab.core.strategy.Strategy`.
+
     Raises:
-        ValueError: two plugins register the same strategy name.
+        ValueError: two plugins register the same strategy name, or a value is out of range.
+        TypeError: an argument of ``register`` has the wrong type (the message names it).
     """
     found: dict[str, Strategy] = {}
 
     def register(
         name: str,
-        factory: Callable[[Any], Any],
+        factory: StrategyFactory,
         description: str = "",
         *,
-        levels: dict[str, str] | None = None,
+        levels: Mapping[str, str] | None = None,
         per_run: bool = False,
     ) -> None:
-        if name in found:
+        made = Strategy(name, factory, description, levels={} if levels is None else levels, per_run=per_run)
+        if made.name in found:
             raise ValueError(f"strategy {name!r} is registered twice")
-        found[name] = Strategy(name, factory, description, levels=dict(levels or {}), per_run=per_run)
+        found[made.name] = made
 
+    typed: RegisterStrategy = register  # mypy checks the callback against the protocol
     hook = getattr(pm.hook, "ctxlab_register_strategies", None)
     if hook is not None:
-        hook(register=register)
+        hook(register=typed)
     return found
 
 

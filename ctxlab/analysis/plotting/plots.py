@@ -27,7 +27,7 @@ from ctxlab.analysis.plotting.style import (
     tokens_axis,
     use_log,
 )
-from ctxlab.replay.metrics import VIEW_PARTS
+from ctxlab.replay.columns import VIEW_PARTS, axis_label
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -331,7 +331,7 @@ def plot_savings(calls: pl.DataFrame, **options: Unpack[PlotOptions]) -> Figure:
     else:
         ax.set_xticks(range(len(names)), labels, fontfamily=fam)
     ax.set_xlim(-0.75, max(1, len(names)) - 0.25)  # a lone bar does not fill the axes
-    ax.set_ylabel("tokens saved (% of raw)", fontfamily=fam)
+    ax.set_ylabel(axis_label("saving_pct"), fontfamily=fam)
     ax.set_xlabel("strategy", fontfamily=fam)
     hi = max([*values, 0.0])
     lo = min([*values, 0.0])
@@ -383,7 +383,7 @@ def plot_sweep(
     width = 0.6 * (min(b - a for a, b in itertools.pairwise(x)) if len(x) > 1 else 0.1)
     right = ax.twinx()
     bars = right.bar(x, frame["l2_rounds"].to_list(), width=width, color=COLORS["L2"], alpha=0.3)
-    right.set_ylabel("L2 rounds (all transcripts)")
+    right.set_ylabel(axis_label("l2_rounds"))
     right.yaxis.set_major_locator(MaxNLocator(integer=True))
     (line,) = ax.plot(x, frame["saving_pct"].to_list(), marker="o", color=COLORS["sent"], linewidth=2)
     ax.set_zorder(right.get_zorder() + 1)
@@ -395,7 +395,7 @@ def plot_sweep(
     else:
         ax.set_xticks(x, [f"{v:g}" for v in x])
         ax.set_xlabel(setting + (" (T2 / T)" if ratio else ""))
-    ax.set_ylabel("tokens saved (% of raw)")
+    ax.set_ylabel(axis_label("saving_pct"))
     ax.set_ylim(0, max(100.0, *(v or 0 for v in frame["saving_pct"].to_list())))
     ax.grid(True, alpha=0.3, linewidth=0.6)
     ax.legend([line, bars], ["saving %", "L2 rounds"], loc="upper right", framealpha=0.85)

@@ -59,6 +59,7 @@ from ctxlab.cli.bench.overhead import (
     real_histories,
     synthetic_history,
 )
+from ctxlab.cli.bench.plugged import PluginMissingError, require
 from ctxlab.cli.bench.render import render, render_scale
 from ctxlab.cli.bench.samples import (
     CLASSES,
@@ -193,8 +194,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """``ctxlab bench``: run the benchmarks, print them and write the Markdown table.
 
     Returns:
-        0 on success, 2 when the transcripts folder is missing or ``--quick`` would overwrite the
-        committed ``docs/benchmarks.md``.
+        0 on success, 2 when the transcripts folder is missing, a plugin distribution a section
+        measures is not installed (:mod:`~ctxlab.cli.bench.plugged`), or ``--quick`` would
+        overwrite the committed ``docs/benchmarks.md``.
     """
     parser = argparse.ArgumentParser(
         prog="ctxlab bench",
@@ -238,6 +240,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"ctxlab bench: transcripts folder {transcripts} not found (--transcripts or $CTXLAB_TRANSCRIPTS)",
             file=sys.stderr,
         )
+        return 2
+    try:
+        require(sections)  # the plugin strategies measured, before minutes of measuring
+    except PluginMissingError as exc:
+        print(f"ctxlab bench: {exc}", file=sys.stderr)
         return 2
     command = "ctxlab bench" + (
         " " + " ".join(argv)

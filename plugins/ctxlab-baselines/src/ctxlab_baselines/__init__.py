@@ -27,7 +27,8 @@ structured summary (:class:`ctxlab.core.builtin.StructuredSummarizer`) from the 
 it receives — the same summarizer ARS uses offline, so a comparison measures the strategy, not
 the model.  Pass ``model=`` to the factories to summarize with a real chat model instead.
 
-The entry point only registers the strategies.
+The entry point names the package itself (``baselines = "ctxlab_baselines"``): its one
+module-level hook, :func:`ctxlab_register_strategies`, registers the two strategies only.
 """
 
 from __future__ import annotations
@@ -45,14 +46,20 @@ from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 
-from ctxlab import hookimpl
 from ctxlab.core.marks import langchain_summary_kwargs
-from ctxlab.core.settings import CompressionSettings
+from ctxlab.sdk import (
+    CompressionSettings,
+    RegisterStrategy,
+    StructuredSummarizer,
+    SummaryJob,
+    hookimpl,
+    message_text,
+)
 
 __all__ = [
     "OfflineSummaryModel",
+    "ctxlab_register_strategies",
     "deepagents_summarization",
-    "entry_point",
     "langchain_summarization",
     "parse_prompt_messages",
 ]
@@ -143,10 +150,6 @@ class OfflineSummaryModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        from ctxlab.core.builtin import StructuredSummarizer
-        from ctxlab.core.messages import message_text
-        from ctxlab.core.summarize import SummaryJob
-
         prompt = "\n".join(message_text(m) for m in messages if not isinstance(m, SystemMessage))
         parsed = parse_prompt_messages(prompt)
         result = StructuredSummarizer().summarize(
@@ -196,24 +199,17 @@ def deepagents_summarization(
     return mw
 
 
-class _EntryPoint:
-    """What the ``ctxlab`` entry point registers: the two strategies."""
-
-    name = "ctxlab-baselines"
-
-    @hookimpl
-    def ctxlab_register_strategies(self, register: Any) -> None:
-        register(
-            "langchain-summarization",
-            langchain_summarization,
-            "LangChain SummarizationMiddleware (trigger T tokens, keep summary_keep_messages; offline summarizer)",
-        )
-        register(
-            "deepagents-summarization",
-            deepagents_summarization,
-            "DeepAgents SummarizationMiddleware (trigger T tokens, keep summary_keep_messages; offline summarizer, "
-            "FilesystemBackend in a temporary folder)",
-        )
-
-
-entry_point = _EntryPoint()
+@hookimpl
+def ctxlab_register_strategies(register: RegisterStrategy) -> None:
+    """The entry point's one hook: the two strategies."""
+    register(
+        "langchain-summarization",
+        langchain_summarization,
+        "LangChain SummarizationMiddleware (trigger T tokens, keep summary_keep_messages; offline summarizer)",
+    )
+    register(
+        "deepagents-summarization",
+        deepagents_summarization,
+        "DeepAgents SummarizationMiddleware (trigger T tokens, keep summary_keep_messages; offline summarizer, "
+        "FilesystemBackend in a temporary folder)",
+    )

@@ -11,32 +11,24 @@ classes, pairs of character classes and digit groups with constants calibrated a
   (there the per-call cost decides, not the passes over the bytes).  One text's estimate moves
   by a few per cent, the per-class aggregates by less than a point (``ctxlab bench`` reports both
   estimators side by side).
-* ``calibrate.py`` — re-fits the constants against tiktoken on the shared transcripts and prints
+* the repository's ``tools/calibrate.py`` (not installed) — re-fits the constants against tiktoken on the shared transcripts and prints
   them to paste into ``ctxlab/core/estimation/charclass.py``.
 * :class:`FastEstimator` — an estimator plugin framed like the built-in one
   (:class:`ctxlab.core.estimation.CharClassEstimator`: per-message overhead, tool calls as name + JSON
   arguments, the name of a ToolMessage, images by size) with :func:`fast_text_tokens` for text.
 
-The entry point registers the ``ars-fast`` strategy only — ARS with the sampled estimator;
+The entry point names the package itself (``fast-estimator = "ctxlab_fast_estimator"``): its one
+module-level hook registers the ``ars-fast`` strategy only — ARS with the sampled estimator;
 installing the package does not change any middleware's estimator.  Use :class:`FastEstimator`
 as a plugin to opt in.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
-from langchain_core.messages import BaseMessage
-
-from ctxlab import hookimpl
-from ctxlab.core.estimation import (
-    COEFFICIENTS,
-    WEIGHTS,
-    CharClassEstimator,
-    char_class_tokens,
-    features,
-)
+from ctxlab.core.estimation import COEFFICIENTS, WEIGHTS, char_class_tokens, features
+from ctxlab.sdk import CharClassEstimator, CompressionSettings, EstimatorHooks, RegisterStrategy, hookimpl
 
 __all__ = [
     "COEFFICIENTS",
@@ -44,7 +36,7 @@ __all__ = [
     "STRIDE",
     "WEIGHTS",
     "FastEstimator",
-    "entry_point",
+    "ctxlab_register_strategies",
     "fast_features",
     "fast_text_tokens",
 ]
@@ -64,34 +56,24 @@ def fast_features(text: str) -> dict[str, float]:
     return features(text, stride=STRIDE, sample_from=SAMPLE_FROM)
 
 
-class FastEstimator(CharClassEstimator):
-    """Estimator plugin (both estimation hooks, not ``trylast``): the built-in framing with
-    :func:`fast_text_tokens` for text."""
+class FastEstimator(EstimatorHooks, CharClassEstimator):
+    """Estimator plugin (both estimation hooks, not ``trylast``, from
+    :class:`ctxlab.sdk.EstimatorHooks`): the built-in framing with :func:`fast_text_tokens` for
+    text."""
 
     name = "fast-estimator"
     text_tokens = staticmethod(fast_text_tokens)
 
-    @hookimpl
-    def ctxlab_estimate_message(self, message: BaseMessage) -> int:
-        return self.message_tokens(message)
 
-    @hookimpl
-    def ctxlab_estimate_tools(self, tools: Sequence[Any]) -> int:
-        return self.tools_tokens(tools)
+def _strategy(settings: CompressionSettings) -> list[object]:
+    return [FastEstimator()]
 
 
-class _EntryPoint:
-    """What the ``ctxlab`` entry point registers: the strategy only, never the estimator."""
-
-    name = "ctxlab-fast-estimator"
-
-    @hookimpl
-    def ctxlab_register_strategies(self, register: Any) -> None:
-        register(
-            "ars-fast",
-            lambda settings: [FastEstimator()],
-            "ARS with the sampled estimator (the core's calibrated character classes on every 3rd byte)",
-        )
-
-
-entry_point = _EntryPoint()
+@hookimpl
+def ctxlab_register_strategies(register: RegisterStrategy) -> None:
+    """The entry point's one hook: the ``ars-fast`` strategy, never the estimator itself."""
+    register(
+        "ars-fast",
+        _strategy,
+        "ARS with the sampled estimator (the core's calibrated character classes on every 3rd byte)",
+    )

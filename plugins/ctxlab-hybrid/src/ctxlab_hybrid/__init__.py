@@ -29,7 +29,8 @@ masking was never enough and the hybrid equalled ARS.
 
 Because the state is never rewritten, step 2 is decided on the unmasked history: once a run
 crosses T it stays masked.  ``N`` is ``$CTXLAB_MASKING_KEEP`` (default 10).  Needs the
-``ctxlab-masking`` plugin package.  The entry point only registers the strategy.
+``ctxlab-masking`` plugin package.  The entry point names the package itself
+(``hybrid = "ctxlab_hybrid"``), whose one module-level hook registers the strategy only.
 """
 
 from __future__ import annotations
@@ -39,10 +40,9 @@ from typing import Any
 from ctxlab_masking import ObservationMasking, keep_from_env
 from langchain_core.messages import BaseMessage
 
-from ctxlab import hookimpl
-from ctxlab.core.cutoff import SummarizeContext, SummarizeDecision
+from ctxlab.sdk import RegisterStrategy, SummarizeContext, SummarizeDecision, hookimpl
 
-__all__ = ["HybridMasking", "entry_point", "hybrid_plugins"]
+__all__ = ["HybridMasking", "ctxlab_register_strategies", "hybrid_plugins"]
 
 
 class HybridMasking(ObservationMasking):
@@ -74,19 +74,12 @@ def hybrid_plugins(settings: Any = None, keep: int | None = None) -> list[object
     return [HybridMasking(keep_from_env() if keep is None else keep)]
 
 
-class _EntryPoint:
-    """What the ``ctxlab`` entry point registers: the strategy only."""
-
-    name = "ctxlab-hybrid"
-
-    @hookimpl
-    def ctxlab_register_strategies(self, register: Any) -> None:
-        register(
-            "hybrid",
-            hybrid_plugins,
-            "Observation masking from T on (last N tool results verbatim); ARS L2 summary only when the "
-            "masked view still reaches T ($CTXLAB_MASKING_KEEP, default 10)",
-        )
-
-
-entry_point = _EntryPoint()
+@hookimpl
+def ctxlab_register_strategies(register: RegisterStrategy) -> None:
+    """The entry point's one hook: the ``hybrid`` strategy."""
+    register(
+        "hybrid",
+        hybrid_plugins,
+        "Observation masking from T on (last N tool results verbatim); ARS L2 summary only when the "
+        "masked view still reaches T ($CTXLAB_MASKING_KEEP, default 10)",
+    )

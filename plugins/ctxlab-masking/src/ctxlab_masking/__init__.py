@@ -28,8 +28,10 @@ What a faithful masking baseline needs, and how the ``masking`` strategy provide
   masked view once more; a second overflow propagates (R12/R13), as a masking-only agent would
   fail.
 
-``N`` is ``keep`` (default 10); the strategy reads ``$CTXLAB_MASKING_KEEP``.  The entry point only
-registers the ``masking`` strategy: installing the package changes no middleware.
+``N`` is ``keep`` (default 10); the strategy reads ``$CTXLAB_MASKING_KEEP``.  The package is the
+plugin its entry point names (``masking = "ctxlab_masking"``): its one module-level hook,
+:func:`ctxlab_register_strategies`, registers the ``masking`` strategy only, so installing the
+package changes no middleware.
 """
 
 from __future__ import annotations
@@ -40,12 +42,19 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage
 
-from ctxlab import hookimpl
-from ctxlab.core.cutoff import CutoffContext, CutoffDecision
-from ctxlab.core.identity import IdentityCache
-from ctxlab.core.l1 import TrimContext, TrimReport, protect_key
-from ctxlab.core.marks import is_tool_result
-from ctxlab.core.messages import message_text
+from ctxlab.sdk import (
+    CompressionSettings,
+    CutoffContext,
+    CutoffDecision,
+    IdentityCache,
+    RegisterStrategy,
+    TrimContext,
+    TrimReport,
+    hookimpl,
+    is_tool_result,
+    message_text,
+    protect_key,
+)
 
 __all__ = [
     "DEFAULT_KEEP",
@@ -53,7 +62,7 @@ __all__ = [
     "MaskReport",
     "NoSummaryCutoff",
     "ObservationMasking",
-    "entry_point",
+    "ctxlab_register_strategies",
     "is_masked",
     "is_observation",
     "keep_from_env",
@@ -192,20 +201,17 @@ def masking_plugins(keep: int | None = None) -> list[object]:
     return [ObservationMasking(n, protect_recent=True, protect_calls=True), NoSummaryCutoff()]
 
 
-class _EntryPoint:
-    """What the ``ctxlab`` entry point registers: the strategy only."""
-
-    name = "ctxlab-masking"
-
-    @hookimpl
-    def ctxlab_register_strategies(self, register: Any) -> None:
-        register(
-            "masking",
-            lambda settings: masking_plugins(),
-            "Observation masking (Lindenbauer et al. 2025): last N tool results verbatim, older ones "
-            "replaced by a placeholder from T on; no L2 ($CTXLAB_MASKING_KEEP, default 10)",
-            levels={"L1": "masking"},
-        )
+def _strategy(settings: CompressionSettings) -> list[object]:
+    return masking_plugins()
 
 
-entry_point = _EntryPoint()
+@hookimpl
+def ctxlab_register_strategies(register: RegisterStrategy) -> None:
+    """The entry point's one hook: the ``masking`` strategy (L1 rounds reported as masking)."""
+    register(
+        "masking",
+        _strategy,
+        "Observation masking (Lindenbauer et al. 2025): last N tool results verbatim, older ones "
+        "replaced by a placeholder from T on; no L2 ($CTXLAB_MASKING_KEEP, default 10)",
+        levels={"L1": "masking"},
+    )

@@ -25,8 +25,10 @@ Loading an encoding never hangs on the network (:func:`load_encoding`):
 Otherwise :class:`EncodingUnavailableError` is raised at once, naming the encoding, the cache
 folder and these options.
 
-The entry point (:data:`entry_point`) only registers the ``ars-tiktoken`` strategy: installing
-this package never changes the estimator of a middleware that did not ask for it.  Use it
+The entry point names the package itself (``tiktoken = "ctxlab_tiktoken"``): its one
+module-level hook, :func:`ctxlab_register_strategies`, registers the ``ars-tiktoken`` strategy
+only, so installing this package never changes the estimator of a middleware that did not ask
+for it.  Use it
 explicitly with ``CompressionMiddleware(plugins=[TiktokenEstimator("o200k_base")])`` or through
 the strategy.  ``$CTXLAB_TIKTOKEN_ENCODING`` sets the strategy's encoding (default
 ``cl100k_base``).
@@ -37,22 +39,19 @@ from __future__ import annotations
 import os
 import tempfile
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
 
 import tiktoken
 import tiktoken.load
-from langchain_core.messages import BaseMessage
 
-from ctxlab import hookimpl
-from ctxlab.core.estimation import TokenizerEstimator
+from ctxlab.sdk import CompressionSettings, EstimatorHooks, RegisterStrategy, TokenizerEstimator, hookimpl
 
 __all__ = [
     "DEFAULT_ENCODING",
     "EncodingUnavailableError",
     "TiktokenEstimator",
-    "entry_point",
+    "ctxlab_register_strategies",
     "load_encoding",
     "tiktoken_cache_dir",
 ]
@@ -177,12 +176,13 @@ def load_encoding(
         raise EncodingUnavailableError(name, cache, f"{type(exc).__name__}: {exc}") from exc
 
 
-class TiktokenEstimator(TokenizerEstimator):
+class TiktokenEstimator(EstimatorHooks, TokenizerEstimator):
     """Estimator plugin counting with a tiktoken encoding (exact for OpenAI-style text).
 
     The counting is the core's :class:`ctxlab.core.estimation.TokenizerEstimator` (the framing of
     :class:`~ctxlab.core.estimation.CharClassEstimator`, exact text, data-URL images by size);
-    this class loads the encoding without waiting on the network and implements the hooks.
+    this class loads the encoding without waiting on the network, and both hooks come from
+    :class:`ctxlab.sdk.EstimatorHooks`.
 
     Args:
         encoding: an encoding or model name, or a loaded ``tiktoken.Encoding``.
@@ -202,33 +202,16 @@ class TiktokenEstimator(TokenizerEstimator):
         )
         super().__init__(loaded, name=f"tiktoken-{loaded.name}")
 
-    # --- hooks ----------------------------------------------------------------------------------
 
-    @hookimpl
-    def ctxlab_estimate_message(self, message: BaseMessage) -> int:
-        return self.message_tokens(message)
-
-    @hookimpl
-    def ctxlab_estimate_tools(self, tools: Sequence[Any]) -> int:
-        return self.tools_tokens(tools)
-
-
-def _strategy(settings: Any) -> list[object]:
+def _strategy(settings: CompressionSettings) -> list[object]:
     return [TiktokenEstimator(os.environ.get("CTXLAB_TIKTOKEN_ENCODING", DEFAULT_ENCODING))]
 
 
-class _EntryPoint:
-    """What the ``ctxlab`` entry point registers: the strategy only, never the estimator."""
-
-    name = "ctxlab-tiktoken"
-
-    @hookimpl
-    def ctxlab_register_strategies(self, register: Any) -> None:
-        register(
-            "ars-tiktoken",
-            _strategy,
-            "ARS with exact tiktoken estimates (cl100k_base offline; $CTXLAB_TIKTOKEN_ENCODING)",
-        )
-
-
-entry_point = _EntryPoint()
+@hookimpl
+def ctxlab_register_strategies(register: RegisterStrategy) -> None:
+    """The entry point's one hook: the ``ars-tiktoken`` strategy, never the estimator itself."""
+    register(
+        "ars-tiktoken",
+        _strategy,
+        "ARS with exact tiktoken estimates (cl100k_base offline; $CTXLAB_TIKTOKEN_ENCODING)",
+    )

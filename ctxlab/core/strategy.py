@@ -1,0 +1,109 @@
+"""A named strategy as a plugin registers it: the record, its factory type and the typed ``register``.
+
+A *strategy* is a name for a way of compressing: the ARS defaults plus some plugins, or a
+middleware from another framework.  A plugin names its strategies in the
+``ctxlab_register_strategies`` hook (:mod:`ctxlab.replay.hookspecs`, llm-style: the hook is given
+a ``register`` callback), typed here as :class:`RegisterStrategy`; the lab's registry
+(:func:`ctxlab.replay.strategies`) builds one :class:`Strategy` per call.  The record lives in
+the core so that a plugin package can be typed against it (``ctxlab.sdk``) without importing the
+lab floor (polars ...); nothing in the middleware uses it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, TypeAlias
+
+from langchain.agents.middleware import AgentMiddleware
+
+from ctxlab.core.settings import CompressionSettings
+
+__all__ = ["LEVELS", "RegisterStrategy", "Strategy", "StrategyFactory"]
+
+#: the compression levels a strategy may rename in reports (``levels={"L1": "masking"}``)
+LEVELS = ("L1", "L2")
+
+#: ``factory(settings)``: the plugin objects that, on top of the ARS defaults in a
+#: :class:`~ctxlab.CompressionMiddleware`, make up the strategy (a list or tuple; empty: ARS
+#: itself), or a ready ``AgentMiddleware`` (another framework's), driven as is.  ``settings`` is
+#: the run's :class:`~ctxlab.core.settings.CompressionSettings`.
+StrategyFactory: TypeAlias = Callable[[CompressionSettings], Sequence[object] | AgentMiddleware[Any, Any]]
+
+
+class RegisterStrategy(Protocol):
+    """The ``register`` callback ``ctxlab_register_strategies`` receives: one call per strategy.
+
+    ``register(name, factory, description="", *, levels=None, per_run=False)``; the arguments are
+    those of :class:`Strategy` (``levels=None``: no renamed level).  Raises ``TypeError`` or
+    ``ValueError`` naming the argument when one is of the wrong type or out of range, and
+    ``ValueError`` when the name is registered twice.
+    """
+
+    def __call__(
+        self,
+        name: str,
+        factory: StrategyFactory,
+        description: str = "",
+        *,
+        levels: Mapping[str, str] | None = None,
+        per_run: bool = False,
+    ) -> None: ...
+
+
+@dataclass(frozen=True)
+class Strategy:
+    """A named compression strategy.
+
+    Attributes:
+        name: what replay, ``ctxlab compare --strategies`` and the rows call it (a non-empty
+            string without blanks at either end).
+        factory: see :data:`StrategyFactory`; called once per replay batch (or per run with
+            ``per_run``).
+        description: one line for ``ctxlab plugins`` and the reports (may be empty).
+        source: where it was registered (informative, not compared).
+        levels: how reports name this strategy's compression levels, keys among :data:`LEVELS`
+            (``{"L1": "masking"}``: its L1 rounds are observation masking); empty: ARS's L1 and
+            L2.  Kept as a ``dict`` copy of the mapping given.
+        per_run: a replay batch builds this strategy's middleware for every run (its plugins keep
+            a run's state on themselves); ``False`` (default): one middleware per strategy
+            serves every run of a batch, so plugins keep no run's state on themselves (or key it
+            by what tells runs apart).
+
+    Raises:
+        TypeError: a field has the wrong type (the message names the field and the strategy).
+        ValueError: ``name`` is empty or padded, or a ``levels`` key is not L1/L2 or its value empty.
+    """
+
+    name: str
+    factory: StrategyFactory
+    description: str = ""
+    source: str = field(default="", compare=False)
+    levels: Mapping[str, str] = field(default_factory=dict, compare=False)
+    per_run: bool = False
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str):
+            raise TypeError(f"strategy name must be a str, got {type(self.name).__name__} {self.name!r}")
+        if not self.name or self.name != self.name.strip():
+            raise ValueError(f"strategy name {self.name!r} is invalid: a non-empty name without outer blanks")
+        where = f"strategy {self.name!r}"
+        if not callable(self.factory):
+            raise TypeError(
+                f"{where}: factory must be callable (settings -> plugins or AgentMiddleware), "
+                f"got {type(self.factory).__name__}"
+            )
+        if not isinstance(self.description, str):
+            raise TypeError(f"{where}: description must be a str, got {type(self.description).__name__}")
+        if not isinstance(self.per_run, bool):
+            raise TypeError(f"{where}: per_run must be a bool, got {type(self.per_run).__name__}")
+        if not isinstance(self.levels, Mapping):
+            raise TypeError(
+                f"{where}: levels must be a mapping such as {{'L1': 'masking'}}, got {type(self.levels).__name__}"
+            )
+        for level, label in self.levels.items():
+            if level not in LEVELS:
+                raise ValueError(f"{where}: levels key {level!r} is invalid: allowed {', '.join(LEVELS)}")
+            if not isinstance(label, str) or not label.strip():
+                raise ValueError(f"{where}: levels[{level!r}] must be a non-empty str, got {label!r}")
+        object.__setattr__(self, "levels", dict(self.levels))

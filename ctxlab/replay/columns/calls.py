@@ -1,0 +1,360 @@
+"""The per-call columns (``calls.parquet``), in the frame's order, and the typed row :class:`CallRow`.
+
+A column is one :class:`~ctxlab.replay.columns.registry.CallColumn` entry here plus one field of
+:class:`CallRow` (in its measure's TypedDict; ``tests/test_columns.py`` fails when they drift); the measure named in the
+entry computes it (:mod:`ctxlab.replay.measures`).
+"""
+
+from __future__ import annotations
+
+from typing import TypedDict
+
+import polars as pl
+
+from ctxlab.replay.columns import definitions as d
+from ctxlab.replay.columns.registry import CallColumn
+
+__all__ = [
+    "CALL_REGISTRY",
+    "MEASURE_TYPES",
+    "VIEW_PARTS",
+    "CallRow",
+    "CompressionColumns",
+    "CostColumns",
+    "FidelityColumns",
+    "LabelColumns",
+    "RetentionColumns",
+    "ToolPairsColumns",
+    "ViewColumns",
+]
+
+#: the parts a view is split into (columns ``view_<part>_tokens``)
+VIEW_PARTS = ("system", "user", "assistant", "tool", "summary")
+
+_PART_TEXT = {
+    "system": "the system message and the tool schemas",
+    "user": "user messages (everything not in another part)",
+    "assistant": "assistant messages",
+    "tool": "tool results (ToolMessages and observation-marked messages)",
+    "summary": "summary messages (marked lc_source=summarization)",
+}
+
+_Int, _Str, _Float, _Bool = pl.Int64, pl.String, pl.Float64, pl.Boolean
+
+#: every per-call column, in the frame's column order
+CALL_REGISTRY: tuple[CallColumn, ...] = (
+    CallColumn("transcript", _Str, "label", "the transcript's label", "run"),
+    CallColumn("strategy", _Str, "label", "the strategy's label", "run"),
+    CallColumn("call_index", _Int, "index", "the model call's position in the run (0-based)", "run"),
+    CallColumn(
+        "message_index", _Int, "index", "the recorded assistant message's position in the transcript", "run"
+    ),
+    CallColumn(
+        "raw_tokens", _Int, "tokens", "estimate of the uncompressed request", "view", detail=d.RAW_TOKENS
+    ),
+    CallColumn("view_tokens", _Int, "tokens", "estimate of the request sent", "view", detail=d.VIEW_TOKENS),
+    *(
+        CallColumn(f"view_{p}_tokens", _Int, "tokens", f"view_tokens of {_PART_TEXT[p]}", "view")
+        for p in VIEW_PARTS
+    ),
+    CallColumn("view_messages", _Int, "messages", "messages in the view sent", "view"),
+    CallColumn(
+        "level", _Str, "label", "the call's compression level: none, L1 or L2", "compression", detail=d.LEVEL
+    ),
+    CallColumn(
+        "cutoff_index",
+        _Int,
+        "index",
+        "the L2 cutoff set by this call (empty: none set)",
+        "compression",
+        nullable=True,
+        detail=d.CUTOFF_INDEX,
+    ),
+    CallColumn(
+        "state_cutoff_index",
+        _Int,
+        "index",
+        "the L2 cutoff in effect after the call (empty: none)",
+        "compression",
+        nullable=True,
+    ),
+    CallColumn("offloaded", _Int, "count", "tool results L1 offloaded in this call", "compression"),
+    CallColumn(
+        "truncated_args", _Int, "count", "tool-call arguments L1 truncated in this call", "compression"
+    ),
+    CallColumn(
+        "summarizer_calls",
+        _Int,
+        "count",
+        "summarizer calls of this call's L2 round",
+        "compression",
+        detail=d.SUMMARIZER_USAGE,
+        heading="summarizer_*",
+    ),
+    CallColumn("summarizer_input_tokens", _Int, "tokens", "the summarizer's input tokens", "compression"),
+    CallColumn("summarizer_output_tokens", _Int, "tokens", "the summarizer's output tokens", "compression"),
+    CallColumn(
+        "summary_error",
+        _Str,
+        "label",
+        "why this call's L2 summary failed (empty: no L2 round, or it succeeded)",
+        "compression",
+        nullable=True,
+    ),
+    CallColumn(
+        "after_failed_summary",
+        _Bool,
+        "flag",
+        "the request was built on a failed summary, this call's or an earlier one's",
+        "compression",
+    ),
+    CallColumn(
+        "forced_by_overflow", _Bool, "flag", "the round was forced by a context overflow (R12)", "compression"
+    ),
+    CallColumn(
+        "overflow_errors",
+        _Int,
+        "count",
+        "requests the provider stand-in refused with ContextOverflowError (0 without a window)",
+        "compression",
+    ),
+    CallColumn(
+        "overhead_ms",
+        _Float,
+        "ms",
+        "wall time inside the middleware minus the model handler",
+        "compression",
+        detail=d.OVERHEAD_MS,
+    ),
+    CallColumn(
+        "cache_reusable_tokens",
+        _Int,
+        "tokens",
+        "the prompt-cache reusable prefix shared with the previous request",
+        "view",
+        detail=d.CACHE_REUSABLE_TOKENS,
+    ),
+    CallColumn(
+        "cache_reusable_share",
+        _Float,
+        "share",
+        "cache_reusable_tokens / view_tokens (empty: an empty view)",
+        "view",
+        nullable=True,
+    ),
+    CallColumn(
+        "retention",
+        _Float,
+        "share",
+        "share of the earlier identifiers the answer uses that are still in the view (empty: none)",
+        "retention",
+        nullable=True,
+        detail=d.RETENTION,
+    ),
+    CallColumn(
+        "threshold",
+        _Float,
+        "tokens",
+        "T, the entry threshold (empty: a foreign middleware)",
+        "compression",
+        nullable=True,
+    ),
+    CallColumn(
+        "l2_threshold",
+        _Float,
+        "tokens",
+        "T2, the L2 threshold (empty: a foreign middleware)",
+        "compression",
+        nullable=True,
+    ),
+    CallColumn(
+        "unmatched_tool_pairs",
+        _Int,
+        "count",
+        "broken tool pairs in the view (must be 0)",
+        "tool_pairs",
+        detail=d.UNMATCHED_TOOL_PAIRS,
+    ),
+    CallColumn(
+        "output_tokens",
+        _Int,
+        "tokens",
+        "the recorded answer's tokens (empty: no price row)",
+        "cost",
+        nullable=True,
+        detail=d.OUTPUT_TOKENS,
+    ),
+    CallColumn(
+        "cache_read_tokens", _Int, "tokens", "input tokens read from the prompt cache", "cost", nullable=True
+    ),
+    CallColumn(
+        "cache_write_tokens",
+        _Int,
+        "tokens",
+        "input tokens written to the prompt cache",
+        "cost",
+        nullable=True,
+    ),
+    CallColumn(
+        "cost_usd",
+        _Float,
+        "usd",
+        "the call's cost with prompt caching (empty: no price row)",
+        "cost",
+        nullable=True,
+        detail=d.COST_USD,
+    ),
+    CallColumn(
+        "summarizer_cost_usd",
+        _Float,
+        "usd",
+        "the cost of the call's summarizer calls",
+        "cost",
+        nullable=True,
+        detail=d.SUMMARIZER_COST_USD,
+    ),
+    CallColumn(
+        "raw_cost_usd",
+        _Float,
+        "usd",
+        "the cost of the uncompressed request",
+        "cost",
+        nullable=True,
+        detail=d.RAW_COST_USD,
+    ),
+    CallColumn(
+        "span_identifiers",
+        _Int,
+        "count",
+        "distinct identifiers in the span the L2 round summarized (empty: no L2 round)",
+        "fidelity",
+        nullable=True,
+    ),
+    CallColumn(
+        "span_carried", _Int, "count", "of span_identifiers, those in the summary", "fidelity", nullable=True
+    ),
+    CallColumn(
+        "needed_identifiers",
+        _Int,
+        "count",
+        "identifiers later turns use that stood only in the span (empty: no L2 round)",
+        "fidelity",
+        nullable=True,
+    ),
+    CallColumn(
+        "needed_carried",
+        _Int,
+        "count",
+        "of needed_identifiers, those in the summary",
+        "fidelity",
+        nullable=True,
+    ),
+)
+
+
+# The typed row: one TypedDict per measure (what its ``measure()`` returns, checked by mypy), and
+# CallRow, all of them.  A column's Python type is declared once, in its measure's TypedDict;
+# tests/test_columns.py checks each against the registry (keys, dtype, nullable).
+
+
+class LabelColumns(TypedDict):
+    """The ``run`` measure's columns."""
+
+    transcript: str
+    strategy: str
+    call_index: int
+    message_index: int
+
+
+class ViewColumns(TypedDict):
+    """The ``view`` measure's columns."""
+
+    raw_tokens: int
+    view_tokens: int
+    view_system_tokens: int
+    view_user_tokens: int
+    view_assistant_tokens: int
+    view_tool_tokens: int
+    view_summary_tokens: int
+    view_messages: int
+    cache_reusable_tokens: int
+    cache_reusable_share: float | None
+
+
+class CompressionColumns(TypedDict):
+    """The ``compression`` measure's columns."""
+
+    level: str
+    cutoff_index: int | None
+    state_cutoff_index: int | None
+    offloaded: int
+    truncated_args: int
+    summarizer_calls: int
+    summarizer_input_tokens: int
+    summarizer_output_tokens: int
+    summary_error: str | None
+    after_failed_summary: bool
+    forced_by_overflow: bool
+    overflow_errors: int
+    overhead_ms: float
+    threshold: float | None
+    l2_threshold: float | None
+
+
+class RetentionColumns(TypedDict):
+    """The ``retention`` measure's column."""
+
+    retention: float | None
+
+
+class ToolPairsColumns(TypedDict):
+    """The ``tool_pairs`` measure's column."""
+
+    unmatched_tool_pairs: int
+
+
+class CostColumns(TypedDict):
+    """The ``cost`` measure's columns (filled when the run is over)."""
+
+    output_tokens: int | None
+    cache_read_tokens: int | None
+    cache_write_tokens: int | None
+    cost_usd: float | None
+    summarizer_cost_usd: float | None
+    raw_cost_usd: float | None
+
+
+class FidelityColumns(TypedDict):
+    """The ``fidelity`` measure's columns (filled when the run is over)."""
+
+    span_identifiers: int | None
+    span_carried: int | None
+    needed_identifiers: int | None
+    needed_carried: int | None
+
+
+class CallRow(
+    LabelColumns,
+    ViewColumns,
+    CompressionColumns,
+    RetentionColumns,
+    ToolPairsColumns,
+    CostColumns,
+    FidelityColumns,
+):
+    """One model call of a replay: every column of :data:`CALL_REGISTRY`, each typed by its dtype
+    (``| None`` where the column is nullable; ``None`` is an empty cell), as the columns of its
+    measure (the frame's column order is the registry's).  The definitions and units are the
+    registry's (``docs/columns.md``)."""
+
+
+#: each measure's typed columns (:attr:`CallColumn.measure` -> its TypedDict)
+MEASURE_TYPES: dict[str, type] = {
+    "run": LabelColumns,
+    "view": ViewColumns,
+    "compression": CompressionColumns,
+    "retention": RetentionColumns,
+    "tool_pairs": ToolPairsColumns,
+    "cost": CostColumns,
+    "fidelity": FidelityColumns,
+}

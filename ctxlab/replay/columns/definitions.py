@@ -1,0 +1,91 @@
+"""The long definitions ``report.md`` prints, one per column that has one (moved here from
+``METRIC_DEFINITIONS``, ``COST_DEFINITIONS`` and ``FIDELITY_DEFINITIONS``, which now read the registry)."""
+
+from __future__ import annotations
+
+RAW_TOKENS = (
+    "estimate of the uncompressed request of this call: system message + tool schemas + "
+    "every transcript message before this call"
+)
+VIEW_TOKENS = (
+    "estimate of what the strategy actually sent (system + tools + view messages); "
+    "split into view_system_tokens (system + tool schemas), view_user_tokens, view_assistant_tokens, "
+    "view_tool_tokens (ToolMessages and observation messages) and view_summary_tokens "
+    "(messages marked lc_source=summarization)"
+)
+SAVING_PCT = "1 - sum(view_tokens) / sum(raw_tokens) over the calls of a run"
+LEVEL = (
+    "none / L1 / L2, from the context_compression 'completed' event of the call; foreign "
+    "middlewares, which emit no such event, count L2 when they rewrote the history with a summary "
+    "message (LangChain) or set a new _summarization_event (DeepAgents)"
+)
+CUTOFF_INDEX = (
+    "the L2 cutoff set by this call (global position in the state messages); "
+    "state_cutoff_index is the cutoff in effect after the call"
+)
+OVERHEAD_MS = (
+    "wall time inside the middleware (before_model + wrap_model_call) minus the time inside the model handler"
+)
+CACHE_REUSABLE_TOKENS = (
+    "longest common prefix, in tokens, of this call's request (system, tools, "
+    "view messages) and the previous call's, comparing messages by canonical content (type, text, "
+    "tool calls, tool_call_id): what a provider's prompt cache could reuse; cache-reusable share = "
+    "cache_reusable_tokens / view_tokens"
+)
+RETENTION = (
+    "of the identifiers (paths, file names, dotted/snake_case/CamelCase names, error names, "
+    "numbers of 4+ digits) that the recorded assistant message mentions and that appeared earlier in "
+    "the transcript, the share still present in the view (system and tool schemas excluded); empty "
+    "when there are none"
+)
+UNMATCHED_TOOL_PAIRS = (
+    "ToolMessages in the view without an earlier call in the view, plus calls in "
+    "the view whose results appear in the transcript before this call but not in the view (must be 0)"
+)
+SUMMARIZER_USAGE = (
+    "summarizer calls and tokens of the L2 round of this call (provider usage when "
+    "reported, else estimates); for ctxlab strategies from the completed event's stats, for foreign "
+    "middlewares (the baselines) from a LangChain callback handler that sees every chat-model call made "
+    "during the call (the replayed main model is never called, so these are the summarizer's): the "
+    "provider's usage_metadata when reported, else the measuring estimator's count of the prompt "
+    "messages (input) and of the response (output)"
+)
+COST_USD = (
+    "US dollars of the call to the main model under the report's price row, with that provider "
+    "family's prompt caching (OpenAI: automatic prefix caching from 1,024 tokens in 128-token steps; "
+    "Anthropic: an explicit breakpoint at the end of the prefix the next call repeats, written at the "
+    "cache-write price and read at the cached price while it lives 5 minutes, calls assumed within it "
+    "since transcripts carry no timestamps; Gemini/DeepSeek: implicit caching, every eligible prefix "
+    "counted as a hit): uncached input x input price + cache_read_tokens x cached-input price + "
+    "cache_write_tokens x cache-write price + output_tokens x output price; prefixes are matched message "
+    "by message (system, tool schemas, then the view) against every earlier request of the run. Per "
+    "strategy cost_usd also includes summarizer_cost_usd"
+)
+SUMMARIZER_COST_USD = (
+    "US dollars of the summarizer's calls of this call, priced as uncached calls "
+    "(their prompts are not recorded): summarizer_input_tokens x input price + summarizer_output_tokens x "
+    "output price"
+)
+RAW_COST_USD = (
+    "US dollars of the uncompressed request of this call (raw_tokens) with the same caching: "
+    "the reference a strategy has to beat; cost_saving_pct = 1 - cost_usd / raw_cost_usd over a run's calls"
+)
+OUTPUT_TOKENS = (
+    "the recorded answer's tokens by the measuring estimator (reasoning tokens that the "
+    "transcript does not record are not counted). Not captured by the cost columns: long-prompt price "
+    "tiers, batch discounts, cache storage fees, the provider's own token counts"
+)
+SPAN_RECALL = (
+    "per L2 round: of the distinct identifiers (paths, file names, dotted/snake_case/CamelCase "
+    "names, error names, numbers of 4+ digits) in the summarized span (the messages the round replaced with "
+    "its summary, an earlier summary among them), the share present in the summary; empty when the span "
+    "has none"
+)
+NEEDED_RECALL = (
+    "per L2 round: of the identifiers that later assistant turns use and that, at the time "
+    "of use, stood only in the summarized span (not in the system message, the kept window of the view the "
+    "round produced, or any later message before the use), the share present in the summary; empty when "
+    "there are none. Per strategy: pooled over its rounds (needed_carried / needed_identifiers) and the "
+    "mean of the rounds' values. Not captured: paraphrase, facts that are not identifiers, names under 4 "
+    "characters, whether the agent would have found the identifier again"
+)

@@ -1,0 +1,229 @@
+"""The measures of a replay: each turns a call's observation into its columns of the per-call row.
+
+A measure is one object with a ``name`` (the ``measure`` of its columns in the column registry,
+:mod:`ctxlab.replay.columns`), :meth:`Measure.measure` (the call's values of exactly those
+columns, given the row so far: the measures before it in :func:`default_measures` have filled
+theirs) and :meth:`Measure.finish` (when the run is over: a measure that needs the whole run
+fills its columns in the rows it kept).  :func:`build_row` applies them in order and refuses a
+measure that returns a column the registry does not give it.  Adding a column: one registry entry
+and one measure (``docs/architecture.md``, "Adding a column").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+from langchain_core.messages import BaseMessage
+
+from ctxlab.replay.columns import (
+    CompressionColumns,
+    LabelColumns,
+    RetentionColumns,
+    ToolPairsColumns,
+    ViewColumns,
+    measure_columns,
+)
+from ctxlab.replay.metrics import IdentifierIndex, unmatched_tool_pairs
+from ctxlab.replay.observer import CallObservation
+from ctxlab.replay.prices import PriceRow
+from ctxlab.replay.run_measures import RunMeasures
+from ctxlab.replay.table import CALL_COLUMNS
+from ctxlab.replay.tracking import ViewMeasures, ViewTracker
+
+if TYPE_CHECKING:
+    from ctxlab.core.estimation import EstimateCache
+
+__all__ = [
+    "CompressionMeasure",
+    "CostFidelityMeasure",
+    "Measure",
+    "RetentionMeasure",
+    "RunLabels",
+    "ToolPairsMeasure",
+    "ViewMeasure",
+    "build_row",
+    "default_measures",
+]
+
+
+class Measure(Protocol):
+    """One measure: the columns of the registry whose ``measure`` is one of :attr:`names`."""
+
+    #: the registry measure names whose columns it returns
+    names: tuple[str, ...]
+
+    def measure(self, obs: CallObservation, row: dict[str, Any]) -> Mapping[str, object]:
+        """This call's values of the measure's columns (``None``: an empty cell, or one
+        :meth:`finish` fills); ``row`` holds the columns of the measures before it."""
+        ...
+
+    def finish(self, messages: Sequence[BaseMessage]) -> None:
+        """The run is over (``messages``: the transcript after the system message)."""
+        ...
+
+
+class _PerCall:
+    """A measure that needs nothing when the run ends."""
+
+    names: tuple[str, ...] = ()
+
+    def finish(self, messages: Sequence[BaseMessage]) -> None:
+        return None
+
+
+class RunLabels(_PerCall):
+    """``transcript``, ``strategy``, ``call_index``, ``message_index``."""
+
+    names: tuple[str, ...] = ("run",)
+
+    def measure(self, obs: CallObservation, row: dict[str, Any]) -> LabelColumns:
+        return {
+            "transcript": obs.transcript,
+            "strategy": obs.strategy,
+            "call_index": obs.call_index,
+            "message_index": obs.message_index,
+        }
+
+
+class ViewMeasure(_PerCall):
+    """The request's tokens, its parts and its cache-reusable prefix (:class:`ViewTracker`), and the
+    uncompressed request's tokens; ``last`` is the call's :class:`ViewMeasures` for later measures."""
+
+    names: tuple[str, ...] = ("view",)
+
+    def __init__(self, measure: EstimateCache, index: IdentifierIndex, base_tokens: int) -> None:
+        self.meter = measure
+        self.tracker = ViewTracker(measure, index)
+        self.raw_messages_tokens = 0
+        self.base_tokens = base_tokens  # system message + tool schemas
+        self.last: ViewMeasures | None = None
+
+    def measure(self, obs: CallObservation, row: dict[str, Any]) -> ViewColumns:
+        # measured after the call that first sends them (see ctxlab.replay.metrics.run_measure)
+        self.raw_messages_tokens += sum(map(self.meter.message_tokens, obs.arrived))
+        m = self.last = self.tracker.update(obs.view)
+        return {
+            "raw_tokens": self.base_tokens + self.raw_messages_tokens,
+            "view_tokens": m.tokens,
+            "view_system_tokens": m.parts["system"],  # the parts of VIEW_PARTS
+            "view_user_tokens": m.parts["user"],
+            "view_assistant_tokens": m.parts["assistant"],
+            "view_tool_tokens": m.parts["tool"],
+            "view_summary_tokens": m.parts["summary"],
+            "view_messages": len(obs.view.messages),
+            "cache_reusable_tokens": m.reusable,
+            "cache_reusable_share": m.reusable / m.tokens if m.tokens else None,
+        }
+
+
+class CompressionMeasure(_PerCall):
+    """What the middleware did in the call: its round, summarizer, failures, overflow, time, T/T2."""
+
+    names: tuple[str, ...] = ("compression",)
+
+    def measure(self, obs: CallObservation, row: dict[str, Any]) -> CompressionColumns:
+        done, stats, summ, s = obs.completed or {}, obs.stats, obs.summarizer, obs.settings
+        return {
+            "level": obs.level,
+            "cutoff_index": obs.cutoff_index,
+            "state_cutoff_index": obs.state_event.get("cutoff_index") if obs.state_event else None,
+            "offloaded": len(stats.get("offloaded") or []),
+            "truncated_args": int(stats.get("truncated_args") or 0),
+            "summarizer_calls": int(summ.get("calls") or 0),
+            "summarizer_input_tokens": int(summ.get("input_tokens") or 0),
+            "summarizer_output_tokens": int(summ.get("output_tokens") or 0),
+            "summary_error": obs.summary_failure or done.get("error"),
+            "after_failed_summary": obs.after_failed_summary,
+            "forced_by_overflow": bool(done.get("forced_by_overflow")),
+            "overflow_errors": obs.refusals,
+            "overhead_ms": max(0.0, obs.call.seconds * 1000.0),
+            "threshold": s.entry_threshold_tokens if s is not None else None,
+            "l2_threshold": s.l2_threshold_tokens if s is not None else None,
+        }
+
+
+class RetentionMeasure(_PerCall):
+    """``retention`` of the view :class:`ViewMeasure` measured (:func:`ctxlab.replay.metrics.retention`)."""
+
+    names: tuple[str, ...] = ("retention",)
+
+    def __init__(self, view: ViewMeasure) -> None:
+        self.view = view
+
+    def measure(self, obs: CallObservation, row: dict[str, Any]) -> RetentionColumns:
+        return {"retention": self.view.tracker.retention(obs.answer, obs.earlier)}
+
+
+class ToolPairsMeasure(_PerCall):
+    """``unmatched_tool_pairs`` (:func:`ctxlab.replay.metrics.unmatched_tool_pairs`)."""
+
+    names: tuple[str, ...] = ("tool_pairs",)
+
+    def measure(self, obs: CallObservation, row: dict[str, Any]) -> ToolPairsColumns:
+        return {"unmatched_tool_pairs": unmatched_tool_pairs(obs.view.messages, obs.answered)}
+
+
+class CostFidelityMeasure:
+    """Cost under prompt caching and summary fidelity (:class:`ctxlab.replay.run_measures.RunMeasures`):
+    empty per call, filled in every row when the run is over."""
+
+    names: tuple[str, ...] = ("cost", "fidelity")
+
+    def __init__(self, run: RunMeasures, view: ViewMeasure) -> None:
+        self.run, self.view = run, view
+
+    def measure(self, obs: CallObservation, row: dict[str, Any]) -> Mapping[str, object]:
+        measured = self.view.last
+        self.run.add_call(
+            row,
+            obs.view,
+            obs.answer,
+            keys=measured.keys if measured is not None else None,
+            segments=measured.segments() if measured is not None else None,
+            previous_view=obs.previous_view,
+            arrived=obs.arrived,
+            new_summaries=obs.new_summaries,
+            position=obs.position,
+        )
+        return {}  # the row is filled by finish()
+
+    def finish(self, messages: Sequence[BaseMessage]) -> None:
+        self.run.finish(messages)
+
+
+def default_measures(
+    measure: EstimateCache,
+    index: IdentifierIndex,
+    *,
+    base_tokens: int,
+    price: PriceRow | None,
+    system: BaseMessage | None,
+) -> list[Measure]:
+    """The replay's measures, in the order they fill a row; the cost and fidelity measure only
+    with a price row (``None``: those columns stay empty)."""
+    view = ViewMeasure(measure, index, base_tokens)
+    out: list[Measure] = [RunLabels(), view, CompressionMeasure(), RetentionMeasure(view), ToolPairsMeasure()]
+    if price is not None:
+        out.append(CostFidelityMeasure(RunMeasures(price, measure, system=system, index=index), view))
+    return out
+
+
+def build_row(obs: CallObservation, measures: Sequence[Measure]) -> dict[str, Any]:
+    """The call's row (the keys of :class:`~ctxlab.replay.columns.CallRow`, in order): every
+    registry column, empty until its measure fills it.
+
+    Raises:
+        ValueError: a measure returned a column that is not one of its registry columns.
+    """
+    row: dict[str, Any] = dict.fromkeys(CALL_COLUMNS)
+    for m in measures:
+        values = m.measure(obs, row)
+        allowed = {c for name in m.names for c in measure_columns(name)}
+        if not values.keys() <= allowed:
+            raise ValueError(
+                f"measure {type(m).__name__} returned {sorted(values.keys() - allowed)}: not columns of "
+                f"measure(s) {m.names} in the column registry (ctxlab.replay.columns)"
+            )
+        row.update(values)
+    return row
