@@ -6,6 +6,7 @@ Usage::
     ctxlab compare PATH [PATH ...] --strategies a,b,... [--out DIR] [settings and options]
     ctxlab show RUN_DIR [--out FILE]
     ctxlab plugins [--plugins-dir DIR]
+    ctxlab plugins new NAME [--dir DIR]
     ctxlab findings PATH [PATH ...] [--measure NAME] [--strategies a,b,...] [--no-savings]
     ctxlab bench [ARGS ...]
     ctxlab --version          (also: python -m ctxlab ...)
@@ -95,6 +96,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_compare_parser(sub)
     pl = sub.add_parser("plugins", help="list loaded plugins, their hooks, strategies and transcript formats")
     add_plugin_options(pl)
+    from ctxlab.cli.plugins_new import add_new_parser
+
+    add_new_parser(pl.add_subparsers(dest="plugins_command", metavar="new"))
     sub.add_parser("bench", help="estimator and strategy benchmarks (ctxlab.cli.bench)", add_help=False)
     from ctxlab.cli.findings import add_findings_parser
 
@@ -137,6 +141,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     level = quiet.level
     quiet.setLevel(logging.ERROR)
     try:
+        if args.command == "plugins" and getattr(args, "plugins_command", None) == "new":
+            from ctxlab.cli.plugins_new import run_new
+
+            return run_new(args)
         if args.command == "plugins":
             from ctxlab.cli.plugins_cmd import run_plugins
 

@@ -273,7 +273,8 @@ def add_plugin_options(p: argparse.ArgumentParser) -> None:
     plugins_dir = option(
         "--plugins-dir",
         "also load plugins from the .py files in DIR; hooks that change compression rename the "
-        "strategies they apply to (ars+<plugin>) (default: $CTXLAB_PLUGINS_DIR, else none)",
+        "strategies they apply to (ars+<plugin>), unless the plugin registers strategies of its own "
+        "(default: $CTXLAB_PLUGINS_DIR, else none)",
         metavar="DIR",
     )
     add_options(p, None, [plugins_dir])

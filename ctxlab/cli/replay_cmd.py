@@ -37,6 +37,7 @@ from ctxlab.cli.options import (
     summary_cache_from_args,
     window_from_args,
 )
+from ctxlab.replay.names import did_you_mean
 
 __all__ = ["OUTPUTS", "lab_manager", "run_replay", "warn"]
 
@@ -101,7 +102,10 @@ def _strategy_names(args: argparse.Namespace, known: dict[str, Any]) -> list[str
         raise CliError(f"--strategies names {twice[0]!r} twice; each strategy runs once per transcript")
     unknown = [n for n in names if n not in known]
     if unknown:
-        raise CliError(f"unknown strategy {unknown[0]!r}; known: {', '.join(sorted(known)) or '(none)'}")
+        raise CliError(
+            f"unknown strategy {unknown[0]!r}{did_you_mean(unknown[0], known)}; "
+            f"known: {', '.join(sorted(known)) or '(none)'}"
+        )
     return names
 
 
@@ -222,7 +226,10 @@ def run_replay(args: argparse.Namespace, argv: Sequence[str]) -> int:
 
         formats = available_formats(pm)
         if args.format not in formats:
-            raise CliError(f"--format {args.format}: unknown format; known: {', '.join(sorted(formats))}")
+            raise CliError(
+                f"--format {args.format}: unknown format{did_you_mean(args.format, formats)}; "
+                f"known: {', '.join(sorted(formats))}"
+            )
     price = price_row(args)
     if args.measure == "tiktoken":
         try:

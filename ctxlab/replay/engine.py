@@ -35,7 +35,7 @@ from ctxlab.replay.building import (
     summarizer_name,
 )
 from ctxlab.replay.metrics import IdentifierIndex, make_measure, run_measure
-from ctxlab.replay.names import safe_name, transcript_labels
+from ctxlab.replay.names import did_you_mean, safe_name, transcript_labels
 from ctxlab.replay.provenance import provenance
 from ctxlab.replay.result import ReplayIssue, ReplayResult
 from ctxlab.replay.run_measures import resolve_price
@@ -354,7 +354,9 @@ def replay_many(
     known = registered_strategies(batch.pm)
     for s in strategies:
         if isinstance(s, str) and s not in known:
-            raise KeyError(f"unknown strategy {s!r}; known: {', '.join(sorted(known)) or '(none)'}")
+            raise KeyError(
+                f"unknown strategy {s!r}{did_you_mean(s, known)}; known: {', '.join(sorted(known))}"
+            )
     names = [s if isinstance(s, str) else s.name for s in strategies]
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:

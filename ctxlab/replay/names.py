@@ -4,16 +4,17 @@ a replayed transcript (:func:`thread_id_for`) and the transcripts' labels
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ctxlab.transcripts.base import Transcript
 
-__all__ = ["safe_name", "thread_id_for", "transcript_labels"]
+__all__ = ["did_you_mean", "safe_name", "thread_id_for", "transcript_labels"]
 
 
 def safe_name(text: str, limit: int = 80, *, empty: str = "x") -> str:
@@ -64,3 +65,10 @@ def transcript_labels(transcripts: Sequence[Transcript]) -> list[str]:
         counts[lab] = counts.get(lab, 0) + 1
         out.append(lab if counts[lab] == 1 else f"{lab}~{counts[lab]}")
     return out
+
+
+def did_you_mean(name: str, known: Iterable[str]) -> str:
+    """``" (did you mean 'ars'?)"`` when ``known`` holds names close to ``name`` (``difflib``'s
+    close matches, at most three), else ``""``: the tail of an unknown-name error."""
+    close = difflib.get_close_matches(name, list(known), n=3, cutoff=0.6)
+    return f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close else ""

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from ctxlab.core.settings import CompressionSettings
 from ctxlab.replay.engine import replay_many, transcript_labels
+from ctxlab.replay.names import did_you_mean
 from ctxlab.replay.result import ReplayIssue, ReplayResult
 from ctxlab.replay.strategies import make_lab_manager
 from ctxlab.replay.strategies import strategies as registered_strategies
@@ -389,7 +390,9 @@ def run_grid(
     known = registered_strategies(pm)
     for s in names:
         if s not in known:
-            raise KeyError(f"unknown strategy {s!r}; known: {', '.join(sorted(known)) or '(none)'}")
+            raise KeyError(
+                f"unknown strategy {s!r}{did_you_mean(s, known)}; known: {', '.join(sorted(known))}"
+            )
     root = Path(out_dir) if out_dir is not None else Path(tempfile.mkdtemp(prefix="ctxlab-grid-"))
     options = {
         "measure": measure,
