@@ -212,7 +212,6 @@ def run_replay(args: argparse.Namespace, argv: Sequence[str]) -> int:
     """``ctxlab replay``/``compare`` (see the module doc); returns the exit status."""
     from ctxlab.analysis.report import strategy_totals, write_report
     from ctxlab.cli.output import print_summary
-    from ctxlab.replay import replay_many
     from ctxlab.replay import strategies as registered
 
     settings = settings_from_args(args)
@@ -220,6 +219,8 @@ def run_replay(args: argparse.Namespace, argv: Sequence[str]) -> int:
     names = _strategy_names(args, registered(pm))
     if args.limit_calls is not None and args.limit_calls <= 0:
         raise CliError(f"--limit-calls={args.limit_calls} is invalid: allowed an integer > 0")
+    if args.jobs < 1:  # a usage error: before any file is read
+        raise CliError(f"--jobs={args.jobs} is invalid: allowed an integer > 0")
     window = window_from_args(args)
     if args.format is not None:
         from ctxlab.transcripts import available_formats
@@ -239,7 +240,7 @@ def run_replay(args: argparse.Namespace, argv: Sequence[str]) -> int:
                 "--measure tiktoken needs the tiktoken package (pip install 'ctxlab[lab]')"
             ) from exc
     summarizer_model = summarizer_from_args(args)
-    summary_cache = summary_cache_from_args(args)
+    summary_cache_from_args(args)  # a bad --summary-cache is a usage error before anything is read
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise CliError(f"--out {out}: exists and is not a folder")
@@ -249,28 +250,14 @@ def run_replay(args: argparse.Namespace, argv: Sequence[str]) -> int:
         return _fail(problems, "nothing to replay; nothing written")
     if problems and not args.keep_going:
         return _fail(problems, "stopped before replaying (--keep-going replays the others); nothing written")
-    if args.jobs < 1:
-        raise CliError(f"--jobs={args.jobs} is invalid: allowed an integer > 0")
     stage, made = _staging(out)
-    if args.jobs > 1 or args.engine == "ray":
-        result = _run_parallel(args, names, settings, stage, window, price, summary_cache)
-    else:
-        result = replay_many(
-            transcripts,
-            names,
-            settings=settings,
-            out_dir=stage,
-            pm=pm,
-            summarizer_model=summarizer_model,
-            context_window=window,
-            measure=args.measure,
-            limit_calls=args.limit_calls,
-            progress=not args.no_progress and sys.stderr.isatty(),
-            price_model=price,
-            stop_on_failure=not args.keep_going,
-            write_views=True,
-            summary_cache=summary_cache,
+    try:
+        result = _replay_into(
+            args, transcripts, names, (settings, window, price, pm, summarizer_model), stage
         )
+    except BaseException:  # Ctrl-C (KeyboardInterrupt) or a crash: leave no staging folder behind
+        _discard(stage, out, made)
+        raise
     result.errors[:0] = problems
     if result.replayed == 0:
         _discard(stage, out, made)
@@ -294,6 +281,35 @@ def run_replay(args: argparse.Namespace, argv: Sequence[str]) -> int:
         )
         return 1
     return 0
+
+
+def _replay_into(
+    args: argparse.Namespace, transcripts: list[Any], names: list[str], how: tuple[Any, ...], stage: Path
+) -> Any:
+    """Replay into the staging folder: serially, or on ``--jobs``/``--engine ray`` workers.
+    ``how``: (settings, window, price row, plugin manager, summarizer model)."""
+    from ctxlab.replay import replay_many
+
+    settings, window, price, pm, summarizer_model = how
+    summary_cache = summary_cache_from_args(args)
+    if args.jobs > 1 or args.engine == "ray":
+        return _run_parallel(args, names, settings, stage, window, price, summary_cache)
+    return replay_many(
+        transcripts,
+        names,
+        settings=settings,
+        out_dir=stage,
+        pm=pm,
+        summarizer_model=summarizer_model,
+        context_window=window,
+        measure=args.measure,
+        limit_calls=args.limit_calls,
+        progress=not args.no_progress and sys.stderr.isatty(),
+        price_model=price,
+        stop_on_failure=not args.keep_going,
+        write_views=True,
+        summary_cache=summary_cache,
+    )
 
 
 def _run_parallel(
