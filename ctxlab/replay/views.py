@@ -105,7 +105,7 @@ class ViewLog:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         self._tokens = tokens
-        self._out: IO[str] = gzip.open(path, "wt", encoding="utf-8", compresslevel=5)  # noqa: SIM115 - closed by close()
+        self._out: IO[str] = gzip.open(path, "wt", encoding="utf-8", compresslevel=1)  # noqa: SIM115 - closed by close()
         self._by_object: dict[int, tuple[BaseMessage, int]] = {}  # id(obj) -> (obj kept alive, index)
         self._by_content: dict[str, int] = {}
         self._raw: list[int] = []
