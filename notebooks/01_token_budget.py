@@ -32,12 +32,16 @@ SHOW_EXPLORER = True  # build the interactive explorer at the end
 #   and T2 = T × `summary_l2_trigger_ratio`, above which the L1-trimmed view goes on to L2;
 # * the calls where **L1** (large tool results offloaded to files, a preview kept) and **L2**
 #   (older history summarized behind a cutoff) ran;
-# * **what was offloaded** (paths and sizes) and **the summary** written at each L2 round.
+# * **what was offloaded** (paths and sizes) and **the summary** written at each L2 round;
+# * **what the model actually received** at any call: the raw and the sent view side by side
+#   (the call inspector).
 #
 # Token counts are estimates by ctxlab's default character-class estimator, the same one that
 # triggers compression (spec R16).
 
 # %%
+import tempfile
+
 import polars as pl
 
 from ctxlab import CompressionSettings
@@ -91,7 +95,9 @@ fig
 
 # %%
 settings = CompressionSettings(summary_threshold=SCALED_THRESHOLD_K)
-scaled = replay(run, "ars", settings=settings)
+# out_dir + write_views: the run folder keeps every call's raw and sent view (for the inspector)
+run_dir = tempfile.mkdtemp(prefix="ctxlab-nb01-")
+scaled = replay(run, "ars", settings=settings, out_dir=run_dir, write_views=True)
 calls = scaled.frame()
 scaled.summary().select(
     "calls",
@@ -135,11 +141,29 @@ offloads.select("path", "bytes", "first_call", "calls")
 #
 # The structured offline summarizer (task, files touched, commands run, errors seen, current
 # state) stands in for the agent's model; each round summarizes the previous summary together
-# with the newer messages, so facts survive from round to round. The default prompt is Chinese,
-# hence the Chinese header of the summary message.
+# with the newer messages, so facts survive from round to round. The summary is written in the
+# language of the user's messages (`summary_language="auto"`): English here, header and labels
+# alike; `summary_language="zh"` gives the seed's Chinese template.
 
 # %%
 print(summaries_text(scaled, max_chars=1800))
+
+# %% [markdown]
+# ### Call by call: what the model received
+#
+# `ctxlab.analysis.call_inspector.inspect_calls` shows one call at a time: the raw view (what an
+# uncompressed agent would have sent) beside the sent view, each message marked kept, offloaded,
+# truncated, summarized (behind the cutoff), summary or observation, with its tokens, the
+# tokens per part, the summary in effect and the call's events. Move the slider (or pick a
+# call: it opens at the first L2 round). `ctxlab show RUN_DIR` writes the same as one HTML page.
+
+# %%
+from ctxlab.analysis.call_inspector import inspect_calls
+
+first_l2 = calls.filter(pl.col("level") == "L2")["call_index"].min()
+inspector = inspect_calls(scaled, call=first_l2)
+print(f"call {inspector.call.value}: {inspector.record()['row']['view_tokens']:,} tokens sent")
+inspector
 
 # %% [markdown]
 # ## The bundled sample, with the ARS defaults
@@ -176,8 +200,8 @@ print(summaries_text(sample_result, max_chars=1500))
 # ## Explore
 #
 # `ctxlab.analysis.widgets.explore()` replays a run again whenever a setting changes and redraws this
-# chart in place: pick a transcript and a strategy, move the sliders, switch the summary prompt
-# between Chinese and English. An invalid value (a threshold of 0, say) shows its error above
+# chart in place: pick a transcript and a strategy, move the sliders, switch the summary language
+# (auto, Chinese, English). An invalid value (a threshold of 0, say) shows its error above
 # the chart. Each change replays the whole run (a few seconds for the sample).
 
 # %%

@@ -331,3 +331,63 @@ def test_a_missing_browser_fails_in_ci_and_skips_elsewhere(monkeypatch: pytest.M
     monkeypatch.setattr(sys.modules[__name__], "IN_CI", False)
     with pytest.raises(pytest.skip.Exception):
         _missing("chromium")
+
+
+def test_the_call_inspector_of_make_demo_shows_call_42_in_chromium(
+    browser: Any, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """``make demo``'s command (``ctxlab replay --out DIR``) then ``ctxlab show DIR``: the page opens
+    from the file (no server), a click on call 42 shows its raw and sent views side by side, and
+    the run's summary text is on the page."""
+    from selenium.webdriver.common.by import By
+
+    out = tmp_path_factory.mktemp("demo") / "demo"
+    ctxlab = [sys.executable, "-m", "ctxlab"]
+    subprocess.run([*ctxlab, "replay", "--out", str(out)], check=True, capture_output=True, timeout=600)
+    shown = subprocess.run([*ctxlab, "show", str(out)], check=True, capture_output=True, text=True)
+    page = out / "inspect.html"
+    assert str(page) in shown.stdout
+    try:
+        browser.get(page.as_uri())
+        _wait("the call strip", lambda: browser.find_elements(By.CSS_SELECTOR, "#call-strip a"), timeout=30)
+        link = browser.find_element(By.CSS_SELECTOR, "#call-strip a[data-call='42']")
+        browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", link)
+        link.click()
+        _wait("call 42", lambda: "call 42 of 225" in browser.find_element(By.ID, "call-info").text, 10)
+        current = browser.find_element(By.CSS_SELECTOR, "#call-strip a.current")  # the strip is redrawn
+        assert current.get_attribute("data-call") == "42"
+        raw = browser.find_elements(By.CSS_SELECTOR, "#raw-view .msg")
+        sent = browser.find_elements(By.CSS_SELECTOR, "#sent-view .msg")
+        # the recorded history before call 42 (plus the system message), and at call 42 (below T)
+        # ARS sends it whole: every message kept, raw and sent alike
+        assert len(raw) == len(sent) == 1 + 90
+        assert all(m.is_displayed() for m in (raw[0], sent[0]))
+        assert {m.get_attribute("data-mark") for m in sent} == {"kept"}
+        assert raw[1].find_element(By.TAG_NAME, "pre").text == sent[1].find_element(By.TAG_NAME, "pre").text
+        tokens = browser.find_element(By.ID, "sent-total").text
+        assert tokens.startswith("40,090 tokens, 90 messages"), tokens
+        summary = browser.find_element(By.CSS_SELECTOR, "#summaries .summary-text")
+        browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", summary)
+        assert summary.is_displayed() and summary.text.startswith("[Context summary]")
+        assert "Task:" in summary.text and "Files touched:" in summary.text
+        browser.execute_script("window.scrollTo(0, 0)")
+        shot = _screenshot(browser, "03-inspector-call-42.png")
+        assert shot.stat().st_size > 20_000
+
+        # the L2 call: the summary message leads the sent view, the raw view marks what it replaced
+        browser.find_element(By.CSS_SELECTOR, "#call-strip a[data-call='133']").click()
+        _wait("call 133", lambda: "call 133 of" in browser.find_element(By.ID, "call-info").text, 10)
+        marks = [
+            m.get_attribute("data-mark") for m in browser.find_elements(By.CSS_SELECTOR, "#sent-view .msg")
+        ]
+        assert marks[1] == "summary" and "offloaded" in marks
+        raw_marks = [
+            m.get_attribute("data-mark") for m in browser.find_elements(By.CSS_SELECTOR, "#raw-view .msg")
+        ]
+        assert raw_marks.count("summarized") > 200
+        link = browser.find_element(By.CSS_SELECTOR, "#sent-view .msg[data-mark='offloaded'] a.file")
+        assert (out / link.get_attribute("href").removeprefix(out.as_uri() + "/")).is_file()
+        _screenshot(browser, "04-inspector-call-133.png")
+    except BaseException:
+        _screenshot(browser, "inspector-failure.png")
+        raise

@@ -1,5 +1,5 @@
-"""The five "Agent Context" fields (spec R1, R2): defaults, validation messages, admin flag,
-templates."""
+"""The five "Agent Context" fields (spec R1, R2) and the summary language: defaults, validation
+messages, admin flag, templates."""
 
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ FIELDS = [
     "summary_threshold",
     "summary_keep_messages",
     "summary_prompt",
+    "summary_language",
     "summary_tool_result_token_limit",
     "summary_l2_trigger_ratio",
 ]
@@ -34,7 +35,9 @@ def test_defaults():
     assert [f.name for f in dataclasses.fields(s)] == FIELDS
     assert s.summary_threshold == 100
     assert s.summary_keep_messages == 10
-    assert s.summary_prompt == SUMMARY_PROMPT_ZH
+    assert s.summary_prompt is None  # the built-in template of the summary language
+    assert s.summary_language == "auto"
+    assert s.prompt_for("zh") == SUMMARY_PROMPT_ZH and s.prompt_for("en") == SUMMARY_PROMPT_EN
     assert s.summary_tool_result_token_limit == 300
     assert s.summary_l2_trigger_ratio == 0.4
     assert s.entry_threshold_tokens == 100 * 1024  # T
@@ -71,7 +74,10 @@ def test_argument_limit_is_an_internal_constant():
         ("summary_keep_messages", True, ">= 0"),
         ("summary_prompt", "Summarize the conversation.", "{messages}"),
         ("summary_prompt", "Summarize {message}", "{messages}"),
-        ("summary_prompt", None, "{messages}"),
+        ("summary_prompt", 42, "{messages}"),
+        ("summary_language", "fr", "one of ['auto', 'zh', 'en']"),
+        ("summary_language", "ZH", "one of ['auto', 'zh', 'en']"),
+        ("summary_language", None, "one of ['auto', 'zh', 'en']"),
         ("summary_tool_result_token_limit", 0, "> 0"),
         ("summary_tool_result_token_limit", -300, "> 0"),
         ("summary_tool_result_token_limit", 2.5, "> 0"),
@@ -186,3 +192,10 @@ def test_template_language_reaches_the_summarizer_and_the_summary(mw_kit, tmp_pa
     before = prompt.split("{messages}")[0]
     assert summ.calls[0]["input"].startswith(before.strip()[:40])
     assert "FACT-M0" in summ.calls[0]["input"]
+
+
+def test_a_custom_prompt_is_used_for_both_languages():
+    custom = "Sum up briefly:\n{messages}"
+    s = CompressionSettings(summary_prompt=custom)
+    assert s.prompt_for("zh") == custom and s.prompt_for("en") == custom
+    assert CompressionSettings.from_mapping(s.to_dict()) == s

@@ -78,7 +78,7 @@ def test_explore_returns_a_widget_with_chart_table_and_message(ex: BudgetExplore
         "summary_tool_result_token_limit (tokens)",
         "summary_l2_trigger_ratio (T2/T)",
     ]
-    assert list(ex.prompt.options) == ["zh", "en"]
+    assert list(ex.language.options) == ["auto", "zh", "en"] and ex.language.value == "auto"
 
 
 def test_ratio_slider_moves_the_t2_line_and_changes_the_table(ex: BudgetExplorer) -> None:
@@ -123,11 +123,14 @@ def test_keep_and_tool_limit_sliders_replay(ex: BudgetExplorer) -> None:
     assert ex.updates == 3
 
 
-def test_prompt_dropdown_switches_the_summary_language(ex: BudgetExplorer) -> None:
-    assert ex.result.summaries and ex.result.summaries[0]["text"].startswith("[上下文摘要]")
-    ex.prompt.value = "en"
+def test_language_dropdown_switches_the_summary_language(ex: BudgetExplorer) -> None:
+    # auto: the sample's user writes English, so the summary is English, labels included
+    assert ex.result.summaries and ex.result.summaries[0]["text"].startswith("[Context summary]")
+    assert "Files touched:" in ex.result.summaries[0]["text"]
+    ex.language.value = "zh"
     assert ex.error is None
-    assert ex.result.summaries[0]["text"].startswith("[Context summary]")
+    text = ex.result.summaries[0]["text"]
+    assert text.startswith("[上下文摘要]") and "涉及的文件：" in text and "Files touched" not in text
 
 
 def test_invalid_setting_shows_the_error_and_keeps_the_chart(ex: BudgetExplorer) -> None:

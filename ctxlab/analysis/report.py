@@ -339,7 +339,9 @@ def _report_markdown(
     lines.append("| field | value |")
     lines.append("|---|---|")
     for name, value in s.to_dict().items():
-        if name == "summary_prompt":
+        if name == "summary_prompt" and value is None:
+            value = "the built-in template of the summary language"
+        elif name == "summary_prompt":
             first = value.strip().splitlines()[0] if value.strip() else ""
             value = f"{len(value)} characters, starting “{first[:60]}”"
         lines.append(f"| `{name}` | {_fmt(value)} |")

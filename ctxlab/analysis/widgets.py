@@ -8,7 +8,7 @@
 :func:`explore` returns a :class:`BudgetExplorer`, itself a widget (a ``VBox``): pick a
 transcript and a strategy, move the sliders of the settings (``summary_threshold``,
 ``summary_keep_messages``, ``summary_tool_result_token_limit``, ``summary_l2_trigger_ratio``)
-and the summary prompt (zh/en), and the run is replayed (:func:`ctxlab.replay.engine.replay`) and
+and the summary language (auto/zh/en), and the run is replayed (:func:`ctxlab.replay.engine.replay`) and
 redrawn **in place**:
 
 * one matplotlib figure is created once (:func:`ctxlab.analysis.plotting.budget_figure`); each update clears
@@ -48,12 +48,11 @@ import polars as pl
 
 from ctxlab.analysis.plotting import budget_figure
 from ctxlab.analysis.report import rounds_frame, summary_frame
-from ctxlab.core.settings import SUMMARY_PROMPT_EN, SUMMARY_PROMPT_ZH, CompressionSettings
+from ctxlab.core.prompts import SUMMARY_LANGUAGES
+from ctxlab.core.settings import CompressionSettings
 
 __all__ = ["BudgetExplorer", "default_transcripts", "explore"]
 
-#: the summary prompt choices of the dropdown
-PROMPTS: dict[str, str] = {"zh": SUMMARY_PROMPT_ZH, "en": SUMMARY_PROMPT_EN}
 #: replays kept in the cache
 CACHE_SIZE = 16
 
@@ -112,7 +111,7 @@ class BudgetExplorer(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no
             until :meth:`update` is called).
 
     Attributes:
-        transcript, strategy, threshold, keep, tool_limit, ratio, prompt: the controls.
+        transcript, strategy, threshold, keep, tool_limit, ratio, language: the controls.
         fig: the one matplotlib figure; ``chart``: the widget showing it.
         table: the HTML widget with the totals and the compression rounds.
         message: the HTML widget showing the last error or warnings (empty when all is well).
@@ -175,8 +174,10 @@ class BudgetExplorer(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no
             description="summary_l2_trigger_ratio (T2/T)", style=style, layout=wide,
             continuous_update=False, readout_format=".2f",
         )  # fmt: skip
-        prompt = next((k for k, v in PROMPTS.items() if v == s.summary_prompt), "zh")
-        self.prompt = widgets.Dropdown(options=list(PROMPTS), value=prompt, description="summary_prompt")
+        self.summary_prompt = s.summary_prompt  # a custom prompt is kept; the language picks the rest
+        self.language = widgets.Dropdown(
+            options=list(SUMMARY_LANGUAGES), value=s.summary_language, description="summary_language"
+        )
         self.message = widgets.HTML(value="")
         self.table = widgets.HTML(value="")
 
@@ -194,7 +195,7 @@ class BudgetExplorer(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no
 
         controls = widgets.VBox(
             [
-                widgets.HBox([self.transcript, self.strategy, self.prompt]),
+                widgets.HBox([self.transcript, self.strategy, self.language]),
                 widgets.HBox([self.threshold, self.keep]),
                 widgets.HBox([self.tool_limit, self.ratio]),
             ]
@@ -217,7 +218,7 @@ class BudgetExplorer(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no
             self.keep,
             self.tool_limit,
             self.ratio,
-            self.prompt,
+            self.language,
         ]
 
     def settings(self) -> CompressionSettings:
@@ -229,7 +230,8 @@ class BudgetExplorer(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no
         return CompressionSettings(
             summary_threshold=self.threshold.value,
             summary_keep_messages=self.keep.value,
-            summary_prompt=PROMPTS[self.prompt.value],
+            summary_prompt=self.summary_prompt,
+            summary_language=self.language.value,
             summary_tool_result_token_limit=self.tool_limit.value,
             summary_l2_trigger_ratio=round(self.ratio.value, 4),
         )

@@ -4,7 +4,9 @@ Usage::
 
     ctxlab replay [PATH ...] [--strategy NAME] [--out DIR] [settings and options]
     ctxlab compare PATH [PATH ...] --strategies a,b,... [--out DIR] [settings and options]
+    ctxlab show RUN_DIR [--out FILE]
     ctxlab plugins [--plugins-dir DIR]
+    ctxlab plugins new NAME [--dir DIR]
     ctxlab findings PATH [PATH ...] [--measure NAME] [--strategies a,b,...] [--no-savings]
     ctxlab bench [ARGS ...]
     ctxlab --version          (also: python -m ctxlab ...)
@@ -22,7 +24,8 @@ interrupted.
 
 The modules: :mod:`~ctxlab.cli.options` (the option groups and what they resolve to),
 :mod:`~ctxlab.cli.replay_cmd` (replay and compare), :mod:`~ctxlab.cli.output` (what is printed),
-:mod:`~ctxlab.cli.plugins_cmd`, :mod:`~ctxlab.cli.findings`, :mod:`~ctxlab.cli.bench`.
+:mod:`~ctxlab.cli.plugins_cmd`, :mod:`~ctxlab.cli.findings`, :mod:`~ctxlab.cli.show_cmd`,
+:mod:`~ctxlab.cli.bench`.
 """
 
 from __future__ import annotations
@@ -93,10 +96,16 @@ def build_parser() -> argparse.ArgumentParser:
     add_compare_parser(sub)
     pl = sub.add_parser("plugins", help="list loaded plugins, their hooks, strategies and transcript formats")
     add_plugin_options(pl)
+    from ctxlab.cli.plugins_new import add_new_parser
+
+    add_new_parser(pl.add_subparsers(dest="plugins_command", metavar="new"))
     sub.add_parser("bench", help="estimator and strategy benchmarks (ctxlab.cli.bench)", add_help=False)
     from ctxlab.cli.findings import add_findings_parser
 
     add_findings_parser(sub)
+    from ctxlab.cli.show_cmd import add_show_parser
+
+    add_show_parser(sub)
     return parser
 
 
@@ -132,10 +141,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     level = quiet.level
     quiet.setLevel(logging.ERROR)
     try:
+        if args.command == "plugins" and getattr(args, "plugins_command", None) == "new":
+            from ctxlab.cli.plugins_new import run_new
+
+            return run_new(args)
         if args.command == "plugins":
             from ctxlab.cli.plugins_cmd import run_plugins
 
             return run_plugins(args)
+        if args.command == "show":
+            from ctxlab.cli.show_cmd import run_show
+
+            return run_show(args)
         if args.command == "findings":
             from ctxlab.cli.findings import run_findings
 

@@ -39,6 +39,7 @@ __all__ = [
     "price_row",
     "settings_from_args",
     "summarizer_from_args",
+    "summary_cache_from_args",
     "switch",
     "window_from_args",
 ]
@@ -112,13 +113,19 @@ def add_settings_options(p: argparse.ArgumentParser) -> None:
     """``--config`` and the ``--summary-*`` flags (the five ARS fields; flags override the file)."""
     add_options(
         p,
-        "settings (the five ARS fields; flags override --config)",
+        "settings (the five ARS fields and the summary language; flags override --config)",
         [
             file_option("--config", "TOML or JSON file with the settings fields (default: none)"),
             *(option(SETTING_FLAGS[f], h, metavar=m) for f, (m, h) in _SETTING_HELP.items()),
             file_option(
                 "--summary-prompt-file",
                 "summarizer prompt, must contain {messages} (default: the built-in prompt)",
+            ),
+            option(
+                "--summary-language",
+                "auto, zh or en: the built-in prompt's and the summary's language; auto follows "
+                "the user's messages (default: auto)",
+                metavar="LANG",
             ),
         ],
     )
@@ -176,8 +183,34 @@ def add_model_options(p: argparse.ArgumentParser) -> None:
                 "--summarizer-model",
                 "summarize with this chat model (init_chat_model) (default: the offline structured summary)",
             ),
+            option(
+                "--summary-cache",
+                "folder of the on-disk cache of --summarizer-model replies (summaries.sqlite), or off; "
+                "a second run of the same command asks the model nothing (default: OUT/.ctxlab-cache)",
+                metavar="DIR|off",
+            ),
         ],
     )
+
+
+def summary_cache_from_args(args: argparse.Namespace) -> Path | None:
+    """The SQLite file of the summary cache: ``--summary-cache DIR`` (``DIR/summaries.sqlite``),
+    ``None`` for ``off`` or without ``--summarizer-model``, else ``<--out>/.ctxlab-cache/summaries.sqlite``.
+
+    Raises:
+        CliError: ``DIR`` exists and is not a folder.
+    """
+    from ctxlab.replay.summary_cache import CACHE_FILE, default_cache_path
+
+    value = getattr(args, "summary_cache", None)
+    if value == "off" or not getattr(args, "summarizer_model", None):
+        return None
+    if value is None:
+        return default_cache_path(args.out)
+    folder = Path(value)
+    if folder.exists() and not folder.is_dir():
+        raise CliError(f"--summary-cache {value}: exists and is not a folder (give a folder, or off)")
+    return folder / CACHE_FILE
 
 
 def add_measure_options(p: argparse.ArgumentParser) -> None:
@@ -212,8 +245,8 @@ def add_output_options(p: argparse.ArgumentParser, command: str) -> None:
         [
             option(
                 "--out",
-                "output folder: calls.parquet, summary.csv, report.md, run.json, figures/, files/ "
-                "(default: %(default)s)",
+                "output folder: calls.parquet, summary.csv, report.md, run.json, figures/, files/, "
+                "views/ (default: %(default)s)",
                 metavar="DIR",
                 default=f"out/{command}",
             ),
@@ -224,6 +257,10 @@ def add_output_options(p: argparse.ArgumentParser, command: str) -> None:
                 default="reached",
             ),
             switch("--no-figures", "the same as --figures none"),
+            switch(
+                "--html",
+                "also write inspect.html, the call inspector (the same as `ctxlab show DIR` afterwards)",
+            ),
             switch(
                 "--no-progress", "no progress bar (default: a bar on a terminal, none when stderr is not one)"
             ),
@@ -236,7 +273,8 @@ def add_plugin_options(p: argparse.ArgumentParser) -> None:
     plugins_dir = option(
         "--plugins-dir",
         "also load plugins from the .py files in DIR; hooks that change compression rename the "
-        "strategies they apply to (ars+<plugin>) (default: $CTXLAB_PLUGINS_DIR, else none)",
+        "strategies they apply to (ars+<plugin>), unless the plugin registers strategies of its own "
+        "(default: $CTXLAB_PLUGINS_DIR, else none)",
         metavar="DIR",
     )
     add_options(p, None, [plugins_dir])
@@ -359,6 +397,8 @@ def settings_from_args(args: argparse.Namespace) -> Any:
             data[field] = _number(value)
     if getattr(args, "summary_prompt_file", None):
         data["summary_prompt"] = _read_prompt(Path(args.summary_prompt_file))
+    if getattr(args, "summary_language", None) is not None:
+        data["summary_language"] = args.summary_language
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         settings = CompressionSettings.from_mapping(data)

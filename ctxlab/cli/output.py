@@ -145,8 +145,9 @@ def _print_problems(con: Any, result: Any) -> None:
 
 
 def written_names(written: Mapping[str, Any], out: Path) -> list[str]:
-    """Everything a run wrote, relative to ``out``: the files by name, then ``N figures`` and
-    the ``files/`` folder of the middlewares when present."""
+    """Everything a run wrote, relative to ``out``: the files by name, then ``N figures``, the
+    ``files/`` folder of the middlewares and the ``views/`` of the call inspector when present,
+    and ``inspect.html`` when it was written (``written["html"]``)."""
     names = [
         Path(p).relative_to(out).as_posix()
         for key in ("calls", "summary", "report", "run", "summaries")
@@ -159,6 +160,12 @@ def written_names(written: Mapping[str, Any], out: Path) -> list[str]:
     if files.is_dir() and any(files.rglob("*")):
         count = sum(1 for p in files.rglob("*") if p.is_file())
         names.append(f"files/ ({count} file{'s' if count != 1 else ''} the middlewares wrote)")
+    views = out / "views"
+    if views.is_dir():
+        count = sum(1 for _ in views.glob("*/*.jsonl.gz"))
+        names.append(f"views/ (the raw and sent view of every call, {count} run{'s' if count != 1 else ''})")
+    if written.get("html") is not None:
+        names.append(Path(written["html"]).relative_to(out).as_posix())
     return names
 
 

@@ -10,7 +10,8 @@ Order of work, so that nothing is written for a run that cannot happen:
 3. replaying (a failed run or a run with failed summaries stops the batch unless
    ``--keep-going``), the middlewares writing into a staging folder inside ``--out``; nothing
    replayed: exit 1, and ``--out`` is left as it was;
-4. writing ``calls.parquet``, ``summary.csv``, ``report.md``, ``run.json``, ``summaries.jsonl``
+4. writing ``calls.parquet``, ``summary.csv``, ``report.md``, ``run.json``, ``summaries.jsonl``,
+   ``views/`` (every call's raw and sent view, :mod:`ctxlab.replay.views`)
    and the figures (old results in ``--out`` are removed first, the staged files become
    ``files/``), then printing the tables.
 
@@ -28,12 +29,30 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ctxlab.cli.options import CliError, price_row, settings_from_args, summarizer_from_args, window_from_args
+from ctxlab.cli.options import (
+    CliError,
+    price_row,
+    settings_from_args,
+    summarizer_from_args,
+    summary_cache_from_args,
+    window_from_args,
+)
+from ctxlab.replay.names import did_you_mean
 
 __all__ = ["OUTPUTS", "lab_manager", "run_replay", "warn"]
 
 #: what a run writes into its output folder; removed first so no stale result survives
-OUTPUTS = ("calls.parquet", "summary.csv", "report.md", "run.json", "summaries.jsonl", "figures", "files")
+OUTPUTS = (
+    "calls.parquet",
+    "summary.csv",
+    "report.md",
+    "run.json",
+    "summaries.jsonl",
+    "figures",
+    "files",
+    "views",
+    "inspect.html",
+)
 
 
 def warn(message: object) -> None:
@@ -83,7 +102,10 @@ def _strategy_names(args: argparse.Namespace, known: dict[str, Any]) -> list[str
         raise CliError(f"--strategies names {twice[0]!r} twice; each strategy runs once per transcript")
     unknown = [n for n in names if n not in known]
     if unknown:
-        raise CliError(f"unknown strategy {unknown[0]!r}; known: {', '.join(sorted(known)) or '(none)'}")
+        raise CliError(
+            f"unknown strategy {unknown[0]!r}{did_you_mean(unknown[0], known)}; "
+            f"known: {', '.join(sorted(known)) or '(none)'}"
+        )
     return names
 
 
@@ -163,15 +185,17 @@ def _discard(stage: Path, out: Path, made: bool) -> None:
 
 def _publish(stage: Path, out: Path) -> None:
     """Something was replayed: remove the old results in ``out`` (so no stale one survives) and
-    move the middlewares' files from the staging folder into ``out/files``."""
+    move the middlewares' files and the views from the staging folder into ``out/files`` and
+    ``out/views``."""
     for name in OUTPUTS:
         target = out / name
         if target.is_dir():
             shutil.rmtree(target)
         elif target.exists():
             target.unlink()
-    if (stage / "files").is_dir():
-        (stage / "files").rename(out / "files")
+    for folder in ("files", "views"):
+        if (stage / folder).is_dir():
+            (stage / folder).rename(out / folder)
     shutil.rmtree(stage, ignore_errors=True)
 
 
@@ -188,7 +212,6 @@ def run_replay(args: argparse.Namespace, argv: Sequence[str]) -> int:
     """``ctxlab replay``/``compare`` (see the module doc); returns the exit status."""
     from ctxlab.analysis.report import strategy_totals, write_report
     from ctxlab.cli.output import print_summary
-    from ctxlab.replay import replay_many
     from ctxlab.replay import strategies as registered
 
     settings = settings_from_args(args)
@@ -196,13 +219,18 @@ def run_replay(args: argparse.Namespace, argv: Sequence[str]) -> int:
     names = _strategy_names(args, registered(pm))
     if args.limit_calls is not None and args.limit_calls <= 0:
         raise CliError(f"--limit-calls={args.limit_calls} is invalid: allowed an integer > 0")
+    if args.jobs < 1:  # a usage error: before any file is read
+        raise CliError(f"--jobs={args.jobs} is invalid: allowed an integer > 0")
     window = window_from_args(args)
     if args.format is not None:
         from ctxlab.transcripts import available_formats
 
         formats = available_formats(pm)
         if args.format not in formats:
-            raise CliError(f"--format {args.format}: unknown format; known: {', '.join(sorted(formats))}")
+            raise CliError(
+                f"--format {args.format}: unknown format{did_you_mean(args.format, formats)}; "
+                f"known: {', '.join(sorted(formats))}"
+            )
     price = price_row(args)
     if args.measure == "tiktoken":
         try:
@@ -212,6 +240,7 @@ def run_replay(args: argparse.Namespace, argv: Sequence[str]) -> int:
                 "--measure tiktoken needs the tiktoken package (pip install 'ctxlab[lab]')"
             ) from exc
     summarizer_model = summarizer_from_args(args)
+    summary_cache_from_args(args)  # a bad --summary-cache is a usage error before anything is read
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise CliError(f"--out {out}: exists and is not a folder")
@@ -221,26 +250,14 @@ def run_replay(args: argparse.Namespace, argv: Sequence[str]) -> int:
         return _fail(problems, "nothing to replay; nothing written")
     if problems and not args.keep_going:
         return _fail(problems, "stopped before replaying (--keep-going replays the others); nothing written")
-    if args.jobs < 1:
-        raise CliError(f"--jobs={args.jobs} is invalid: allowed an integer > 0")
     stage, made = _staging(out)
-    if args.jobs > 1 or args.engine == "ray":
-        result = _run_parallel(args, names, settings, stage, window, price)
-    else:
-        result = replay_many(
-            transcripts,
-            names,
-            settings=settings,
-            out_dir=stage,
-            pm=pm,
-            summarizer_model=summarizer_model,
-            context_window=window,
-            measure=args.measure,
-            limit_calls=args.limit_calls,
-            progress=not args.no_progress and sys.stderr.isatty(),
-            price_model=price,
-            stop_on_failure=not args.keep_going,
+    try:
+        result = _replay_into(
+            args, transcripts, names, (settings, window, price, pm, summarizer_model), stage
         )
+    except BaseException:  # Ctrl-C (KeyboardInterrupt) or a crash: leave no staging folder behind
+        _discard(stage, out, made)
+        raise
     result.errors[:0] = problems
     if result.replayed == 0:
         _discard(stage, out, made)
@@ -251,6 +268,10 @@ def run_replay(args: argparse.Namespace, argv: Sequence[str]) -> int:
     result.provenance["command"] = command
     figures = "none" if args.no_figures else args.figures
     written = write_report(result, out, figures=figures, command=command)
+    if args.html:
+        from ctxlab.analysis.inspector import write_inspector
+
+        written["html"] = write_inspector(out)
     print_summary(result, strategy_totals(result.frame()), written, out)
     if result.errors:
         stopped = "" if args.keep_going else " (stopped at the first; --keep-going runs the rest)"
@@ -262,8 +283,43 @@ def run_replay(args: argparse.Namespace, argv: Sequence[str]) -> int:
     return 0
 
 
+def _replay_into(
+    args: argparse.Namespace, transcripts: list[Any], names: list[str], how: tuple[Any, ...], stage: Path
+) -> Any:
+    """Replay into the staging folder: serially, or on ``--jobs``/``--engine ray`` workers.
+    ``how``: (settings, window, price row, plugin manager, summarizer model)."""
+    from ctxlab.replay import replay_many
+
+    settings, window, price, pm, summarizer_model = how
+    summary_cache = summary_cache_from_args(args)
+    if args.jobs > 1 or args.engine == "ray":
+        return _run_parallel(args, names, settings, stage, window, price, summary_cache)
+    return replay_many(
+        transcripts,
+        names,
+        settings=settings,
+        out_dir=stage,
+        pm=pm,
+        summarizer_model=summarizer_model,
+        context_window=window,
+        measure=args.measure,
+        limit_calls=args.limit_calls,
+        progress=not args.no_progress and sys.stderr.isatty(),
+        price_model=price,
+        stop_on_failure=not args.keep_going,
+        write_views=True,
+        summary_cache=summary_cache,
+    )
+
+
 def _run_parallel(
-    args: argparse.Namespace, names: list[str], settings: Any, stage: Path, window: Any, price: Any
+    args: argparse.Namespace,
+    names: list[str],
+    settings: Any,
+    stage: Path,
+    window: Any,
+    price: Any,
+    summary_cache: Path | None,
 ) -> Any:
     """``--jobs N`` / ``--engine ray``: the same replay on worker processes or a Ray cluster, which
     load the files themselves (a task carries a path, never an object)."""
@@ -286,6 +342,8 @@ def _run_parallel(
             summarizer_model=args.summarizer_model,
             price_model=price,
             progress=not args.no_progress and sys.stderr.isatty(),
+            write_views=True,
+            summary_cache=str(summary_cache) if summary_cache is not None else None,
         )
     except RayUnavailableError as exc:
         raise CliError(str(exc)) from exc

@@ -29,6 +29,7 @@ from ctxlab.core.events import StatsCommon
 from ctxlab.core.files import history_path
 from ctxlab.core.hooks import CompressionHooks
 from ctxlab.core.messages import message_text
+from ctxlab.core.prompts import summary_language_of
 from ctxlab.core.settings import CompressionSettings
 from ctxlab.core.summarize import SummaryJob, SummaryResult, bound_summary, summary_token_limit
 
@@ -126,7 +127,8 @@ def plan_l2(
     history = history_document(eff[:local], start, global_cut, previous_summary)
     path = history_path(inp.thread_id, start, global_cut, history)
     span = sum(inp.estimates.message_tokens(m) for m in view1[:local])
-    empty = build_summary_message(eff, local, SummaryResult(text=""), path, s.summary_prompt, global_cut)
+    language = summary_language_of(s.summary_language, s.summary_prompt, eff)
+    empty = build_summary_message(eff, local, SummaryResult(text=""), path, language, global_cut)
     floor = inp.estimates.message_tokens(empty)
     if span <= floor:
         stats["summary_rejected"] = (
@@ -135,9 +137,10 @@ def plan_l2(
         return None
     job = SummaryJob(
         messages=list(view1[:local]),
-        prompt=s.summary_prompt,
+        prompt=s.prompt_for(language),
         budget_tokens=inp.summarizer_budget,
         previous_summary=previous_summary,
+        language=language,
     )
     return L2Plan(local, global_cut, span, job, path, history, forced)
 
@@ -182,8 +185,8 @@ def summary_to_commit(
             "not committed: the summary failed and the history file could not be written"
         )
         return None
-    s = inp.settings
-    message = build_summary_message(eff, plan.local, result, file_path, s.summary_prompt, plan.global_cut)
+    language = plan.job.language or "en"
+    message = build_summary_message(eff, plan.local, result, file_path, language, plan.global_cut)
     size = inp.estimates.message_tokens(message)
     if size > plan.span_tokens:
         stats["summary_rejected"] = (

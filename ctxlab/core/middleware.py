@@ -232,7 +232,7 @@ class CompressionMiddleware(AgentMiddleware):
             capacity = _max_input_tokens(request.model)
             # the main model's window sizes the summarizer only when it is the main model (R10)
             fallback = capacity if model is request.model else None
-            return ModelLimits(capacity, input_budget(model, settings.summary_prompt, fallback))
+            return ModelLimits(capacity, input_budget(model, settings.prompt_for("zh"), fallback))
 
         writer = _stream_writer(request)
         hooks = self.hooks

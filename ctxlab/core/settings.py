@@ -1,4 +1,4 @@
-"""The five "Agent Context" fields of ARS summary compression (spec R1, R2).
+"""The "Agent Context" fields of ARS summary compression (spec R1, R2), plus the summary language.
 
 ``CompressionSettings`` is frozen and validated at construction: a bad value raises
 :class:`SettingsError` (a ``ValueError``) whose message names the field and the allowed range.
@@ -15,7 +15,7 @@ import warnings
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from ctxlab.core.prompts import SUMMARY_PROMPT_EN, SUMMARY_PROMPT_ZH
+from ctxlab.core.prompts import SUMMARY_LANGUAGES, SUMMARY_PROMPT_EN, SUMMARY_PROMPT_ZH, template_for
 
 #: R5: the argument limit is an internal constant, not a setting (characters).
 ARG_TRUNCATE_CHARS = 2000
@@ -55,8 +55,15 @@ class CompressionSettings:
             finite number (0.5 is allowed).
         summary_keep_messages: messages kept verbatim after an L2 cutoff (≥ 0), besides the
             summary message.
-        summary_prompt: summarizer prompt; must contain ``{messages}``. Default: the Chinese
-            template (``SUMMARY_PROMPT_ZH``); ``SUMMARY_PROMPT_EN`` ships beside it.
+        summary_prompt: summarizer prompt; must contain ``{messages}``. ``None`` (the default):
+            the built-in template of the summary language (``SUMMARY_PROMPT_ZH`` or
+            ``SUMMARY_PROMPT_EN``). The seed's default is the Chinese template; following the
+            conversation's language is a deliberate deviation (``docs/middleware.md``).
+        summary_language: ``"auto"`` (default), ``"zh"`` or ``"en"``: the language of the
+            built-in template and of the summary message's framing.  ``"auto"``: the language of
+            the user's messages (Chinese when their letters are mostly CJK, else English) with
+            the built-in template, the template's own language with a custom ``summary_prompt``
+            (:func:`ctxlab.core.prompts.summary_language_of`).
         summary_tool_result_token_limit: L1 offloads a ToolMessage whose estimate exceeds this
             many tokens; also the preview budget (> 0).
         summary_l2_trigger_ratio: T2 / T, in (0, ∞) and finite; recommended 0.1–1.0 (warns
@@ -68,7 +75,12 @@ class CompressionSettings:
 
     summary_threshold: float = field(default=100, metadata=_meta("entry threshold", "K tokens (x1024)"))
     summary_keep_messages: int = field(default=10, metadata=_meta("messages kept by L2", "messages"))
-    summary_prompt: str = field(default=SUMMARY_PROMPT_ZH, metadata=_meta("summarizer prompt", "text"))
+    summary_prompt: str | None = field(
+        default=None, metadata=_meta("summarizer prompt (None: built-in template)", "text")
+    )
+    summary_language: str = field(
+        default="auto", metadata=_meta("summary language: auto, zh or en", "language code")
+    )
     summary_tool_result_token_limit: int = field(
         default=300, metadata=_meta("L1 tool-result limit and preview budget", "tokens")
     )
@@ -87,11 +99,17 @@ class CompressionSettings:
         _check_int("summary_keep_messages", self.summary_keep_messages, "an integer >= 0")
         if self.summary_keep_messages < 0:
             raise SettingsError("summary_keep_messages", self.summary_keep_messages, "an integer >= 0")
-        if not isinstance(self.summary_prompt, str) or "{messages}" not in self.summary_prompt:
+        if self.summary_prompt is not None and (
+            not isinstance(self.summary_prompt, str) or "{messages}" not in self.summary_prompt
+        ):
             raise SettingsError(
                 "summary_prompt",
                 _short(self.summary_prompt),
-                "a string containing the {messages} placeholder",
+                "None (the built-in template) or a string containing the {messages} placeholder",
+            )
+        if self.summary_language not in SUMMARY_LANGUAGES:
+            raise SettingsError(
+                "summary_language", self.summary_language, f"one of {list(SUMMARY_LANGUAGES)}"
             )
         _check_int("summary_tool_result_token_limit", self.summary_tool_result_token_limit, "an integer > 0")
         if self.summary_tool_result_token_limit <= 0:
@@ -134,6 +152,11 @@ class CompressionSettings:
         summarizes (R8); the cutoff rule aims below it (R9).
         """
         return self.entry_threshold_tokens * self.summary_l2_trigger_ratio
+
+    def prompt_for(self, language: str) -> str:
+        """The summarizer template for a resolved ``language`` (``"zh"`` or ``"en"``): the custom
+        ``summary_prompt`` when one is set, else the built-in template of that language."""
+        return self.summary_prompt if self.summary_prompt is not None else template_for(language)
 
     def replace(self, **changes: Any) -> CompressionSettings:
         """A validated copy with some fields changed."""

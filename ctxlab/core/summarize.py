@@ -124,12 +124,16 @@ class SummaryJob:
         prompt: the template with ``{messages}`` (``summary_prompt``).
         budget_tokens: the most tokens one summarizer input may have (prompt included).
         previous_summary: text of the previous summary, or ``None``.
+        language: the summary language of the round, ``"zh"`` or ``"en"``
+            (:func:`ctxlab.core.prompts.summary_language_of`); ``None`` when the caller did not
+            resolve one (a summarizer then follows ``prompt``).
     """
 
     messages: list[BaseMessage]
     prompt: str
     budget_tokens: int
     previous_summary: str | None = None
+    language: str | None = None
 
 
 @dataclass

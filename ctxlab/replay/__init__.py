@@ -6,7 +6,9 @@
   recorded provider stand-in for live agents);
 * :mod:`~ctxlab.replay.provider` — a provider's context window and its overflow check;
 * :mod:`~ctxlab.replay.strategies` — named strategies and the lab's plugin manager;
-* :mod:`~ctxlab.replay.engine` — replay of transcripts × strategies, sweeps (the per-call loop in
+* :mod:`~ctxlab.replay.engine` — replay of transcripts × strategies (sweeps in
+  :mod:`~ctxlab.replay.sweep`, the views a run writes in :mod:`~ctxlab.replay.views`, the summary
+  cache in :mod:`~ctxlab.replay.summary_cache`; the per-call loop in
   :mod:`~ctxlab.replay.runner`, a run's parts in :mod:`~ctxlab.replay.building`, results in
   :mod:`~ctxlab.replay.result`, what produced them in :mod:`~ctxlab.replay.provenance`, file names
   and thread ids in :mod:`~ctxlab.replay.names`, a foreign summarizer's usage in
@@ -22,7 +24,6 @@ from ctxlab.replay.engine import (
     replay,
     replay_many,
     safe_name,
-    sweep,
     transcript_labels,
 )
 from ctxlab.replay.harness import ModelCall, ModelNodeHarness
@@ -31,6 +32,7 @@ from ctxlab.replay.names import thread_id_for
 from ctxlab.replay.provider import ContextWindow, profile_window
 from ctxlab.replay.result import ReplayIssue, ReplayResult
 from ctxlab.replay.strategies import Strategy, make_lab_manager, strategies
+from ctxlab.replay.sweep import sweep
 from ctxlab.replay.table import CALL_COLUMNS
 
 __all__ = [

@@ -15,6 +15,7 @@ from langchain.agents.middleware.types import AgentMiddleware
 from ctxlab.core.builtin import StructuredSummarizer
 from ctxlab.core.middleware import CompressionMiddleware
 from ctxlab.core.settings import CompressionSettings
+from ctxlab.replay.names import did_you_mean
 from ctxlab.replay.provider import ContextWindow
 from ctxlab.replay.strategies import folder_plugins, make_lab_manager, strategy_label
 from ctxlab.replay.strategies import strategies as registered_strategies
@@ -106,7 +107,10 @@ def build_middleware(
         pm = make_lab_manager(load_entrypoints=True)
     known = registered_strategies(pm)
     if strategy not in known:
-        raise KeyError(f"unknown strategy {strategy!r}; known: {', '.join(sorted(known)) or '(none)'}")
+        raise KeyError(
+            f"unknown strategy {strategy!r}{did_you_mean(strategy, known)}; "
+            f"known: {', '.join(sorted(known)) or '(none)'}"
+        )
     made = known[strategy].factory(settings)
     if isinstance(made, AgentMiddleware):
         return strategy, made

@@ -1,8 +1,8 @@
 """Replay: drive a middleware through recorded transcripts as a live agent would have.
 
 :func:`replay` runs one transcript through one strategy, :func:`replay_many` every transcript ×
-strategy of a batch (a bad file or a failing run never stops it), :func:`sweep` a set of
-transcripts once per value of one setting.  Each model call of a transcript is one model-node
+strategy of a batch (a bad file or a failing run never stops it); :func:`ctxlab.replay.sweep.sweep`
+builds on them.  Each model call of a transcript is one model-node
 run of :class:`~ctxlab.replay.harness.ModelNodeHarness` answered with the recorded
 ``AIMessage`` (see :mod:`ctxlab.replay.runner` for the loop and the row of each call).
 
@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import logging
 import tempfile
-import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,20 +35,20 @@ from ctxlab.replay.building import (
     summarizer_name,
 )
 from ctxlab.replay.metrics import IdentifierIndex, make_measure, run_measure
-from ctxlab.replay.names import safe_name
+from ctxlab.replay.names import did_you_mean, safe_name, transcript_labels
 from ctxlab.replay.provenance import provenance
 from ctxlab.replay.result import ReplayIssue, ReplayResult
 from ctxlab.replay.run_measures import resolve_price
 from ctxlab.replay.runner import replay_one
 from ctxlab.replay.strategies import make_lab_manager
 from ctxlab.replay.strategies import strategies as registered_strategies
-from ctxlab.replay.table import TOTALS_COLUMNS, strategy_totals
+from ctxlab.replay.summary_cache import SummaryCache, attach_cache
+from ctxlab.replay.views import ViewLog, view_file
 from ctxlab.transcripts import load_many, load_transcripts
 from ctxlab.transcripts.base import Transcript
 
 if TYPE_CHECKING:
     import pluggy
-    import polars as pl
 
     from ctxlab.core.estimation import EstimateCache
     from ctxlab.replay.prices import PriceRow, PriceTable
@@ -67,7 +66,6 @@ __all__ = [
     "replay_many",
     "safe_name",
     "strategy_records",
-    "sweep",
     "transcript_labels",
 ]
 
@@ -78,33 +76,6 @@ __all__ = [
 def _count_calls(transcript: Transcript, limit_calls: int | None) -> int:
     n = sum(1 for m in transcript.messages if isinstance(m, AIMessage))
     return min(n, limit_calls) if limit_calls is not None else n
-
-
-def transcript_labels(transcripts: Sequence[Transcript]) -> list[str]:
-    """Unique, readable labels: ``Transcript.name``, prefixed with parent folders of the source
-    where two transcripts would otherwise share a name (``python-to-rust-port/transcript.jsonl``)."""
-    labels = [t.name for t in transcripts]
-    depth = [0] * len(transcripts)
-    for _ in range(12):
-        seen: dict[str, list[int]] = {}
-        for i, lab in enumerate(labels):
-            seen.setdefault(lab, []).append(i)
-        dups = [ix for ix in seen.values() if len(ix) > 1]
-        if not dups:
-            break
-        for group in dups:
-            for i in group:
-                depth[i] += 1
-                parents = [p for p in Path(transcripts[i].source).parent.parts if p not in ("/", "\\", "")]
-                prefix = "/".join(parents[-min(depth[i], len(parents)) :]) if parents else ""
-                labels[i] = f"{prefix}/{transcripts[i].name}" if prefix else transcripts[i].name
-    # still equal (same file loaded twice): number them
-    counts: dict[str, int] = {}
-    out = []
-    for lab in labels:
-        counts[lab] = counts.get(lab, 0) + 1
-        out.append(lab if counts[lab] == 1 else f"{lab}~{counts[lab]}")
-    return out
 
 
 def _progress(total: int, desc: str, enabled: bool, leave: bool = True) -> Any:
@@ -125,6 +96,9 @@ class ReplayOptions(TypedDict, total=False):
         format: the transcript format name of files (default: detected per file).
         summarizer_model: ``"provider:model"`` (``init_chat_model``) or a chat model for L2
             summaries; ``None``: the offline structured summarizer.
+        summary_cache: a SQLite file caching the summarizer model's replies
+            (:mod:`ctxlab.replay.summary_cache`; hits and misses in ``result.provenance``);
+            ``None`` (default): no cache.
         context_window: the provider's window: tokens (counted with ``provider_count``) or a
             :class:`~ctxlab.replay.provider.ContextWindow`.  A request above it is refused with
             ``ContextOverflowError`` as a provider would; it is also the model profile's
@@ -135,6 +109,8 @@ class ReplayOptions(TypedDict, total=False):
         limit_calls: replay at most this many model calls per run (``None``: all).
         keep_views: keep every request view in ``result.views`` (and state updates in
             ``result.updates``).
+        write_views: write every call's raw and sent view into ``<out_dir>/views`` (the call
+            inspector's data, :mod:`ctxlab.replay.views`; needs ``out_dir``). Default: off.
         progress: progress bars (default: off for :func:`replay`, on for :func:`replay_many`).
         price_model, prices: the price row of the cost columns, ``"provider:model"`` of the
             ``prices`` file (default: the shipped table and its default row; see
@@ -146,11 +122,13 @@ class ReplayOptions(TypedDict, total=False):
     out_dir: str | Path | None
     format: str | None
     summarizer_model: str | Any | None
+    summary_cache: str | Path | None
     context_window: int | ContextWindow | None
     provider_count: str
     measure: str
     limit_calls: int | None
     keep_views: bool
+    write_views: bool
     progress: bool
     price_model: str | PriceRow | None
     prices: str | Path | PriceTable | None
@@ -172,8 +150,11 @@ class _Batch:
     summarizer_model: Any
     limit_calls: int | None
     keep_views: bool
+    views_dir: Path | None = None  # the run folder whose views/ the runs write (write_views)
     meter: EstimateCache = field(init=False)
+    summary_cache: str | Path | None = None
     summarizer: Any = field(init=False)
+    cache: SummaryCache | None = field(init=False)
     index: IdentifierIndex = field(default_factory=IdentifierIndex)
     # ctxlab middlewares built once per strategy, each writing to the current run's folder
     built: dict[str, tuple[str, AgentMiddleware, RunFiles]] = field(default_factory=dict)
@@ -181,6 +162,7 @@ class _Batch:
     def __post_init__(self) -> None:
         self.meter = make_measure(self.measure)
         self.summarizer = make_summarizer(self.summarizer_model)
+        self.cache = attach_cache(self.summarizer, self.summary_cache)
 
     @classmethod
     def of(cls, options: ReplayOptions) -> _Batch:
@@ -193,9 +175,17 @@ class _Batch:
             window=make_window(options.get("context_window"), options.get("provider_count", "tiktoken")),
             measure=options.get("measure", "char-class"),
             summarizer_model=options.get("summarizer_model"),
+            summary_cache=options.get("summary_cache"),
             limit_calls=options.get("limit_calls"),
             keep_views=options.get("keep_views", False),
+            views_dir=Path(out) if options.get("write_views") and (out := options.get("out_dir")) else None,
         )
+
+    def cache_stats(self, result: ReplayResult) -> ReplayResult:
+        """``result`` with the summary cache's hits and misses in its provenance (when cached)."""
+        if self.cache is not None:
+            result.provenance["summary_cache"] = self.cache.stats()
+        return result
 
     def provenance(self, strategies: dict[str, dict[str, Any]]) -> dict[str, Any]:
         return provenance(
@@ -236,21 +226,31 @@ class _Batch:
         self, transcript: Transcript, label: str, name: str, mw: AgentMiddleware, **more: Any
     ) -> ReplayResult:
         """:func:`~ctxlab.replay.runner.replay_one` with the batch's settings and measures (a
-        :func:`~ctxlab.replay.metrics.run_measure` of the batch's measuring estimator per run)."""
-        return replay_one(
-            transcript,
-            label,
-            name,
-            mw,
-            settings=self.settings,
-            measure=run_measure(mw, self.measure, self.meter),
-            window=self.window,
-            limit_calls=self.limit_calls,
-            keep_views=self.keep_views,
-            price=self.price,
-            index=self.index,
-            **more,
-        )
+        :func:`~ctxlab.replay.metrics.run_measure` of the batch's measuring estimator per run),
+        writing its views to ``views_dir`` when the batch writes views."""
+        measure = run_measure(mw, self.measure, self.meter)
+        log = None
+        if self.views_dir is not None:
+            log = ViewLog(view_file(self.views_dir, label, name), label, name, measure.message_tokens)
+        try:
+            return replay_one(
+                transcript,
+                label,
+                name,
+                mw,
+                settings=self.settings,
+                measure=measure,
+                window=self.window,
+                limit_calls=self.limit_calls,
+                keep_views=self.keep_views,
+                price=self.price,
+                index=self.index,
+                view_log=log,
+                **more,
+            )
+        finally:
+            if log is not None:
+                log.close()
 
 
 def replay(
@@ -303,7 +303,7 @@ def replay(
     result.sources[label] = transcript.source
     result.window = batch.window.describe() if batch.window is not None else None
     result.provenance = batch.provenance(strategy_records([strategy], batch.pm, batch.settings))
-    return result
+    return batch.cache_stats(result)
 
 
 def _files_dir(out_dir: str | Path | None, label: str, strategy: str) -> Path:
@@ -354,7 +354,9 @@ def replay_many(
     known = registered_strategies(batch.pm)
     for s in strategies:
         if isinstance(s, str) and s not in known:
-            raise KeyError(f"unknown strategy {s!r}; known: {', '.join(sorted(known)) or '(none)'}")
+            raise KeyError(
+                f"unknown strategy {s!r}{did_you_mean(s, known)}; known: {', '.join(sorted(known))}"
+            )
     names = [s if isinstance(s, str) else s.name for s in strategies]
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
@@ -418,7 +420,7 @@ def replay_many(
                     break
     finally:
         outer.close()
-    return result
+    return batch.cache_stats(result)
 
 
 def _summary_issue(one: ReplayResult, source: str, label: str, strategy: str) -> ReplayIssue | None:
@@ -435,66 +437,3 @@ def _summary_issue(one: ReplayResult, source: str, label: str, strategy: str) ->
         where=f"call {first.get('call_index')}",
         problem=f"{len(bad)} of {len(one.summaries)} L2 summaries failed; first: {first.get('error')}",
     )
-
-
-# --- a sweep over one setting -------------------------------------------------------------------
-
-
-def sweep(
-    transcripts: Sequence[Transcript | str | Path],
-    setting: str,
-    values: Iterable[Any],
-    *,
-    strategy: str | AgentMiddleware = "ars",
-    settings: CompressionSettings | None = None,
-    pm: pluggy.PluginManager | None = None,
-    out_dir: str | Path | None = None,
-    **replay_options: Any,
-) -> pl.DataFrame:
-    """Replay ``transcripts`` with ``strategy`` once per value of one setting; one row per value.
-
-    Args:
-        transcripts: loaded transcripts or files, as for :func:`replay_many`.
-        setting: a :class:`~ctxlab.CompressionSettings` field, e.g. ``"summary_l2_trigger_ratio"``.
-        values: the values to try, in order.
-        strategy: the strategy name (or middleware).
-        settings: the other fields (default: the ARS defaults).
-        pm: the plugin manager strategies are looked up in.
-        out_dir: root of the files the replays write (a temporary folder when ``None``).
-        **replay_options: more keyword arguments of :func:`replay_many` (``measure``,
-            ``limit_calls``, ``summarizer_model``, ...).
-
-    Returns:
-        Columns: ``value``, ``T`` and ``T2`` (tokens), then the totals over all calls of all
-        transcripts (:data:`ctxlab.analysis.report.TOTALS_COLUMNS`: ``calls``, ``raw_tokens_total``,
-        ``sent_tokens_total``, ``saving_pct``, ``l1_rounds``, ``l2_rounds``, the summarizer's
-        calls and tokens, the means), and ``errors`` (failed runs).
-
-    Raises:
-        SettingsError: a value is invalid for the setting.
-    """
-
-    import polars as pl
-
-    base = settings or CompressionSettings()
-    replay_options.setdefault("progress", False)
-    rows = []
-    for value in values:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)  # outside the recommended range: intended
-            current = base.replace(**{setting: value})
-        result = replay_many(
-            list(transcripts), [strategy], settings=current, pm=pm, out_dir=out_dir, **replay_options
-        )
-        totals = strategy_totals(result.frame())
-        row = totals.row(0, named=True) if totals.height else {}
-        rows.append(
-            {
-                "value": float(value),
-                "T": current.entry_threshold_tokens,
-                "T2": float(current.l2_threshold_tokens),
-                **{k: row.get(k) for k in TOTALS_COLUMNS},
-                "errors": len(result.errors),
-            }
-        )
-    return pl.DataFrame(rows).with_columns(pl.col("calls").cast(pl.Int64))

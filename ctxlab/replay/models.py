@@ -2,7 +2,8 @@
 
 * :class:`ReplayModel` — the placeholder main model of a replay: it refuses to be called;
 * :class:`ScriptedChatModel` / :func:`scripted_tool_model` — a fake tool-calling model that plays a
-  script of assistant turns (for agent prototypes, notebooks and the sample recorder);
+  script of assistant turns (for agent prototypes, notebooks and the sample recorder); their home
+  is :mod:`ctxlab.testing` (no lab packages needed), re-exported here;
 * :class:`RecordedChatModel` — a provider stand-in for a *live* agent: it answers with recorded
   assistant messages in order and, given a :class:`~ctxlab.replay.provider.ContextWindow`,
   refuses a request above the window with ``ContextOverflowError`` as a provider would (the
@@ -15,15 +16,16 @@
 
 from __future__ import annotations
 
-from abc import abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.language_models import ModelProfile
 from langchain_core.language_models.chat_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
+from langchain_core.outputs import ChatResult
 from pydantic import Field
+
+from ctxlab.testing import AnsweringChatModel, ScriptedChatModel, scripted_tool_model
 
 __all__ = [
     "RecordedChatModel",
@@ -62,107 +64,11 @@ class ReplayModel(BaseChatModel):
         return cls(profile=profile)
 
 
-class _AnsweringChatModel(BaseChatModel):
-    """A chat model whose every call answers with the next ``AIMessage`` of a script, returned as a
-    deep copy (so that the caller's edits never reach the script); subclasses say where the next
-    answer comes from (:meth:`_next_answer`, which may raise to refuse the call)."""
-
-    @abstractmethod
-    def _next_answer(self, messages: list[BaseMessage]) -> AIMessage:
-        """The answer to the request ``messages`` (the system message first, when there is one)."""
-
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: Any = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        message = self._next_answer(messages)
-        return ChatResult(generations=[ChatGeneration(message=message.model_copy(deep=True))])
-
-
-class ScriptedChatModel(_AnsweringChatModel):
-    """A chat model that replays a plan: a generator of AIMessages.
-
-    Before each model call the generator is sent the contents of the ToolMessages that answered
-    the previous AIMessage (in tool-call order), so that a plan can use real tool output (a line
-    number found by grep, say) in its next arguments. ``bind_tools`` returns the model itself.
-    """
-
-    plan: Any
-    started: bool = False
-    calls: int = 0
-
-    @property
-    def _llm_type(self) -> str:
-        return "scripted-fake"
-
-    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> ScriptedChatModel:
-        return self
-
-    def _next_answer(self, messages: list[BaseMessage]) -> AIMessage:
-        results = _results_of_last_ai(messages)
-        try:
-            if self.started:
-                message: AIMessage = self.plan.send(results)
-            else:
-                self.started = True
-                message = next(self.plan)
-        except StopIteration as exc:
-            raise RuntimeError("the scripted plan has no more assistant turns") from exc
-        self.calls += 1
-        return message
-
-
-def scripted_tool_model(
-    turns: Sequence[Sequence[tuple[str, dict[str, Any]]]],
-    *,
-    final: str = "Done.",
-    say: str = "",
-) -> ScriptedChatModel:
-    """A fake chat model for agent prototypes: each call returns the next scripted turn.
-
-    Args:
-        turns: one entry per model call; each a list of ``(tool name, args)`` calls made in that
-            turn (several calls in one turn are parallel tool calls).
-        final: the text of the last turn (no tool calls), which ends the agent loop.
-        say: text the model says with each tool-calling turn (``{i}`` is the turn number).
-
-    Returns:
-        A :class:`ScriptedChatModel` (``bind_tools`` returns itself) whose plan ignores the tool
-        results; tool-call ids are ``call_001``, ``call_002``, ...
-    """
-
-    def plan() -> Iterator[AIMessage]:
-        n = 0
-        for i, calls in enumerate(turns, 1):
-            tool_calls = []
-            for name, args in calls:
-                n += 1
-                tool_calls.append(
-                    {"name": name, "args": dict(args), "id": f"call_{n:03d}", "type": "tool_call"}
-                )
-            yield AIMessage(content=say.format(i=i), tool_calls=tool_calls)
-        yield AIMessage(content=final)
-
-    return ScriptedChatModel(plan=plan())
-
-
-def _results_of_last_ai(messages: list[BaseMessage]) -> list[str]:
-    for i in range(len(messages) - 1, -1, -1):
-        ai = messages[i]
-        if isinstance(ai, AIMessage):
-            by_id = {m.tool_call_id: m.text for m in messages[i + 1 :] if isinstance(m, ToolMessage)}
-            return [by_id.get(tc["id"] or "", "") for tc in ai.tool_calls]
-    return []
-
-
 class ScriptExhaustedError(RuntimeError):
     """A :class:`RecordedChatModel` was called after its last recorded answer."""
 
 
-class RecordedChatModel(_AnsweringChatModel):
+class RecordedChatModel(AnsweringChatModel):
     """A live provider stand-in: each successful call answers with the next recorded ``AIMessage``.
 
     Args (fields):

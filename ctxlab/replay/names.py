@@ -1,12 +1,20 @@
-"""Names a replay gives things: safe file names (:func:`safe_name`) and the LangGraph thread id of
-a replayed transcript (:func:`thread_id_for`)."""
+"""Names a replay gives things: safe file names (:func:`safe_name`), the LangGraph thread id of
+a replayed transcript (:func:`thread_id_for`) and the transcripts' labels
+(:func:`transcript_labels`)."""
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import re
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
 
-__all__ = ["safe_name", "thread_id_for"]
+if TYPE_CHECKING:
+    from ctxlab.transcripts.base import Transcript
+
+__all__ = ["did_you_mean", "safe_name", "thread_id_for", "transcript_labels"]
 
 
 def safe_name(text: str, limit: int = 80, *, empty: str = "x") -> str:
@@ -30,3 +38,37 @@ def thread_id_for(label: str) -> str:
     this thread id writes the same history files (spec R10) as the replay, so the summaries,
     which name those files, are the same text too."""
     return safe_name(label)
+
+
+def transcript_labels(transcripts: Sequence[Transcript]) -> list[str]:
+    """Unique, readable labels: ``Transcript.name``, prefixed with parent folders of the source
+    where two transcripts would otherwise share a name (``python-to-rust-port/transcript.jsonl``)."""
+    labels = [t.name for t in transcripts]
+    depth = [0] * len(transcripts)
+    for _ in range(12):
+        seen: dict[str, list[int]] = {}
+        for i, lab in enumerate(labels):
+            seen.setdefault(lab, []).append(i)
+        dups = [ix for ix in seen.values() if len(ix) > 1]
+        if not dups:
+            break
+        for group in dups:
+            for i in group:
+                depth[i] += 1
+                parents = [p for p in Path(transcripts[i].source).parent.parts if p not in ("/", "\\", "")]
+                prefix = "/".join(parents[-min(depth[i], len(parents)) :]) if parents else ""
+                labels[i] = f"{prefix}/{transcripts[i].name}" if prefix else transcripts[i].name
+    # still equal (same file loaded twice): number them
+    counts: dict[str, int] = {}
+    out = []
+    for lab in labels:
+        counts[lab] = counts.get(lab, 0) + 1
+        out.append(lab if counts[lab] == 1 else f"{lab}~{counts[lab]}")
+    return out
+
+
+def did_you_mean(name: str, known: Iterable[str]) -> str:
+    """``" (did you mean 'ars'?)"`` when ``known`` holds names close to ``name`` (``difflib``'s
+    close matches, at most three), else ``""``: the tail of an unknown-name error."""
+    close = difflib.get_close_matches(name, list(known), n=3, cutoff=0.6)
+    return f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close else ""

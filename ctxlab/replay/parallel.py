@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from ctxlab.core.settings import CompressionSettings
 from ctxlab.replay.engine import replay_many, transcript_labels
+from ctxlab.replay.names import did_you_mean
 from ctxlab.replay.result import ReplayIssue, ReplayResult
 from ctxlab.replay.strategies import make_lab_manager
 from ctxlab.replay.strategies import strategies as registered_strategies
@@ -329,6 +330,8 @@ def run_grid(
     context_window: int | None = None,
     summarizer_model: str | None = None,
     keep_views: bool = False,
+    write_views: bool = False,
+    summary_cache: str | None = None,
     price_model: Any = None,
     progress: bool = False,
 ) -> GridResult:
@@ -347,8 +350,12 @@ def run_grid(
             started here is shut down at the end.
         ray_init: more keyword arguments of ``ray.init`` (e.g. ``{"num_cpus": 2}``).
         out_dir: root of the middlewares' files (a temporary folder when ``None``).
-        format, plugins_dir, measure, limit_calls, context_window, keep_views: as for
-            :func:`~ctxlab.replay.engine.replay_many` (``plugins_dir`` is loaded by every worker).
+        format, plugins_dir, measure, limit_calls, context_window, keep_views, write_views: as
+            for :func:`~ctxlab.replay.engine.replay_many` (``plugins_dir`` is loaded by every
+            worker; the views go to ``out_dir``).
+        summary_cache: the SQLite file of the summarizer's reply cache, shared by the workers
+            (:mod:`ctxlab.replay.summary_cache`); the merged result's provenance sums their hits
+            and misses.
         summarizer_model: a ``"provider:model"`` string (``init_chat_model``, built by each
             worker) or ``None`` for the offline summarizer.
         price_model: the price row of the cost columns (a name or a picklable row), as for
@@ -383,7 +390,9 @@ def run_grid(
     known = registered_strategies(pm)
     for s in names:
         if s not in known:
-            raise KeyError(f"unknown strategy {s!r}; known: {', '.join(sorted(known)) or '(none)'}")
+            raise KeyError(
+                f"unknown strategy {s!r}{did_you_mean(s, known)}; known: {', '.join(sorted(known))}"
+            )
     root = Path(out_dir) if out_dir is not None else Path(tempfile.mkdtemp(prefix="ctxlab-grid-"))
     options = {
         "measure": measure,
@@ -391,6 +400,8 @@ def run_grid(
         "context_window": context_window,
         "summarizer_model": summarizer_model,
         "keep_views": keep_views,
+        "write_views": write_views,
+        "summary_cache": summary_cache,
     }
     if price_model is not None:
         options["price_model"] = price_model
@@ -424,5 +435,15 @@ def run_grid(
         for task, one in zip(tasks, done, strict=True):
             if task.point == p:
                 merged.extend(one)
+                _add_cache_stats(merged, one)
         out.results.append(merged)
     return out
+
+
+def _add_cache_stats(merged: ReplayResult, one: ReplayResult) -> None:
+    """Sum a task's summary cache hits and misses into the merged result's provenance."""
+    stats = one.provenance.get("summary_cache")
+    if stats:
+        total = merged.provenance.setdefault("summary_cache", {"path": stats["path"], "hits": 0, "misses": 0})
+        total["hits"] += stats["hits"]
+        total["misses"] += stats["misses"]

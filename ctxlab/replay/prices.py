@@ -38,6 +38,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from ctxlab.replay.names import did_you_mean
+
 __all__ = [
     "CACHING_FAMILIES",
     "DEFAULT_PRICE_MODEL",
@@ -151,7 +153,10 @@ class PriceTable:
         for r in self.rows:
             if r.key == key:
                 return r
-        raise KeyError(f"no price row {key!r} in {self.path}; known: {', '.join(self.keys()) or '(none)'}")
+        raise KeyError(
+            f"no price row {key!r}{did_you_mean(key, self.keys())} in {self.path}; "
+            f"known: {', '.join(self.keys()) or '(none)'}"
+        )
 
 
 def _number(path: str, row: int, field: str, value: Any, *, positive: bool = False) -> float:

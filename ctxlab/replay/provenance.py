@@ -61,9 +61,12 @@ def environment_variables(environ: Mapping[str, str] | None = None) -> dict[str,
 
 def _settings(settings: CompressionSettings) -> dict[str, Any]:
     out: dict[str, Any] = dict(settings.to_dict())
-    prompt = str(out.pop("summary_prompt", ""))
-    out["summary_prompt_sha256"] = hashlib.sha256(prompt.encode("utf-8")).hexdigest()
-    out["summary_prompt_chars"] = len(prompt)
+    custom = out.pop("summary_prompt", None)
+    out["summary_prompt"] = "custom" if custom is not None else "built-in"
+    if custom is not None:
+        prompt = str(custom)
+        out["summary_prompt_sha256"] = hashlib.sha256(prompt.encode("utf-8")).hexdigest()
+        out["summary_prompt_chars"] = len(prompt)
     out["entry_threshold_tokens"] = settings.entry_threshold_tokens
     out["l2_threshold_tokens"] = settings.l2_threshold_tokens
     return out

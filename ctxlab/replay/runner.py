@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from ctxlab.core.settings import CompressionSettings
     from ctxlab.replay.prices import PriceRow
     from ctxlab.replay.provider import ContextWindow
+    from ctxlab.replay.views import ViewLog
     from ctxlab.transcripts.base import Transcript
 
 __all__ = ["replay_one"]
@@ -59,6 +60,7 @@ def replay_one(
     price: PriceRow | None = None,
     index: IdentifierIndex | None = None,
     files_root: Path | None = None,
+    view_log: ViewLog | None = None,
 ) -> ReplayResult:
     """Replay ``transcript`` through ``mw``: one row per recorded model call.
 
@@ -81,6 +83,8 @@ def replay_one(
             content only); ``None``: a fresh one.
         files_root: the folder the middleware's backend writes to (the ``bytes`` of offload
             records); ``None``: the middleware's ``_ctxlab_files_root`` when it has one.
+        view_log: where every call's raw and sent view are written (:mod:`ctxlab.replay.views`);
+            ``None``: nowhere.  Not closed here.
 
     Raises:
         RuntimeError: the middleware answered a call without calling the model.
@@ -108,6 +112,10 @@ def replay_one(
     measures = default_measures(measure, ids, base_tokens=base_tokens, price=price, system=system)
     for obs in observer.calls(limit_calls):
         result.rows.append(build_row(obs, measures))
+        if view_log is not None:
+            for message in obs.arrived:
+                view_log.arrive(message)
+            view_log.call(obs.call_index, obs.view.system, obs.view.messages, obs.call.events)
         if keep_views:
             key = (label, strategy_name, obs.call_index)
             result.views[key] = obs.view

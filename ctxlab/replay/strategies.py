@@ -12,7 +12,10 @@ strategy of the run; when one of them implements a hook that changes what the mi
 cutoff, the summarizer, ...), the strategy is
 a different one and its rows are labelled ``<name>+<plugin>`` (``ars+no_l2``,
 :func:`strategy_label`).  An observer (``ctxlab_on_event`` only) changes nothing and renames
-nothing.  Installed (entry-point) plugins contribute the strategies they register; their own
+nothing.  A folder plugin that registers strategies of its own (``ctxlab_register_strategies``)
+is a strategy provider: its hooks act through the strategies it registers (their factories
+return its plugins), so it is added to no other strategy and renames none (``ars`` beside it is
+the built-in ``ars``).  Installed (entry-point) plugins contribute the strategies they register; their own
 compression hooks are not applied to any strategy (:func:`ignored_hook_plugins` names them).
 """
 
@@ -134,14 +137,19 @@ def _behaviour_hooks(pm: pluggy.PluginManager, plugin: object) -> tuple[str, ...
 
 
 def folder_plugins(pm: pluggy.PluginManager) -> list[tuple[str, object, tuple[str, ...]]]:
-    """The plugins loaded from a plugins folder into ``pm``: ``(registered name, plugin, the
-    :data:`BEHAVIOUR_HOOKS` it implements)``, in registration order.  They are added to every
-    ctxlab-middleware strategy of a replay."""
+    """The plugins loaded from a plugins folder into ``pm`` that are added to every
+    ctxlab-middleware strategy of a replay: ``(registered name, plugin, the
+    :data:`BEHAVIOUR_HOOKS` it implements)``, in registration order.  A folder plugin that
+    registers strategies (``ctxlab_register_strategies``) is not among them (see the module doc)."""
     return [
         (name, plugin, _behaviour_hooks(pm, plugin))
         for name, plugin in pm.list_name_plugin()
-        if plugin is not None and name.startswith("dir:")
+        if plugin is not None and name.startswith("dir:") and not _registers_strategies(pm, plugin)
     ]
+
+
+def _registers_strategies(pm: pluggy.PluginManager, plugin: object) -> bool:
+    return any(h.name == "ctxlab_register_strategies" for h in pm.get_hookcallers(plugin) or [])
 
 
 def _short_label(name: str) -> str:

@@ -177,7 +177,10 @@ def load_many(
     for :func:`load_transcripts` and kept in each transcript's ``metadata["warnings"]``.
 
     Returns:
-        ``(transcripts in file order, errors in file order)``.
+        ``(transcripts in file order, errors in file order)``: the files of ``paths[0]`` first
+        (sorted by path within it), then those of ``paths[1]``, ..., a file named twice loaded
+        once, at its first place.  ``ctxlab replay``/``compare`` and their ``--jobs`` runs list
+        their rows in this order.
     """
     formats = available_formats(pm)
     if isinstance(paths, (str, os.PathLike)):
@@ -186,11 +189,11 @@ def load_many(
     errors: list[TranscriptError] = []
     for p in paths:
         try:
-            files.extend(iter_transcript_files([p]))
+            files.extend(sorted(iter_transcript_files([p]), key=lambda q: q.as_posix()))
         except OSError as exc:
             errors.append(TranscriptError(os.fspath(p), "", f"no such file or folder ({exc})"))
     transcripts: list[Transcript] = []
-    for f in sorted(set(files), key=lambda q: q.as_posix()):
+    for f in dict.fromkeys(files):  # the order of paths, each file once
         try:
             transcripts.extend(_load(f, format, formats))
         except TranscriptError as exc:

@@ -17,7 +17,15 @@ from ctxlab.analysis.plotting.style import font_families, label_text
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["budget_figure", "figure_name", "reaching_runs", "save_png", "write_figures"]
+__all__ = [
+    "budget_figure",
+    "budget_png_figure",
+    "figure_name",
+    "reaching_runs",
+    "run_threshold",
+    "save_png",
+    "write_figures",
+]
 
 
 @with_options(FigureOptions)
@@ -96,13 +104,28 @@ def reaching_runs(calls: pl.DataFrame, settings: Any = None) -> list[tuple[str, 
     """The runs (transcript, strategy) whose raw request reaches the entry threshold T in some
     call (the row's ``threshold``, else ``settings.entry_threshold_tokens``; a run with neither
     counts as reaching), in first-seen order."""
-    fallback = getattr(settings, "entry_threshold_tokens", None)
     out = []
     for (transcript, strategy), df in calls.group_by("transcript", "strategy", maintain_order=True):
-        T = one_value(df["threshold"]) or fallback
+        T = run_threshold(df, settings)
         if T is None or max(df["raw_tokens"].to_list(), default=0) >= T:
             out.append((str(transcript), str(strategy)))
     return out
+
+
+def run_threshold(run_calls: pl.DataFrame, settings: Any = None) -> float | None:
+    """T of one run in tokens: its rows' ``threshold``, else ``settings.entry_threshold_tokens``
+    (a foreign middleware's rows have none, but the baselines trigger at the settings' T:
+    ``ctxlab-baselines``), else ``None``."""
+    return one_value(run_calls["threshold"]) or getattr(settings, "entry_threshold_tokens", None)
+
+
+def budget_png_figure(calls: pl.DataFrame, transcript: str, strategy: str, settings: Any = None) -> Figure:
+    """The report's budget figure of one run (:func:`plot_budget`), with the T line of
+    :func:`run_threshold` also for a run whose rows carry none (LangChain's and DeepAgents'
+    summarization)."""
+    run = calls.filter((pl.col("transcript") == transcript) & (pl.col("strategy") == strategy))
+    own = one_value(run["threshold"]) if run.height else None
+    return plot_budget(calls, transcript, strategy, threshold=None if own else run_threshold(run, settings))
 
 
 def write_figures(
@@ -115,7 +138,7 @@ def write_figures(
 ) -> list[Path]:
     """Write the report's PNGs (Agg canvas) and return their paths:
 
-    * ``budget/<transcript>__<strategy>.png`` per run (:func:`plot_budget`);
+    * ``budget/<transcript>__<strategy>.png`` per run (:func:`budget_png_figure`);
     * ``strategies/<transcript>.png`` per transcript when there are several strategies
       (:func:`plot_strategies`);
     * ``saving_by_strategy.png`` (:func:`plot_savings`).
@@ -144,7 +167,7 @@ def write_figures(
         ]
     )
     for transcript, strategy in chosen:
-        fig = plot_budget(calls, transcript, strategy)
+        fig = budget_png_figure(calls, transcript, strategy, settings)
         paths.append(save_png(fig, out / "budget" / figure_name(transcript, strategy)))
     if calls["strategy"].n_unique() > 1:
         (out / "strategies").mkdir(parents=True, exist_ok=True)

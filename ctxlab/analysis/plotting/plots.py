@@ -354,7 +354,7 @@ def plot_sweep(
     setting: str = "summary_l2_trigger_ratio",
     **options: Unpack[PlotOptions],
 ) -> Figure:
-    """The curve of a sweep (:func:`ctxlab.replay.engine.sweep`): saving % (left axis, line) and L2
+    """The curve of a sweep (:func:`ctxlab.replay.sweep.sweep`): saving % (left axis, line) and L2
     rounds (right axis, bars) against the setting's value.
 
     Args:

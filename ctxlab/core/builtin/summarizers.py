@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections import OrderedDict
+from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
@@ -12,6 +13,7 @@ from ctxlab.core.estimation import estimate_text_tokens
 from ctxlab.core.hookspecs import hookimpl
 from ctxlab.core.marks import is_summary_message, is_user_request
 from ctxlab.core.messages import message_text
+from ctxlab.core.prompts import text_language
 from ctxlab.core.summarize import LLMSummarizer, SummaryJob, SummaryResult
 
 _PATH = re.compile(r"(?<![\w/])(?:/?[\w.-]+/)+[\w.-]+\.[A-Za-z0-9]{1,8}\b")
@@ -23,6 +25,9 @@ class StructuredSummarizer:
     """A deterministic summary without a model: task, files touched, commands run, errors seen,
     current state (offline replay default).  Facts of a previous summary are carried over.
 
+    Its labels are in the round's summary language (``job.language``; ``None``: the language of
+    ``job.prompt``), one language throughout, so that the summary matches its framing.
+
     Output sections are capped (25 items each, task and state 1,500 characters), so its size is
     bounded (~1,500–3,000 tokens) however many rounds run: an earlier summary's sections are
     merged into the new ones, not nested.
@@ -32,7 +37,8 @@ class StructuredSummarizer:
     MAX_ITEMS = 25
 
     def summarize(self, job: SummaryJob) -> SummaryResult:
-        text = self._build(job.messages)
+        language = job.language or text_language(job.prompt.replace("{messages}", ""))
+        text = self._build(job.messages, LABELS_ZH if language == "zh" else LABELS_EN)
         tokens_in = sum(estimate_text_tokens(message_text(m)) for m in job.messages)
         return SummaryResult(
             text=text, calls=1, input_tokens=tokens_in, output_tokens=estimate_text_tokens(text)
@@ -41,7 +47,7 @@ class StructuredSummarizer:
     async def asummarize(self, job: SummaryJob) -> SummaryResult:
         return self.summarize(job)
 
-    def _build(self, messages: list[BaseMessage]) -> str:
+    def _build(self, messages: list[BaseMessage], labels: _Labels) -> str:
         previous = ""
         task = ""
         files: OrderedDict[str, None] = OrderedDict()
@@ -77,48 +83,90 @@ class StructuredSummarizer:
                     if len(files) < 200:
                         files[p] = None
         prior = _sections(previous) if previous else {}
-        task = prior.get("Task", "").strip() or task
-        files_all = _merge(prior.get("Files touched"), list(files))
-        commands_all = _merge(prior.get("Commands run"), commands)
-        errors_all = _merge(prior.get("Errors seen"), list(errors))
-        state = state or prior.get("Current state", "").strip()
+        task = prior.get("task", "").strip() or task
+        files_all = _merge(prior.get("files"), list(files))
+        commands_all = _merge(prior.get("commands"), commands)
+        errors_all = _merge(prior.get("errors"), list(errors))
+        state = state or prior.get("state", "").strip()
+        n = self.MAX_ITEMS
         parts = [
-            "Task:\n" + (task[:1500] or "(no user request in this part)"),
-            "Files touched:\n" + _bullets(files_all[-self.MAX_ITEMS :]),
-            "Commands run:\n" + _bullets(commands_all[-self.MAX_ITEMS :]),
-            "Errors seen:\n" + _bullets(errors_all[-self.MAX_ITEMS :]),
-            "Current state:\n" + (state[-1500:] or "(no assistant text)"),
+            f"{labels.task}\n" + (task[:1500] or labels.no_task),
+            f"{labels.files}\n" + _bullets(files_all[-n:], labels),
+            f"{labels.commands}\n" + _bullets(commands_all[-n:], labels),
+            f"{labels.errors}\n" + _bullets(errors_all[-n:], labels),
+            f"{labels.state}\n" + (state[-1500:] or labels.no_state),
         ]
         return "\n\n".join(parts)
 
 
-_SECTIONS = ("Task", "Files touched", "Commands run", "Errors seen", "Current state")
+@dataclass(frozen=True)
+class _Labels:
+    """The words of a structured summary in one language (section headers end with a colon)."""
+
+    task: str
+    files: str
+    commands: str
+    errors: str
+    state: str
+    none: str
+    no_task: str
+    no_state: str
+
+    def sections(self) -> dict[str, str]:
+        """Section key -> header."""
+        return {k: getattr(self, k) for k in ("task", "files", "commands", "errors", "state")}
+
+
+LABELS_EN = _Labels(
+    "Task:",
+    "Files touched:",
+    "Commands run:",
+    "Errors seen:",
+    "Current state:",
+    "(none)",
+    "(no user request in this part)",
+    "(no assistant text)",
+)
+LABELS_ZH = _Labels(
+    "任务：",
+    "涉及的文件：",
+    "执行的命令：",
+    "遇到的错误：",
+    "当前状态：",
+    "（无）",
+    "（这部分没有用户请求）",
+    "（没有助手的文字）",
+)
+_HEADERS = {header: key for labels in (LABELS_EN, LABELS_ZH) for key, header in labels.sections().items()}
+_NONE = {f"- {LABELS_EN.none}", f"- {LABELS_ZH.none}"}
 
 
 def _sections(text: str) -> dict[str, str]:
-    """The sections of an earlier structured summary (by their headers), so that a new summary
-    merges them instead of nesting the whole earlier text (which would grow every round)."""
+    """The sections of an earlier structured summary (by their headers, in either language), so
+    that a new summary merges them instead of nesting the whole earlier text (which would grow
+    every round)."""
     found: dict[str, str] = {}
-    pattern = re.compile(r"^(" + "|".join(map(re.escape, _SECTIONS)) + r"):\n", re.M)
+    pattern = re.compile(r"^(" + "|".join(map(re.escape, _HEADERS)) + r")\n", re.M)
     marks = list(pattern.finditer(text))
     for i, m in enumerate(marks):
         end = marks[i + 1].start() if i + 1 < len(marks) else len(text)
         body = text[m.end() : end]
-        if m.group(1) == "Current state":
+        key = _HEADERS[m.group(1)]
+        if key == "state":
             body = body.split("\n\n", 1)[0]  # the framing after the summary is not state
-        found[m.group(1)] = body.strip()
+        found[key] = body.strip()
     return found
 
 
 def _merge(previous: str | None, new: list[str]) -> list[str]:
     items = [
-        line[2:] for line in (previous or "").splitlines() if line.startswith("- ") and line != "- (none)"
+        line[2:] for line in (previous or "").splitlines() if line.startswith("- ") and line not in _NONE
     ]
     return list(OrderedDict.fromkeys([*items, *new]))
 
 
-def _bullets(items: list[str]) -> str:
-    return "\n".join(f"- {i}" for i in items) if items else "- (none)"
+def _bullets(items: list[str], labels: _Labels) -> str:
+    return "\n".join(f"- {i}" for i in items) if items else f"- {labels.none}"
 
 
 class DefaultSummarizer:

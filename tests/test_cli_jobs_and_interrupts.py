@@ -1,0 +1,112 @@
+"""Odds and ends of ``ctxlab replay``/``compare``: ``--jobs`` is a usage error before any file is
+read and keeps the serial row order; Ctrl-C leaves no ``.ctxlab-staging``; the report's budget
+figure of LangChain's summarization draws its T line."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import polars as pl
+
+from ctxlab.analysis.plotting.figures import budget_png_figure, reaching_runs
+from ctxlab.core.settings import CompressionSettings
+from ctxlab.replay import replay_many
+from ctxlab.transcripts.locate import SAMPLE_TRANSCRIPT, shared_dir
+
+CTXLAB = [sys.executable, "-m", "ctxlab"]
+RAW = shared_dir() / "transcripts" / "raw"
+
+
+def test_jobs_is_checked_before_any_file_is_read(tmp_path: Path) -> None:
+    missing = tmp_path / "no-such-folder"
+    done = subprocess.run(
+        [*CTXLAB, "compare", str(missing), "--strategies", "ars", "--jobs", "0"],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 2
+    assert (
+        "--jobs=0 is invalid: allowed an integer > 0" in done.stderr and "no-such-folder" not in done.stderr
+    )
+
+
+def test_jobs_keeps_the_serial_row_order(tmp_path: Path) -> None:
+    # two folders given out of alphabetical order: rows follow the PATH order, serial or not
+    paths = [str(RAW / "openhands"), str(RAW / "deer-flow")]
+    frames = []
+    for jobs in ("1", "3"):
+        out = tmp_path / f"jobs{jobs}"
+        cmd = [
+            *CTXLAB,
+            "compare",
+            *paths,
+            "--strategies",
+            "ars,masking",
+            "--limit-calls",
+            "3",
+            "--jobs",
+            jobs,
+        ]
+        done = subprocess.run(
+            [*cmd, "--out", str(out), "--no-figures", "--keep-going"],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert done.returncode in (0, 1), done.stderr
+        frames.append(pl.read_parquet(out / "calls.parquet").select("transcript", "strategy", "call_index"))
+    serial, parallel = frames
+    assert serial.height > 20 and serial.equals(parallel)
+    first = serial["transcript"][0]
+    assert first.startswith("output.jsonl")  # openhands' runs first, as named on the command line
+
+
+def test_ctrl_c_removes_the_staging_folder(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    proc = subprocess.Popen(
+        [*CTXLAB, "replay", str(RAW), "--out", str(out), "--keep-going", "--no-progress"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not (out / ".ctxlab-staging" / "files").exists():  # replaying: the middlewares write there
+            assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+            assert time.monotonic() < deadline, "the replay never started writing"
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130 and "ctxlab: interrupted" in err
+    assert not (out / ".ctxlab-staging").exists()
+    assert not out.exists()  # made for this run and empty: removed too
+
+
+def test_the_langchain_budget_figure_draws_t(tmp_path: Path) -> None:
+    settings = CompressionSettings(summary_threshold=32)
+    result = replay_many(
+        [SAMPLE_TRANSCRIPT], ["langchain-summarization"], settings=settings, limit_calls=60, progress=False
+    )
+    calls = result.frame()
+    assert calls["threshold"].null_count() == calls.height  # a foreign middleware's rows carry no T
+    assert reaching_runs(calls, settings) == [("sample_run.json", "langchain-summarization")]
+    fig = budget_png_figure(calls, "sample_run.json", "langchain-summarization", settings)
+    labels = {line.get_label(): list(line.get_ydata()) for line in fig.axes[0].lines}
+    assert labels[f"T = {32 * 1024:,}"] == [32 * 1024, 32 * 1024]
+    assert not any(label.startswith("T2") for label in labels)  # LangChain has no L2 threshold
+
+
+def test_an_ars_budget_figure_keeps_its_own_thresholds() -> None:
+    result = replay_many([SAMPLE_TRANSCRIPT], ["ars"], limit_calls=5, progress=False)
+    fig = budget_png_figure(
+        result.frame(), "sample_run.json", "ars", CompressionSettings(summary_threshold=1)
+    )
+    labels = [line.get_label() for line in fig.axes[0].lines]
+    assert "T = 102,400" in labels or "T = 102,400 (above the plot)" in labels  # the run's T, not 1 K
