@@ -347,6 +347,11 @@ def test_the_call_inspector_of_make_demo_shows_call_42_in_chromium(
     shown = subprocess.run([*ctxlab, "show", str(out)], check=True, capture_output=True, text=True)
     page = out / "inspect.html"
     assert str(page) in shown.stdout
+    import polars as pl
+
+    ars = pl.read_parquet(out / "calls.parquet").filter(pl.col("strategy") == "ars")
+    rows = {r["call_index"]: r for r in ars.iter_rows(named=True)}
+    first_l2 = min(i for i, r in rows.items() if r["level"] == "L2")
     try:
         browser.get(page.as_uri())
         _wait("the call strip", lambda: browser.find_elements(By.CSS_SELECTOR, "#call-strip a"), timeout=30)
@@ -365,7 +370,7 @@ def test_the_call_inspector_of_make_demo_shows_call_42_in_chromium(
         assert {m.get_attribute("data-mark") for m in sent} == {"kept"}
         assert raw[1].find_element(By.TAG_NAME, "pre").text == sent[1].find_element(By.TAG_NAME, "pre").text
         tokens = browser.find_element(By.ID, "sent-total").text
-        assert tokens.startswith("40,090 tokens, 90 messages"), tokens
+        assert tokens.startswith(f"{rows[42]['view_tokens']:,} tokens, 90 messages"), tokens
         summary = browser.find_element(By.CSS_SELECTOR, "#summaries .summary-text")
         browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", summary)
         assert summary.is_displayed() and summary.text.startswith("[Context summary]")
@@ -375,8 +380,10 @@ def test_the_call_inspector_of_make_demo_shows_call_42_in_chromium(
         assert shot.stat().st_size > 20_000
 
         # the L2 call: the summary message leads the sent view, the raw view marks what it replaced
-        browser.find_element(By.CSS_SELECTOR, "#call-strip a[data-call='133']").click()
-        _wait("call 133", lambda: "call 133 of" in browser.find_element(By.ID, "call-info").text, 10)
+        browser.find_element(By.CSS_SELECTOR, f"#call-strip a[data-call='{first_l2}']").click()
+        _wait(
+            "the L2 call", lambda: f"call {first_l2} of" in browser.find_element(By.ID, "call-info").text, 10
+        )
         marks = [
             m.get_attribute("data-mark") for m in browser.find_elements(By.CSS_SELECTOR, "#sent-view .msg")
         ]
@@ -387,7 +394,7 @@ def test_the_call_inspector_of_make_demo_shows_call_42_in_chromium(
         assert raw_marks.count("summarized") > 200
         link = browser.find_element(By.CSS_SELECTOR, "#sent-view .msg[data-mark='offloaded'] a.file")
         assert (out / link.get_attribute("href").removeprefix(out.as_uri() + "/")).is_file()
-        _screenshot(browser, "04-inspector-call-133.png")
+        _screenshot(browser, "04-inspector-first-l2-call.png")
     except BaseException:
         _screenshot(browser, "inspector-failure.png")
         raise

@@ -20,7 +20,7 @@ from ctxlab.replay import replay_many
 from ctxlab.replay.views import ViewsError, read_views, view_file, view_files
 from ctxlab.transcripts.locate import SAMPLE_TRANSCRIPT
 
-CALLS = 140  # the sample's first 140 calls: L1 rounds from call 109, the L2 round at call 133
+CALLS = 140  # the sample's first 140 calls: L1 rounds from about call 110, then its first L2 round
 
 
 @pytest.fixture(scope="module")
@@ -59,8 +59,8 @@ def test_views_hold_each_calls_raw_and_sent_view_with_the_runs_tokens(run_dir: P
         assert row["view_tokens"] - sent == row["raw_tokens"] - raw > 0
         assert len(c["sent"]) == row["view_messages"]
         assert c["raw_count"] == row["message_index"] - 1  # the transcript's system message is first
-    l2 = views.call(133)
-    assert rows[133]["level"] == "L2"
+    first_l2 = min(i for i, r in rows.items() if r["level"] == "L2")
+    l2 = views.call(first_l2)
     marks = [views.marks[i] for i in l2["sent"]]
     assert marks[0] == "summary" and "offloaded" in marks
     assert {e["phase"] for e in l2["events"]} == {"started", "completed"}
@@ -68,7 +68,7 @@ def test_views_hold_each_calls_raw_and_sent_view_with_the_runs_tokens(run_dir: P
     completed = next(e for e in l2["events"] if e["phase"] == "completed")
     sent_paths = {views.paths[i] for i in l2["sent"] if views.marks[i] == "offloaded"}
     assert sent_paths and sent_paths <= set(completed["stats"]["offloaded"])
-    assert len(completed["stats"]["offloaded"]) == rows[133]["offloaded"]
+    assert len(completed["stats"]["offloaded"]) == rows[first_l2]["offloaded"]
     with pytest.raises(KeyError, match="no call 500"):
         views.call(500)
 
@@ -161,13 +161,16 @@ def test_the_widget_shows_the_call_the_slider_picks(run_dir: Path) -> None:
     assert isinstance(inspector, CallInspector)
     assert list(inspector.transcript.options) == ["sample_run.json"]
     assert list(inspector.strategy.options) == ["ars", "masking"] and inspector.call.max == CALLS - 1
+    rows = calls(run_dir, "ars")
     before = inspector.view.value
-    assert "raw view: 40,090 tokens, 90 messages" in before and "no summary yet at this call" in before
+    raw_42 = f"raw view: {rows[42]['raw_tokens']:,} tokens, 90 messages"
+    assert raw_42 in before and "no summary yet at this call" in before
     assert before.count("data-mark='kept'") == 2 * 91  # below T: raw and sent alike, system included
 
-    inspector.call.value = 133  # the L2 round: the summary leads, the raw view marks the span
+    first_l2 = min(i for i, r in rows.items() if r["level"] == "L2")
+    inspector.call.value = first_l2  # the L2 round: the summary leads, the raw view marks the span
     after = inspector.view.value
-    assert after != before and "summary in effect (call 133)" in after
+    assert after != before and f"summary in effect (call {first_l2})" in after
     assert "data-mark='summary'" in after and after.count("data-mark='summarized'") > 200
     assert "[Context summary]" in after and "offloaded" in after
 

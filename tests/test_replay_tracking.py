@@ -156,7 +156,10 @@ def test_a_then_b_of_a_strategy_keeping_state_on_its_plugin(
     (b,) = [t for t in transcripts if "python-to-rust-port" in t.source]
     (a,) = [t for t in transcripts if "django" in t.source]
     pm = make_lab_manager([_WarmUpStrategies(per_run)], load_entrypoints=True)
-    kw: dict[str, Any] = {"settings": SMALL_T, "pm": pm, "progress": False}
+    # T = 3 K tokens: A asks for more L2 decisions than the plugin declines (3), so its state
+    # on self changes what B gets when the middleware is shared
+    settings = CompressionSettings(summary_threshold=3, summary_tool_result_token_limit=500)
+    kw: dict[str, Any] = {"settings": settings, "pm": pm, "progress": False}
     both = replay_many([a, b], ["warm-up"], out_dir=tmp_path / "both", **kw)
     alone = replay_many([b], ["warm-up"], out_dir=tmp_path / "alone", **kw)
     assert not both.errors and not alone.errors

@@ -18,7 +18,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from ctxlab.cli.main import main
 from ctxlab.replay.summary_cache import CACHE_DIR, CACHE_FILE, SummaryCache
 
-CALLS = "140"  # the sample's first 140 calls hold its L2 round (call 133)
+CALLS = "140"  # the sample's first 140 calls hold its first L2 round
 
 
 class CountingSummarizer(BaseChatModel):

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Unpack
 
 import polars as pl
 
-from ctxlab.analysis.plotting.options import FigureOptions, open_panels, with_options
+from ctxlab.analysis.plotting.options import FigureOptions, PlotOptions, open_panels, with_options
 from ctxlab.analysis.plotting.plots import plot_budget, plot_savings, plot_strategies, plot_view_parts
 from ctxlab.analysis.plotting.runs import one_value, pick_run
 from ctxlab.analysis.plotting.style import font_families, label_text
@@ -119,13 +119,21 @@ def run_threshold(run_calls: pl.DataFrame, settings: Any = None) -> float | None
     return one_value(run_calls["threshold"]) or getattr(settings, "entry_threshold_tokens", None)
 
 
-def budget_png_figure(calls: pl.DataFrame, transcript: str, strategy: str, settings: Any = None) -> Figure:
-    """The report's budget figure of one run (:func:`plot_budget`), with the T line of
-    :func:`run_threshold` also for a run whose rows carry none (LangChain's and DeepAgents'
+@with_options(PlotOptions)
+def budget_png_figure(
+    calls: pl.DataFrame,
+    transcript: str,
+    strategy: str,
+    settings: Any = None,
+    **options: Unpack[PlotOptions],
+) -> Figure:
+    """The report's budget figure of one run (:func:`plot_budget`, same options), with the T line
+    of :func:`run_threshold` also for a run whose rows carry none (LangChain's and DeepAgents'
     summarization)."""
     run = calls.filter((pl.col("transcript") == transcript) & (pl.col("strategy") == strategy))
     own = one_value(run["threshold"]) if run.height else None
-    return plot_budget(calls, transcript, strategy, threshold=None if own else run_threshold(run, settings))
+    threshold = None if own else run_threshold(run, settings)
+    return plot_budget(calls, transcript, strategy, threshold=threshold, **options)
 
 
 def write_figures(
