@@ -14,7 +14,11 @@ from ctxlab.replay.table import calls_frame, summary_frame
 from ctxlab.transcripts.base import TranscriptError
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     import polars as pl
+
+    from ctxlab.replay.stats import PairedComparison
 
 __all__ = ["ReplayIssue", "ReplayResult"]
 
@@ -113,6 +117,29 @@ class ReplayResult:
     def summary(self) -> pl.DataFrame:
         """One row per transcript × strategy (see :func:`ctxlab.replay.table.summary_frame`)."""
         return summary_frame(self.frame())
+
+    def compare(
+        self,
+        a: str,
+        b: str,
+        measure: str = "saving_pct",
+        *,
+        data: str | Sequence[str] = "real",
+        seed: int = 0,
+    ) -> PairedComparison:
+        """Strategies ``a`` and ``b`` compared run by run on one per-run column of
+        :meth:`summary` (``"saving_pct"``, ``"cost_usd"``, ``"needed_recall"``, ...), with a
+        seeded bootstrap interval of the mean difference ``a − b``
+        (:func:`ctxlab.replay.stats.paired_comparison`; ``"no compression"`` is a strategy too).
+
+        ``data``: which runs (default the real ones; ``"all"``, or provenances).
+
+        Raises:
+            KeyError: an unknown column.  ValueError: an unknown strategy or ``data``.
+        """
+        from ctxlab.replay.stats import paired_comparison
+
+        return paired_comparison(self.summary(), a, b, measure, data=data, seed=seed)
 
     @property
     def replayed(self) -> int:

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 
 from ctxlab.replay.harness import update_items
 from ctxlab.replay.measures import build_row, default_measures
+from ctxlab.replay.sources import data_provenance
 from ctxlab.replay.metrics import IdentifierIndex
 from ctxlab.replay.observer import CallObserver
 from ctxlab.replay.result import ReplayResult
@@ -105,7 +106,14 @@ def replay_one(
     base_tokens = measure.tools_tokens(observer.tools) + (
         measure.message_tokens(system) if system is not None else 0
     )
-    measures = default_measures(measure, ids, base_tokens=base_tokens, price=price, system=system)
+    measures = default_measures(
+        measure,
+        ids,
+        base_tokens=base_tokens,
+        price=price,
+        system=system,
+        data_provenance=data_provenance(transcript),
+    )
     for obs in observer.calls(limit_calls):
         result.rows.append(build_row(obs, measures))
         if keep_views:
