@@ -401,14 +401,7 @@ def replay_many(
                 failed = _summary_issue(one, t.source, lab, name)
             except Exception as exc:  # one failing run never stops the batch (unless asked)
                 logger.info("replay of %s with %s failed", lab, sname, exc_info=True)
-                failed = ReplayIssue(
-                    kind="replay",
-                    source=t.source,
-                    transcript=lab,
-                    strategy=sname,
-                    where="; ".join(getattr(exc, "__notes__", None) or []).removeprefix("ctxlab replay: "),
-                    problem=f"{type(exc).__name__}: {exc}",
-                )
+                failed = ReplayIssue.from_exception(exc, t.source, lab, sname, batch.pm)
             finally:
                 inner.close()
                 outer.update(1)

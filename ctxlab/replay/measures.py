@@ -141,7 +141,9 @@ class CompressionMeasure(_PerCall):
             "summarizer_output_tokens": int(summ.get("output_tokens") or 0),
             "summary_error": obs.summary_failure or done.get("error"),
             "summary_fallback": obs.summary_fallback,
-            "summary_declined": declined_of(stats, obs.level, s.l2_threshold_tokens if s is not None else None),
+            "summary_declined": declined_of(
+                stats, obs.level, s.l2_threshold_tokens if s is not None else None
+            ),
             "summary_rejected": rejected_of(stats),
             "after_failed_summary": obs.after_failed_summary,
             "forced_by_overflow": bool(done.get("forced_by_overflow")),
@@ -214,7 +216,13 @@ def default_measures(
     with a price row (``None``: those columns stay empty); ``data_provenance``: the run's
     (:func:`ctxlab.replay.sources.data_provenance`)."""
     view = ViewMeasure(measure, index, base_tokens)
-    out: list[Measure] = [RunLabels(data_provenance), view, CompressionMeasure(), RetentionMeasure(view), ToolPairsMeasure()]
+    out: list[Measure] = [
+        RunLabels(data_provenance),
+        view,
+        CompressionMeasure(),
+        RetentionMeasure(view),
+        ToolPairsMeasure(),
+    ]
     if price is not None:
         out.append(CostFidelityMeasure(RunMeasures(price, measure, system=system, index=index), view))
     return out

@@ -32,12 +32,12 @@ from ctxlab.core.compression import EVENT_KEY
 from ctxlab.core.events import EVENT_TYPE
 from ctxlab.core.marks import is_summary_message, summary_body_of
 from ctxlab.core.settings import CompressionSettings
+from ctxlab.replay.failures import fallback_of
 from ctxlab.replay.harness import ModelCall, ModelNodeHarness
 from ctxlab.replay.identifiers import EarlierIdentifiers
 from ctxlab.replay.metrics import IdentifierIndex, RequestView
 from ctxlab.replay.models import ReplayModel
 from ctxlab.replay.names import thread_id_for
-from ctxlab.replay.failures import fallback_of
 from ctxlab.replay.usage import SummarizerUsage, count_summarizer_usage
 
 if TYPE_CHECKING:

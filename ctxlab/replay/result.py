@@ -25,8 +25,11 @@ __all__ = ["ReplayIssue", "ReplayResult"]
 
 @dataclass
 class ReplayIssue:
-    """A problem of a batch: a file that could not be loaded (``kind="load"``) or a
-    transcript × strategy that failed during replay (``kind="replay"``)."""
+    """A problem of a batch: a file that could not be loaded (``kind="load"``), a
+    transcript × strategy that failed during replay (``kind="replay"``; ``plugin`` names the
+    plugin whose hook raised, ``traceback`` is the traceback), failed summaries
+    (``kind="summary"``) or a plugin that failed to load or was skipped (``kind="plugin"``,
+    ``source`` the plugin)."""
 
     kind: str
     source: str
@@ -34,6 +37,29 @@ class ReplayIssue:
     where: str = ""
     transcript: str | None = None
     strategy: str | None = None
+    plugin: str | None = None
+    traceback: str = ""
+
+    @classmethod
+    def from_exception(
+        cls, exc: BaseException, source: str, transcript: str, strategy: str, pm: Any = None
+    ) -> ReplayIssue:
+        """A failed run (``kind="replay"``) from the exception it raised: the call in its notes,
+        its traceback, and the plugin of ``pm`` whose code raised it (the innermost frame in a
+        non-builtin plugin's file), when one did."""
+        import traceback
+
+        plugin = _raising_plugin(exc, pm) if pm is not None else None
+        return cls(
+            kind="replay",
+            source=source,
+            transcript=transcript,
+            strategy=strategy,
+            where="; ".join(getattr(exc, "__notes__", None) or []).removeprefix("ctxlab replay: "),
+            problem=(f"plugin {plugin!r}: " if plugin else "") + f"{type(exc).__name__}: {exc}",
+            plugin=plugin,
+            traceback="".join(traceback.format_exception(exc)),
+        )
 
     def __str__(self) -> str:
         who = self.source
@@ -44,6 +70,28 @@ class ReplayIssue:
     @classmethod
     def from_transcript_error(cls, err: TranscriptError) -> ReplayIssue:
         return cls(kind="load", source=err.path, where=err.where, problem=err.problem)
+
+
+def _raising_plugin(exc: BaseException, pm: Any) -> str | None:
+    """The name of the non-builtin plugin of ``pm`` whose file holds the innermost frame of
+    ``exc``'s traceback, else ``None``."""
+    import inspect
+    import os
+
+    files: dict[str, str] = {}
+    for name, plugin in pm.list_name_plugin():
+        if plugin is None or name.startswith("ctxlab.builtin."):
+            continue
+        try:
+            path = inspect.getfile(plugin if inspect.ismodule(plugin) else type(plugin))
+        except (TypeError, OSError):
+            continue
+        files[os.path.realpath(path)] = name
+    tb, found = exc.__traceback__, None
+    while tb is not None:
+        found = files.get(os.path.realpath(tb.tb_frame.f_code.co_filename), found)
+        tb = tb.tb_next
+    return found
 
 
 @dataclass

@@ -25,10 +25,10 @@ from typing import TYPE_CHECKING
 
 from ctxlab.replay.harness import update_items
 from ctxlab.replay.measures import build_row, default_measures
-from ctxlab.replay.sources import data_provenance
 from ctxlab.replay.metrics import IdentifierIndex
 from ctxlab.replay.observer import CallObserver
 from ctxlab.replay.result import ReplayResult
+from ctxlab.replay.sources import data_provenance
 
 if TYPE_CHECKING:
     from collections.abc import Callable

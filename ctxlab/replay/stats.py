@@ -52,6 +52,7 @@ __all__ = [
     "per_run_stats",
     "per_run_values",
     "pooled_runs",
+    "with_no_compression",
 ]
 
 #: the pseudo-strategy of the uncompressed requests
@@ -77,8 +78,25 @@ _UNCOMPRESSED: dict[str, str | float] = {
     "cost_saving_pct": 0.0,
     "raw_tokens_total": "raw_tokens_total",
     "raw_cost_usd": "raw_cost_usd",
-    "l2_rounds": 0.0,
-    "summary_errors": 0.0,
+    **dict.fromkeys(
+        (
+            "l1_rounds",
+            "l2_rounds",
+            "summary_errors",
+            "fallback_summaries",
+            "declined_summaries",
+            "rejected_summaries",
+            "overflow_rounds",
+            "summarizer_calls",
+            "summarizer_input_tokens",
+            "summarizer_output_tokens",
+            "summarizer_cost_usd",
+            "unmatched_tool_pairs",
+            "max_consecutive_summaries",
+            "max_summaries_in_window",
+        ),
+        0.0,
+    ),
 }
 
 
@@ -104,7 +122,8 @@ def pooled_runs(summary: pl.DataFrame, data: str | Sequence[str] = "real") -> Po
     """The rows of ``summary`` a pooled view uses (module docstring).
 
     Args:
-        summary: ``summary.csv``'s frame (:func:`ctxlab.replay.table.summary_frame`).
+        summary: ``summary.csv``'s frame (:func:`ctxlab.replay.table.summary_frame`), or the
+            per-call frame (any frame with ``transcript`` and ``data_provenance``).
         data: ``"real"`` (default: real runs; all runs when none is real), ``"all"``, or the
             provenances to keep (``["real", "scripted"]``).
 
@@ -128,10 +147,7 @@ def pooled_runs(summary: pl.DataFrame, data: str | Sequence[str] = "real") -> Po
         .sort("data_provenance")
         .iter_rows()
     }
-    if set(wanted) == set(DATA_PROVENANCES):
-        label = "all runs"
-    else:
-        label = " and ".join(wanted) + " runs"
+    label = "all runs" if set(wanted) == set(DATA_PROVENANCES) else " and ".join(wanted) + " runs"
     return PooledRuns(kept, tuple(wanted), label, left)
 
 
@@ -436,11 +452,45 @@ def _reached(rows: pl.DataFrame, threshold: float | None) -> dict[str, bool]:
     return out
 
 
+def with_no_compression(frame: pl.DataFrame) -> pl.DataFrame:
+    """``frame`` (the strategy totals, ``summary.csv``'s frame or the cost table) with a
+    :data:`NO_COMPRESSION` row first (per transcript when the frame has ``transcript``): the
+    uncompressed requests of the first strategy's row (``sent_tokens_total`` = ``raw_tokens_total``,
+    ``cost_usd`` = ``raw_cost_usd``, savings 0, no rounds); columns with no such value are empty."""
+    if frame.is_empty() or "strategy" not in frame.columns:
+        return frame
+    keys = ["transcript"] if "transcript" in frame.columns else []
+    firsts = frame.unique(keys, keep="first", maintain_order=True) if keys else frame.head(1)
+    same = {"transcript", "data_provenance", "reached_threshold", "transcripts", "calls", "max_raw_tokens"}
+    exprs: list[pl.Expr] = []
+    for name, dtype in frame.schema.items():
+        source = _UNCOMPRESSED.get(name)
+        if name == "strategy":
+            value = pl.lit(NO_COMPRESSION)
+        elif name in same:
+            value = pl.col(name)
+        elif name == "max_view_tokens":
+            value = pl.col("max_raw_tokens")
+        elif name == "cost_per_call_usd" and "raw_cost_usd" in frame.columns:
+            value = pl.col("raw_cost_usd") / pl.col("calls")
+        elif isinstance(source, str) and source in frame.columns:
+            value = pl.col(source)
+        elif isinstance(source, float):
+            value = pl.lit(source)
+        else:
+            value = pl.lit(None)
+        exprs.append(value.cast(dtype).alias(name))
+    return pl.concat([firsts.select(exprs), frame], how="vertical")
+
+
 def _pooled(rows: pl.DataFrame, strategy: str, column: str) -> float | None:
     if strategy == NO_COMPRESSION:
         return 0.0 if column in ("saving_pct", "cost_saving_pct") else None
     mine = rows.filter(pl.col("strategy") == strategy)
-    pairs = {"saving_pct": ("sent_tokens_total", "raw_tokens_total"), "cost_saving_pct": ("cost_usd", "raw_cost_usd")}
+    pairs = {
+        "saving_pct": ("sent_tokens_total", "raw_tokens_total"),
+        "cost_saving_pct": ("cost_usd", "raw_cost_usd"),
+    }
     if column not in pairs:
         return None
     sent, raw = (mine[c].sum() for c in pairs[column])

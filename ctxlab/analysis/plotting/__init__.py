@@ -16,17 +16,23 @@ The package, by job: :mod:`~ctxlab.analysis.plotting.style` (fonts, colours, axe
 :mod:`~ctxlab.analysis.plotting.runs` (which rows a plot draws),
 :mod:`~ctxlab.analysis.plotting.options` (the keyword options every plot takes, and its axes),
 :mod:`~ctxlab.analysis.plotting.plots` (the plots into one axes each),
+:mod:`~ctxlab.analysis.plotting.distributions` (the per-run plots: the saving distribution, the
+transcript × strategy heatmap, saving or cost against needed recall),
 :mod:`~ctxlab.analysis.plotting.figures` (the two-panel budget figure and the report's PNG files).
 """
 
 from __future__ import annotations
 
+from ctxlab.analysis.plotting.distributions import (
+    ROTATE_NAMES_OVER,
+    plot_recall_scatter,
+    plot_run_heatmap,
+    plot_savings,
+)
 from ctxlab.analysis.plotting.figures import budget_figure, figure_name, reaching_runs, write_figures
 from ctxlab.analysis.plotting.options import FigureOptions, PlotOptions
 from ctxlab.analysis.plotting.plots import (
-    ROTATE_NAMES_OVER,
     plot_budget,
-    plot_savings,
     plot_strategies,
     plot_sweep,
     plot_view_parts,
@@ -43,6 +49,8 @@ __all__ = [
     "figure_name",
     "format_tokens",
     "plot_budget",
+    "plot_recall_scatter",
+    "plot_run_heatmap",
     "plot_savings",
     "plot_strategies",
     "plot_sweep",

@@ -264,8 +264,10 @@ RUN_REGISTRY: tuple[RunColumn, ...] = (
         "compression",
         ("level",),
         "flag",
-        expr=lambda: (_streak(pl.col("level") == "L2") >= THRASH_CONSECUTIVE)
-        | (_in_window(pl.col("level") == "L2", THRASH_WINDOW) >= THRASH_COUNT),
+        expr=lambda: (
+            (_streak(pl.col("level") == "L2") >= THRASH_CONSECUTIVE)
+            | (_in_window(pl.col("level") == "L2", THRASH_WINDOW) >= THRASH_COUNT)
+        ),
         scope="summary",
         over_runs="-",
     ),
