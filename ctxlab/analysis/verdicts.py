@@ -245,7 +245,7 @@ def _warnings(
     if plugins:
         warnings.append(
             f"{len(plugins)} plugin problem(s): "
-            + "; ".join(str(e.source) for e in plugins[:5])
+            + "; ".join(dict.fromkeys(str(e.source) for e in plugins[:20]))
             + " (see Errors and skipped files)."
         )
     return warnings

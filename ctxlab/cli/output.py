@@ -74,13 +74,15 @@ def fit_table(
     *,
     priority: Sequence[str] = PRIORITY,
     wrap: Sequence[str] = ("transcript", "strategy"),
+    together: Sequence[str] = (),
 ) -> tuple[Any, list[str]]:
     """A rich table of ``rows`` that fits ``width`` characters, and the columns it dropped.
 
     Every number is written whole: number columns never wrap or shrink (their minimum width is
     their widest cell); the label columns in ``wrap`` fold onto more lines down to 12 characters.
     When the table is still too wide, columns are dropped last-``priority``-first (a column not
-    in ``priority`` before any that is) until it fits; the caller prints a note naming them.
+    in ``priority`` before any that is) until it fits; the columns in ``together`` go as one
+    (the L1 counts under their own and renamed names); the caller prints a note naming them.
     """
     from rich.table import Table
 
@@ -98,8 +100,9 @@ def fit_table(
     dropped: list[str] = []
     while len(kept) > 2 and total(kept) > width:
         victim = next(n for n in reversed(order) if n in kept and n not in wrap)
-        kept.remove(victim)
-        dropped.append(victim)
+        for name in [n for n in kept if n in together] if victim in together else [victim]:
+            kept.remove(name)
+            dropped.append(name)
     table = Table(title=title, title_justify="left")
     for name in kept:
         if name in wrap:
@@ -184,7 +187,8 @@ def print_summary(
         chosen = [(n, f) for n, f in fields if n in names]
         at = PRIORITY.index("L1") + 1
         order = (*PRIORITY[:at], *masking, *PRIORITY[at:])  # a renamed L1 count ranks as L1
-        table, dropped = fit_table(title, chosen, list(df.iter_rows(named=True)), con.width, priority=order)
+        rows = list(df.iter_rows(named=True))
+        table, dropped = fit_table(title, chosen, rows, con.width, priority=order, together=("L1", *masking))
         con.print(table)
         if dropped:
             con.print(

@@ -43,6 +43,7 @@ from ctxlab.replay.run_measures import resolve_price
 from ctxlab.replay.runner import replay_one
 from ctxlab.replay.strategies import make_lab_manager
 from ctxlab.replay.strategies import strategies as registered_strategies
+from ctxlab.replay.hook_failures import hook_failures
 from ctxlab.replay.table import TOTALS_COLUMNS, strategy_totals
 from ctxlab.transcripts import load_many, load_transcripts
 from ctxlab.transcripts.base import Transcript
@@ -396,8 +397,10 @@ def replay_many(
             inner = _progress(_count_calls(t, batch.limit_calls), "calls", progress, leave=False)
             try:
                 name, mw, files = batch.middleware(s, _files_dir(root, lab, sname))
-                one = batch.run(t, lab, name, mw, on_call=inner.update, files_root=files)
+                with hook_failures(batch.pm, t.source, lab, name) as survived:
+                    one = batch.run(t, lab, name, mw, on_call=inner.update, files_root=files)
                 result.extend(one)
+                result.errors.extend(survived)
                 failed = _summary_issue(one, t.source, lab, name)
             except Exception as exc:  # one failing run never stops the batch (unless asked)
                 logger.info("replay of %s with %s failed", lab, sname, exc_info=True)

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
     from ctxlab.replay.stats import PairedComparison
 
-__all__ = ["ReplayIssue", "ReplayResult"]
+__all__ = ["ReplayIssue", "ReplayResult", "raising_plugin"]
 
 
 @dataclass
@@ -49,7 +49,7 @@ class ReplayIssue:
         non-builtin plugin's file), when one did."""
         import traceback
 
-        plugin = _raising_plugin(exc, pm) if pm is not None else None
+        plugin = raising_plugin(exc, pm) if pm is not None else None
         return cls(
             kind="replay",
             source=source,
@@ -72,7 +72,7 @@ class ReplayIssue:
         return cls(kind="load", source=err.path, where=err.where, problem=err.problem)
 
 
-def _raising_plugin(exc: BaseException, pm: Any) -> str | None:
+def raising_plugin(exc: BaseException, pm: Any) -> str | None:
     """The name of the non-builtin plugin of ``pm`` whose file holds the innermost frame of
     ``exc``'s traceback, else ``None``."""
     import inspect
