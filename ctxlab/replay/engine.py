@@ -35,6 +35,7 @@ from ctxlab.replay.building import (
     strategy_records,
     summarizer_name,
 )
+from ctxlab.replay.hook_failures import hook_failures
 from ctxlab.replay.metrics import IdentifierIndex, make_measure, run_measure
 from ctxlab.replay.names import safe_name
 from ctxlab.replay.provenance import provenance
@@ -43,7 +44,6 @@ from ctxlab.replay.run_measures import resolve_price
 from ctxlab.replay.runner import replay_one
 from ctxlab.replay.strategies import make_lab_manager
 from ctxlab.replay.strategies import strategies as registered_strategies
-from ctxlab.replay.hook_failures import hook_failures
 from ctxlab.replay.table import TOTALS_COLUMNS, strategy_totals
 from ctxlab.transcripts import load_many, load_transcripts
 from ctxlab.transcripts.base import Transcript
