@@ -266,14 +266,12 @@ class PairedComparison:
         if self.difference is None or self.low is None or self.high is None:
             return f"{self.a} vs {self.b} on {self.measure}: no run has both values"
         pct = round(100 * self.confidence)
+        big = max(abs(self.difference), abs(self.low), abs(self.high)) >= 10
+        fmt = "{:+,.1f}" if big else "{:+.4f}"
         return (
-            f"{self.a} − {self.b} on {self.measure}: {_num(self.difference)} per run "
-            f"({pct} % CI {_num(self.low)} to {_num(self.high)}, {self.runs} runs, {self.data})"
+            f"{self.a} − {self.b} on {self.measure}: {fmt.format(self.difference)} per run "
+            f"({pct} % CI {fmt.format(self.low)} to {fmt.format(self.high)}, {self.runs} runs, {self.data})"
         )
-
-
-def _num(v: float) -> str:
-    return f"{v:+.4g}" if abs(v) < 1 else f"{v:+,.1f}"
 
 
 def paired_comparison(

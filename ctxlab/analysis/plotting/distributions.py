@@ -17,7 +17,7 @@ import polars as pl
 
 from ctxlab.analysis.plotting.options import Panel, PlotOptions, with_options
 from ctxlab.analysis.plotting.style import STRATEGY_COLORS, fit_margins, font_families, label_text
-from ctxlab.replay.columns import axis_label
+from ctxlab.replay.columns import axis_label, unit
 from ctxlab.replay.stats import NO_COMPRESSION, per_run_stats, per_run_values, pooled_runs
 from ctxlab.replay.table import summary_frame
 
@@ -179,10 +179,14 @@ def plot_run_heatmap(
     for y, row in enumerate(matrix):
         for x, v in enumerate(row):
             if v is not None:
-                text = f"{v:.1f}" if abs(v) >= 1 else f"{v:.2f}"
+                text = f"{v:.3f}" if unit(column) == "share" else f"{v:,.1f}"
                 ink = "white" if v < middle else "black"
                 ax.text(x, y, text, ha="center", va="center", fontsize=7, color=ink)
-    ax.set_xticks(range(len(names)), [label_text(_tick(n)) for n in names], fontfamily=fam, fontsize=8)
+    ticks = [label_text(_tick(n)) for n in names]
+    if max((len(n) for n in names if n != NO_COMPRESSION), default=0) > ROTATE_NAMES_OVER:
+        ax.set_xticks(range(len(names)), ticks, fontfamily=fam, fontsize=8, rotation=30, ha="right")
+    else:
+        ax.set_xticks(range(len(names)), ticks, fontfamily=fam, fontsize=8)
     ax.set_yticks(
         range(len(transcripts)), [label_text(t[:40]) for t in transcripts], fontfamily=fam, fontsize=7
     )
