@@ -52,6 +52,7 @@ __all__ = [
     "per_run_stats",
     "per_run_values",
     "pooled_runs",
+    "reached_transcripts",
     "with_no_compression",
 ]
 
@@ -402,19 +403,19 @@ def per_run_stats(
     """
     pool = pooled_runs(summary, data)
     rows = pool.summary
-    reached = _reached(rows, threshold)
+    reached = reached_transcripts(rows, threshold)
     out: list[dict[str, Any]] = []
     for name in _strategies(rows) if rows.height else []:
         values = per_run_values(rows, name, column)
         got = [v for v in values.values() if v is not None]
-        at_t = [v for t, v in values.items() if v is not None and reached.get(t, False)]
+        at_t = [v for t, v in values.items() if v is not None and t in reached]
         q1, med, q3 = _quartiles(got)
         r1, rmed, r3 = _quartiles(at_t)
         out.append(
             {
                 "strategy": name,
                 "runs": len(values),
-                "reached": sum(1 for t in values if reached.get(t, False)),
+                "reached": sum(1 for t in values if t in reached),
                 "median": med,
                 "q1": q1,
                 "q3": q3,
@@ -436,17 +437,17 @@ def per_run_stats(
     return pl.DataFrame(out, schema=schema, orient="row")
 
 
-def _reached(rows: pl.DataFrame, threshold: float | None) -> dict[str, bool]:
-    """Transcript -> whether its raw request reaches T (the same for every strategy: the raw
-    request is the transcript's)."""
-    out: dict[str, bool] = {}
-    for row in rows.iter_rows(named=True):
+def reached_transcripts(summary: pl.DataFrame, threshold: float | None = None) -> set[str]:
+    """The transcripts whose raw request reaches T in some run: a run's ``reached_threshold``,
+    else (a foreign middleware records no T) its ``max_raw_tokens`` against ``threshold``; the
+    raw request is the transcript's, so one run that reaches T is enough."""
+    out: set[str] = set()
+    for row in summary.iter_rows(named=True):
         flag = row.get("reached_threshold")
         if flag is None and threshold is not None:
             flag = (row.get("max_raw_tokens") or 0) >= threshold
-        t = str(row["transcript"])
-        if flag is not None:
-            out[t] = out.get(t, False) or bool(flag)
+        if flag:
+            out.add(str(row["transcript"]))
     return out
 
 

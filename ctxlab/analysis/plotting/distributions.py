@@ -18,7 +18,13 @@ import polars as pl
 from ctxlab.analysis.plotting.options import Panel, PlotOptions, with_options
 from ctxlab.analysis.plotting.style import STRATEGY_COLORS, fit_margins, font_families, label_text
 from ctxlab.replay.columns import axis_label, unit
-from ctxlab.replay.stats import NO_COMPRESSION, per_run_stats, per_run_values, pooled_runs
+from ctxlab.replay.stats import (
+    NO_COMPRESSION,
+    per_run_stats,
+    per_run_values,
+    pooled_runs,
+    reached_transcripts,
+)
 from ctxlab.replay.table import summary_frame
 
 if TYPE_CHECKING:
@@ -72,7 +78,7 @@ def plot_savings(
     fig, ax = panel.fig, panel.ax
     fam = font_families()
     rng = random.Random(0)  # the jitter of the points: the same figure every time
-    reached = _reached_transcripts(pool.summary, threshold)
+    reached = reached_transcripts(pool.summary, threshold)
     labels = []
     for i, row in enumerate(stats.iter_rows(named=True)):
         name = str(row["strategy"])
@@ -136,17 +142,6 @@ def plot_savings(
     if options.get("ax") is None and rotate:
         fit_margins(fig, ax)
     return fig
-
-
-def _reached_transcripts(summary: pl.DataFrame, threshold: float | None) -> set[str]:
-    out: set[str] = set()
-    for row in summary.iter_rows(named=True):
-        flag = row["reached_threshold"]
-        if flag is None and threshold is not None:
-            flag = (row["max_raw_tokens"] or 0) >= threshold
-        if flag:
-            out.add(str(row["transcript"]))
-    return out
 
 
 @with_options(PlotOptions)
