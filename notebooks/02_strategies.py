@@ -172,9 +172,9 @@ per_run
 # %%
 ars_row = per_run.filter(pl.col("strategy") == "ars").row(0, named=True)
 print(
-    f"ars over the {pool.label}: pooled saving {ars_row['saving_pooled']:.1f} %, median per run "
-    f"{ars_row['saving_median']:.1f} % over {ars_row['runs']} runs, "
-    f"{ars_row['saving_median_reached'] or 0:.1f} % over the {ars_row['reached']} that reached T"
+    f"ars over the {pool.label}: pooled saving {ars_row['saving_pooled_pct']:.1f} %, median per run "
+    f"{ars_row['saving_median_pct']:.1f} % over {ars_row['runs']} runs, "
+    f"{ars_row['saving_median_reached_pct'] or 0:.1f} % over the {ars_row['reached']} that reached T"
 )
 
 # %%

@@ -17,6 +17,7 @@ import polars as pl
 import pytest
 from langchain_core.messages import HumanMessage
 
+from ctxlab.analysis.report import write_report
 from ctxlab.analysis.verdicts import executive_summary
 from ctxlab.core.settings import CompressionSettings
 from ctxlab.replay import ReplayResult, replay_many
@@ -197,7 +198,7 @@ def test_fallback_text_is_recognised_in_langchain_and_deepagents_messages() -> N
     assert fallback_of(HumanMessage(content=text).text) == text
 
 
-def test_langchain_fallback_summaries_are_failed_summaries_in_a_real_replay() -> None:
+def test_langchain_fallback_summaries_are_failed_summaries_in_a_real_replay(tmp_path: Path) -> None:
     result = replay_many([FALLBACK_RUN], ["langchain-summarization"], settings=T16, progress=False)
     calls = result.frame()
     fallbacks = calls.filter(pl.col("summary_fallback").is_not_null())
@@ -221,6 +222,15 @@ def test_langchain_fallback_summaries_are_failed_summaries_in_a_real_replay() ->
         )
         for w in lines
     ), lines
+    report = Path(write_report(result, tmp_path, figures="none")["report"]).read_text(encoding="utf-8")
+    head = report.splitlines()
+    assert head[2] == "## Executive summary"
+    assert head[4].startswith(
+        f"- **1 of 1 runs reached T = {T16.entry_threshold_tokens:,} tokens** (real runs)"
+    )
+    per_run = report[report.index("## Per-run statistics") : report.index("## Paired comparisons")]
+    assert "| no compression | 1 | 1 | 0.0 | 0.0 | 0.0 | 0.0 | 0.0 |" in per_run
+    assert f"| langchain-summarization | 1 | 1 | {run['saving_pct']:.1f} |" in per_run
 
 
 def test_provenance_tags_and_pooled_runs_leave_the_scripted_sample_out() -> None:

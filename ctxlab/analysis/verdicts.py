@@ -260,8 +260,11 @@ def _calls_of(result: ReplayResult, rows: pl.DataFrame) -> pl.DataFrame:
 
 def per_run_table(result: ReplayResult, data: str | Sequence[str] = "real") -> pl.DataFrame:
     """The report's per-run statistics: per strategy, runs that reached T (``reached`` of
-    ``runs``), the per-run token saving's median and IQR over all runs and over the runs that
-    reached T, the pooled saving, and the same for the cost saving with caching."""
+    ``runs``), the per-run token saving's median and IQR over all runs (``saving_median_pct``,
+    ``saving_q1_pct``, ``saving_q3_pct``), its median over the runs that reached T
+    (``saving_median_reached_pct``), the pooled saving (``saving_pooled_pct``), and the median,
+    median over the runs that reached T and pooled cost saving with caching (``cost_saving_*_pct``);
+    all in %."""
     summary = result.summary()
     T = result.settings.entry_threshold_tokens
     tokens = per_run_stats(summary, data=data, threshold=T)
@@ -270,16 +273,16 @@ def per_run_table(result: ReplayResult, data: str | Sequence[str] = "real") -> p
         "strategy",
         "runs",
         "reached",
-        pl.col("median").alias("saving_median"),
-        pl.col("q1").alias("saving_q1"),
-        pl.col("q3").alias("saving_q3"),
-        pl.col("median_reached").alias("saving_median_reached"),
-        pl.col("pooled").alias("saving_pooled"),
+        pl.col("median").alias("saving_median_pct"),
+        pl.col("q1").alias("saving_q1_pct"),
+        pl.col("q3").alias("saving_q3_pct"),
+        pl.col("median_reached").alias("saving_median_reached_pct"),
+        pl.col("pooled").alias("saving_pooled_pct"),
     ).with_columns(
         cost.select(
-            pl.col("median").alias("cost_saving_median"),
-            pl.col("median_reached").alias("cost_saving_median_reached"),
-            pl.col("pooled").alias("cost_saving_pooled"),
+            pl.col("median").alias("cost_saving_median_pct"),
+            pl.col("median_reached").alias("cost_saving_median_reached_pct"),
+            pl.col("pooled").alias("cost_saving_pooled_pct"),
         )
     )
 
