@@ -338,7 +338,8 @@ def _report_markdown(
     lines.append("")
     lines.append(
         f"Strategies: {', '.join(result.strategies) or '(none)'}. "
-        f"Runs replayed: {result.replayed}. Model calls: {calls.height}. "
+        f"Runs replayed: {result.replayed} (a run: one transcript × one strategy; "
+        f"{calls['transcript'].n_unique()} transcripts). Model calls: {calls.height}. "
         f"Measuring estimator: `{result.measure}` (one estimator for every strategy)."
         + (f" Provider context window: {result.window}." if result.window else "")
     )

@@ -121,7 +121,8 @@ def _names(summary: pl.DataFrame) -> list[str]:
     return [str(s) for s in summary["strategy"].unique(maintain_order=True).to_list()]
 
 
-def _best(summary: pl.DataFrame, objective: str, data: str | Sequence[str]) -> Best | None:
+def _best(summary: pl.DataFrame, objective: str) -> Best | None:
+    """The best strategy for ``objective`` over the runs of ``summary`` (already pooled)."""
     column, _ = OBJECTIVES[objective]
     candidates = _names(summary)
     if column != "needed_recall":
@@ -187,16 +188,14 @@ def executive_summary(
             f"Left out of the pooled statements and figures: {left} (`--data all` includes them)."
         )
     for objective in OBJECTIVES:
-        best = _best(rows, objective, data)
+        best = _best(rows, objective)
         if best is not None:
             out.best.append(best)
-    out.warnings = _warnings(result, rows, stats, n, N, T)
+    out.warnings = _warnings(result, rows, n, N)
     return out
 
 
-def _warnings(
-    result: ReplayResult, rows: pl.DataFrame, stats: pl.DataFrame, n: int, N: int, T: int
-) -> list[str]:
+def _warnings(result: ReplayResult, rows: pl.DataFrame, n: int, N: int) -> list[str]:
     warnings: list[str] = []
     totals = strategy_totals(_calls_of(result, rows))
     price = getattr(result, "price", None)

@@ -158,10 +158,11 @@ def per_run_values(summary: pl.DataFrame, strategy: str, column: str) -> dict[st
     transcript.
 
     Raises:
-        KeyError: ``column`` is not a column of ``summary``, or has no "no compression" value
-            when ``strategy`` is :data:`NO_COMPRESSION` (it is empty there: the transcript order
-            is still returned, each ``None``).
+        KeyError: ``column`` is not a column of ``summary``.
         ValueError: ``strategy`` is not in ``summary``.
+
+    For :data:`NO_COMPRESSION` a column without an uncompressed value (``needed_recall``: nothing
+    was summarized) is ``None`` for every transcript.
     """
     if column not in summary.columns:
         raise KeyError(f"no per-run column {column!r}; known: {summary.columns}")
