@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Unpack
 import polars as pl
 
 from ctxlab.analysis.plotting.options import Panel, PlotOptions, with_options
-from ctxlab.analysis.plotting.style import STRATEGY_COLORS, fit_margins, font_families, label_text
+from ctxlab.analysis.plotting.style import STRATEGY_COLORS, fit_margins, font_families, label_text, shorten
 from ctxlab.replay.columns import axis_label, unit
 from ctxlab.replay.stats import (
     NO_COMPRESSION,
@@ -183,7 +183,7 @@ def plot_run_heatmap(
     else:
         ax.set_xticks(range(len(names)), ticks, fontfamily=fam, fontsize=8)
     ax.set_yticks(
-        range(len(transcripts)), [label_text(t[:40]) for t in transcripts], fontfamily=fam, fontsize=7
+        range(len(transcripts)), [label_text(shorten(t, 48)) for t in transcripts], fontfamily=fam, fontsize=7
     )
     fig.colorbar(image, ax=ax, label=axis_label(column))
     ax.set_title(label_text(panel.title or f"{column} per run ({pool.label})"), fontfamily=fam, fontsize=11)
