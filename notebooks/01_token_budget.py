@@ -68,13 +68,15 @@ print(f"{run.name}: {len(run.messages)} messages, format {run.format}, model {ru
 # %% [markdown]
 # ### With the ARS defaults
 #
-# T = 100 × 1024 = 102,400 tokens. This run's last request is about 78k tokens: the requests stay
-# below T (the orange dash-dot line) for the whole run, so under the defaults **nothing is
-# compressed** and every call is sent as recorded (sent = raw). T2 (red dotted) only matters once
-# a round has started.
+# T = 100 × 1024 = 102,400 tokens. This run's largest request (printed below, measured by the
+# replay) stays below T (the orange dash-dot line) for the whole run, so under the defaults
+# **nothing is compressed** and every call is sent as recorded (sent = raw). T2 (red dotted) only
+# matters once a round has started.
 
 # %%
 defaults = replay(run, "ars")
+peak = defaults.frame()["raw_tokens"].max()
+print(f"largest request: {peak:,} tokens; T = {defaults.settings.entry_threshold_tokens:,} tokens")
 defaults.summary().select(
     "transcript", "calls", "raw_tokens_total", "saving_pct", "l1_rounds", "l2_rounds", "max_raw_tokens"
 )

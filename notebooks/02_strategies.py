@@ -52,9 +52,17 @@ import polars as pl
 
 from ctxlab import CompressionSettings
 from ctxlab.analysis.export import save_figure
-from ctxlab.analysis.plotting import plot_savings, plot_strategies, plot_sweep
+from ctxlab.analysis.plotting import (
+    plot_recall_scatter,
+    plot_run_heatmap,
+    plot_savings,
+    plot_strategies,
+    plot_sweep,
+)
 from ctxlab.analysis.report import strategy_totals
+from ctxlab.analysis.verdicts import executive_summary, per_run_table
 from ctxlab.replay import make_lab_manager, replay_many, strategies, sweep
+from ctxlab.replay.stats import comparison_table, pooled_runs
 from ctxlab.transcripts import load_many
 from ctxlab.transcripts.locate import SAMPLE_TRANSCRIPT, shared_dir
 
@@ -111,6 +119,20 @@ for issue in result.errors:
     print(" -", issue)
 
 # %% [markdown]
+# ### The verdict first
+#
+# What the run supports, computed from it (`ctxlab.analysis.verdicts.executive_summary`, the
+# same lines `report.md` and the terminal open with): how many runs reached T, the best strategy
+# per objective with its bootstrap interval, and the warnings. Pooled statements use the *real*
+# runs: the bundled sample is a scripted run (`data_provenance`), so it is left out unless asked
+# (`data="all"`).
+
+# %%
+print("\n".join(executive_summary(result).plain()))
+pool = pooled_runs(result.summary())
+print(f"\npooled over the {pool.label}; left out: {pool.left_out or 'nothing'}")
+
+# %% [markdown]
 # ### One row per strategy
 #
 # Over all transcripts: tokens sent vs raw (the uncompressed requests), `saving_pct`
@@ -135,13 +157,58 @@ totals
 # %%
 result.summary().pivot(on="strategy", index="transcript", values="saving_pct").sort("transcript")
 
+# %% [markdown]
+# ### Per run, not only pooled
+#
+# A pooled saving (Σ sent / Σ raw) is dominated by the longest runs and says nothing of the runs
+# that never reach T. Per strategy: runs that reached T (`reached` of `runs`), the per-run
+# saving's median and interquartile range over all runs and the median over the runs that reached
+# T, beside the pooled figure; the same for the cost saving with prompt caching.
+
 # %%
-fig = plot_savings(
-    calls,
-    title=f"saving by strategy ({len(transcripts)} transcripts, T = {settings.entry_threshold_tokens:,} tokens)",
+per_run = per_run_table(result)
+per_run
+
+# %%
+ars_row = per_run.filter(pl.col("strategy") == "ars").row(0, named=True)
+print(
+    f"ars over the {pool.label}: pooled saving {ars_row['saving_pooled_pct']:.1f} %, median per run "
+    f"{ars_row['saving_median_pct']:.1f} % over {ars_row['runs']} runs, "
+    f"{ars_row['saving_median_reached_pct'] or 0:.1f} % over the {ars_row['reached']} that reached T"
 )
+
+# %%
+fig = plot_savings(calls, threshold=settings.entry_threshold_tokens)
 save_figure(fig, "nb02_savings")
 fig
+
+# %% [markdown]
+# ### Every run × strategy
+#
+# The saving of each run under each strategy ("no compression" is 0 by definition). A row of
+# zeros is a run that never reached T.
+
+# %%
+fig = plot_run_heatmap(calls)
+save_figure(fig, "nb02_heatmap")
+fig
+
+# %% [markdown]
+# ### Paired comparisons
+#
+# The strategies replay the same runs, so they are compared run by run: the mean per-run
+# difference A − B and its 95 % percentile-bootstrap interval over runs (2,000 resamples, seed
+# 0; `ctxlab.replay.stats`). An interval that holds 0 is no evidence of a difference.
+
+# %%
+comparison_table(result.summary(), "saving_pct").filter(pl.col("a") == "no compression")
+
+# %%
+comparison_table(result.summary(), "cost_usd", strategies=["ars", "masking", "hybrid"])
+
+# %%
+vs = result.compare("ars", "masking", measure="cost_usd")
+print(vs)
 
 # %% [markdown]
 # ### One run, call by call
@@ -187,6 +254,23 @@ cost_table(calls)
 # %%
 fig = plot_cost_per_call(calls, price_label=f"{price.key}, prices as of {price.as_of}")
 save_figure(fig, "nb02_cost")
+fig
+
+# %% [markdown]
+# ### Saving and cost against needed recall
+#
+# One point per run and strategy with L2 rounds: what it saved (tokens, then dollars with
+# caching) against the share of the needed identifiers its summaries carried. Up and to the
+# right is better; a point below 0 costs more than no compression.
+
+# %%
+fig = plot_recall_scatter(calls)
+save_figure(fig, "nb02_saving_vs_recall")
+fig
+
+# %%
+fig = plot_recall_scatter(calls, y="cost_saving_pct")
+save_figure(fig, "nb02_cost_vs_recall")
 fig
 
 # %% [markdown]

@@ -116,7 +116,7 @@ def test_compare_two_strategies(shared: Path, tmp_path: Path) -> None:
     assert calls.group_by("strategy").len().sort("strategy").rows() == [("ars", 10), ("never-cut", 10)]
     assert "L2" not in calls.filter(pl.col("strategy") == "never-cut")["level"].to_list()
     assert (out / "figures" / "strategies" / "session-ses_434e.md.png").is_file()
-    assert "per strategy, all transcripts" in proc.stdout
+    assert "per strategy, all runs" in proc.stdout
 
 
 def test_price_model_and_price_file(shared: Path, tmp_path: Path, capsys) -> None:

@@ -128,7 +128,7 @@ def test_an_unreachable_summarizer_exits_1_and_its_report_lists_the_failed_summa
     report = (out / "report.md").read_text(encoding="utf-8")
     section = report.split("## Errors and skipped files", 1)[1].split("\n## ", 1)[0]
     assert "failed summaries" in section and "Connection error" in section
-    assert f"Failed or text-less L2 summaries ({errors})" in section
+    assert f"Failed, text-less or fallback L2 summaries ({errors})" in section
     assert "L2 summaries failed.** Its saving" in report
     assert "*" in proc.stdout and "failed summaries" in proc.stdout
 

@@ -46,7 +46,7 @@ EXPECTED_FIGURES = {
 #: figures each notebook shows inline (image/png outputs; 01's last one is the explorer)
 SHOWN_FIGURES = {
     "01_token_budget": 4,
-    "02_strategies": 4,  # savings, strategies, cost per call, sweep
+    "02_strategies": 7,  # savings per run, heatmap, strategies, cost per call, saving and cost vs recall, sweep
     "03_write_a_plugin": 2,
     "04_agent_prototype": 0,
     "05_findings": 1,

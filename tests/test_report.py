@@ -145,7 +145,9 @@ def test_summary_numbers() -> None:
     assert totals["strategy"].to_list() == ["s", "other"]
     assert totals.filter(pl.col("strategy") == "other")["saving_pct"].item() == pytest.approx(0.0)
     md = markdown_table(s)
-    assert md.splitlines()[0].startswith("| transcript | strategy | calls |")
+    assert md.splitlines()[0].startswith(
+        "| transcript | strategy | data_provenance | reached_threshold | calls |"
+    )
     assert "| 60.0 |" in md
 
 

@@ -25,6 +25,7 @@ import polars as pl
 from ctxlab.analysis.run_record import accounting_lines, problem_lines, provenance_lines
 from ctxlab.core.events import EVENT_ROW_KEYS, event_row
 from ctxlab.replay.columns import report_definitions
+from ctxlab.replay.stats import with_no_compression
 from ctxlab.replay.table import (
     CALLS_SCHEMA,
     SUMMARY_COLUMNS,
@@ -242,6 +243,7 @@ def write_report(
     figures: bool | str = "reached",
     title: str = "ctxlab replay report",
     command: str | None = None,
+    data: str = "real",
 ) -> dict[str, Any]:
     """Write ``calls.parquet`` (with the run record as its ``ctxlab`` metadata), ``summary.csv``,
     ``report.md``, ``run.json``, ``summaries.jsonl`` (when there are summaries) and the figures
@@ -255,6 +257,9 @@ def write_report(
             no figure.  The saving-by-strategy and cost figures are drawn unless ``"none"``.
         title: the report's title.
         command: the command line, recorded in the report and the run record.
+        data: which runs the executive summary, the per-run statistics and the pooled figures
+            use: ``"real"`` (default; all runs when none is real) or ``"all"``
+            (:func:`ctxlab.replay.stats.pooled_runs`).
 
     Returns:
         ``{"calls", "summary", "report", "run": path, "summaries": path or None,
@@ -278,15 +283,17 @@ def write_report(
     if which != "none" and not calls.is_empty():
         from ctxlab.analysis.plotting import write_figures
 
-        figure_paths = write_figures(calls, summary, out / "figures", settings=result.settings, runs=which)
+        figure_paths = write_figures(
+            calls, summary, out / "figures", settings=result.settings, runs=which, data=data
+        )
         from ctxlab.analysis.costs import write_cost_figure
 
-        cost_figure = write_cost_figure(calls, out / "figures", price_label=_price_line(result))
+        cost_figure = write_cost_figure(calls, out / "figures", price_label=_price_line(result), data=data)
         if cost_figure is not None:
             figure_paths.append(cost_figure)
     report_path = out / "report.md"
     report_path.write_text(
-        _report_markdown(result, calls, summary, totals, figure_paths, out, title, command, which),
+        _report_markdown(result, calls, summary, totals, figure_paths, out, title, command, which, data),
         encoding="utf-8",
     )
     run_path = write_run_json(result, out)
@@ -316,9 +323,14 @@ def _report_markdown(
     title: str,
     command: str | None,
     figures: str = "all",
+    data: str = "real",
 ) -> str:
+    from ctxlab.analysis.verdicts import executive_summary, verdict_sections
+
     s = result.settings
-    lines = [f"# {title}", ""]
+    lines = [f"# {title}", "", "## Executive summary", ""]
+    lines += executive_summary(result, summary=summary, data=data).markdown()
+    lines.append("")
     lines.append(
         f"Generated {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}"
         + (f" by `{command}`." if command else ".")
@@ -326,7 +338,8 @@ def _report_markdown(
     lines.append("")
     lines.append(
         f"Strategies: {', '.join(result.strategies) or '(none)'}. "
-        f"Runs replayed: {result.replayed}. Model calls: {calls.height}. "
+        f"Runs replayed: {result.replayed} (a run: one transcript × one strategy; "
+        f"{calls['transcript'].n_unique()} transcripts). Model calls: {calls.height}. "
         f"Measuring estimator: `{result.measure}` (one estimator for every strategy)."
         + (f" Provider context window: {result.window}." if result.window else "")
     )
@@ -353,11 +366,13 @@ def _report_markdown(
     )
     lines += ["", "## Per strategy", ""]
     if totals.height:
-        lines.append(markdown_table(totals, [c for c in totals.columns if not c.startswith("max_")]))
+        shown = with_no_compression(totals)
+        lines.append(markdown_table(shown, [c for c in shown.columns if not c.startswith("max_")]))
         extra = accounting_lines(result, totals)
         lines += ["", *"\n\n".join(extra).split("\n")] if extra else []
     else:
         lines.append("Nothing was replayed.")
+    lines += ["", *verdict_sections(result, markdown_table, data)]
     lines += ["", "## Per transcript and strategy", ""]
     if summary.height:
         lines.append(markdown_table(summary))
@@ -432,7 +447,7 @@ def _cost_section(
         "is the uncompressed request of every call under the same caching. Recalls are pooled over each "
         "strategy's L2 rounds; per round they are in `summaries.jsonl`.",
         "",
-        markdown_table(cost_table(calls)),
+        markdown_table(with_no_compression(cost_table(calls))),
     ]
     figure = next((p for p in figure_paths if p.name == COST_FIGURE), None)
     if figure is not None:

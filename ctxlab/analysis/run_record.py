@@ -28,21 +28,33 @@ __all__ = [
 #: the ``calls.parquet`` metadata key holding the run record (JSON)
 PARQUET_KEY = "ctxlab"
 #: what a problem of each kind is called in the report
-KINDS = {"load": "skipped file", "replay": "failed run", "summary": "failed summaries"}
+KINDS = {
+    "load": "skipped file",
+    "replay": "failed run",
+    "summary": "failed summaries",
+    "plugin": "plugin problem",
+}
 
 
 def run_record(result: ReplayResult) -> dict[str, Any]:
     """The provenance (``result.provenance``) plus ``replayed`` (runs), ``calls``, ``problems``
-    (one string per problem) and ``failed_summaries`` (transcript, strategy, call, error)."""
+    (one string per problem), ``plugin_problems`` (each plugin that failed to load, was skipped or
+    raised in a hook: ``plugin``, ``kind``, ``problem``, ``traceback``) and ``failed_summaries``
+    (transcript, strategy, call, error, fallback text)."""
     return {
         **result.provenance,
         "replayed": result.replayed,
         "calls": len(result.rows),
         "problems": [f"{KINDS.get(e.kind, e.kind)}: {e}" for e in result.errors],
+        "plugin_problems": [
+            {"plugin": e.plugin or e.source, "kind": e.kind, "problem": e.problem, "traceback": e.traceback}
+            for e in result.errors
+            if e.kind == "plugin" or e.plugin
+        ],
         "failed_summaries": [
-            {k: s.get(k) for k in ("transcript", "strategy", "call_index", "error")}
+            {k: s.get(k) for k in ("transcript", "strategy", "call_index", "error", "fallback")}
             for s in result.summaries
-            if s.get("error")
+            if s.get("error") or s.get("fallback")
         ],
     }
 
@@ -101,12 +113,17 @@ def provenance_lines(result: ReplayResult) -> list[str]:
 
 def problem_lines(result: ReplayResult) -> list[str]:
     """The report's errors section: each problem, then each failed or text-less summary."""
-    lines = [f"- {KINDS.get(e.kind, e.kind)}: `{e}`" for e in result.errors]
-    failed = [s for s in result.summaries if s.get("error")]
+    lines: list[str] = []
+    for e in result.errors:
+        lines.append(f"- {KINDS.get(e.kind, e.kind)}: `{e}`")
+        if e.traceback:
+            lines += ["", "  ```", *(f"  {t}" for t in e.traceback.rstrip().splitlines()), "  ```", ""]
+    failed = [s for s in result.summaries if s.get("error") or s.get("fallback")]
     if failed:
-        lines += ["", f"Failed or text-less L2 summaries ({len(failed)}):", ""]
+        lines += ["", f"Failed, text-less or fallback L2 summaries ({len(failed)}):", ""]
         lines += [
-            f"- {s.get('transcript')} [{s.get('strategy')}] call {s.get('call_index')}: `{s.get('error')}`"
+            f"- {s.get('transcript')} [{s.get('strategy')}] call {s.get('call_index')}: "
+            f"`{s.get('error') or 'fallback text: ' + str(s.get('fallback'))}`"
             for s in failed
         ]
     return lines or ["None."]

@@ -257,6 +257,22 @@ def add_output_options(p: argparse.ArgumentParser, command: str) -> None:
                 default="reached",
             ),
             switch("--no-figures", "the same as --figures none"),
+            option(
+                "--top",
+                "print the N first runs of the per-transcript table, ranked: runs that compressed "
+                "first, by raw tokens (default: %(default)s; every run is in summary.csv)",
+                metavar="N",
+                type=int,
+                default=40,
+            ),
+            option(
+                "--data",
+                "which runs the executive summary, the per-run statistics and the pooled figures "
+                "use: real (recorded agent runs; all runs when none is real) or all (scripted and "
+                "synthetic too) (default: %(default)s)",
+                choices=("real", "all"),
+                default="real",
+            ),
             switch(
                 "--html",
                 "also write inspect.html, the call inspector (the same as `ctxlab show DIR` afterwards)",
@@ -269,7 +285,7 @@ def add_output_options(p: argparse.ArgumentParser, command: str) -> None:
 
 
 def add_plugin_options(p: argparse.ArgumentParser) -> None:
-    """A plugins folder (the lab also reads ``$CTXLAB_PLUGINS_DIR``)."""
+    """A plugins folder (the lab also reads ``$CTXLAB_PLUGINS_DIR``) and ``--strict``."""
     plugins_dir = option(
         "--plugins-dir",
         "also load plugins from the .py files in DIR; hooks that change compression rename the "
@@ -277,7 +293,12 @@ def add_plugin_options(p: argparse.ArgumentParser) -> None:
         "(default: $CTXLAB_PLUGINS_DIR, else none)",
         metavar="DIR",
     )
-    add_options(p, None, [plugins_dir])
+    strict = switch(
+        "--strict",
+        "exit 1 when any plugin has a problem (fails to load, is skipped, or a hook raises); without "
+        "it the problem is recorded in report.md, run.json and calls.parquet and the run goes on",
+    )
+    add_options(p, None, [plugins_dir, strict])
 
 
 def add_parallel_options(p: argparse.ArgumentParser) -> None:

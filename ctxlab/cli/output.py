@@ -14,15 +14,14 @@ from typing import Any
 
 __all__ = ["console", "print_summary", "written_names"]
 
-#: terminal tables narrower than this drop the token totals and the cache/max columns
-COMPACT_BELOW = 130
-#: rows of the per-transcript table printed (the rest is in summary.csv)
+#: rows of the per-transcript table printed by default (``--top``; the rest is in summary.csv)
 ROW_LIMIT = 40
 
 
 def console(stderr: bool = False) -> Any:
-    """A rich ``Console`` for stdout (or stderr): the terminal's width on a terminal, else wide
-    enough for any table (nothing is cut or wrapped when the output goes to a file or a pipe)."""
+    """A rich ``Console`` for stdout (or stderr): the terminal's width on a terminal (rich reads
+    ``$COLUMNS`` first), else wide enough for any table (nothing is cut or wrapped when the output
+    goes to a file or a pipe)."""
     from rich.console import Console
 
     stream = sys.stderr if stderr else sys.stdout
@@ -48,9 +47,99 @@ def _level_names(result: Any) -> dict[str, dict[str, str]]:
     return {k: dict(v.get("levels") or {}) for k, v in strategies.items() if isinstance(v, Mapping)}
 
 
-def print_summary(result: Any, totals: Any, written: Mapping[str, Any], out: Path) -> None:
-    """Print the run: header, tables, costs, problems and the "written to" line."""
+#: the columns a narrow terminal drops first (last in this tuple: dropped first)
+PRIORITY = (
+    "transcript",
+    "strategy",
+    "runs",
+    "saving %",
+    "failed summaries",
+    "L2",
+    "L1",
+    "calls",
+    "raw tokens",
+    "sent tokens",
+    "overflow rounds",
+    "retention",
+    "cache share",
+    "max view",
+)
+
+
+def fit_table(
+    title: str,
+    columns: Sequence[tuple[str, Callable[[Mapping[str, Any]], str]]],
+    rows: Sequence[Mapping[str, Any]],
+    width: int,
+    *,
+    priority: Sequence[str] = PRIORITY,
+    wrap: Sequence[str] = ("transcript", "strategy"),
+    together: Sequence[str] = (),
+) -> tuple[Any, list[str]]:
+    """A rich table of ``rows`` that fits ``width`` characters, and the columns it dropped.
+
+    Every number is written whole: number columns never wrap or shrink (their minimum width is
+    their widest cell); the label columns in ``wrap`` fold onto more lines down to 12 characters.
+    When the table is still too wide, columns are dropped last-``priority``-first (a column not
+    in ``priority`` before any that is) until it fits; the columns in ``together`` go as one
+    (the L1 counts under their own and renamed names); the caller prints a note naming them.
+    """
     from rich.table import Table
+
+    cells = {name: [f(r) for r in rows] for name, f in columns}
+    need = {name: max([len(name), *(len(c) for c in cells[name])]) for name, _ in columns}
+    order = sorted(
+        (n for n, _ in columns),
+        key=lambda n: priority.index(n) if n in priority else len(priority),
+    )
+
+    def total(names: Sequence[str]) -> int:
+        return sum(min(need[n], 12) if n in wrap else need[n] for n in names) + 3 * len(names) + 1
+
+    kept = [n for n, _ in columns]
+    dropped: list[str] = []
+    while len(kept) > 2 and total(kept) > width:
+        victim = next(n for n in reversed(order) if n in kept and n not in wrap)
+        for name in [n for n in kept if n in together] if victim in together else [victim]:
+            kept.remove(name)
+            dropped.append(name)
+    table = Table(title=title, title_justify="left")
+    for name in kept:
+        if name in wrap:
+            table.add_column(name, overflow="fold", min_width=min(need[name], 12))
+        else:
+            table.add_column(name, justify="right", no_wrap=True, min_width=need[name])
+    for i in range(len(rows)):
+        table.add_row(*(cells[n][i] for n in kept))
+    return table, dropped
+
+
+def _ranked(summary: Any) -> Any:
+    """The per-transcript rows, those that compressed first (any L1 or L2 round), each group by
+    raw tokens, largest first."""
+    import polars as pl
+
+    compressed = (pl.col("l1_rounds") + pl.col("l2_rounds")) > 0
+    return (
+        summary.with_columns(compressed.alias("_c"))
+        .sort(["_c", "raw_tokens_total"], descending=[True, True], maintain_order=True)
+        .drop("_c")
+    )
+
+
+def print_summary(
+    result: Any,
+    totals: Any,
+    written: Mapping[str, Any],
+    out: Path,
+    *,
+    top: int = ROW_LIMIT,
+    data: str = "real",
+) -> None:
+    """Print the run: header, the executive summary, the tables (ranked, ``top`` rows of the
+    per-transcript one), costs, problems and the "written to" line."""
+    from ctxlab.analysis.verdicts import executive_summary
+    from ctxlab.replay.stats import with_no_compression
 
     con = console()
     s = result.settings
@@ -61,14 +150,20 @@ def print_summary(result: Any, totals: Any, written: Mapping[str, Any], out: Pat
         f"tool-result limit {s.summary_tool_result_token_limit} tokens; measure: {result.measure}{window}"
     )
     summary = result.summary()
-    compact = sys.stdout.isatty() and con.width < COMPACT_BELOW
+    verdict = executive_summary(result, summary=summary, data=data)
+    con.print("executive summary:", markup=False)
+    for line in verdict.plain():
+        con.print(f"  {line}", markup=False)
     renames = _level_names(result)
     masking = sorted({v for r in renames.values() for k, v in r.items() if k == "L1"})
     overflow = getattr(result, "window", None) is not None
 
     def rounds(r: Mapping[str, Any], level: str, name: str) -> str:
         own = renames.get(r["strategy"], {}).get(level, level)
-        return str(r[f"{level.lower()}_rounds"]) if own == name else ""
+        return str(r[f"{level.lower()}_rounds"] or 0) if own == name else ""
+
+    def share(key: str) -> Callable[[Mapping[str, Any]], str]:
+        return lambda r: _share(r.get(key))
 
     fields: list[tuple[str, Callable[[Mapping[str, Any]], str]]] = [
         ("transcript", lambda r: r["transcript"]),
@@ -81,40 +176,45 @@ def print_summary(result: Any, totals: Any, written: Mapping[str, Any], out: Pat
         ("L1", lambda r: rounds(r, "L1", "L1")),
         *((name, (lambda r, n=name: rounds(r, "L1", n))) for name in masking),
         ("L2", lambda r: rounds(r, "L2", "L2")),
-        ("failed summaries", lambda r: str(r["summary_errors"])),
-        *((("overflow rounds", lambda r: str(r["overflow_rounds"])),) if overflow else ()),
-        ("cache share", lambda r: _share(r["mean_cache_reusable_share"])),
-        ("retention", lambda r: _share(r["mean_retention"])),
-        ("max view", lambda r: f"{r['max_view_tokens']:,}"),
+        ("failed summaries", lambda r: str(r["summary_errors"] or 0)),
+        *((("overflow rounds", lambda r: str(r["overflow_rounds"] or 0)),) if overflow else ()),
+        ("cache share", share("mean_cache_reusable_share")),
+        ("retention", share("mean_retention")),
+        ("max view", lambda r: f"{r['max_view_tokens']:,}" if r["max_view_tokens"] is not None else ""),
     ]
-    skip_compact = {"raw tokens", "sent tokens", "cache share", "max view"}
 
-    def make(title: str, df: Any, names: Sequence[str]) -> Any:
-        table = Table(title=title, title_justify="left")
-        chosen = [(n, f) for n, f in fields if n in names and not (compact and n in skip_compact)]
-        for name, _ in chosen:
-            if name == "transcript":
-                table.add_column(name, overflow="ellipsis" if compact else "fold", no_wrap=compact)
-            else:  # a number too wide for a narrow terminal folds onto a second line, never cut
-                table.add_column(
-                    name,
-                    justify="left" if name == "strategy" else "right",
-                    overflow="fold",
-                    min_width=min(len(name), 8),
-                )
-        for row in df.iter_rows(named=True):
-            table.add_row(*(f(row) for _, f in chosen))
-        return table
+    def show(title: str, df: Any, names: Sequence[str]) -> None:
+        chosen = [(n, f) for n, f in fields if n in names]
+        at = PRIORITY.index("L1") + 1
+        order = (*PRIORITY[:at], *masking, *PRIORITY[at:])  # a renamed L1 count ranks as L1
+        rows = list(df.iter_rows(named=True))
+        table, dropped = fit_table(title, chosen, rows, con.width, priority=order, together=("L1", *masking))
+        con.print(table)
+        if dropped:
+            con.print(
+                f"(at {con.width} columns: left out {', '.join(dropped)}; a wider terminal or "
+                f"{Path(written['summary']).name} has them)",
+                markup=False,
+            )
 
     every = [n for n, _ in fields]
     if summary.height:
+        ranked = _ranked(summary)  # raw tokens is each run's "no compression" value
+        shown = ranked.head(max(top, 0))
         names = [n for n in every if n != "runs"]
-        con.print(make("per transcript and strategy (tokens are estimates)", summary.head(ROW_LIMIT), names))
-        if summary.height > ROW_LIMIT:
-            con.print(f"... {summary.height - ROW_LIMIT} more rows in {written['summary']}", markup=False)
-    if totals.height > 1 or summary.height > ROW_LIMIT:
+        show(
+            "runs (per transcript and strategy; compressed first, by raw tokens; tokens are estimates)",
+            shown,
+            names,
+        )
+        if ranked.height > shown.height:
+            con.print(
+                f"... {ranked.height - shown.height} more runs in {written['summary']} (--top N)",
+                markup=False,
+            )
+    if totals.height:
         names = [n for n in every if n not in ("transcript", "max view")]
-        con.print(make("per strategy, all transcripts", totals, names))
+        show("per strategy, all runs", with_no_compression(totals), names)
     if totals.height and any(totals["summary_errors"].to_list()):
         lines = [
             f"{r['strategy']}: {_pct(r['saving_pct_without_failed']) or 'no call'} % over the calls not built on one"
@@ -122,7 +222,7 @@ def print_summary(result: Any, totals: Any, written: Mapping[str, Any], out: Pat
             if r["summary_errors"]
         ]
         con.print(
-            "* the saving includes calls sent with a failed summary (a short error notice is no saving); "
+            "* the saving includes calls sent with a failed or fallback summary (no real saving); "
             + "; ".join(lines),
             markup=False,
         )
@@ -170,38 +270,46 @@ def written_names(written: Mapping[str, Any], out: Path) -> list[str]:
 
 
 def _print_costs(con: Any, result: Any, totals: Any) -> None:
-    """The cost and needed-recall table per strategy, under the price row named with its date."""
-    from rich.table import Table
+    """The cost and needed-recall table per strategy ("no compression" first), under the price
+    row named with its date."""
+    from ctxlab.replay.stats import with_no_compression
 
     price = getattr(result, "price", None)
     if price is None or not totals.height:
         return
-    table = Table(title="cost and summary fidelity per strategy", title_justify="left")
-    columns = (
+
+    def per_call(r: Mapping[str, Any]) -> str:
+        return _usd(r["cost_usd"] / r["calls"] if r["cost_usd"] is not None and r["calls"] else None)
+
+    columns: list[tuple[str, Callable[[Mapping[str, Any]], str]]] = [
+        ("strategy", lambda r: r["strategy"]),
+        ("calls", lambda r: f"{r['calls']:,}"),
+        ("L2", lambda r: str(r["l2_rounds"] or 0)),
+        ("cost $", lambda r: _usd(r["cost_usd"])),
+        ("per call $", per_call),
+        ("raw cost $", lambda r: _usd(r["raw_cost_usd"])),
+        ("cost saving %", lambda r: _pct(r["cost_saving_pct"])),
+        ("needed recall", lambda r: _share(r["needed_recall"])),
+    ]
+    order = (
         "strategy",
-        "calls",
-        "L2",
+        "cost saving %",
         "cost $",
+        "needed recall",
         "per call $",
         "raw cost $",
-        "cost saving %",
-        "needed recall",
+        "L2",
+        "calls",
     )
-    for name in columns:
-        table.add_column(name, justify="left" if name == "strategy" else "right", no_wrap=True)
-    for r in totals.iter_rows(named=True):
-        per_call = r["cost_usd"] / r["calls"] if r["cost_usd"] is not None and r["calls"] else None
-        table.add_row(
-            r["strategy"],
-            f"{r['calls']:,}",
-            str(r["l2_rounds"]),
-            _usd(r["cost_usd"]),
-            _usd(per_call),
-            _usd(r["raw_cost_usd"]),
-            _pct(r["cost_saving_pct"]),
-            _share(r["needed_recall"]),
-        )
+    rows = list(with_no_compression(totals).iter_rows(named=True))
+    table, dropped = fit_table(
+        "cost and summary fidelity per strategy", columns, rows, con.width, priority=order, wrap=("strategy",)
+    )
     con.print(table)
+    if dropped:
+        con.print(
+            f"(at {con.width} columns: left out {', '.join(dropped)}; report.md has them)", markup=False
+        )
     con.print(
         f"prices: {price.key} as of {price.as_of} ({price.source}). cost $: US dollars with "
         f"{price.caching} prompt caching, the summarizer's calls included; raw cost $: the uncompressed "

@@ -61,15 +61,17 @@ def warn(message: object) -> None:
         print(f"ctxlab: warning: {line}", file=sys.stderr)
 
 
-def lab_manager(args: argparse.Namespace) -> Any:
+def lab_manager(args: argparse.Namespace, problems: list[Any] | None = None) -> Any:
     """The lab's plugin manager with entry points and ``--plugins-dir`` (else
     ``$CTXLAB_PLUGINS_DIR``); plugin problems are printed as ``ctxlab: warning:`` lines, and so
-    is an installed plugin whose compression hooks the lab does not apply.
+    is an installed plugin whose compression hooks the lab does not apply.  ``problems``, when
+    given, receives each plugin problem as a :class:`~ctxlab.replay.ReplayIssue` (``kind="plugin"``),
+    so that the run records it.
 
     Raises:
         CliError: ``--plugins-dir`` is not a folder.
     """
-    from ctxlab.replay import make_lab_manager
+    from ctxlab.replay import ReplayIssue, make_lab_manager
     from ctxlab.replay.strategies import ignored_hook_plugins
 
     folder = getattr(args, "plugins_dir", None)
@@ -78,14 +80,28 @@ def lab_manager(args: argparse.Namespace) -> Any:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         pm = make_lab_manager(load_entrypoints=True, plugins_dir=folder)
-    for w in caught:
-        warn(w.message)
+    found: list[tuple[str, str]] = [(_plugin_named(str(w.message)), str(w.message)) for w in caught]
     for name, source, hooks in ignored_hook_plugins(pm):
-        warn(
-            f"plugin {name!r} ({source}) implements {', '.join(hooks)}; the lab applies only the strategies "
-            "an installed plugin registers, not its hooks (load the file with --plugins-dir to apply them)"
+        found.append(
+            (
+                name,
+                f"plugin {name!r} ({source}) implements {', '.join(hooks)}; the lab applies only the strategies "
+                "an installed plugin registers, not its hooks (load the file with --plugins-dir to apply them)",
+            )
         )
+    for name, message in found:
+        warn(message)
+        if problems is not None:
+            problems.append(ReplayIssue(kind="plugin", source=name, problem=message, plugin=name))
     return pm
+
+
+def _plugin_named(message: str) -> str:
+    """The plugin a ``PluginWarning`` names: ``'<name>'`` or the file after ``plugin file``."""
+    import re
+
+    m = re.search(r"plugin (?:file )?'([^']+)'|plugin file (\S+)", message)
+    return (m.group(1) or m.group(2)) if m else message.split(":")[0]
 
 
 def _strategy_names(args: argparse.Namespace, known: dict[str, Any]) -> list[str]:
@@ -215,7 +231,8 @@ def run_replay(args: argparse.Namespace, argv: Sequence[str]) -> int:
     from ctxlab.replay import strategies as registered
 
     settings = settings_from_args(args)
-    pm = lab_manager(args)
+    plugin_problems: list[Any] = []
+    pm = lab_manager(args, plugin_problems)
     names = _strategy_names(args, registered(pm))
     if args.limit_calls is not None and args.limit_calls <= 0:
         raise CliError(f"--limit-calls={args.limit_calls} is invalid: allowed an integer > 0")
@@ -258,7 +275,7 @@ def run_replay(args: argparse.Namespace, argv: Sequence[str]) -> int:
     except BaseException:  # Ctrl-C (KeyboardInterrupt) or a crash: leave no staging folder behind
         _discard(stage, out, made)
         raise
-    result.errors[:0] = problems
+    result.errors[:0] = [*plugin_problems, *problems]
     if result.replayed == 0:
         _discard(stage, out, made)
         return _fail(result.errors, "nothing could be replayed; nothing written")
@@ -267,16 +284,24 @@ def run_replay(args: argparse.Namespace, argv: Sequence[str]) -> int:
     command = "ctxlab " + " ".join(argv)
     result.provenance["command"] = command
     figures = "none" if args.no_figures else args.figures
-    written = write_report(result, out, figures=figures, command=command)
+    written = write_report(result, out, figures=figures, command=command, data=args.data)
     if args.html:
         from ctxlab.analysis.inspector import write_inspector
 
         written["html"] = write_inspector(out)
-    print_summary(result, strategy_totals(result.frame()), written, out)
-    if result.errors:
+    print_summary(result, strategy_totals(result.frame()), written, out, top=args.top, data=args.data)
+    failures = [e for e in result.errors if e.kind != "plugin"]
+    flagged = [e for e in result.errors if e.kind == "plugin" or e.plugin]
+    if failures:
         stopped = "" if args.keep_going else " (stopped at the first; --keep-going runs the rest)"
         print(
-            f"ctxlab: error: {len(result.errors)} failure(s){stopped}, listed in {out / 'report.md'}",
+            f"ctxlab: error: {len(failures)} failure(s){stopped}, listed in {out / 'report.md'}",
+            file=sys.stderr,
+        )
+        return 1
+    if flagged and args.strict:
+        print(
+            f"ctxlab: error: {len(flagged)} plugin problem(s) (--strict), listed in {out / 'report.md'}",
             file=sys.stderr,
         )
         return 1

@@ -243,7 +243,8 @@ class CompressionMiddleware(AgentMiddleware):
             try:
                 hooks.on_event(event)
             except Exception as exc:  # an observer never aborts the model call
-                logger.warning("a ctxlab_on_event observer raised: %s", exc)
+                # the exception rides along for a recorder (the replay makes it a plugin problem)
+                logger.warning("a ctxlab_on_event observer raised: %s", exc, extra={"ctxlab_exception": exc})
 
         event = state.get(EVENT_KEY)
         messages: list[BaseMessage] = (

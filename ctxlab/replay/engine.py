@@ -34,6 +34,7 @@ from ctxlab.replay.building import (
     strategy_records,
     summarizer_name,
 )
+from ctxlab.replay.hook_failures import hook_failures
 from ctxlab.replay.metrics import IdentifierIndex, make_measure, run_measure
 from ctxlab.replay.names import did_you_mean, safe_name, transcript_labels
 from ctxlab.replay.provenance import provenance
@@ -398,19 +399,14 @@ def replay_many(
             inner = _progress(_count_calls(t, batch.limit_calls), "calls", progress, leave=False)
             try:
                 name, mw, files = batch.middleware(s, _files_dir(root, lab, sname))
-                one = batch.run(t, lab, name, mw, on_call=inner.update, files_root=files)
+                with hook_failures(batch.pm, t.source, lab, name) as survived:
+                    one = batch.run(t, lab, name, mw, on_call=inner.update, files_root=files)
                 result.extend(one)
+                result.errors.extend(survived)
                 failed = _summary_issue(one, t.source, lab, name)
             except Exception as exc:  # one failing run never stops the batch (unless asked)
                 logger.info("replay of %s with %s failed", lab, sname, exc_info=True)
-                failed = ReplayIssue(
-                    kind="replay",
-                    source=t.source,
-                    transcript=lab,
-                    strategy=sname,
-                    where="; ".join(getattr(exc, "__notes__", None) or []).removeprefix("ctxlab replay: "),
-                    problem=f"{type(exc).__name__}: {exc}",
-                )
+                failed = ReplayIssue.from_exception(exc, t.source, lab, sname, batch.pm)
             finally:
                 inner.close()
                 outer.update(1)

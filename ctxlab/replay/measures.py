@@ -25,6 +25,7 @@ from ctxlab.replay.columns import (
     ViewColumns,
     measure_columns,
 )
+from ctxlab.replay.failures import declined_of, rejected_of
 from ctxlab.replay.metrics import IdentifierIndex, unmatched_tool_pairs
 from ctxlab.replay.observer import CallObservation
 from ctxlab.replay.prices import PriceRow
@@ -75,14 +76,19 @@ class _PerCall:
 
 
 class RunLabels(_PerCall):
-    """``transcript``, ``strategy``, ``call_index``, ``message_index``."""
+    """``transcript``, ``strategy``, ``data_provenance`` (the run's, :mod:`ctxlab.replay.sources`),
+    ``call_index``, ``message_index``."""
 
     names: tuple[str, ...] = ("run",)
+
+    def __init__(self, data_provenance: str = "real") -> None:
+        self.data_provenance = data_provenance
 
     def measure(self, obs: CallObservation, row: dict[str, Any]) -> LabelColumns:
         return {
             "transcript": obs.transcript,
             "strategy": obs.strategy,
+            "data_provenance": self.data_provenance,
             "call_index": obs.call_index,
             "message_index": obs.message_index,
         }
@@ -136,6 +142,11 @@ class CompressionMeasure(_PerCall):
             "summarizer_input_tokens": int(summ.get("input_tokens") or 0),
             "summarizer_output_tokens": int(summ.get("output_tokens") or 0),
             "summary_error": obs.summary_failure or done.get("error"),
+            "summary_fallback": obs.summary_fallback,
+            "summary_declined": declined_of(
+                stats, obs.level, s.l2_threshold_tokens if s is not None else None
+            ),
+            "summary_rejected": rejected_of(stats),
             "after_failed_summary": obs.after_failed_summary,
             "forced_by_overflow": bool(done.get("forced_by_overflow")),
             "overflow_errors": obs.refusals,
@@ -213,12 +224,14 @@ def default_measures(
     base_tokens: int,
     price: PriceRow | None,
     system: BaseMessage | None,
+    data_provenance: str = "real",
 ) -> list[Measure]:
     """The replay's measures, in the order they fill a row; the cost and fidelity measure only
-    with a price row (``None``: those columns stay empty)."""
+    with a price row (``None``: those columns stay empty); ``data_provenance``: the run's
+    (:func:`ctxlab.replay.sources.data_provenance`)."""
     view = ViewMeasure(measure, index, base_tokens)
     out: list[Measure] = [
-        RunLabels(),
+        RunLabels(data_provenance),
         view,
         CompressionMeasure(),
         RetentionMeasure(view),

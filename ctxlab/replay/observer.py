@@ -35,6 +35,7 @@ from ctxlab.core.compression import EVENT_KEY
 from ctxlab.core.events import EVENT_TYPE
 from ctxlab.core.marks import is_summary_message, summary_body_of
 from ctxlab.core.settings import CompressionSettings
+from ctxlab.replay.failures import fallback_of
 from ctxlab.replay.harness import ModelCall, ModelNodeHarness
 from ctxlab.replay.identifiers import EarlierIdentifiers
 from ctxlab.replay.metrics import IdentifierIndex, RequestView
@@ -72,7 +73,10 @@ class CallObservation:
             ``input_tokens``, ``output_tokens`` (from the event, or counted for a foreign middleware).
         level: ``"none"``, ``"L1"`` or ``"L2"``; cutoff_index: the L2 cutoff this call set.
         summary_failure: why this call's L2 summary failed (``None``: none, or it succeeded).
-        after_failed_summary: this call or an earlier one of the run had a failed summary.
+        summary_fallback: the fallback text a foreign middleware committed instead of a summary
+            (:func:`ctxlab.replay.failures.fallback_of`; ``None``: none).
+        after_failed_summary: this call or an earlier one of the run had a failed or fallback
+            summary.
         state_event: the ``_summarization_event`` in the state after the call (``None``: none).
         refusals: requests the provider stand-in refused in this call.
         new_summaries: the summary records this call appended to ``result.summaries``.
@@ -97,6 +101,7 @@ class CallObservation:
     level: str
     cutoff_index: Any
     summary_failure: str | None
+    summary_fallback: str | None
     after_failed_summary: bool
     state_event: dict[str, Any] | None
     refusals: int
@@ -223,6 +228,7 @@ class CallObserver:
             cutoff_index = (completed or {}).get("cutoff_index")
             summ = stats.get("summarizer") or {}
             failure: str | None = None
+            fallback: str | None = None
             if completed is None and self.settings is None:
                 # a foreign middleware emits no event: its summarizer calls come from the callback
                 # counter, its L2 round from the state it changed
@@ -233,10 +239,10 @@ class CallObserver:
                 if feeds_recorded and not found:  # the agent's own compaction entering the view
                     found = _recorded_round(call.views[-1].messages, recorded_seen)
                 level = "L2" if found else level
-                failure = self._foreign_records(found, where)
+                failure, fallback = self._foreign_records(found, where)
             elif new_event is not None and level == "L2":  # ARS: the summary is in the new event
                 failure = self._ars_record(new_event, where)
-            failed_summary_seen = failed_summary_seen or failure is not None
+            failed_summary_seen = failed_summary_seen or failure is not None or fallback is not None
             self._record_offloads(stats, where, seen_offloads)
             self.result.events.extend({**e, **where} for e in call.events if isinstance(e, dict))
             view = call.views[-1]
@@ -257,6 +263,7 @@ class CallObserver:
                 level=level,
                 cutoff_index=cutoff_index,
                 summary_failure=failure,
+                summary_fallback=fallback,
                 after_failed_summary=failed_summary_seen,
                 state_event=state.get(EVENT_KEY) if isinstance(state.get(EVENT_KEY), dict) else None,
                 refusals=refusals[0],
@@ -273,12 +280,16 @@ class CallObserver:
 
     def _foreign_records(
         self, found: list[tuple[BaseMessage, dict[str, Any]]], where: dict[str, Any]
-    ) -> str | None:
-        """Append a foreign middleware's summaries; the first failure (an empty summary) or ``None``."""
+    ) -> tuple[str | None, str | None]:
+        """Append a foreign middleware's summaries; the first failure (an empty summary) and the
+        first fallback text (:func:`ctxlab.replay.failures.fallback_of`), each ``None`` when none."""
         first: str | None = None
+        first_fallback: str | None = None
         for m, ev in found:
             failure = None if m.text.strip() else "the summary has no text"
+            fallback = fallback_of(m.text)
             first = first or failure
+            first_fallback = first_fallback or fallback
             self.result.summaries.append(
                 {
                     **where,
@@ -287,9 +298,10 @@ class CallObserver:
                     "tokens": self.measure.message_tokens(m),
                     "file_path": ev.get("file_path"),
                     "error": failure,
+                    "fallback": fallback,
                 }
             )
-        return first
+        return first, first_fallback
 
     def _ars_record(self, event: dict[str, Any], where: dict[str, Any]) -> str | None:
         """Append the summary of a ctxlab L2 round (in its ``_summarization_event``); its failure."""

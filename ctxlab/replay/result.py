@@ -14,15 +14,22 @@ from ctxlab.replay.table import calls_frame, summary_frame
 from ctxlab.transcripts.base import TranscriptError
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     import polars as pl
 
-__all__ = ["ReplayIssue", "ReplayResult"]
+    from ctxlab.replay.stats import PairedComparison
+
+__all__ = ["ReplayIssue", "ReplayResult", "raising_plugin"]
 
 
 @dataclass
 class ReplayIssue:
-    """A problem of a batch: a file that could not be loaded (``kind="load"``) or a
-    transcript × strategy that failed during replay (``kind="replay"``)."""
+    """A problem of a batch: a file that could not be loaded (``kind="load"``), a
+    transcript × strategy that failed during replay (``kind="replay"``; ``plugin`` names the
+    plugin whose hook raised, ``traceback`` is the traceback), failed summaries
+    (``kind="summary"``) or a plugin that failed to load or was skipped (``kind="plugin"``,
+    ``source`` the plugin)."""
 
     kind: str
     source: str
@@ -30,6 +37,29 @@ class ReplayIssue:
     where: str = ""
     transcript: str | None = None
     strategy: str | None = None
+    plugin: str | None = None
+    traceback: str = ""
+
+    @classmethod
+    def from_exception(
+        cls, exc: BaseException, source: str, transcript: str, strategy: str, pm: Any = None
+    ) -> ReplayIssue:
+        """A failed run (``kind="replay"``) from the exception it raised: the call in its notes,
+        its traceback, and the plugin of ``pm`` whose code raised it (the innermost frame in a
+        non-builtin plugin's file), when one did."""
+        import traceback
+
+        plugin = raising_plugin(exc, pm) if pm is not None else None
+        return cls(
+            kind="replay",
+            source=source,
+            transcript=transcript,
+            strategy=strategy,
+            where="; ".join(getattr(exc, "__notes__", None) or []).removeprefix("ctxlab replay: "),
+            problem=(f"plugin {plugin!r}: " if plugin else "") + f"{type(exc).__name__}: {exc}",
+            plugin=plugin,
+            traceback="".join(traceback.format_exception(exc)),
+        )
 
     def __str__(self) -> str:
         who = self.source
@@ -40,6 +70,28 @@ class ReplayIssue:
     @classmethod
     def from_transcript_error(cls, err: TranscriptError) -> ReplayIssue:
         return cls(kind="load", source=err.path, where=err.where, problem=err.problem)
+
+
+def raising_plugin(exc: BaseException, pm: Any) -> str | None:
+    """The name of the non-builtin plugin of ``pm`` whose file holds the innermost frame of
+    ``exc``'s traceback, else ``None``."""
+    import inspect
+    import os
+
+    files: dict[str, str] = {}
+    for name, plugin in pm.list_name_plugin():
+        if plugin is None or name.startswith("ctxlab.builtin."):
+            continue
+        try:
+            path = inspect.getfile(plugin if inspect.ismodule(plugin) else type(plugin))
+        except (TypeError, OSError):
+            continue
+        files[os.path.realpath(path)] = name
+    tb, found = exc.__traceback__, None
+    while tb is not None:
+        found = files.get(os.path.realpath(tb.tb_frame.f_code.co_filename), found)
+        tb = tb.tb_next
+    return found
 
 
 @dataclass
@@ -113,6 +165,29 @@ class ReplayResult:
     def summary(self) -> pl.DataFrame:
         """One row per transcript × strategy (see :func:`ctxlab.replay.table.summary_frame`)."""
         return summary_frame(self.frame())
+
+    def compare(
+        self,
+        a: str,
+        b: str,
+        measure: str = "saving_pct",
+        *,
+        data: str | Sequence[str] = "real",
+        seed: int = 0,
+    ) -> PairedComparison:
+        """Strategies ``a`` and ``b`` compared run by run on one per-run column of
+        :meth:`summary` (``"saving_pct"``, ``"cost_usd"``, ``"needed_recall"``, ...), with a
+        seeded bootstrap interval of the mean difference ``a − b``
+        (:func:`ctxlab.replay.stats.paired_comparison`; ``"no compression"`` is a strategy too).
+
+        ``data``: which runs (default the real ones; ``"all"``, or provenances).
+
+        Raises:
+            KeyError: an unknown column.  ValueError: an unknown strategy or ``data``.
+        """
+        from ctxlab.replay.stats import paired_comparison
+
+        return paired_comparison(self.summary(), a, b, measure, data=data, seed=seed)
 
     @property
     def replayed(self) -> int:

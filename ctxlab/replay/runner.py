@@ -28,6 +28,7 @@ from ctxlab.replay.measures import build_row, default_measures
 from ctxlab.replay.metrics import IdentifierIndex
 from ctxlab.replay.observer import CallObserver
 from ctxlab.replay.result import ReplayResult
+from ctxlab.replay.sources import data_provenance
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -109,7 +110,14 @@ def replay_one(
     base_tokens = measure.tools_tokens(observer.tools) + (
         measure.message_tokens(system) if system is not None else 0
     )
-    measures = default_measures(measure, ids, base_tokens=base_tokens, price=price, system=system)
+    measures = default_measures(
+        measure,
+        ids,
+        base_tokens=base_tokens,
+        price=price,
+        system=system,
+        data_provenance=data_provenance(transcript),
+    )
     for obs in observer.calls(limit_calls):
         result.rows.append(build_row(obs, measures))
         if view_log is not None:

@@ -38,8 +38,13 @@ _RUNS = {c.name: c for c in RUN_REGISTRY}
 
 #: columns of ``summary.csv``, one row per transcript × strategy
 SUMMARY_COLUMNS: tuple[str, ...] = tuple(c.name for c in RUN_REGISTRY if c.scope != "totals")
-#: the totals of a group of calls: :data:`SUMMARY_COLUMNS` without ``transcript`` and ``strategy``
-TOTALS_COLUMNS = SUMMARY_COLUMNS[2:]
+#: the aggregations of one run: :data:`SUMMARY_COLUMNS` without ``transcript`` and ``strategy``
+_RUN_AGGREGATIONS = SUMMARY_COLUMNS[2:]
+#: the totals of a group of calls: the aggregations that mean something over several runs (scope
+#: ``both``; a streak or a "reached T" flag is per run only)
+TOTALS_COLUMNS: tuple[str, ...] = tuple(
+    c.name for c in RUN_REGISTRY if c.scope == "both" and c.expr is not None
+)
 #: the cost and summary-fidelity columns of a group of calls (the last of :data:`SUMMARY_COLUMNS`)
 MEASURE_COLUMNS: tuple[str, ...] = tuple(
     c for c in SUMMARY_COLUMNS if _RUNS[c].measure in ("cost", "fidelity")
@@ -100,7 +105,9 @@ def summary_frame(calls: pl.DataFrame) -> pl.DataFrame:
     """
     if calls.is_empty():
         return _empty(SUMMARY_COLUMNS)
-    return calls.group_by(["transcript", "strategy"], maintain_order=True).agg(_aggregations(TOTALS_COLUMNS))
+    return calls.group_by(["transcript", "strategy"], maintain_order=True).agg(
+        _aggregations(_RUN_AGGREGATIONS)
+    )
 
 
 def strategy_totals(calls: pl.DataFrame) -> pl.DataFrame:

@@ -20,19 +20,25 @@ The package, by job: :mod:`~ctxlab.analysis.plotting.style` (fonts, colours, axe
 :mod:`~ctxlab.analysis.plotting.plots` (the plots into one axes each),
 :mod:`~ctxlab.analysis.plotting.figures` (the two-panel budget figure and the report's PNG files),
 :mod:`~ctxlab.analysis.plotting.cost` (the cost per call and its PNG),
-:mod:`~ctxlab.analysis.plotting.findings` (the paper's findings and ctxlab's).
+:mod:`~ctxlab.analysis.plotting.findings` (the paper's findings and ctxlab's),
+:mod:`~ctxlab.analysis.plotting.distributions` (the per-run plots: the saving distribution, the
+transcript × strategy heatmap, saving or cost against needed recall).
 """
 
 from __future__ import annotations
 
 from ctxlab.analysis.plotting.cost import COST_FIGURE, plot_cost_per_call, write_cost_figure
+from ctxlab.analysis.plotting.distributions import (
+    ROTATE_NAMES_OVER,
+    plot_recall_scatter,
+    plot_run_heatmap,
+    plot_savings,
+)
 from ctxlab.analysis.plotting.figures import budget_figure, figure_name, reaching_runs, write_figures
 from ctxlab.analysis.plotting.findings import plot_findings
 from ctxlab.analysis.plotting.options import FigureOptions, PlotOptions
 from ctxlab.analysis.plotting.plots import (
-    ROTATE_NAMES_OVER,
     plot_budget,
-    plot_savings,
     plot_strategies,
     plot_sweep,
     plot_view_parts,
@@ -52,6 +58,8 @@ __all__ = [
     "plot_budget",
     "plot_cost_per_call",
     "plot_findings",
+    "plot_recall_scatter",
+    "plot_run_heatmap",
     "plot_savings",
     "plot_strategies",
     "plot_sweep",

@@ -16,6 +16,7 @@ import polars as pl
 from ctxlab.analysis.plotting.figures import save_png
 from ctxlab.analysis.plotting.options import PlotOptions, with_options
 from ctxlab.analysis.plotting.style import fit_margins, font_families, label_text, new_axes
+from ctxlab.replay.stats import pooled_runs
 from ctxlab.replay.table import strategy_totals
 
 if TYPE_CHECKING:
@@ -96,12 +97,17 @@ def plot_cost_per_call(
 
 
 def write_cost_figure(
-    calls: pl.DataFrame, out_dir: str | Path, *, price_label: str | None = None
+    calls: pl.DataFrame, out_dir: str | Path, *, price_label: str | None = None, data: str = "real"
 ) -> Path | None:
     """Write :data:`COST_FIGURE` (:func:`plot_cost_per_call`) into ``out_dir`` (Agg canvas, 100
-    dpi) and return its path; ``None`` when ``calls`` is empty or has no cost (no price row)."""
+    dpi) over the runs ``data`` names (:func:`ctxlab.replay.stats.pooled_runs`, default the real
+    ones; the title says which) and return its path; ``None`` when ``calls`` is empty or has no
+    cost (no price row)."""
     if calls.is_empty() or calls["cost_usd"].is_null().all():
         return None
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    return save_png(plot_cost_per_call(calls, price_label=price_label), out / COST_FIGURE)
+    pool = pooled_runs(calls, data)
+    title = f"Cost per call by strategy ({pool.label}, with prompt caching)"
+    fig = plot_cost_per_call(pool.summary, price_label=price_label, title=title)
+    return save_png(fig, out / COST_FIGURE)

@@ -9,8 +9,9 @@ from typing import TYPE_CHECKING, Any, Unpack
 
 import polars as pl
 
+from ctxlab.analysis.plotting.distributions import plot_savings
 from ctxlab.analysis.plotting.options import FigureOptions, PlotOptions, open_panels, with_options
-from ctxlab.analysis.plotting.plots import plot_budget, plot_savings, plot_strategies, plot_view_parts
+from ctxlab.analysis.plotting.plots import plot_budget, plot_strategies, plot_view_parts
 from ctxlab.analysis.plotting.runs import one_value, pick_run
 from ctxlab.analysis.plotting.style import font_families, label_text
 
@@ -143,13 +144,15 @@ def write_figures(
     *,
     settings: Any = None,
     runs: str = "all",
+    data: str = "real",
 ) -> list[Path]:
     """Write the report's PNGs (Agg canvas) and return their paths:
 
     * ``budget/<transcript>__<strategy>.png`` per run (:func:`budget_png_figure`);
     * ``strategies/<transcript>.png`` per transcript when there are several strategies
       (:func:`plot_strategies`);
-    * ``saving_by_strategy.png`` (:func:`plot_savings`).
+    * ``saving_by_strategy.png`` (:func:`plot_savings`: the per-run distribution over the runs
+      ``data`` names, default the real ones).
 
     Args:
         runs: ``"all"``: the per-run and per-transcript figures of every run; ``"reached"``: only
@@ -165,7 +168,8 @@ def write_figures(
     paths: list[Path] = []
     if calls.is_empty():
         return paths
-    paths.append(save_png(plot_savings(calls), out / "saving_by_strategy.png"))
+    T = getattr(settings, "entry_threshold_tokens", None)
+    paths.append(save_png(plot_savings(calls, data=data, threshold=T), out / "saving_by_strategy.png"))
     chosen = (
         reaching_runs(calls, settings)
         if runs == "reached"

@@ -1,6 +1,6 @@
 """The plots of a replay into one axes each: one run's token budget (:func:`plot_budget`) and
 its view split by part (:func:`plot_view_parts`), strategies side by side (:func:`plot_strategies`),
-the saving by strategy (:func:`plot_savings`) and the curve of a settings sweep (:func:`plot_sweep`).
+the curve of a settings sweep (:func:`plot_sweep`).
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from ctxlab.analysis.plotting.style import (
     STRATEGY_COLORS,
     STRATEGY_MARKERS,
     STRATEGY_STYLES,
-    fit_margins,
     font_families,
     label_text,
     shorten,
@@ -33,9 +32,7 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 __all__ = [
-    "ROTATE_NAMES_OVER",
     "plot_budget",
-    "plot_savings",
     "plot_strategies",
     "plot_sweep",
     "plot_view_parts",
@@ -269,82 +266,6 @@ def plot_strategies(
     threshold_lines(ax, T, None, peak, log)
     tokens_axis(ax, log)
     return panel.close(f"{shorten(str(transcript))}: strategies")
-
-
-#: strategy names longer than this many characters turn the x labels of :func:`plot_savings`
-ROTATE_NAMES_OVER = 10
-
-
-@with_options(PlotOptions)
-def plot_savings(calls: pl.DataFrame, **options: Unpack[PlotOptions]) -> Figure:
-    """Bar chart of the overall saving % per strategy: ``100 × (1 − Σ sent / Σ raw)`` over all
-    calls of all transcripts; each bar is labelled with its value and the number of runs.
-
-    Strategy names longer than :data:`ROTATE_NAMES_OVER` characters are written at an angle;
-    on a figure made here, the bottom margin grows to fit them.
-
-    Args:
-        calls: the per-call frame.
-        ax: draw here instead of a new figure (:class:`~ctxlab.analysis.plotting.options.PlotOptions`).
-        title: the axes title (default: ``"Saving by strategy (all transcripts)"``).
-
-    Raises:
-        TypeError: an unknown keyword option.
-    """
-    from ctxlab.replay.table import strategy_totals
-
-    totals = strategy_totals(calls)
-    names = totals["strategy"].to_list() if totals.height else []
-    longest = max((len(n) for n in names), default=0)
-    rotate = longest > ROTATE_NAMES_OVER
-    own = options.get("ax") is None
-    size = (max(4.5, (1.1 if rotate else 1.4) * max(1, len(names)) + 2.5), 4.2)
-    if rotate:  # the slanted names take room below the axes: a taller figure keeps the bars' height
-        size = (size[0], size[1] + 0.04 * longest)
-    panel = Panel.open(options, size)
-    fig, ax = panel.fig, panel.ax
-    fam = font_families()
-    values = [v if v is not None else 0.0 for v in (totals["saving_pct"].to_list() if totals.height else [])]
-    runs = totals["transcripts"].to_list() if totals.height else []
-    bars = ax.bar(
-        range(len(names)),
-        values,
-        color=[STRATEGY_COLORS[i % len(STRATEGY_COLORS)] for i in range(len(names))],
-        width=0.6,
-    )
-    for rect, v, n in zip(bars, values, runs, strict=True):
-        ax.annotate(
-            f"{v:.1f} %\n({n} run{'s' if n != 1 else ''})",
-            (rect.get_x() + rect.get_width() / 2, max(v, 0)),
-            xytext=(0, 3),
-            textcoords="offset points",
-            ha="center",
-            va="bottom",
-            fontsize=9,
-            fontfamily=fam,
-        )
-    labels = [label_text(n) for n in names]
-    if rotate:
-        ax.set_xticks(
-            range(len(names)), labels, fontfamily=fam, rotation=30, ha="right", rotation_mode="anchor"
-        )
-    else:
-        ax.set_xticks(range(len(names)), labels, fontfamily=fam)
-    ax.set_xlim(-0.75, max(1, len(names)) - 0.25)  # a lone bar does not fill the axes
-    ax.set_ylabel(axis_label("saving_pct"), fontfamily=fam)
-    ax.set_xlabel("strategy", fontfamily=fam)
-    hi = max([*values, 0.0])
-    lo = min([*values, 0.0])
-    ax.set_ylim(min(lo * 1.15, 0), max(hi * 1.25, 10))
-    ax.set_yticks([t for t in ax.get_yticks() if min(lo * 1.15, 0) <= t <= 100])  # room, not a 120 %
-    ax.axhline(0, color="black", linewidth=0.8)
-    ax.grid(True, axis="y", alpha=0.3, linewidth=0.6)
-    ax.set_title(
-        label_text(panel.title or "Saving by strategy (all transcripts)"), fontfamily=fam, fontsize=11
-    )
-    if own and rotate:
-        fit_margins(fig, ax)
-    return fig
 
 
 @with_options(PlotOptions)

@@ -66,6 +66,7 @@ __all__ = [
 
 #: the columns whose long definition ``report.md`` prints, in the order it prints them
 REPORT_DEFINITIONS: tuple[str, ...] = (
+    "data_provenance",
     "raw_tokens",
     "view_tokens",
     "saving_pct",
@@ -76,6 +77,7 @@ REPORT_DEFINITIONS: tuple[str, ...] = (
     "retention",
     "unmatched_tool_pairs",
     "summarizer_calls",
+    "summary_fallback",
     "cost_usd",
     "summarizer_cost_usd",
     "raw_cost_usd",

@@ -46,6 +46,14 @@ _Int, _Str, _Float, _Bool = pl.Int64, pl.String, pl.Float64, pl.Boolean
 CALL_REGISTRY: tuple[CallColumn, ...] = (
     CallColumn("transcript", _Str, "label", "the transcript's label", "run"),
     CallColumn("strategy", _Str, "label", "the strategy's label", "run"),
+    CallColumn(
+        "data_provenance",
+        _Str,
+        "label",
+        "where the transcript comes from: real, scripted or synthetic",
+        "run",
+        detail=d.DATA_PROVENANCE,
+    ),
     CallColumn("call_index", _Int, "index", "the model call's position in the run (0-based)", "run"),
     CallColumn(
         "message_index", _Int, "index", "the recorded assistant message's position in the transcript", "run"
@@ -103,10 +111,36 @@ CALL_REGISTRY: tuple[CallColumn, ...] = (
         nullable=True,
     ),
     CallColumn(
+        "summary_fallback",
+        _Str,
+        "label",
+        "the canned text a foreign middleware committed instead of a summary (empty: none)",
+        "compression",
+        nullable=True,
+        detail=d.SUMMARY_FAILURES,
+        heading="summary failures",
+    ),
+    CallColumn(
+        "summary_declined",
+        _Str,
+        "label",
+        "why a ctxlab round sent a view above T2 without summarizing (empty: not declined)",
+        "compression",
+        nullable=True,
+    ),
+    CallColumn(
+        "summary_rejected",
+        _Str,
+        "label",
+        "why a ctxlab round's summary was not committed (empty: not rejected)",
+        "compression",
+        nullable=True,
+    ),
+    CallColumn(
         "after_failed_summary",
         _Bool,
         "flag",
-        "the request was built on a failed summary, this call's or an earlier one's",
+        "the request was built on a failed or fallback summary, this call's or an earlier one's",
         "compression",
     ),
     CallColumn(
@@ -271,6 +305,7 @@ class LabelColumns(TypedDict):
 
     transcript: str
     strategy: str
+    data_provenance: str
     call_index: int
     message_index: int
 
@@ -302,6 +337,9 @@ class CompressionColumns(TypedDict):
     summarizer_input_tokens: int
     summarizer_output_tokens: int
     summary_error: str | None
+    summary_fallback: str | None
+    summary_declined: str | None
+    summary_rejected: str | None
     after_failed_summary: bool
     forced_by_overflow: bool
     overflow_errors: int

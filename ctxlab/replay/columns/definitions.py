@@ -89,3 +89,18 @@ NEEDED_RECALL = (
     "mean of the rounds' values. Not captured: paraphrase, facts that are not identifiers, names under 4 "
     "characters, whether the agent would have found the identifier again"
 )
+DATA_PROVENANCE = (
+    "where the transcript comes from: real (a recorded agent run), scripted (a run of a scripted "
+    "model, such as the bundled sample recorded by ctxlab.cli.sample) or synthetic (messages made "
+    "in code); pooled figures and the executive summary use the real runs unless asked "
+    "(ctxlab.replay.sources.data_provenance)"
+)
+SUMMARY_FAILURES = (
+    "summary_error: the summarizer failed or returned no text; summary_fallback: a foreign "
+    "middleware committed a canned text instead of a summary (LangChain's and DeepAgents' "
+    "'Previous conversation was too long to summarize.'), and still dropped the history; both are "
+    "failed summaries (summary_errors counts them, after_failed_summary marks the calls built on "
+    "them); summary_declined: a ctxlab round sent a view above T2 without summarizing (the decision hook declined, "
+    "or no valid cutoff, R13); summary_rejected: a ctxlab summary was not committed (bigger than "
+    "its span); rules in ctxlab.replay.failures"
+)

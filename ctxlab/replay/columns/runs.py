@@ -12,10 +12,11 @@ import polars as pl
 
 from ctxlab.replay.columns import definitions as d
 from ctxlab.replay.columns.registry import RunColumn
+from ctxlab.replay.failures import THRASH_CONSECUTIVE, THRASH_COUNT, THRASH_WINDOW
 
 __all__ = ["RUN_REGISTRY"]
 
-_Int, _Str, _Float, _Len = pl.Int64, pl.String, pl.Float64, pl.UInt32
+_Int, _Str, _Float, _Len, _Bool = pl.Int64, pl.String, pl.Float64, pl.UInt32, pl.Boolean
 
 
 def _sum(column: str) -> pl.Expr:
@@ -29,6 +30,17 @@ def _sum_or_null(column: str) -> pl.Expr:
 
 def _count(condition: pl.Expr) -> pl.Expr:
     return condition.sum().cast(pl.Int64)
+
+
+def _streak(flag: pl.Expr) -> pl.Expr:
+    """The longest run of consecutive true values (0: none), in the group's row order."""
+    runs = flag.rle()
+    return runs.filter(runs.struct.field("value")).struct.field("len").max().fill_null(0).cast(pl.Int64)
+
+
+def _in_window(flag: pl.Expr, window: int) -> pl.Expr:
+    """The most true values within ``window`` consecutive rows (0: none)."""
+    return flag.cast(pl.Int64).rolling_sum(window_size=window, min_samples=1).max().fill_null(0)
 
 
 def _saving(sent: pl.Expr, raw: pl.Expr) -> pl.Expr:
@@ -88,6 +100,29 @@ RUN_REGISTRY: tuple[RunColumn, ...] = (
         expr=lambda: pl.col("transcript").n_unique(),
         scope="totals",
         over_runs="distinct count",
+    ),
+    RunColumn(
+        "data_provenance",
+        _Str,
+        "label",
+        "where the transcripts come from (real, scripted, synthetic; several: joined by commas)",
+        "run",
+        ("data_provenance",),
+        "distinct values",
+        expr=lambda: pl.col("data_provenance").unique().sort().str.join(", "),
+        over_runs="distinct values",
+    ),
+    RunColumn(
+        "reached_threshold",
+        _Bool,
+        "flag",
+        "the run's largest raw request reaches T (empty: a foreign middleware, no T recorded)",
+        "view",
+        ("raw_tokens", "threshold"),
+        "max raw_tokens >= T",
+        expr=lambda: pl.col("raw_tokens").max() >= pl.col("threshold").max(),
+        scope="summary",
+        over_runs="-",
     ),
     RunColumn(
         "calls", _Len, "count", "model calls replayed", "run", (), "count", expr=pl.len, over_runs="count"
@@ -160,11 +195,81 @@ RUN_REGISTRY: tuple[RunColumn, ...] = (
         "summary_errors",
         _Int,
         "count",
-        "failed or text-less L2 summaries",
+        "failed, text-less or fallback L2 summaries",
         "compression",
-        ("summary_error",),
+        ("summary_error", "summary_fallback"),
         "count",
-        expr=lambda: _count(pl.col("summary_error").is_not_null()),
+        expr=lambda: _count(pl.col("summary_error").is_not_null() | pl.col("summary_fallback").is_not_null()),
+    ),
+    RunColumn(
+        "fallback_summaries",
+        _Int,
+        "count",
+        "summaries that are a foreign middleware's fallback text (counted in summary_errors too)",
+        "compression",
+        ("summary_fallback",),
+        "count",
+        expr=lambda: _count(pl.col("summary_fallback").is_not_null()),
+    ),
+    RunColumn(
+        "declined_summaries",
+        _Int,
+        "count",
+        "ctxlab rounds that sent a view above T2 without summarizing",
+        "compression",
+        ("summary_declined",),
+        "count",
+        expr=lambda: _count(pl.col("summary_declined").is_not_null()),
+    ),
+    RunColumn(
+        "rejected_summaries",
+        _Int,
+        "count",
+        "ctxlab summaries not committed (bigger than their span)",
+        "compression",
+        ("summary_rejected",),
+        "count",
+        expr=lambda: _count(pl.col("summary_rejected").is_not_null()),
+    ),
+    RunColumn(
+        "max_consecutive_summaries",
+        _Int,
+        "count",
+        "the longest streak of consecutive calls with an L2 round",
+        "compression",
+        ("level",),
+        "longest streak",
+        expr=lambda: _streak(pl.col("level") == "L2"),
+        scope="summary",
+        over_runs="-",
+    ),
+    RunColumn(
+        "max_summaries_in_window",
+        _Int,
+        "count",
+        f"the most L2 rounds within {THRASH_WINDOW} consecutive calls",
+        "compression",
+        ("level",),
+        "rolling count",
+        expr=lambda: _in_window(pl.col("level") == "L2", THRASH_WINDOW),
+        scope="summary",
+        over_runs="-",
+    ),
+    RunColumn(
+        "summary_thrash",
+        _Bool,
+        "flag",
+        f"summaries on {THRASH_CONSECUTIVE}+ consecutive calls, or {THRASH_COUNT}+ within "
+        f"{THRASH_WINDOW} calls (ctxlab.replay.failures)",
+        "compression",
+        ("level",),
+        "flag",
+        expr=lambda: (
+            (_streak(pl.col("level") == "L2") >= THRASH_CONSECUTIVE)
+            | (_in_window(pl.col("level") == "L2", THRASH_WINDOW) >= THRASH_COUNT)
+        ),
+        scope="summary",
+        over_runs="-",
     ),
     RunColumn(
         "overflow_rounds",

@@ -1,0 +1,499 @@
+"""Statistics over runs: which runs a pooled figure uses, per-run distributions, and paired
+comparisons of two strategies with a bootstrap confidence interval.
+
+A strategy's pooled saving (``Σ sent / Σ raw`` over all its calls) is dominated by the longest
+runs and says nothing of the runs that never reach T; the per-run view does: how many runs
+reached T (n of N), the median and interquartile range of the per-run values, the pooled figure
+beside them (:func:`per_run_stats`).  Strategies replay the same transcripts, so two of them are
+compared **paired**: the per-run differences ``a − b`` of one per-run column of ``summary.csv``
+(:func:`paired_comparison`, :meth:`ctxlab.replay.ReplayResult.compare`).
+
+The interval is a **percentile bootstrap** over runs (Efron & Tibshirani, *An Introduction to the
+Bootstrap*, 1993, ch. 13): the per-run differences are resampled with replacement
+:data:`RESAMPLES` times with a seeded ``random.Random`` (:data:`SEED`), and the interval is the
+``(1 − confidence) / 2`` and ``(1 + confidence) / 2`` quantiles of the resampled means.  The same
+seed, runs and column give the same interval.  With few runs the interval is wide and honest
+about it; with one run it is that run's value.
+
+``"no compression"`` (:data:`NO_COMPRESSION`) is a strategy here too: every run's uncompressed
+requests (``raw_tokens_total``, ``raw_cost_usd``, a saving of 0, nothing summarized), so every
+table has its row.
+
+Which runs are pooled (:func:`pooled_runs`): by default the **real** ones
+(:mod:`ctxlab.replay.sources`): a scripted sample or a synthetic history is not mixed into a
+figure about real agent runs unless asked (``data="all"``, or a list of provenances); when no run
+is real, all runs are used and the label says so.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import polars as pl
+
+from ctxlab.replay.sources import DATA_PROVENANCES
+
+__all__ = [
+    "CONFIDENCE",
+    "NO_COMPRESSION",
+    "OBJECTIVES",
+    "RESAMPLES",
+    "SEED",
+    "PairedComparison",
+    "PooledRuns",
+    "bootstrap_mean",
+    "comparison_table",
+    "paired_comparison",
+    "per_run_stats",
+    "per_run_values",
+    "pooled_runs",
+    "reached_transcripts",
+    "with_no_compression",
+]
+
+#: the pseudo-strategy of the uncompressed requests
+NO_COMPRESSION = "no compression"
+#: bootstrap resamples, seed and confidence level of every interval ctxlab reports
+RESAMPLES = 2000
+SEED = 0
+CONFIDENCE = 0.95
+
+#: the objectives of a verdict: name -> (per-run column of ``summary.csv``, better direction)
+OBJECTIVES: dict[str, tuple[str, str]] = {
+    "tokens": ("saving_pct", "higher"),
+    "dollars with caching": ("cost_saving_pct", "higher"),
+    "needed recall": ("needed_recall", "higher"),
+}
+
+#: what "no compression" has in a per-run column (absent: empty, nothing to measure)
+_UNCOMPRESSED: dict[str, str | float] = {
+    "sent_tokens_total": "raw_tokens_total",
+    "cost_usd": "raw_cost_usd",
+    "saving_pct": 0.0,
+    "saving_pct_without_failed": 0.0,
+    "cost_saving_pct": 0.0,
+    "raw_tokens_total": "raw_tokens_total",
+    "raw_cost_usd": "raw_cost_usd",
+    **dict.fromkeys(
+        (
+            "l1_rounds",
+            "l2_rounds",
+            "summary_errors",
+            "fallback_summaries",
+            "declined_summaries",
+            "rejected_summaries",
+            "overflow_rounds",
+            "summarizer_calls",
+            "summarizer_input_tokens",
+            "summarizer_output_tokens",
+            "summarizer_cost_usd",
+            "unmatched_tool_pairs",
+            "max_consecutive_summaries",
+            "max_summaries_in_window",
+        ),
+        0.0,
+    ),
+}
+
+
+@dataclass(frozen=True)
+class PooledRuns:
+    """The runs a pooled view uses.
+
+    Attributes:
+        summary: the rows of ``summary.csv`` kept (one per transcript × strategy).
+        data: the provenances kept (a subset of :data:`~ctxlab.replay.sources.DATA_PROVENANCES`).
+        label: how a figure or table names them (``"real runs"``, ``"all runs"``,
+            ``"all runs (no real run: scripted)"``).
+        left_out: transcripts left out per provenance (``{"scripted": 1}``).
+    """
+
+    summary: pl.DataFrame
+    data: tuple[str, ...]
+    label: str
+    left_out: dict[str, int]
+
+
+def pooled_runs(summary: pl.DataFrame, data: str | Sequence[str] = "real") -> PooledRuns:
+    """The rows of ``summary`` a pooled view uses (module docstring).
+
+    Args:
+        summary: ``summary.csv``'s frame (:func:`ctxlab.replay.table.summary_frame`), or the
+            per-call frame (any frame with ``transcript`` and ``data_provenance``).
+        data: ``"real"`` (default: real runs; all runs when none is real), ``"all"``, or the
+            provenances to keep (``["real", "scripted"]``).
+
+    Raises:
+        ValueError: a provenance that is not one of ``real``, ``scripted``, ``synthetic``.
+    """
+    wanted = DATA_PROVENANCES if data == "all" else ((data,) if isinstance(data, str) else tuple(data))
+    bad = [d for d in wanted if d not in DATA_PROVENANCES]
+    if bad:
+        raise ValueError(f"data={bad[0]!r} is invalid: allowed 'all' or any of {list(DATA_PROVENANCES)}")
+    have = summary["data_provenance"].to_list() if summary.height else []
+    if data == "real" and have and "real" not in have:
+        kinds = ", ".join(sorted(set(have)))
+        return PooledRuns(summary, DATA_PROVENANCES, f"all runs (no real run: {kinds})", {})
+    kept = summary.filter(pl.col("data_provenance").is_in(list(wanted)))
+    out = summary.filter(~pl.col("data_provenance").is_in(list(wanted)))
+    left = {
+        str(k): int(n)
+        for k, n in out.group_by("data_provenance")
+        .agg(pl.col("transcript").n_unique())
+        .sort("data_provenance")
+        .iter_rows()
+    }
+    label = "all runs" if set(wanted) == set(DATA_PROVENANCES) else " and ".join(wanted) + " runs"
+    return PooledRuns(kept, tuple(wanted), label, left)
+
+
+def per_run_values(summary: pl.DataFrame, strategy: str, column: str) -> dict[str, float | None]:
+    """``{transcript: value}`` of one per-run column for one strategy (``None``: an empty cell);
+    :data:`NO_COMPRESSION` reads the uncompressed requests of the first strategy of each
+    transcript.
+
+    Raises:
+        KeyError: ``column`` is not a column of ``summary``.
+        ValueError: ``strategy`` is not in ``summary``.
+
+    For :data:`NO_COMPRESSION` a column without an uncompressed value (``needed_recall``: nothing
+    was summarized) is ``None`` for every transcript.
+    """
+    if column not in summary.columns:
+        raise KeyError(f"no per-run column {column!r}; known: {summary.columns}")
+    if strategy == NO_COMPRESSION:
+        firsts = summary.unique("transcript", keep="first", maintain_order=True)
+        source = _UNCOMPRESSED.get(column)
+        out: dict[str, float | None] = {}
+        for row in firsts.iter_rows(named=True):
+            value = row[source] if isinstance(source, str) else source
+            out[str(row["transcript"])] = None if value is None else float(value)
+        return out
+    rows = summary.filter(pl.col("strategy") == strategy)
+    if rows.is_empty():
+        known = [NO_COMPRESSION, *summary["strategy"].unique(maintain_order=True).to_list()]
+        raise ValueError(f"strategy {strategy!r} is not in the runs; known: {known}")
+    return {
+        str(t): (None if v is None or (isinstance(v, float) and math.isnan(v)) else float(v))
+        for t, v in rows.select("transcript", column).iter_rows()
+    }
+
+
+def bootstrap_mean(
+    values: Sequence[float],
+    *,
+    confidence: float = CONFIDENCE,
+    resamples: int = RESAMPLES,
+    seed: int = SEED,
+) -> tuple[float, float, float]:
+    """``(mean, low, high)``: the mean of ``values`` and its percentile-bootstrap interval
+    (module docstring).
+
+    Raises:
+        ValueError: no values; ``confidence`` outside (0, 1); ``resamples`` below 1.
+    """
+    if not values:
+        raise ValueError("bootstrap_mean needs at least one value")
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence={confidence} is invalid: allowed 0 < confidence < 1")
+    if resamples < 1:
+        raise ValueError(f"resamples={resamples} is invalid: allowed an integer >= 1")
+    mean = statistics.fmean(values)
+    if len(values) == 1:
+        return mean, mean, mean
+    rng = random.Random(seed)
+    n = len(values)
+    means = sorted(statistics.fmean(rng.choices(values, k=n)) for _ in range(resamples))
+    tail = (1.0 - confidence) / 2.0
+    return mean, _quantile(means, tail), _quantile(means, 1.0 - tail)
+
+
+def _quantile(ordered: Sequence[float], q: float) -> float:
+    """The ``q`` quantile of sorted values, linear between the closest ranks."""
+    pos = q * (len(ordered) - 1)
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+
+
+@dataclass(frozen=True)
+class PairedComparison:
+    """Two strategies compared on the same runs (:func:`paired_comparison`).
+
+    Attributes:
+        a, b: the strategies; measure: the per-run column compared (its unit is the column's).
+        runs: the runs with a value for both (the pairs); dropped: runs where either is empty.
+        mean_a, mean_b: the means of each over the pairs (``None``: no pair).
+        difference: the mean per-run difference ``a − b`` (``None``: no pair).
+        low, high: its bootstrap interval at ``confidence`` (``None``: no pair).
+        confidence, resamples, seed: how the interval was drawn.
+        data: which runs were used (:attr:`PooledRuns.label`).
+    """
+
+    a: str
+    b: str
+    measure: str
+    runs: int
+    dropped: int
+    mean_a: float | None
+    mean_b: float | None
+    difference: float | None
+    low: float | None
+    high: float | None
+    confidence: float = CONFIDENCE
+    resamples: int = RESAMPLES
+    seed: int = SEED
+    data: str = "all runs"
+
+    def as_dict(self) -> dict[str, Any]:
+        """The comparison as a flat dict (one row of :func:`comparison_table`)."""
+        return {
+            "a": self.a,
+            "b": self.b,
+            "measure": self.measure,
+            "runs": self.runs,
+            "mean_a": self.mean_a,
+            "mean_b": self.mean_b,
+            "difference": self.difference,
+            "low": self.low,
+            "high": self.high,
+        }
+
+    def __str__(self) -> str:
+        if self.difference is None or self.low is None or self.high is None:
+            return f"{self.a} vs {self.b} on {self.measure}: no run has both values"
+        pct = round(100 * self.confidence)
+        big = max(abs(self.difference), abs(self.low), abs(self.high)) >= 10
+        fmt = "{:+,.1f}" if big else "{:+.4f}"
+        return (
+            f"{self.a} − {self.b} on {self.measure}: {fmt.format(self.difference)} per run "
+            f"({pct} % CI {fmt.format(self.low)} to {fmt.format(self.high)}, {self.runs} runs, {self.data})"
+        )
+
+
+def paired_comparison(
+    summary: pl.DataFrame,
+    a: str,
+    b: str,
+    measure: str = "saving_pct",
+    *,
+    data: str | Sequence[str] = "real",
+    confidence: float = CONFIDENCE,
+    resamples: int = RESAMPLES,
+    seed: int = SEED,
+) -> PairedComparison:
+    """Compare strategies ``a`` and ``b`` on one per-run column, paired by transcript.
+
+    Args:
+        summary: ``summary.csv``'s frame (one row per transcript × strategy).
+        a, b: strategy labels, or :data:`NO_COMPRESSION`.
+        measure: a numeric per-run column (``saving_pct``, ``cost_usd``, ``cost_saving_pct``,
+            ``needed_recall``, ``sent_tokens_total``, ...).
+        data: which runs (:func:`pooled_runs`; default the real ones).
+        confidence, resamples, seed: the bootstrap (module docstring).
+
+    Returns:
+        A :class:`PairedComparison`; a run where either value is empty (``needed_recall`` of a
+        run without L2 rounds) is dropped and counted.
+
+    Raises:
+        KeyError: an unknown column.  ValueError: an unknown strategy, or a bad ``data``.
+    """
+    pool = pooled_runs(summary, data)
+    va = per_run_values(pool.summary, a, measure)
+    vb = per_run_values(pool.summary, b, measure)
+    both = [t for t in va if t in vb]
+    pairs = [(va[t], vb[t]) for t in both if va[t] is not None and vb[t] is not None]
+    dropped = len(both) - len(pairs)
+    if not pairs:
+        return PairedComparison(a, b, measure, 0, dropped, None, None, None, None, None, data=pool.label)
+    diffs = [x - y for x, y in pairs]  # type: ignore[operator]
+    mean, low, high = bootstrap_mean(diffs, confidence=confidence, resamples=resamples, seed=seed)
+    return PairedComparison(
+        a,
+        b,
+        measure,
+        len(pairs),
+        dropped,
+        statistics.fmean(x for x, _ in pairs),  # type: ignore[misc]
+        statistics.fmean(y for _, y in pairs),  # type: ignore[misc]
+        mean,
+        low,
+        high,
+        confidence,
+        resamples,
+        seed,
+        pool.label,
+    )
+
+
+def comparison_table(
+    summary: pl.DataFrame,
+    measure: str = "saving_pct",
+    *,
+    strategies: Sequence[str] | None = None,
+    data: str | Sequence[str] = "real",
+    seed: int = SEED,
+) -> pl.DataFrame:
+    """The compact "A vs B" table: every pair of ``strategies`` (default: :data:`NO_COMPRESSION`
+    and each strategy of ``summary``), one row each with ``a``, ``b``, ``measure``, ``runs``,
+    ``mean_a``, ``mean_b``, ``difference`` (mean of ``a − b``), ``low``, ``high`` (the bootstrap
+    interval, :data:`CONFIDENCE`)."""
+    names = list(strategies) if strategies is not None else _strategies(summary)
+    rows = [
+        paired_comparison(summary, a, b, measure, data=data, seed=seed).as_dict()
+        for i, a in enumerate(names)
+        for b in names[i + 1 :]
+    ]
+    schema = {
+        "a": pl.String,
+        "b": pl.String,
+        "measure": pl.String,
+        "runs": pl.Int64,
+        "mean_a": pl.Float64,
+        "mean_b": pl.Float64,
+        "difference": pl.Float64,
+        "low": pl.Float64,
+        "high": pl.Float64,
+    }
+    return pl.DataFrame(rows, schema=schema, orient="row")
+
+
+def _strategies(summary: pl.DataFrame) -> list[str]:
+    return [NO_COMPRESSION, *(str(s) for s in summary["strategy"].unique(maintain_order=True).to_list())]
+
+
+def _quartiles(values: Sequence[float]) -> tuple[float | None, float | None, float | None]:
+    if not values:
+        return None, None, None
+    if len(values) == 1:
+        return values[0], values[0], values[0]
+    q1, q2, q3 = statistics.quantiles(values, n=4, method="inclusive")
+    return q1, q2, q3
+
+
+def per_run_stats(
+    summary: pl.DataFrame,
+    *,
+    data: str | Sequence[str] = "real",
+    threshold: float | None = None,
+    column: str = "saving_pct",
+) -> pl.DataFrame:
+    """Per strategy (:data:`NO_COMPRESSION` first): the per-run distribution of ``column`` beside
+    the pooled figure.
+
+    Columns: ``strategy``; ``runs`` (N); ``reached`` (n: runs whose raw request reaches T);
+    ``median``, ``q1``, ``q3`` (of the per-run ``column`` over all N runs); ``median_reached``,
+    ``q1_reached``, ``q3_reached`` (over the n runs that reached T; the others never compress and
+    are reported apart, never averaged in); ``pooled`` (``saving_pct`` of the pooled sums, for
+    ``column="saving_pct"``; ``cost_saving_pct`` of the pooled costs for ``"cost_saving_pct"``;
+    else empty); ``data`` (the runs used, :func:`pooled_runs`).
+
+    Args:
+        summary: ``summary.csv``'s frame.
+        data: which runs (:func:`pooled_runs`).
+        threshold: T in tokens for the runs whose ``reached_threshold`` is empty (a foreign
+            middleware records no T; the replay's settings give it); ``None``: such a run counts
+            as reaching T when another strategy's run of the same transcript does.
+        column: the per-run column (default ``saving_pct``).
+    """
+    pool = pooled_runs(summary, data)
+    rows = pool.summary
+    reached = reached_transcripts(rows, threshold)
+    out: list[dict[str, Any]] = []
+    for name in _strategies(rows) if rows.height else []:
+        values = per_run_values(rows, name, column)
+        got = [v for v in values.values() if v is not None]
+        at_t = [v for t, v in values.items() if v is not None and t in reached]
+        q1, med, q3 = _quartiles(got)
+        r1, rmed, r3 = _quartiles(at_t)
+        out.append(
+            {
+                "strategy": name,
+                "runs": len(values),
+                "reached": sum(1 for t in values if t in reached),
+                "median": med,
+                "q1": q1,
+                "q3": q3,
+                "median_reached": rmed,
+                "q1_reached": r1,
+                "q3_reached": r3,
+                "pooled": _pooled(rows, name, column),
+                "data": pool.label,
+            }
+        )
+    schema = {
+        "strategy": pl.String,
+        "runs": pl.Int64,
+        "reached": pl.Int64,
+        **{k: pl.Float64 for k in ("median", "q1", "q3", "median_reached", "q1_reached", "q3_reached")},
+        "pooled": pl.Float64,
+        "data": pl.String,
+    }
+    return pl.DataFrame(out, schema=schema, orient="row")
+
+
+def reached_transcripts(summary: pl.DataFrame, threshold: float | None = None) -> set[str]:
+    """The transcripts whose raw request reaches T in some run: a run's ``reached_threshold``,
+    else (a foreign middleware records no T) its ``max_raw_tokens`` against ``threshold``; the
+    raw request is the transcript's, so one run that reaches T is enough."""
+    out: set[str] = set()
+    for row in summary.iter_rows(named=True):
+        flag = row.get("reached_threshold")
+        if flag is None and threshold is not None:
+            flag = (row.get("max_raw_tokens") or 0) >= threshold
+        if flag:
+            out.add(str(row["transcript"]))
+    return out
+
+
+def with_no_compression(frame: pl.DataFrame) -> pl.DataFrame:
+    """``frame`` (the strategy totals, ``summary.csv``'s frame or the cost table) with a
+    :data:`NO_COMPRESSION` row first (per transcript when the frame has ``transcript``): the
+    uncompressed requests of the first strategy's row (``sent_tokens_total`` = ``raw_tokens_total``,
+    ``cost_usd`` = ``raw_cost_usd``, savings 0, no rounds); columns with no such value are empty."""
+    if frame.is_empty() or "strategy" not in frame.columns:
+        return frame
+    keys = ["transcript"] if "transcript" in frame.columns else []
+    firsts = frame.unique(keys, keep="first", maintain_order=True) if keys else frame.head(1)
+    same = {"transcript", "data_provenance", "reached_threshold", "transcripts", "calls", "max_raw_tokens"}
+    exprs: list[pl.Expr] = []
+    for name, dtype in frame.schema.items():
+        source = _UNCOMPRESSED.get(name)
+        if name == "strategy":
+            value = pl.lit(NO_COMPRESSION)
+        elif name in same:
+            value = pl.col(name)
+        elif name == "max_view_tokens":
+            value = pl.col("max_raw_tokens")
+        elif name == "cost_per_call_usd" and "raw_cost_usd" in frame.columns:
+            value = pl.col("raw_cost_usd") / pl.col("calls")
+        elif isinstance(source, str) and source in frame.columns:
+            value = pl.col(source)
+        elif isinstance(source, float):
+            value = pl.lit(source)
+        else:
+            value = pl.lit(None)
+        exprs.append(value.cast(dtype).alias(name))
+    return pl.concat([firsts.select(exprs), frame], how="vertical")
+
+
+def _pooled(rows: pl.DataFrame, strategy: str, column: str) -> float | None:
+    if strategy == NO_COMPRESSION:
+        return 0.0 if column in ("saving_pct", "cost_saving_pct") else None
+    mine = rows.filter(pl.col("strategy") == strategy)
+    pairs = {
+        "saving_pct": ("sent_tokens_total", "raw_tokens_total"),
+        "cost_saving_pct": ("cost_usd", "raw_cost_usd"),
+    }
+    if column not in pairs:
+        return None
+    sent, raw = (mine[c].sum() for c in pairs[column])
+    if raw is None or not raw or sent is None:
+        return None
+    return 100.0 * (1.0 - float(sent) / float(raw))
