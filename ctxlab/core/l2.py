@@ -137,6 +137,7 @@ def plan_l2(
         prompt=s.summary_prompt,
         budget_tokens=inp.summarizer_budget,
         previous_summary=previous_summary,
+        kept=list(view1[local:]),
     )
     return L2Plan(local, global_cut, span, job, path, history)
 

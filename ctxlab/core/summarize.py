@@ -86,12 +86,16 @@ class SummaryJob:
         prompt: the template with ``{messages}`` (``summary_prompt``).
         budget_tokens: the most tokens one summarizer input may have (prompt included).
         previous_summary: text of the previous summary, or ``None``.
+        kept: the messages of the L1 view after the cutoff, which the request keeps verbatim
+            after the summary (the *kept window*; empty when not known).  A summarizer may leave
+            out what they hold, or (:mod:`ctxlab.core.cache`) send them to reuse a cached prefix.
     """
 
     messages: list[BaseMessage]
     prompt: str
     budget_tokens: int
     previous_summary: str | None = None
+    kept: list[BaseMessage] = field(default_factory=list)
 
 
 @dataclass

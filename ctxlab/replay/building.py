@@ -113,6 +113,7 @@ def build_middleware(
     if isinstance(made, (list, tuple)):
         if summarizer is None:
             summarizer = StructuredSummarizer()
+        summarizer = _strategy_summarizer(made, summarizer, settings)
         root: Path | None = None
         files: Any = backend
         if files is None:
@@ -181,6 +182,21 @@ def make_window(
     if context_window is None or isinstance(context_window, ContextWindow):
         return context_window
     return ContextWindow(int(context_window), counter=provider_count)
+
+
+def _strategy_summarizer(plugins: Sequence[object], summarizer: Any, settings: CompressionSettings) -> Any:
+    """The summarizer of a strategy whose own plugins choose one (``ctxlab_get_summarizer``,
+    e.g. ``ars-extractive``): offline (``summarizer`` is a summarizer object, not a chat model)
+    the first plugin's answer for ``model=None`` replaces the offline stand-in; with a chat model
+    the middleware asks the hook with that model itself."""
+    if not hasattr(summarizer, "summarize") or hasattr(summarizer, "invoke"):
+        return summarizer
+    for plugin in plugins:
+        hook = getattr(plugin, "ctxlab_get_summarizer", None)
+        chosen = hook(model=None, settings=settings) if callable(hook) else None
+        if chosen is not None:
+            return chosen
+    return summarizer
 
 
 def make_summarizer(summarizer_model: str | Any | None) -> Any:

@@ -24,6 +24,7 @@ from collections.abc import Iterable, Mapping
 import pluggy
 
 from ctxlab.core import hookspecs as core_specs
+from ctxlab.core.builtin.extractive import ForceExtractiveSummarizer
 from ctxlab.core.hookspecs import hookimpl
 from ctxlab.core.plugins import describe_plugins, make_plugin_manager
 from ctxlab.core.strategy import RegisterStrategy, Strategy, StrategyFactory
@@ -56,13 +57,21 @@ BEHAVIOUR_HOOKS = frozenset(
 
 
 class BuiltinStrategies:
-    """Registers the ``ars`` strategy (the defaults with nothing added), ``trylast``."""
+    """Registers the ``ars`` strategy (the defaults with nothing added) and ``ars-extractive``
+    (the defaults with the offline extractive summarizer, :mod:`ctxlab.core.builtin.extractive`),
+    ``trylast``."""
 
     name = "strategies"
 
     @hookimpl(trylast=True)
     def ctxlab_register_strategies(self, register: RegisterStrategy) -> None:
         register("ars", lambda settings: [], "ARS two-level compression (L1 trim + L2 summary), the defaults")
+        register(
+            "ars-extractive",
+            lambda settings: [ForceExtractiveSummarizer()],
+            "ARS with the offline extractive summarizer (no model call; keeps paths, scripts, commands, "
+            "errors, constraints, open tasks and identifiers by salience)",
+        )
 
 
 def make_lab_manager(
