@@ -53,6 +53,8 @@ class RoundView(Protocol):
     def capacity_tokens(self) -> int | None: ...
     @property
     def stats(self) -> StatsCommon: ...
+    @property
+    def system(self) -> BaseMessage | None: ...
 
 
 @dataclass
@@ -138,6 +140,7 @@ def plan_l2(
         budget_tokens=inp.summarizer_budget,
         previous_summary=previous_summary,
         kept=list(view1[local:]),
+        system=inp.system,
     )
     return L2Plan(local, global_cut, span, job, path, history)
 

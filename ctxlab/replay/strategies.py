@@ -24,7 +24,9 @@ from collections.abc import Iterable, Mapping
 import pluggy
 
 from ctxlab.core import hookspecs as core_specs
-from ctxlab.core.builtin.extractive import ForceExtractiveSummarizer
+from ctxlab.core.builtin.extractive import SUMMARY_TOKENS, ForceExtractiveSummarizer
+from ctxlab.core.cache import CacheAwareSummarize, CachePrices
+from ctxlab.core.settings import CompressionSettings
 from ctxlab.core.hookspecs import hookimpl
 from ctxlab.core.plugins import describe_plugins, make_plugin_manager
 from ctxlab.core.strategy import RegisterStrategy, Strategy, StrategyFactory
@@ -34,9 +36,11 @@ from ctxlab.transcripts import hookspecs as transcript_specs
 
 __all__ = [
     "BEHAVIOUR_HOOKS",
+    "CACHE_PRICE_ENV",
     "OBSERVER_HOOKS",
     "BuiltinStrategies",
     "Strategy",
+    "cache_plugins",
     "folder_plugins",
     "ignored_hook_plugins",
     "make_lab_manager",
@@ -67,11 +71,38 @@ class BuiltinStrategies:
     def ctxlab_register_strategies(self, register: RegisterStrategy) -> None:
         register("ars", lambda settings: [], "ARS two-level compression (L1 trim + L2 summary), the defaults")
         register(
+            "ars-cache",
+            cache_plugins,
+            "ARS that summarizes only when it pays in dollars under the prompt cache of the price row "
+            "$CTXLAB_CACHE_PRICE_MODEL (default anthropic:claude-sonnet-4-5), with the extractive summarizer",
+        )
+        register(
             "ars-extractive",
             lambda settings: [ForceExtractiveSummarizer()],
             "ARS with the offline extractive summarizer (no model call; keeps paths, scripts, commands, "
             "errors, constraints, open tasks and identifiers by salience)",
         )
+
+
+#: the environment variable naming the price row ``ars-cache`` optimizes for (``provider:model``)
+CACHE_PRICE_ENV = "CTXLAB_CACHE_PRICE_MODEL"
+
+
+def cache_plugins(settings: CompressionSettings | None = None) -> list[object]:
+    """The plugins of ``ars-cache`` (:mod:`ctxlab.core.cache`): the dollar decision under the price
+    row named by ``$CTXLAB_CACHE_PRICE_MODEL`` (default: the cost columns' default row) and the
+    extractive summarizer (no model call).
+
+    Raises:
+        KeyError: the variable names no row of the shipped price table.
+    """
+    from ctxlab.replay.prices import DEFAULT_PRICE_MODEL, load_prices
+
+    row = load_prices().get(os.environ.get(CACHE_PRICE_ENV) or DEFAULT_PRICE_MODEL)
+    return [
+        CacheAwareSummarize(CachePrices.of(row), summary_tokens=SUMMARY_TOKENS),
+        ForceExtractiveSummarizer(),
+    ]
 
 
 def make_lab_manager(
