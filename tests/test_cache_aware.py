@@ -121,7 +121,7 @@ def test_ars_cache_replays_the_sample_with_dollar_decisions(monkeypatch):
     reasons = [e["stats"].get("l2_decision") for e in result.events if e.get("stats", {}).get("l2_decision")]
     # above T2 every decision is the dollar rule's; at most T2 the ARS rule's (R7)
     assert all(
-        r.startswith("ars-cache: ") or r.startswith("ars: L1 estimate") and "<= T2" in r for r in reasons
+        r.startswith("ars-cache: ") or (r.startswith("ars: L1 estimate") and "<= T2" in r) for r in reasons
     )
     paid = [r for r in reasons if r.startswith("ars-cache: pays: ")]
     assert paid

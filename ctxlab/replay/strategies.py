@@ -26,9 +26,9 @@ import pluggy
 from ctxlab.core import hookspecs as core_specs
 from ctxlab.core.builtin.extractive import SUMMARY_TOKENS, ForceExtractiveSummarizer
 from ctxlab.core.cache import CacheAwareSummarize, CachePrices
-from ctxlab.core.settings import CompressionSettings
 from ctxlab.core.hookspecs import hookimpl
 from ctxlab.core.plugins import describe_plugins, make_plugin_manager
+from ctxlab.core.settings import CompressionSettings
 from ctxlab.core.strategy import RegisterStrategy, Strategy, StrategyFactory
 from ctxlab.replay import hookspecs as replay_specs
 from ctxlab.transcripts import formats_plugin
