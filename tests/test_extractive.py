@@ -18,6 +18,7 @@ from ctxlab.core.builtin.extractive import (
     covered_by,
     identifiers,
     salience,
+    shell_blocks,
 )
 from ctxlab.core.estimation import estimate_text_tokens
 from ctxlab.core.summarize import SummaryJob
@@ -69,8 +70,18 @@ def test_sections_keep_task_constraints_scripts_errors_commands_and_open_tasks()
     text = summary_of(span())
     assert section(text, "Task").startswith("Fix the slug validation in django/core/validators.py")
     constraints = section(text, "User constraints and decisions")
-    assert "Use the existing SlugValidator instead of a new regex." in constraints
-    assert "You must not modify the tests." in constraints  # a constraint sentence of the first request
+    assert constraints == "- You must not modify the tests."  # a constraint sentence of the first request
+    # the latest request is carried verbatim by the round (R10 framing): not repeated, its
+    # identifiers spend no budget
+    assert "Use the existing SlugValidator" not in text
+    assert "SlugValidator.__call__" in text  # the agent's own mention stays
+    # a later user message that is not the latest request is a constraint
+    later = [*span(), HumanMessage("Also keep the old error message.")]
+    assert "- Use the existing SlugValidator instead of a new regex." in section(
+        summary_of(later), "User constraints and decisions"
+    )
+    only = summary_of(span()[:3])  # the first request is the latest: named, not repeated
+    assert section(only, "Task") == "(the latest user request, carried verbatim with this summary)"
     scripts = section(text, "Scripts written")
     assert "- /testbed/check_lazy.py defines LazyProbe, check_lazy_wrapped" in scripts
     errors = section(text, "Errors")
@@ -203,3 +214,32 @@ def test_ars_extractive_strategy_replays_with_no_summarizer_tokens():
     assert all(int(r["summarizer_input_tokens"] or 0) == 0 for r in rows)
     texts = [s["text"] for s in result.summaries]
     assert texts and all("Commands:\n" in t and "Identifiers:\n" in t for t in texts)
+
+
+def test_text_action_commands_and_scripts_come_from_shell_fences():
+    text = (
+        "THOUGHT: write a probe.\n```bash\ncat > probe_slug.py <<'EOF'\ndef probe_slug():\n    pass\nEOF\n```\n"
+        "prose (not a command)\n```python\nprint('not shell')\n```\nthen\n```\npython probe_slug.py\n```"
+    )
+    assert shell_blocks(text) == [
+        "cat > probe_slug.py <<'EOF'\ndef probe_slug():\n    pass\nEOF\n",
+        "python probe_slug.py\n",
+    ]
+    assert shell_blocks("```bash\nunclosed") == []
+    summary = summary_of([HumanMessage("Fix it."), AIMessage(text)])
+    assert section(summary, "Scripts written") == "- probe_slug.py defines probe_slug"
+    assert section(summary, "Commands").splitlines() == [
+        "- python probe_slug.py",
+        "- cat > probe_slug.py <<'EOF' ...",
+    ]
+
+
+def test_budget_goes_to_salience_per_token():
+    # one long offload path and many short names, all mentioned once in the same message
+    long_path = "/outputs/large_tool_results/observation-" + "ab12" * 16 + ".txt"
+    names = [f"name_{i:03d}" for i in range(60)]
+    text = ExtractiveSummarizer(max_tokens=200).build(
+        [ToolMessage(" ".join([long_path, *names]), tool_call_id="t")], 200
+    )
+    assert long_path not in text  # ~40 tokens for one identifier: the short ones go first
+    assert sum(n in text for n in names) > 20

@@ -10,8 +10,9 @@ summarizer for teams that do not want a second model call (issue 23): select it 
 **What it keeps** (sections, in this order; each a rule pinned by ``tests/test_extractive.py``):
 
 ``Task``
-    the first user request (of the span, else of the previous summary), up to 400 characters
-    (the round carries the latest request verbatim after the summary anyway).
+    the first user request (of the span, else of the previous summary), up to 400 characters;
+    when it is the latest request, only a note: the round carries the latest request verbatim
+    (in the view or after the summary), so neither it nor its identifiers spend the budget.
 ``User constraints and decisions``
     the user's later messages when short, and the sentences of user messages that constrain or
     decide (*must, never, don't, only, instead, use ...*, :data:`CONSTRAINT_WORDS`).
@@ -25,12 +26,17 @@ summarizer for teams that do not want a second model call (issue 23): select it 
     distinct error lines of tool results and user messages (a ``...Error``/``Exception`` name,
     ``Traceback``, ``FAILED``, ``fatal``), the latest first.
 ``Commands``
-    distinct commands the agent ran, the latest first, each up to 200 characters.
+    distinct commands the agent ran (tool calls, and the fenced shell blocks of a text-action
+    agent's messages), the latest first, the first line of each up to 120 characters.
 ``Files``
     paths by salience.
 ``Identifiers``
     the remaining identifiers (dotted, snake_case and CamelCase names, error names, numbers of 4+
     digits; 4+ characters) by salience, comma-joined, until the budget is used.
+
+Files and Identifiers are packed by salience *per token* (a 40-token offload path must be worth
+ten short names), skipping what the kept window or the latest request holds and what an
+identifier already listed covers (a path's suffixes, a dotted name's runs).
 
 **Salience** of an identifier is the sum over the messages that hold it of a *source weight*
 (:data:`SOURCE_WEIGHTS`: the agent's own tool-call arguments and text weigh most, then the user,
@@ -56,9 +62,9 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 
 from ctxlab.core.estimation import estimate_text_tokens
 from ctxlab.core.hookspecs import hookimpl
-from ctxlab.core.marks import is_observation, is_summary_message, is_user_request
-from ctxlab.core.messages import message_text
-from ctxlab.core.summarize import SummaryJob, SummaryResult, summary_token_limit
+from ctxlab.core.marks import is_observation, is_summary_message, is_user_request, latest_request_of
+from ctxlab.core.messages import last_human_index, message_text
+from ctxlab.core.summarize import LATEST_REQUEST_CHARS, SummaryJob, SummaryResult, summary_token_limit
 
 __all__ = [
     "CONSTRAINT_WORDS",
@@ -112,11 +118,24 @@ _NAME = re.compile(r"[A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*)*")
 _NUMBER = re.compile(r"(?<![\w.])\d{4,}(?![\w])")
 _DEFINES = re.compile(r"^\s*(?:async\s+)?(?:def|class|function|func|fn)\s+([A-Za-z_]\w*)", re.M)
 _ERROR_LINE = re.compile(r"^.*\b(?:[A-Z]\w*(?:Error|Exception)|Traceback|FAILED|fatal|错误|失败)\b.*$", re.M)
+_SHELL_FENCES = ("", "bash", "sh", "shell", "console", "zsh")
 _OPEN_LINE = re.compile(r"^\s*(?:- \[ \]|TODO|Next|Remaining|Still|Then)\b.*$", re.M | re.I)
 _SHELL_WRITE = re.compile(r"(?:cat\s*>{1,2}|tee\s+(?:-a\s+)?|>\s*)\s*['\"]?([\w./~@+-]+\.\w{1,8})")
 _WRITE_TOOLS = ("write", "create", "edit", "str_replace", "patch", "insert")
 _COMMAND_KEYS = ("command", "cmd", "script", "code")
 _PATH_KEYS = ("path", "file_path", "filename", "file", "target_file")
+
+
+def shell_blocks(text: str) -> list[str]:
+    """The bodies of the fenced shell code blocks of ``text`` (```` ```bash ````, ```` ```sh ````,
+    a bare fence ...), fences paired in order: what a text-action agent runs."""
+    parts = text.split("```")
+    out = []
+    for body in parts[1:-1:2]:  # an unclosed last fence is not a block
+        lang, _, code = body.partition("\n")
+        if lang.strip().lower() in _SHELL_FENCES and code.strip():
+            out.append(code)
+    return out
 
 
 def _scanned(text: str) -> str:
@@ -276,7 +295,22 @@ def _previous_sections(text: str) -> dict[str, list[str]]:
     return found
 
 
-def _facts(messages: Sequence[BaseMessage]) -> _Facts:
+def latest_request(messages: Sequence[BaseMessage], kept: Sequence[BaseMessage] = ()) -> str:
+    """The latest user request of the span and the kept window, or the one an earlier summary
+    carried: the round keeps it verbatim either way (in the view, or after the summary up to
+    :data:`~ctxlab.core.summarize.LATEST_REQUEST_CHARS` characters), so the summary need not
+    repeat it.  ``""`` when there is none."""
+    both = [*messages, *kept]
+    idx = last_human_index(both)
+    if idx is not None:
+        return message_text(both[idx])
+    for m in messages:
+        if is_summary_message(m):
+            return latest_request_of(m) or ""
+    return ""
+
+
+def _facts(messages: Sequence[BaseMessage], latest: str = "") -> _Facts:
     facts = _Facts()
     last_assistant = ""
     for m in messages:
@@ -298,6 +332,11 @@ def _facts(messages: Sequence[BaseMessage]) -> _Facts:
             if is_user_request(m) and not facts.task:
                 facts.task = text.strip()[:400]
                 rest = _sentences(text)[1:]
+                if text == latest:  # carried verbatim by the round: name it only
+                    facts.task = "(the latest user request, carried verbatim with this summary)"
+                    rest = []
+            elif text == latest:
+                rest = []
             else:
                 rest = [text.strip()] if len(text) <= 300 else _sentences(text)
             for s in rest:
@@ -307,6 +346,14 @@ def _facts(messages: Sequence[BaseMessage]) -> _Facts:
         if isinstance(m, AIMessage):
             if text.strip():
                 last_assistant = text.strip()
+            for block in shell_blocks(text):  # text-action agents (mini-swe-agent) write commands here
+                call_d = {"name": "bash", "args": {"command": block}}
+                written = _written(call_d)
+                if written is not None:
+                    facts.scripts.setdefault(written[0], set()).update(_DEFINES.findall(written[1]))
+                cmd = _command(call_d)
+                facts.commands.pop(cmd, None)
+                facts.commands[cmd] = None
             for call in m.tool_calls:
                 call_d = dict(call)
                 written = _written(call_d)
@@ -365,10 +412,12 @@ class ExtractiveSummarizer:
         """The summary text of ``messages`` within ``max_tokens`` tokens (estimated); identifiers
         that the ``kept`` window holds are left out of Files and Identifiers (the request keeps
         them anyway)."""
-        facts = _facts(messages)
+        latest = latest_request(messages, kept)
+        facts = _facts(messages, latest)
         sources = _sources(messages)
-        in_kept = covered_by(i for s in _sources(kept) for i in identifiers(s.text))
-        ranked = [kv for kv in salience([(s.kind, s.text) for s in sources]) if kv[0] not in in_kept]
+        carried = [s.text for s in _sources(kept)] + [latest[:LATEST_REQUEST_CHARS]]
+        in_view = covered_by(i for text in carried for i in identifiers(text))
+        ranked = [kv for kv in salience([(s.kind, s.text) for s in sources]) if kv[0] not in in_view]
         sections: list[tuple[str, list[str]]] = [
             ("Task", [facts.task or "(no user request in this part)"]),
             ("User constraints and decisions", _latest(facts.constraints, 10)),
@@ -413,10 +462,12 @@ class ExtractiveSummarizer:
         names: list[str] = []
         covered = covered_by(identifiers(head))
         used = 0
-        for ident, _score in ranked:
+        costs = {ident: estimate_text_tokens(ident) + 1 for ident, _ in ranked}
+        by_density = sorted(ranked, key=lambda kv: -kv[1] / costs[kv[0]])  # stable: ties keep salience order
+        for ident, _score in by_density:
             if ident in covered:
                 continue
-            cost = estimate_text_tokens(ident) + 1
+            cost = costs[ident]
             if used + cost > room:
                 continue
             (files if "/" in ident else names).append(ident)
