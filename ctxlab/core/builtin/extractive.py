@@ -346,16 +346,11 @@ def _facts(messages: Sequence[BaseMessage], latest: str = "") -> _Facts:
         if isinstance(m, AIMessage):
             if text.strip():
                 last_assistant = text.strip()
-            for block in shell_blocks(text):  # text-action agents (mini-swe-agent) write commands here
-                call_d = {"name": "bash", "args": {"command": block}}
-                written = _written(call_d)
-                if written is not None:
-                    facts.scripts.setdefault(written[0], set()).update(_DEFINES.findall(written[1]))
-                cmd = _command(call_d)
-                facts.commands.pop(cmd, None)
-                facts.commands[cmd] = None
-            for call in m.tool_calls:
-                call_d = dict(call)
+            # text-action agents (mini-swe-agent) write their commands in shell fences
+            calls: list[dict[str, Any]] = [
+                {"name": "bash", "args": {"command": b}} for b in shell_blocks(text)
+            ]
+            for call_d in [*calls, *(dict(c) for c in m.tool_calls)]:
                 written = _written(call_d)
                 if written is not None:
                     facts.scripts.setdefault(written[0], set()).update(_DEFINES.findall(written[1]))
