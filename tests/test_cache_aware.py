@@ -133,3 +133,29 @@ def test_ars_cache_replays_the_sample_with_dollar_decisions(monkeypatch):
     monkeypatch.setenv("CTXLAB_CACHE_PRICE_MODEL", "nobody:none")
     with pytest.raises(KeyError, match="nobody:none"):
         replay(SAMPLE, "ars-cache", settings=CompressionSettings(summary_threshold=16))
+
+
+def test_cache_aware_cutoff_keeps_its_own_window_and_never_splits_a_tool_pair():
+    from ctxlab.core.cache import CACHE_KEEP_MESSAGES, CacheAwareCutoff
+    from ctxlab.core.cutoff import CutoffContext
+
+    call = AIMessage(
+        "", tool_calls=[{"name": "bash", "args": {"command": "ls"}, "id": "t1", "type": "tool_call"}]
+    )
+    msgs = [
+        HumanMessage("task"),
+        AIMessage("plan"),
+        HumanMessage("more"),
+        call,
+        ToolMessage("out", tool_call_id="t1"),
+    ]
+    ctx = CutoffContext(
+        keep_messages=10, has_previous_summary=False, estimate=lambda m: 1, target_tokens=100.0
+    )
+    decision = CacheAwareCutoff(CACHE_KEEP_MESSAGES).ctxlab_select_cutoff(msgs, ctx)
+    assert CACHE_KEEP_MESSAGES == 2 and decision.index == 3  # the call and its result stay together
+    assert decision.reason.startswith("ars-cache: kept 2 messages")
+    one = CacheAwareCutoff(1).ctxlab_select_cutoff(msgs, ctx)
+    assert one.index == 3  # cutting between the call and its result is never valid (R9)
+    with pytest.raises(ValueError, match="keep_messages=0 is invalid"):
+        CacheAwareCutoff(0)

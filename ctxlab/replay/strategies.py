@@ -25,7 +25,7 @@ import pluggy
 
 from ctxlab.core import hookspecs as core_specs
 from ctxlab.core.builtin.extractive import SUMMARY_TOKENS, ForceExtractiveSummarizer
-from ctxlab.core.cache import CacheAwareSummarize, CachePrices
+from ctxlab.core.cache import CACHE_KEEP_MESSAGES, CacheAwareCutoff, CacheAwareSummarize, CachePrices
 from ctxlab.core.hookspecs import hookimpl
 from ctxlab.core.plugins import describe_plugins, make_plugin_manager
 from ctxlab.core.settings import CompressionSettings
@@ -74,7 +74,8 @@ class BuiltinStrategies:
             "ars-cache",
             cache_plugins,
             "ARS that summarizes only when it pays in dollars under the prompt cache of the price row "
-            "$CTXLAB_CACHE_PRICE_MODEL (default anthropic:claude-sonnet-4-5), with the extractive summarizer",
+            "$CTXLAB_CACHE_PRICE_MODEL (default anthropic:claude-sonnet-4-5), keeping the last 2 messages, "
+            "with the extractive summarizer",
         )
         register(
             "ars-extractive",
@@ -90,8 +91,9 @@ CACHE_PRICE_ENV = "CTXLAB_CACHE_PRICE_MODEL"
 
 def cache_plugins(settings: CompressionSettings | None = None) -> list[object]:
     """The plugins of ``ars-cache`` (:mod:`ctxlab.core.cache`): the dollar decision under the price
-    row named by ``$CTXLAB_CACHE_PRICE_MODEL`` (default: the cost columns' default row) and the
-    extractive summarizer (no model call).
+    row named by ``$CTXLAB_CACHE_PRICE_MODEL`` (default: the cost columns' default row), the
+    cutoff that keeps :data:`~ctxlab.core.cache.CACHE_KEEP_MESSAGES` messages and the extractive
+    summarizer (no model call).
 
     Raises:
         KeyError: the variable names no row of the shipped price table.
@@ -99,8 +101,10 @@ def cache_plugins(settings: CompressionSettings | None = None) -> list[object]:
     from ctxlab.replay.prices import DEFAULT_PRICE_MODEL, load_prices
 
     row = load_prices().get(os.environ.get(CACHE_PRICE_ENV) or DEFAULT_PRICE_MODEL)
+    keep = CACHE_KEEP_MESSAGES
     return [
-        CacheAwareSummarize(CachePrices.of(row), summary_tokens=SUMMARY_TOKENS),
+        CacheAwareSummarize(CachePrices.of(row), summary_tokens=SUMMARY_TOKENS, keep_messages=keep),
+        CacheAwareCutoff(keep),
         ForceExtractiveSummarizer(),
     ]
 
