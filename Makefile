@@ -66,11 +66,12 @@ test: setup check-shared browser ## the whole suite: pytest over tests/ and plug
 demo: setup ## replay the bundled sample transcript into out/demo (no API key, no network)
 	$(VENV)/bin/ctxlab replay --out out/demo
 
-lint: setup ## ruff check, ruff format --check, the import contracts (lint-imports), mypy --strict ctxlab
+lint: setup ## ruff check, ruff format --check, the import contracts (lint-imports), mypy --strict ctxlab and tools/
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/mypy --strict ctxlab
+	$(VENV)/bin/mypy --strict tools
 
 bench: setup ## the estimator/strategy benchmarks, a full run -> docs/benchmarks.md
 	$(VENV)/bin/ctxlab bench --out docs

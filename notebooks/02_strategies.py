@@ -176,7 +176,8 @@ fig
 # rounds; strategies without L2 rounds have none.
 
 # %%
-from ctxlab.analysis.costs import cost_table, plot_cost_per_call
+from ctxlab.analysis.costs import cost_table
+from ctxlab.analysis.plotting import plot_cost_per_call
 
 price = result.price
 print(price.label())

@@ -58,10 +58,10 @@ from ctxlab.analysis.findings import (
     Findings,
     compare_with_paper,
     observation_shares,
-    plot_findings,
     share_by_agent,
     strategy_savings,
 )
+from ctxlab.analysis.plotting import plot_findings
 from ctxlab.transcripts import load_many
 from ctxlab.transcripts.locate import shared_dir
 

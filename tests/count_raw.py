@@ -500,7 +500,7 @@ COUNTERS = [
 #: the counted sets: name -> folder
 SETS = {"raw": RAW, "wild": WILD, "data": DATA}
 #: files of a set that are not transcripts
-NOT_TRANSCRIPTS = {"SOURCES.md", "derive_fixtures.py", ".gitattributes"}
+NOT_TRANSCRIPTS = {"SOURCES.md", ".gitattributes"}
 
 
 def count_all(root: Path = RAW) -> dict[str, Any]:

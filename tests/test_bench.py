@@ -361,8 +361,8 @@ def test_the_middleware_profile_covers_every_model_call_and_nothing_else():
     import pstats
 
     from ctxlab.cli.bench.contenders import call_positions
-    from ctxlab.cli.bench.profiles import profile_middleware, top_entries
     from ctxlab.core.middleware import CompressionMiddleware
+    from tools.profiles import profile_middleware, top_entries
 
     inner = CompressionMiddleware.wrap_model_call
     profile = profile_middleware(messages=300, threshold_k=2.0)
@@ -382,7 +382,7 @@ def test_the_middleware_profile_covers_every_model_call_and_nothing_else():
 def test_the_replay_profile_replays_the_public_transcripts_asked_for():
     import pstats
 
-    from ctxlab.cli.bench.profiles import main, profile_replay
+    from tools.profiles import main, profile_replay
 
     profile, n = profile_replay(limit=4)
     stats = pstats.Stats(profile).stats  # type: ignore[attr-defined]
@@ -404,7 +404,7 @@ def test_the_replay_profile_replays_the_public_transcripts_asked_for():
     ],
 )
 def test_the_profiler_names_a_bad_argument_and_its_range(argv, message, capsys):
-    from ctxlab.cli.bench.profiles import main
+    from tools.profiles import main
 
     with pytest.raises(SystemExit) as exit_:
         main(argv)

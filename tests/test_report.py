@@ -458,6 +458,7 @@ def test_plots_share_one_calling_convention() -> None:
         "calls",
         "transcript",
         "strategy",
+        "ax",
         "fig",
         "title",
     ]
@@ -472,8 +473,8 @@ def test_plots_share_one_calling_convention() -> None:
     )
     with pytest.raises(TypeError, match=r"plot_budget\(\) got an unexpected keyword argument 'titel'"):
         plot_budget(df, titel="x")
-    with pytest.raises(TypeError, match=r"budget_figure\(\) got an unexpected keyword argument 'ax'"):
-        budget_figure(df, ax=None)
+    with pytest.raises(TypeError, match=r"budget_figure\(\) got an unexpected keyword argument 'axes'"):
+        budget_figure(df, axes=None)
 
     # the default run is the first transcript under its first strategy; a named run is drawn and titled
     assert plot_budget(df).axes[0].get_title() == "t1  [a]"

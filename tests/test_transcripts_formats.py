@@ -93,9 +93,7 @@ def test_sets_are_fully_counted() -> None:
         found = sorted(
             p.relative_to(ROOTS[s]).as_posix()
             for p in ROOTS[s].rglob("*")
-            if p.is_file()
-            and p.name not in {"SOURCES.md", "derive_fixtures.py"}
-            and "__pycache__" not in p.parts
+            if p.is_file() and p.name != "SOURCES.md" and "__pycache__" not in p.parts
         )
         assert found == sorted(ALL_COUNTS[s]), f"{s}: rerun tests/count_raw.py"
     assert len(ALL_COUNTS["wild"]) == 2 and len(ALL_COUNTS["data"]) == 4
@@ -121,7 +119,7 @@ def test_new_file_format_and_counts(set_name: str, rel: str, loaded: Any) -> Non
 def test_derived_fixtures_are_reproducible() -> None:
     _path("raw", "")
     done = subprocess.run(
-        [sys.executable, str(TESTS / "data" / "derive_fixtures.py"), "--check"],
+        [sys.executable, str(TESTS.parent / "tools" / "derive_fixtures.py"), "--check"],
         capture_output=True,
         text=True,
     )

@@ -24,7 +24,8 @@ arXiv:2508.21433.  Two of its findings are computed here on recorded runs:
    the offline summarizer reports no usage).
 
 :data:`PAPER` holds the paper's numbers with where each was read; :func:`compare_with_paper` puts
-them next to ctxlab's.  Tokens are ``cl100k_base`` (tiktoken, offline) unless ``measure`` says
+them next to ctxlab's, and :func:`plot_findings` (:mod:`ctxlab.analysis.plotting.findings`,
+re-exported here) draws them side by side.  Tokens are ``cl100k_base`` (tiktoken, offline) unless ``measure`` says
 otherwise; the paper's costs come from its models' own tokenizers and prices.
 """
 
@@ -40,12 +41,11 @@ import polars as pl
 from langchain_core.messages import AIMessage, BaseMessage
 
 from ctxlab.analysis.paper import PAPER, PaperFindings
+from ctxlab.analysis.plotting.findings import plot_findings
 from ctxlab.core.settings import CompressionSettings
 from ctxlab.replay.metrics import make_measure, message_part
 
 if TYPE_CHECKING:
-    from matplotlib.figure import Figure
-
     from ctxlab.transcripts import Transcript
 
 __all__ = [
@@ -392,65 +392,3 @@ def findings(
         measure=_counter(measure)[2],
         errors=errors,
     )
-
-
-def plot_findings(result: Findings, *, title: str | None = None) -> Figure:
-    """The paper's numbers next to ctxlab's: observation share per agent (left; dots: runs) and
-    the saving per strategy against the raw run (right; ctxlab's bars, the paper's hatched).
-
-    Returns:
-        A new ``matplotlib.figure.Figure`` (not registered with pyplot), 11 x 4.6 inches.
-    """
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(11, 4.6), dpi=100, layout="constrained")
-    left, right = fig.subplots(1, 2, width_ratios=(1, 1.3))
-    agents = [a for a in result.by_agent["agent"].to_list() if a != "all"]
-    pooled = dict(zip(result.by_agent["agent"], result.by_agent["turn_share_pct"], strict=True))
-    left.bar(range(len(agents)), [pooled[a] or 0 for a in agents], color="#ff7f0e", alpha=0.8, label="pooled")
-    for i, a in enumerate(agents):
-        runs = [
-            100 * s
-            for s in result.shares.filter(pl.col("agent") == a)["turn_share"].to_list()
-            if s is not None
-        ]
-        left.scatter(
-            [i] * len(runs), runs, s=14, color="#333333", zorder=3, label="one run" if i == 0 else None
-        )
-        if runs:
-            median = statistics.median(runs)
-            left.hlines(
-                median, i - 0.4, i + 0.4, color="#333333", lw=2, label="median run" if i == 0 else None
-            )
-    left.axhline(
-        PAPER.observation_share_pct, color="#d62728", ls="--", label=f"paper {PAPER.observation_share_pct} %"
-    )
-    left.set_xticks(range(len(agents)), agents)
-    left.set_ylim(0, 100)
-    left.set_ylabel(f"observation share of agent-turn tokens, % ({result.measure})")
-    left.set_title("observations in agent turns")
-    left.legend(loc="lower right", fontsize=8)
-    if result.savings is not None and not result.savings.is_empty():
-        s = result.savings
-        overall = s.filter(pl.col("agent") == ("all" if "all" in s["agent"] else s["agent"][0]))
-        names = overall["strategy"].to_list()
-        x = range(len(names))
-        right.bar(
-            [i - 0.27 for i in x], overall["saving_pct"], width=0.27, color="#1f77b4", label="ctxlab: sent"
-        )
-        right.bar(
-            x, overall["cost_saving_pct"], width=0.27, color="#9ecae1", label="ctxlab: sent + summarizer"
-        )
-        paper = [v if v is not None else 0.0 for v in overall["paper_saving_pct"].to_list()]
-        right.bar([i + 0.27 for i in x], paper, width=0.27, color="white", edgecolor="#d62728", hatch="//",
-                  label="paper (Qwen3-Coder 480B, cost)")  # fmt: skip
-        right.set_xticks(list(x), names)
-        right.set_ylabel("saving against the raw run, %")
-        right.set_ylim(0, 100)
-        right.legend(loc="upper left", fontsize=8)
-        t = result.settings.entry_threshold_tokens
-        right.set_title(f"saving by strategy (T = {t:,} tokens, all runs pooled)")
-    else:
-        right.set_axis_off()
-    fig.suptitle(title or "The Complexity Trap, reproduced on public runs", fontsize=12)
-    return fig

@@ -25,7 +25,7 @@ __all__ = [
     "transcript_path",
 ]
 
-#: the bundled sample transcript, recorded by ``python -m ctxlab.cli.sample record`` (488 messages)
+#: the bundled sample transcript, recorded by ``python -m tools.sample record`` (the repository's ``tools/``) (488 messages)
 SAMPLE_TRANSCRIPT: Path = Path(__file__).resolve().parent.parent / "data" / "sample_run.json"
 
 #: the longest real mini-swe-agent run in tokens (SOURCES.md #21: pytest-dev__pytest-6197, 186

@@ -1,10 +1,12 @@
-"""Figures of a replay: token budget per call, strategies side by side, saving by strategy, the
-view split by part, the two-panel budget figure of the notebooks and the explorer, and the curve
-of a settings sweep.
+"""Every figure of ctxlab: token budget per call, strategies side by side, saving by strategy, the
+view split by part, the two-panel budget figure of the notebooks and the explorer, the curve of
+a settings sweep, the cost per call, and the findings of *The Complexity Trap* next to the paper's.
 
-Every plot function takes the per-call frame (:func:`ctxlab.analysis.report.calls_frame`), the
-keyword options of :class:`PlotOptions` (an optional matplotlib ``ax`` to draw into, a ``title``),
-and returns the figure.  Without ``ax`` a new
+Every plot function takes its data (mostly the per-call frame,
+:func:`ctxlab.analysis.report.calls_frame`), the keyword options of :class:`PlotOptions` (an
+optional matplotlib ``ax`` to draw into, a ``title``) or, for a figure of several panels, of
+:class:`FigureOptions` (``ax``: one axes per panel, ``fig``, ``title``), and returns the figure;
+a misspelt option is a ``TypeError`` naming it.  Without ``ax`` a new
 ``matplotlib.figure.Figure`` is made that is *not* registered with pyplot: in Jupyter it shows
 once when it is the cell's value, and it never leaks into pyplot's figure list.  Files are
 rendered with the Agg canvas (no GUI backend is touched).
@@ -16,12 +18,16 @@ The package, by job: :mod:`~ctxlab.analysis.plotting.style` (fonts, colours, axe
 :mod:`~ctxlab.analysis.plotting.runs` (which rows a plot draws),
 :mod:`~ctxlab.analysis.plotting.options` (the keyword options every plot takes, and its axes),
 :mod:`~ctxlab.analysis.plotting.plots` (the plots into one axes each),
-:mod:`~ctxlab.analysis.plotting.figures` (the two-panel budget figure and the report's PNG files).
+:mod:`~ctxlab.analysis.plotting.figures` (the two-panel budget figure and the report's PNG files),
+:mod:`~ctxlab.analysis.plotting.cost` (the cost per call and its PNG),
+:mod:`~ctxlab.analysis.plotting.findings` (the paper's findings and ctxlab's).
 """
 
 from __future__ import annotations
 
+from ctxlab.analysis.plotting.cost import COST_FIGURE, plot_cost_per_call, write_cost_figure
 from ctxlab.analysis.plotting.figures import budget_figure, figure_name, reaching_runs, write_figures
+from ctxlab.analysis.plotting.findings import plot_findings
 from ctxlab.analysis.plotting.options import FigureOptions, PlotOptions
 from ctxlab.analysis.plotting.plots import (
     ROTATE_NAMES_OVER,
@@ -34,6 +40,7 @@ from ctxlab.analysis.plotting.plots import (
 from ctxlab.analysis.plotting.style import LOG_RATIO, cjk_font, format_tokens
 
 __all__ = [
+    "COST_FIGURE",
     "LOG_RATIO",
     "ROTATE_NAMES_OVER",
     "FigureOptions",
@@ -43,10 +50,13 @@ __all__ = [
     "figure_name",
     "format_tokens",
     "plot_budget",
+    "plot_cost_per_call",
+    "plot_findings",
     "plot_savings",
     "plot_strategies",
     "plot_sweep",
     "plot_view_parts",
     "reaching_runs",
+    "write_cost_figure",
     "write_figures",
 ]

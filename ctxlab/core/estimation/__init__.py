@@ -8,7 +8,7 @@ content: unknown block types count their JSON length.  The parts, one job each:
   character classes, an approximation of ``cl100k_base`` many times cheaper than tiktoken
   (:func:`estimate_text_tokens`, :func:`char_class_tokens`, :func:`features`, the constants
   :data:`SHORT_WEIGHTS` / :data:`LONG_WEIGHTS` / :data:`COEFFICIENTS`, fitted by
-  ``plugins/ctxlab-fast-estimator/calibrate.py``);
+  ``tools/calibrate.py``);
 * :mod:`~ctxlab.core.estimation.images` — images by size with OpenAI's tile rule
   (:func:`estimate_image_tokens`), data-URL images inside texts;
 * :mod:`~ctxlab.core.estimation.framing` — what a message and the tool schemas cost around

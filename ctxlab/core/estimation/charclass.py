@@ -29,7 +29,7 @@ one big integer: with each character's class code ``k`` as one byte of ``X``, th
 than tiktoken on 100-character texts), a long block about ten (``ctxlab bench``).
 
 The weights were fitted against tiktoken ``cl100k_base`` by
-``plugins/ctxlab-fast-estimator/calibrate.py`` on the shared public transcripts (prose, code,
+``tools/calibrate.py`` on the shared public transcripts (prose, code,
 JSON, logs, CJK, base64; :func:`ctxlab.cli.bench.collect_samples`) plus the *calibration* split of
 the committed text sets (:func:`ctxlab.cli.bench.textset`: six scripts, emoji chat, URLs, minified
 JavaScript, CSV, hex, diffs, stack traces, digit-heavy logs, English docs, Python source, other
@@ -90,7 +90,7 @@ BYTE_CLASSES: dict[str, bytes] = {
 #: character classes of the pairs: code -> name (continuation bytes are left out)
 PAIR_CLASSES = ("lo", "up", "sp", "pu", "di", "cjk", "nona", "pp")
 
-# --- calibrated constants (plugins/ctxlab-fast-estimator/calibrate.py), in 1/UNIT tokens --------
+# --- calibrated constants (tools/calibrate.py), in 1/UNIT tokens --------
 UNIT = 64
 #: short tier: per byte of each class
 SHORT_WEIGHTS: dict[str, int] = {

@@ -11,7 +11,7 @@ classes, pairs of character classes and digit groups with constants calibrated a
   (there the per-call cost decides, not the passes over the bytes).  One text's estimate moves
   by a few per cent, the per-class aggregates by less than a point (``ctxlab bench`` reports both
   estimators side by side).
-* ``calibrate.py`` — re-fits the constants against tiktoken on the shared transcripts and prints
+* the repository's ``tools/calibrate.py`` (not installed) — re-fits the constants against tiktoken on the shared transcripts and prints
   them to paste into ``ctxlab/core/estimation/charclass.py``.
 * :class:`FastEstimator` — an estimator plugin framed like the built-in one
   (:class:`ctxlab.core.estimation.CharClassEstimator`: per-message overhead, tool calls as name + JSON

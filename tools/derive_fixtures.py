@@ -4,8 +4,8 @@ No public file was found for two formats, so these are built from real public ru
 ``tests/data/SOURCES.md``); ``tests/test_transcripts_formats.py`` checks that the committed files
 are what this script writes::
 
-    .venv/bin/python tests/data/derive_fixtures.py          # rewrite them
-    .venv/bin/python tests/data/derive_fixtures.py --check  # exit 1 when they differ
+    .venv/bin/python -m tools.derive_fixtures          # rewrite them
+    .venv/bin/python -m tools.derive_fixtures --check  # exit 1 when they differ
 
 * ``anthropic-messages/coverage-test-fix.messages.json`` -- the Anthropic Messages API list that
   the Claude Code session ``raw/claude-code/.../coverage-test-fix/transcript.jsonl`` sent: the
@@ -25,7 +25,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
+#: the fixtures' folder: ``tests/data`` of the repository
+HERE = Path(__file__).resolve().parents[1] / "tests" / "data"
 SHARED = (HERE.parents[1] / ".." / "shared" / "transcripts").resolve()
 CLAUDE = SHARED / "raw/claude-code/snapshot-tests/tests/coverage-test-fix/transcript.jsonl"
 CODEX = SHARED / "wild/codex-cli/rollout-2026-01-02T18-39-45-019b7f94-51b4-7593-922e-ba12b5b73b52.jsonl"

@@ -3,7 +3,7 @@ tools returned: Markdown strings, deterministic for the same tool outputs."""
 
 from __future__ import annotations
 
-from ctxlab.cli.sample.script import DA, FACTORY, MW, TYPES, grep_hits
+from tools.sample.script import DA, FACTORY, MW, TYPES, grep_hits
 
 __all__ = [
     "deepagents_stack_section",

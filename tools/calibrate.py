@@ -1,6 +1,6 @@
 """Fit the constants of the core token estimate (``ctxlab/core/estimation/charclass.py``) against tiktoken cl100k_base.
 
-    .venv/bin/python plugins/ctxlab-fast-estimator/calibrate.py [--transcripts DIR] [--chars N]
+    .venv/bin/python -m tools.calibrate [--transcripts DIR] [--chars N]
 
 One set of constants exists: ``ctxlab.core.estimation.SHORT_WEIGHTS`` / ``LONG_WEIGHTS`` (in
 1/``UNIT`` tokens), used exactly by the core default
@@ -115,7 +115,10 @@ def main() -> int:
     ap.add_argument("--chars", type=int, default=400_000, help="characters per transcript class")
     args = ap.parse_args()
     enc = cl100k_encoding()
-    tokens = lambda texts: np.array([len(enc.encode_ordinary(t)) for t in texts], float)  # noqa: E731
+
+    def tokens(texts: Sequence[str]) -> np.ndarray:
+        return np.array([len(enc.encode_ordinary(t)) for t in texts], float)
+
     train = collect_samples(args.transcripts or default_transcripts_dir(), per_class_chars=args.chars)
     train += textset("calibration")
     held = textset("heldout")

@@ -4,10 +4,10 @@ first version."""
 
 from __future__ import annotations
 
-from ctxlab.cli.sample.calls import edit, python, read, run, window, write
-from ctxlab.cli.sample.probes import PY_HOOK_SIGNATURES, PY_ORDER_EXPERIMENT, PY_OVERRIDES, PY_VERSIONS
-from ctxlab.cli.sample.sandbox import WORKSPACE
-from ctxlab.cli.sample.script import (
+from tools.sample.calls import edit, python, read, run, window, write
+from tools.sample.probes import PY_HOOK_SIGNATURES, PY_ORDER_EXPERIMENT, PY_OVERRIDES, PY_VERSIONS
+from tools.sample.sandbox import WORKSPACE
+from tools.sample.script import (
     DA,
     DA_MODULES,
     FACTORY,
@@ -33,7 +33,7 @@ from ctxlab.cli.sample.script import (
     per_module,
     steps,
 )
-from ctxlab.cli.sample.sections import deepagents_stack_section, notes_builtins, notes_hooks, report_v1
+from tools.sample.sections import deepagents_stack_section, notes_builtins, notes_hooks, report_v1
 
 __all__ = ["turn_survey"]
 

@@ -1,4 +1,6 @@
-"""The bundled sample transcript: a long scripted agent run with real tools.
+"""The recorder of the bundled sample transcript (``ctxlab/data/sample_run.json``): a long
+scripted agent run with real tools.  A developer tool: it lives in the repository's ``tools/``,
+outside the installed package.
 
 ``record_sample(out_path)`` runs a LangChain v1 agent (``langchain.agents.create_agent``) whose
 chat model is scripted (:class:`ScriptedChatModel`: it replays a fixed plan of assistant turns
@@ -17,29 +19,30 @@ ARS's default settings the run crosses the entry threshold, then L1 trims the la
 the small messages that remain still exceed the L2 trigger, so both levels happen on replay.
 
 The recording is in the OpenAI chat-completions message format, wrapped as
-``{"messages": [...], "model": "scripted-fake", "generator": "ctxlab.cli.sample", ...}``. Host paths
+``{"messages": [...], "model": "scripted-fake", "generator": "tools.sample", ...}`` (the bundled
+sample, recorded before the recorder left the package, names :data:`FORMER_GENERATORS`). Host paths
 never appear in it: site-packages paths are shown relative, the workspace as ``workspace/``.
 The structure (messages, tool-call names and ids) is fixed by the plan; tool outputs are
 deterministic for the same installed package versions.
 
 The package, by job (each module imports only the ones listed before it):
 
-* :mod:`~ctxlab.cli.sample.sandbox`: path mapping, output cleaning and the four real tools;
-* :mod:`~ctxlab.cli.sample.calls`: the builders of calls to those tools;
-* :mod:`~ctxlab.cli.sample.script`: the plan's vocabulary (scripted turns, tables of turns,
+* :mod:`~tools.sample.sandbox`: path mapping, output cleaning and the four real tools;
+* :mod:`~tools.sample.calls`: the builders of calls to those tools;
+* :mod:`~tools.sample.script`: the plan's vocabulary (scripted turns, tables of turns,
   readers of grep output, the surveyed paths and module lists);
-* :mod:`~ctxlab.cli.sample.probes`: the ``python -c`` snippets the agent runs;
-* :mod:`~ctxlab.cli.sample.sections`: the notes and report texts the agent writes;
-* :mod:`~ctxlab.cli.sample.plan_survey`, :mod:`~ctxlab.cli.sample.plan_followups`: the four turns;
-* :mod:`~ctxlab.cli.sample.plan`: the system prompt, the user turns and the whole plan;
-* :mod:`~ctxlab.cli.sample.recorder`: :func:`record_sample` and :func:`to_openai_messages`.
+* :mod:`~tools.sample.probes`: the ``python -c`` snippets the agent runs;
+* :mod:`~tools.sample.sections`: the notes and report texts the agent writes;
+* :mod:`~tools.sample.plan_survey`, :mod:`~tools.sample.plan_followups`: the four turns;
+* :mod:`~tools.sample.plan`: the system prompt, the user turns and the whole plan;
+* :mod:`~tools.sample.recorder`: :func:`record_sample` and :func:`to_openai_messages`.
 
 Besides LangChain/LangGraph and the standard library it uses only
 :class:`ctxlab.replay.models.ScriptedChatModel` and :data:`ctxlab.transcripts.locate.SAMPLE_TRANSCRIPT`.
 
-CLI::
+CLI, from the repository root (``OUT`` defaults to the bundled sample)::
 
-    python -m ctxlab.cli.sample record OUT.json
+    .venv/bin/python -m tools.sample record [OUT.json]
 """
 
 from __future__ import annotations
@@ -50,10 +53,11 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from ctxlab.cli.sample.recorder import GENERATOR, MODEL_NAME, record_sample, to_openai_messages
 from ctxlab.transcripts.locate import SAMPLE_TRANSCRIPT
+from tools.sample.recorder import FORMER_GENERATORS, GENERATOR, MODEL_NAME, record_sample, to_openai_messages
 
 __all__ = [
+    "FORMER_GENERATORS",
     "GENERATOR",
     "MODEL_NAME",
     "SAMPLE_TRANSCRIPT",
@@ -71,8 +75,8 @@ def _iter_lines(doc: dict[str, Any]) -> Iterator[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m ctxlab.cli.sample record OUT``: record the sample transcript."""
-    parser = argparse.ArgumentParser(prog="python -m ctxlab.cli.sample", description=__doc__.split("\n\n")[0])
+    """``python -m tools.sample record OUT``: record the sample transcript."""
+    parser = argparse.ArgumentParser(prog="python -m tools.sample", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     rec = sub.add_parser("record", help="run the scripted agent and write the transcript JSON")
     rec.add_argument("out", type=Path, nargs="?", default=SAMPLE_TRANSCRIPT, help="output file")

@@ -3,9 +3,9 @@ that answers them (one sub-plan per user turn)."""
 
 from __future__ import annotations
 
-from ctxlab.cli.sample.plan_followups import turn_pairing, turn_summarization, turn_sync_async
-from ctxlab.cli.sample.plan_survey import turn_survey
-from ctxlab.cli.sample.script import Plan, Turns
+from tools.sample.plan_followups import turn_pairing, turn_summarization, turn_sync_async
+from tools.sample.plan_survey import turn_survey
+from tools.sample.script import Plan, Turns
 
 __all__ = ["SYSTEM_PROMPT", "USER_TURNS", "scripted_plan"]
 

@@ -1,4 +1,4 @@
-"""The tool calls of the scripted agent: one builder per tool of :mod:`ctxlab.cli.sample.sandbox`
+"""The tool calls of the scripted agent: one builder per tool of :mod:`tools.sample.sandbox`
 (``run_command``, ``read_file``, ``write_file``, ``edit_file``), each giving a :data:`Call`.
 
 Paths are as the agent writes them: relative to site-packages, or ``workspace/...``; line numbers

@@ -3,15 +3,15 @@ tool calls stay paired with their results; each adds a section to the report."""
 
 from __future__ import annotations
 
-from ctxlab.cli.sample.calls import edit, python, read, run, window
-from ctxlab.cli.sample.probes import (
+from tools.sample.calls import edit, python, read, run, window
+from tools.sample.probes import (
     PY_ASYNC_EXPERIMENT,
     PY_SUMMARIZATION_SIGNATURES,
     PY_SYNC_ASYNC_BATCH,
     PY_TRIM_EXPERIMENT,
 )
-from ctxlab.cli.sample.sandbox import WORKSPACE
-from ctxlab.cli.sample.script import (
+from tools.sample.sandbox import WORKSPACE
+from tools.sample.script import (
     DA,
     DA_CLASSES,
     DA_MODULES,
@@ -34,7 +34,7 @@ from ctxlab.cli.sample.script import (
     per_module,
     steps,
 )
-from ctxlab.cli.sample.sections import pairing_section, summarization_section, sync_async_section
+from tools.sample.sections import pairing_section, summarization_section, sync_async_section
 
 __all__ = ["turn_pairing", "turn_summarization", "turn_sync_async"]
 

@@ -1,6 +1,6 @@
 """The vocabulary of the scripted plan: scripted turns, tables of turns, readers of grep and
 read_file output, and the paths and module lists the plan surveys (the tool calls themselves are
-built by :mod:`ctxlab.cli.sample.calls`).
+built by :mod:`tools.sample.calls`).
 
 A plan is a generator (:data:`Plan`) that yields one scripted ``AIMessage`` per assistant turn
 and receives the texts of that turn's tool results (one string per tool call, in call order).
@@ -15,7 +15,7 @@ from collections.abc import Callable, Generator, Sequence
 
 from langchain_core.messages import AIMessage
 
-from ctxlab.cli.sample.calls import Call, edit, run, window
+from tools.sample.calls import Call, edit, run, window
 
 Plan = Generator[AIMessage, list[str], None]
 

@@ -1,23 +1,18 @@
-"""o200k_from_npm.py rebuilds a tiktoken ranks file from js-tiktoken's compressed ranks module."""
+"""tools/o200k_from_npm.py rebuilds a tiktoken ranks file from js-tiktoken's compressed ranks module."""
 
 from __future__ import annotations
 
 import base64
-import importlib.util
-from pathlib import Path
+from types import ModuleType
 
-SCRIPT = Path(__file__).resolve().parents[1] / "o200k_from_npm.py"
-
-
-def _module():
-    spec = importlib.util.spec_from_file_location("o200k_from_npm", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+from tools import o200k_from_npm
 
 
-def test_runs_of_tokens_become_one_line_per_rank_in_rank_order():
+def _module() -> ModuleType:
+    return o200k_from_npm
+
+
+def test_runs_of_tokens_become_one_line_per_rank_in_rank_order() -> None:
     b = [base64.b64encode(t).decode() for t in (b"a", b"b", b"c", b"hello", b" world")]
     js = (
         'export default {"pat_str":"x","bpe_ranks":"! 3 '
@@ -30,7 +25,7 @@ def test_runs_of_tokens_become_one_line_per_rank_in_rank_order():
     assert out == [f"{b[0]} 0", f"{b[1]} 1", f"{b[2]} 2", f"{b[3]} 3", f"{b[4]} 4"]
 
 
-def test_the_expected_hash_is_tiktokens_own():
+def test_the_expected_hash_is_tiktokens_own() -> None:
     import inspect
 
     import tiktoken_ext.openai_public as public

@@ -1,11 +1,11 @@
 """Profiles behind the ratios of ``docs/benchmarks.md``: where the time of a compressing
 middleware and of a corpus replay goes (what bounds a ratio that misses its target).
 
-``python -m ctxlab.cli.bench.profiles middleware [--messages N] [--threshold K]`` profiles
+``python -m tools.profiles middleware [--messages N] [--threshold K]`` profiles
 :meth:`ctxlab.core.middleware.CompressionMiddleware.wrap_model_call` only (the calls the
 benchmark's section 1 times) over a synthetic history of ``N`` messages (default 8,000) with
 ``summary_threshold`` ``K`` (K tokens, default 8: every call past the first few compresses);
-``python -m ctxlab.cli.bench.profiles replay [--limit N]`` profiles
+``python -m tools.profiles replay [--limit N]`` profiles
 :func:`ctxlab.replay.engine.replay_many` with the default strategy over the public transcripts
 (section 3; ``N`` transcripts at most, default all). Both print the top entries of
 :mod:`cProfile`, sorted by own time, with paths relative to the working directory.
@@ -110,9 +110,7 @@ def _at_least(low: float, kind: type[int] | type[float]) -> Any:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Command line (see the module docstring); prints a heading and the top entries; 0 on success."""
-    parser = argparse.ArgumentParser(
-        prog="python -m ctxlab.cli.bench.profiles", description=__doc__.split("\n\n")[0]
-    )
+    parser = argparse.ArgumentParser(prog="python -m tools.profiles", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="what", required=True)
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--top", type=_at_least(1, int), default=15, help="entries to print (default 15)")

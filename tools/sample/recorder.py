@@ -22,15 +22,27 @@ from langchain_core.messages import (
 )
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
-from ctxlab.cli.sample.plan import SYSTEM_PROMPT, USER_TURNS, scripted_plan
-from ctxlab.cli.sample.sandbox import Sandbox, make_tools
-from ctxlab.cli.sample.script import Turns
 from ctxlab.replay.models import ScriptedChatModel
+from tools.sample.plan import SYSTEM_PROMPT, USER_TURNS, scripted_plan
+from tools.sample.sandbox import Sandbox, make_tools
+from tools.sample.script import Turns
 
-__all__ = ["GENERATOR", "MODEL_NAME", "PACKAGES", "package_versions", "record_sample", "to_openai_messages"]
+__all__ = [
+    "FORMER_GENERATORS",
+    "GENERATOR",
+    "MODEL_NAME",
+    "PACKAGES",
+    "package_versions",
+    "record_sample",
+    "to_openai_messages",
+]
 
 MODEL_NAME = "scripted-fake"
-GENERATOR = "ctxlab.cli.sample"
+#: the ``generator`` a recording names: this recorder, run as ``python -m tools.sample``
+GENERATOR = "tools.sample"
+#: the names the recorder wrote before it moved out of the package (``ctxlab.cli.sample``, issue
+#: 18); the bundled sample, recorded then, still names it and is kept byte for byte
+FORMER_GENERATORS = ("ctxlab.cli.sample",)
 PACKAGES = ("langchain", "langchain-core", "langgraph", "langgraph-prebuilt", "deepagents")
 
 
