@@ -20,6 +20,7 @@ The package, by job: :mod:`~ctxlab.analysis.plotting.style` (fonts, colours, axe
 :mod:`~ctxlab.analysis.plotting.plots` (the plots into one axes each),
 :mod:`~ctxlab.analysis.plotting.figures` (the two-panel budget figure and the report's PNG files),
 :mod:`~ctxlab.analysis.plotting.cost` (the cost per call and its PNG),
+:mod:`~ctxlab.analysis.plotting.frontier` (cost saving against needed recall, and its PNG),
 :mod:`~ctxlab.analysis.plotting.findings` (the paper's findings and ctxlab's).
 """
 
@@ -28,6 +29,7 @@ from __future__ import annotations
 from ctxlab.analysis.plotting.cost import COST_FIGURE, plot_cost_per_call, write_cost_figure
 from ctxlab.analysis.plotting.figures import budget_figure, figure_name, reaching_runs, write_figures
 from ctxlab.analysis.plotting.findings import plot_findings
+from ctxlab.analysis.plotting.frontier import FRONTIER_FIGURE, plot_frontier, write_frontier_figure
 from ctxlab.analysis.plotting.options import FigureOptions, PlotOptions
 from ctxlab.analysis.plotting.plots import (
     ROTATE_NAMES_OVER,
@@ -41,6 +43,7 @@ from ctxlab.analysis.plotting.style import LOG_RATIO, cjk_font, format_tokens
 
 __all__ = [
     "COST_FIGURE",
+    "FRONTIER_FIGURE",
     "LOG_RATIO",
     "ROTATE_NAMES_OVER",
     "FigureOptions",
@@ -52,6 +55,7 @@ __all__ = [
     "plot_budget",
     "plot_cost_per_call",
     "plot_findings",
+    "plot_frontier",
     "plot_savings",
     "plot_strategies",
     "plot_sweep",
@@ -59,4 +63,5 @@ __all__ = [
     "reaching_runs",
     "write_cost_figure",
     "write_figures",
+    "write_frontier_figure",
 ]
