@@ -243,3 +243,19 @@ def test_budget_goes_to_salience_per_token():
     )
     assert long_path not in text  # ~40 tokens for one identifier: the short ones go first
     assert sum(n in text for n in names) > 20
+
+
+def test_summarizer_model_extractive_selects_it_for_ars_from_the_cli(tmp_path):
+    import json
+
+    from ctxlab.cli.main import main
+
+    out = tmp_path / "out"
+    args = ["compare", str(SAMPLE), "--strategies", "ars,ars-extractive", "--summary-threshold", "16"]
+    assert main([*args, "--summarizer-model", "extractive", "--out", str(out), "--figures", "none"]) == 0
+    rounds = [json.loads(line) for line in (out / "summaries.jsonl").read_text(encoding="utf-8").splitlines()]
+    by = {s: [r["text"] for r in rounds if r["strategy"] == s] for s in ("ars", "ars-extractive")}
+    assert by["ars"] and by["ars"] == by["ars-extractive"]  # the same summarizer, the same summaries
+    assert all("Identifiers:\n" in t for t in by["ars"])
+    report = (out / "report.md").read_text(encoding="utf-8")
+    assert "offline extractive summarizer (ctxlab.core.builtin.ExtractiveSummarizer)" in report

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from langchain.agents.middleware.types import AgentMiddleware
 
-from ctxlab.core.builtin import StructuredSummarizer
+from ctxlab.core.builtin import ExtractiveSummarizer, StructuredSummarizer
 from ctxlab.core.middleware import CompressionMiddleware
 from ctxlab.core.settings import CompressionSettings
 from ctxlab.replay.provider import ContextWindow
@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     import pluggy
 
 __all__ = [
+    "OFFLINE_SUMMARIZERS",
     "RunFiles",
     "build_middleware",
     "make_summarizer",
@@ -199,11 +200,22 @@ def _strategy_summarizer(plugins: Sequence[object], summarizer: Any, settings: C
     return summarizer
 
 
+#: offline summarizers by the name ``summarizer_model`` (``--summarizer-model``) may give instead
+#: of a chat model
+OFFLINE_SUMMARIZERS: dict[str, type[Any]] = {
+    "structured": StructuredSummarizer,
+    "extractive": ExtractiveSummarizer,
+}
+
+
 def make_summarizer(summarizer_model: str | Any | None) -> Any:
-    """The L2 summarizer: the offline :class:`StructuredSummarizer` (``None``), a chat model by
-    ``"provider:model"`` (``init_chat_model``; raises what it raises), or the given object."""
+    """The L2 summarizer: the offline :class:`StructuredSummarizer` (``None``), an offline one by
+    name (:data:`OFFLINE_SUMMARIZERS`), a chat model by ``"provider:model"`` (``init_chat_model``;
+    raises what it raises), or the given object."""
     if summarizer_model is None:
         return StructuredSummarizer()
+    if isinstance(summarizer_model, str) and summarizer_model in OFFLINE_SUMMARIZERS:
+        return OFFLINE_SUMMARIZERS[summarizer_model]()
     if isinstance(summarizer_model, str):
         from langchain.chat_models import init_chat_model
 
@@ -215,6 +227,9 @@ def summarizer_name(summarizer_model: str | Any | None) -> str:
     """What writes the L2 summaries, in words (provenance)."""
     if summarizer_model is None:
         return "offline structured summarizer (ctxlab.core.builtin.StructuredSummarizer)"
+    if isinstance(summarizer_model, str) and summarizer_model in OFFLINE_SUMMARIZERS:
+        kind = OFFLINE_SUMMARIZERS[summarizer_model]
+        return f"offline {summarizer_model} summarizer (ctxlab.core.builtin.{kind.__name__})"
     if isinstance(summarizer_model, str):
         return f"chat model {summarizer_model} (init_chat_model)"
     name = getattr(summarizer_model, "model_name", None) or getattr(summarizer_model, "model", None)
