@@ -56,7 +56,7 @@ __all__ = [
 ]
 
 #: messages ``ars-cache`` keeps after its cutoff: the latest exchange (measured on the public
-#: mini-swe-agent runs at T = 16K, Sonnet 4.5 prices: keeping 1 / 2 / 4 messages saved 25.5 / 24.3 /
+#: mini-swe-agent runs at T = 16K, Sonnet 4.5 prices, 1,300-token summaries: keeping 1 / 2 / 4 messages saved 25.5 / 24.3 /
 #: 23.1 % at needed recall 0.87 / 0.85 / 0.83; the ARS default of 10 saved 17.4 % at 0.83)
 CACHE_KEEP_MESSAGES = 2
 #: how the summarizer is billed in the cost model (see the module docstring)
@@ -260,8 +260,10 @@ class CachedPrefixSummarizer(LLMSummarizer):
     messages (the span, then the kept window: :attr:`SummaryJob.kept`), then one instruction,
     so that a provider that caches prefixes serves all but the instruction from its cache.
     The tools of the agent's request are not sent (LangChain binds them to a model, not to a
-    call): an explicit-cache breakpoint set after the tools misses its first entry.  A job
-    with no system message and no kept window is summarized as :class:`LLMSummarizer` does.
+    call): an explicit-cache breakpoint set after the tools misses its first entry.  The input
+    is the agent's own request plus one instruction, so it is not folded (it fits where that
+    request fits, with the agent's model).  A job with no system message and no kept window is
+    summarized as :class:`LLMSummarizer` does.
     """
 
     name = "cached-prefix"

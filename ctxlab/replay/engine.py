@@ -123,11 +123,8 @@ class ReplayOptions(TypedDict, total=False):
         out_dir: offloads and histories go to ``<out_dir>/files/<transcript>/<strategy>`` (a
             temporary folder when ``None``).
         format: the transcript format name of files (default: detected per file).
-        summarizer_model: ``"provider:model"`` (``init_chat_model``) or a chat model for L2
-            summaries, or ``"structured"``/``"extractive"`` (an offline summarizer,
-            :data:`~ctxlab.replay.building.OFFLINE_SUMMARIZERS`); ``None``: the offline structured
-            summarizer.  A strategy whose plugins choose a summarizer (``ars-extractive``) keeps it
-            offline.
+        summarizer_model: ``"provider:model"`` (``init_chat_model``), a chat model, or an offline
+            summarizer's name (:data:`~ctxlab.replay.building.OFFLINE_SUMMARIZERS`; ``None``: structured).
         context_window: the provider's window: tokens (counted with ``provider_count``) or a
             :class:`~ctxlab.replay.provider.ContextWindow`.  A request above it is refused with
             ``ContextOverflowError`` as a provider would; it is also the model profile's
