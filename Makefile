@@ -53,14 +53,15 @@ browser: ## install Debian's chromium + chromium-driver for the browser test whe
 # pytest runs its testpaths (pyproject.toml): tests/ and every plugins/*/tests.
 # pytest exit code 5 means "no tests collected": that is a failure here, not a pass.
 # Every runner always runs, so that one failing does not hide another's result. The regression
-# cases are two folders: cases/ (passing since they were added) and cases/new (the newer ones).
-test: setup check-shared browser ## the whole suite: pytest over tests/ and plugins/*/tests, ../shared/cases and cases/new
+# cases are three folders: cases/ (passing since they were added), cases/new and cases/next (the newer ones).
+test: setup check-shared browser ## the whole suite: pytest over tests/ and plugins/*/tests, ../shared/cases, cases/new and cases/next
 	@export MPLBACKEND=Agg; status=0; \
 	$(PY) -m pytest || { rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests (exit 5): failing" >&2; \
 	  else echo "make test: pytest failed (exit $$rc)" >&2; fi; status=1; }; \
 	$(PY) $(SHARED)/cases/run_cases.py || { echo "make test: regression cases failed (exit $$?)" >&2; status=1; }; \
 	$(PY) $(SHARED)/cases/run_cases.py --cases $(SHARED)/cases/new || { echo "make test: new regression cases failed (exit $$?)" >&2; status=1; }; \
+	$(PY) $(SHARED)/cases/run_cases.py --cases $(SHARED)/cases/next || { echo "make test: next regression cases failed (exit $$?)" >&2; status=1; }; \
 	exit $$status
 
 demo: setup ## replay the bundled sample transcript into out/demo (no API key, no network)

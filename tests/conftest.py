@@ -82,7 +82,9 @@ class MwFakeSummarizer(BaseChatModel):
     shown), ``fixed`` or ``raises``; replies without text: ``empty`` (an empty string),
     ``reasoning_only`` (one reasoning block holding ``PRIVATE-REASONING`` and the facts),
     ``tool_call_only`` (an empty text and a tool call); ``verbose`` (``output_chars`` characters
-    of text after the facts).  ``sequence``: one mode per call (the last one repeats), instead of
+    of text after the facts); ``whitespace`` (a blank reply), ``overflow`` (raises
+    ``ContextOverflowError``), ``truncated`` (a partial reply stopped at the output-token cap:
+    ``finish_reason="length"``, ``stop_reason="max_tokens"``).  ``sequence``: one mode per call (the last one repeats), instead of
     ``mode``.  ``barrier``: an ``asyncio.Barrier`` awaited in the async path before answering
     (used to prove concurrency)."""
 
@@ -115,6 +117,8 @@ class MwFakeSummarizer(BaseChatModel):
         mode = self.sequence[min(n, len(self.sequence)) - 1] if self.sequence else self.mode
         if mode == "raises":
             raise RuntimeError("injected summarizer failure: upstream returned 429 Too Many Requests")
+        if mode == "overflow":
+            raise ContextOverflowError("prompt is too long: 300000 tokens > 200000 maximum (injected)")
         facts: list[str] = []
         for f in MW_FACT_RE.findall(text):
             if f not in facts:
@@ -125,6 +129,10 @@ class MwFakeSummarizer(BaseChatModel):
             out = f"SUMMARY-{n}: the earlier part of the conversation was condensed."
         elif mode == "empty":
             out = ""
+        elif mode == "whitespace":
+            out = " \n\t \n"
+        elif mode == "truncated":
+            out = f"SUMMARY-{n}: " + " ".join(facts) + " the work so far covered the first two of the"
         elif mode == "reasoning_only":
             out = [
                 {"type": "reasoning", "reasoning": f"PRIVATE-REASONING summary {n} plan: " + " ".join(facts)}
@@ -140,7 +148,8 @@ class MwFakeSummarizer(BaseChatModel):
             )
         else:
             out = f"SUMMARY-{n}: condensed notes. " + " ".join(facts)
-        reply = AIMessage(content=out, tool_calls=calls, id=f"mw-summ-{n}")
+        meta = {"finish_reason": "length", "stop_reason": "max_tokens"} if mode == "truncated" else {}
+        reply = AIMessage(content=out, tool_calls=calls, id=f"mw-summ-{n}", response_metadata=meta)
         return ChatResult(generations=[ChatGeneration(message=reply)])
 
     def _generate(self, messages, stop=None, run_manager=None, **kwargs) -> ChatResult:

@@ -1,10 +1,11 @@
 """Count messages, tool calls and call/result pairs straight from the raw transcript files.
 
 This is deliberately independent of :mod:`ctxlab.transcripts`: plain ``json``/``re`` on the raw
-structure, with the format chosen by the file's place in its set.  Three sets are counted: the
+structure, with the format chosen by the file's place in its set.  Four sets are counted: the
 public set ``../shared/transcripts/raw``, the newer formats in ``../shared/transcripts/wild`` and
-the fixtures in ``tests/data``.  It writes ``tests/transcript_counts.json`` (``{"raw": {...},
-"wild": {...}, "data": {...}}``), which ``tests/test_transcripts*.py`` compare the loaders with::
+``../shared/transcripts/incoming`` (read where they are) and the fixtures in ``tests/data``.  It
+writes ``tests/transcript_counts.json`` (``{"raw": {...}, "wild": {...}, "incoming": {...},
+"data": {...}}``; a file whose ``runs`` is empty has no conversation and must be refused), which ``tests/test_transcripts*.py`` compare the loaders with::
 
     .venv/bin/python tests/count_raw.py            # rewrite tests/transcript_counts.json
     .venv/bin/python tests/count_raw.py --check    # exit 1 if the stored file is out of date
@@ -31,6 +32,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 RAW = (ROOT / ".." / "shared" / "transcripts" / "raw").resolve()
 WILD = (ROOT / ".." / "shared" / "transcripts" / "wild").resolve()
+INCOMING = (ROOT / ".." / "shared" / "transcripts" / "incoming").resolve()
 DATA = Path(__file__).resolve().with_name("data")
 OUT = Path(__file__).with_name("transcript_counts.json")
 
@@ -128,6 +130,21 @@ def count_openhands_eval(path: Path) -> dict[str, dict[str, int]]:
     return out
 
 
+def count_openhands_resolver(path: Path) -> dict[str, dict[str, int]]:
+    """Resolver output lines with flat (pre-V0) events: every action and observation is a
+    message, observations as text."""
+    out = {}
+    for line in path.read_text(encoding="utf-8").split("\n"):
+        if line.strip():
+            run = json.loads(line)
+            issue = run["issue"]
+            history = run["history"]
+            n_obs = sum(1 for e in history if "observation" in e)
+            n_act = sum(1 for e in history if "action" in e)
+            out[f"{issue['owner']}/{issue['repo']}#{issue['number']}"] = counts(n_obs + n_act, [], [], n_obs)
+    return out
+
+
 # --- F4 / F5 / F6 OpenAI-style message lists --------------------------------------------------
 
 
@@ -177,16 +194,34 @@ def count_tau_bench(path: Path) -> dict[str, dict[str, int]]:
 
 
 def count_claude_code(path: Path) -> dict[str, dict[str, int]]:
-    n = 0
-    last_assistant_id = object()
-    calls: list[str] = []
-    results = []
+    """The main run, then one run per sub-agent (``isSidechain`` lines, ``agent_progress``
+    messages), keyed ``agent-<agentId>``."""
+    lines: dict[str, list[dict[str, Any]]] = {path.name: []}
     for line in path.read_text(encoding="utf-8").split("\n"):
         if not line.strip():
             continue
         e = json.loads(line)
-        if e.get("type") not in ("user", "assistant"):
-            continue
+        data = e.get("data") if isinstance(e.get("data"), dict) else {}
+        if e.get("type") == "progress" and data.get("type") == "agent_progress":
+            inner = data.get("message")
+            key = f"agent-{data.get('agentId') or e.get('parentToolUseID') or 'agent'}"
+            if isinstance(inner, dict) and inner.get("type") in ("user", "assistant") and "message" in inner:
+                lines.setdefault(key, []).append(inner)
+        elif e.get("type") in ("user", "assistant") and isinstance(e.get("message"), dict):
+            key = f"agent-{e.get('agentId') or 'sidechain'}" if e.get("isSidechain") else path.name
+            lines.setdefault(key, []).append(e)
+    runs = {key: _count_claude_lines(run) for key, run in lines.items() if run}
+    if list(runs) == [k for k in lines if k.startswith("agent-") and lines[k]] and len(runs) == 1:
+        return {path.name: next(iter(runs.values()))}  # a sub-agent's own file: a single-run file
+    return runs
+
+
+def _count_claude_lines(lines: list[dict[str, Any]]) -> dict[str, int]:
+    n = 0
+    last_assistant_id = object()
+    calls: list[str] = []
+    results = []
+    for e in lines:
         content = e["message"]["content"]
         if e["type"] == "assistant":
             mid = e["message"].get("id")
@@ -207,7 +242,7 @@ def count_claude_code(path: Path) -> dict[str, dict[str, int]]:
                 elif not in_text_run:
                     n += 1
                     in_text_run = True
-    return {path.name: counts(n, calls, results)}
+    return counts(n, calls, results)
 
 
 # --- F9 DeerFlow SSE --------------------------------------------------------------------------
@@ -449,28 +484,192 @@ def count_gemini(path: Path) -> dict[str, dict[str, int]]:
                 if c.get("result"):
                     n += 1
                     results.append((c["id"], set(calls)))
+    if n == 0:  # only UI notices: the file is refused, it has no run
+        return {}
     return {path.name: counts(n, calls, results)}
 
 
 # --- Anthropic Messages API lists -------------------------------------------------------------
 
 
+CLINE_HEADER = re.compile(r"\[[A-Za-z0-9_.:-]+(?: for '.*?')?\] Result:", re.S)
+
+
+def _kind(b: dict[str, Any]) -> str:
+    """R: tool_result block; C: a Cline/Roo text result header; E: environment details; T: other."""
+    if b["type"] == "tool_result":
+        return "R"
+    text = b.get("text", "").lstrip() if b["type"] == "text" else ""
+    if CLINE_HEADER.match(text):
+        return "C"
+    return "E" if text.startswith("<environment_details>") else "T"
+
+
 def count_anthropic(path: Path) -> dict[str, dict[str, int]]:
-    n = 0
-    calls: list[str] = []
+    """Anthropic message lists; Cline/Roo text results (a header block and the blocks after it up
+    to the next header or environment details) answer the earliest pending call of their tool
+    name, else the earliest pending call, else are observations."""
+    n = obs = 0
+    calls: list[tuple[str, str]] = []  # (id, name)
+    pending: list[tuple[str, str]] = []
     results = []
     for m in json.loads(path.read_text(encoding="utf-8")):
         content = m["content"]
         if m["role"] == "assistant":
             n += 1
-            calls += [b["id"] for b in content if isinstance(content, list) and b["type"] == "tool_use"]
+            new = [
+                (b["id"], b["name"]) for b in content if isinstance(content, list) and b["type"] == "tool_use"
+            ]
+            calls += new
+            pending += new
         elif isinstance(content, str):
             n += 1
         else:
-            kinds = ["R" if b["type"] == "tool_result" else "T" for b in content]
-            n += len(re.findall(r"R|T+", "".join(kinds)))
-            results += [(b["tool_use_id"], set(calls)) for b in content if b["type"] == "tool_result"]
+            kinds = "".join(_kind(b) for b in content)
+            pos = 0
+            for piece in re.findall(r"R|CT*|[ET]+", kinds):
+                n += 1
+                block = content[pos]
+                pos += len(piece)
+                if piece == "R":
+                    rid = block["tool_use_id"]
+                elif piece[0] == "C":
+                    name = block["text"].lstrip()[1:].split("]")[0].split(" for ")[0]
+                    match = [c for c in pending if c[1] == name] or pending[:1]
+                    if not match:
+                        obs += 1
+                        continue
+                    rid = match[0][0]
+                else:
+                    continue
+                results.append((rid, {c for c, _ in calls}))
+                pending = [c for c in pending if c[0] != rid]
+    return {path.name: counts(n, [c for c, _ in calls], results, obs)}
+
+
+# --- F18 Kimi CLI, F19 Inspect AI, F20 ShareGPT -----------------------------------------------
+
+
+def count_kimi(path: Path) -> dict[str, dict[str, int]]:
+    rows = [json.loads(x) for x in path.read_text(encoding="utf-8").split("\n") if x.strip()]
+    return {path.name: _count_openai([r for r in rows if not r["role"].startswith("_")])}
+
+
+def _count_inspect_sample(sample: dict[str, Any]) -> dict[str, int]:
+    calls: list[str] = []
+    results = []
+    for m in sample["messages"]:
+        if m["role"] == "assistant":
+            calls += [c["id"] for c in m.get("tool_calls") or []]
+        elif m["role"] == "tool":
+            results.append((m["tool_call_id"], set(calls)))
+    return counts(len(sample["messages"]), calls, results)
+
+
+def count_inspect(path: Path) -> dict[str, dict[str, int]]:
+    if path.suffix == ".eval":
+        import zipfile
+
+        with zipfile.ZipFile(path) as zf:
+            samples = [json.loads(zf.read(n)) for n in sorted(zf.namelist()) if n.startswith("samples/")]
+    else:
+        samples = json.loads(path.read_text(encoding="utf-8"))["samples"]
+    return {f"{s['id']}-epoch{s['epoch']}": _count_inspect_sample(s) for s in samples}
+
+
+def count_sharegpt(path: Path) -> dict[str, dict[str, int]]:
+    out = {}
+    for i, row in enumerate(json.loads(path.read_text(encoding="utf-8"))):
+        calls: list[str] = []
+        results = []
+        waiting: list[str] = []
+        n = 1 if row.get("system") else 0
+        for turn in row["conversations"]:
+            n += 1
+            if turn["from"] == "function_call":
+                value = json.loads(turn["value"])
+                for _ in value if isinstance(value, list) else [value]:
+                    calls.append(f"c{len(calls)}")
+                    waiting.append(calls[-1])
+            elif turn["from"] == "observation":
+                rid = waiting.pop(0) if waiting else "none"
+                results.append((rid, set(calls)))
+        out[f"row{i}"] = counts(n, calls, results)
+    return out
+
+
+# --- LangSmith run exports (langchain_core.load serialized messages) ---------------------------
+
+
+def _lc_key(m: dict[str, Any]) -> tuple[str, tuple[str, ...], str]:
+    kw = m["kwargs"]
+    ids = tuple(c["id"] for c in kw.get("tool_calls") or []) + (
+        (kw["tool_call_id"],) if "tool_call_id" in kw else ()
+    )
+    content = kw.get("content")
+    text = content if isinstance(content, str) else "".join(b.get("text", "") for b in content or [])
+    return m["id"][-1], ids, text.strip()
+
+
+def count_langsmith(path: Path) -> dict[str, dict[str, int]]:
+    """One conversation per chat-model run (prompt + answer); runs repeating the start of a
+    longer one are the same conversation."""
+    convs = []
+    for line in path.read_text(encoding="utf-8").split("\n"):
+        if line.strip():
+            run = json.loads(line)
+            convs.append([*run["inputs"]["messages"][0], run["outputs"]["generations"][0][0]["message"]])
+    keys = [[_lc_key(m) for m in c] for c in convs]
+    longest = [
+        c
+        for i, c in enumerate(convs)
+        if not any(len(o) > len(keys[i]) and o[: len(keys[i])] == keys[i] for o in keys)
+    ]
+    out = {}
+    for c in longest:
+        calls: list[str] = []
+        results = []
+        for m in c:
+            calls += [tc["id"] for tc in m["kwargs"].get("tool_calls") or []]
+            if m["id"][-1] == "ToolMessage":
+                results.append((m["kwargs"]["tool_call_id"], set(calls)))
+        out[path.name] = counts(len(c), calls, results)
+    return out
+
+
+# --- OpenCode JSON storage --------------------------------------------------------------------
+
+
+def count_opencode_storage(path: Path) -> dict[str, dict[str, int]]:
+    """A session file: its messages under ../../message/<session>/, their parts under
+    ../../part/<message>/; a user message with text is one message, an assistant message one per
+    step plus one per tool part."""
+    root = path.parents[2]
+    session = json.loads(path.read_text(encoding="utf-8"))["id"]
+    n = 0
+    calls: list[str] = []
+    results = []
+    for mf in sorted((root / "message" / session).glob("*.json")):
+        msg = json.loads(mf.read_text(encoding="utf-8"))
+        parts = [
+            json.loads(f.read_text(encoding="utf-8"))
+            for f in sorted((root / "part" / msg["id"]).glob("*.json"))
+        ]
+        if msg["role"] == "user":
+            n += any(p["type"] == "text" and not p.get("ignored") for p in parts)
+            continue
+        steps = max(1, sum(1 for p in parts if p["type"] == "step-start"))
+        tools = [p for p in parts if p["type"] == "tool"]
+        n += steps + len(tools)
+        for p in tools:
+            calls.append(p["callID"])
+            results.append((p["callID"], set(calls)))
     return {path.name: counts(n, calls, results)}
+
+
+def _storage_member(rel: str) -> bool:
+    """A message or part file of the OpenCode storage fixture (counted through its session)."""
+    return rel.startswith(("opencode-storage/storage/message/", "opencode-storage/storage/part/"))
 
 
 # --- the sets ----------------------------------------------------------------------------------
@@ -490,7 +689,18 @@ COUNTERS = [
     # wild/
     ("codex-cli/", ".jsonl", "codex_rollout", count_codex),
     ("aider/", ".md", "aider_history", count_aider),
+    # incoming/ (the second batch, read where it is: ../shared is not ours to move)
+    ("claude-code-compaction/", ".jsonl", "claude_code", count_claude_code),
+    ("gemini-cli-empty/", ".jsonl", "gemini_cli", count_gemini),
+    ("kimi-cli/", ".jsonl", "kimi_cli", count_kimi),
+    ("inspect-ai/", ".json", "inspect_eval", count_inspect),
+    ("sharegpt/", ".json", "sharegpt", count_sharegpt),
     # tests/data
+    ("inspect-eval/", ".eval", "inspect_eval", count_inspect),
+    ("cline/", ".json", "anthropic_messages", count_anthropic),
+    ("openhands-resolver/", ".jsonl", "openhands_resolver", count_openhands_resolver),
+    ("langsmith/", ".jsonl", "langchain_messages", count_langsmith),
+    ("opencode-storage/storage/session/", ".json", "opencode_storage", count_opencode_storage),
     ("gemini-cli/", ".json", "gemini_cli", count_gemini),
     ("litellm-text-mode/", ".json", "litellm_log", count_litellm),
     ("anthropic-messages/", ".json", "anthropic_messages", count_anthropic),
@@ -498,7 +708,7 @@ COUNTERS = [
 ]
 
 #: the counted sets: name -> folder
-SETS = {"raw": RAW, "wild": WILD, "data": DATA}
+SETS = {"raw": RAW, "wild": WILD, "incoming": INCOMING, "data": DATA}
 #: files of a set that are not transcripts
 NOT_TRANSCRIPTS = {"SOURCES.md", ".gitattributes"}
 
@@ -510,6 +720,8 @@ def count_all(root: Path = RAW) -> dict[str, Any]:
         if "__pycache__" in path.parts:
             continue
         rel = path.relative_to(root).as_posix()
+        if _storage_member(rel):
+            continue
         for prefix, suffix, fmt, counter in COUNTERS:
             if rel.startswith(prefix) and rel.endswith(suffix):
                 out[rel] = {"format": fmt, "runs": counter(path)}

@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[1]
 RUNNER = REPO.parent / "shared" / "cases" / "run_cases.py"
 CASES = RUNNER.parent / "cases"
@@ -36,4 +38,29 @@ def test_shared_regression_cases_all_pass():
     assert (failed, errors) == (0, 0), "\n".join(bad)
     assert passed == total == n_files, out[-3000:]
     assert f"{total} passed" in out
+    assert proc.returncode == 0, out[-3000:]
+
+
+@pytest.mark.parametrize("folder", ["new", "next"])
+def test_newer_case_folders_all_pass(folder):
+    # spec: R3, R10, R12, R13 — cases/new (44, 48, 57) and cases/next (53 one atomic tool unit fills
+    # the view, 68 a summary cut at its output cap, 71 invalid tool calls pair: issue 24); both
+    # folders also run in `make test`
+    cases = RUNNER.parent / folder
+    n_files = len(list(cases.glob("*.json")))
+    assert n_files >= 3, f"expected at least 3 case files in {cases}, found {n_files}"
+    proc = subprocess.run(
+        [sys.executable, str(RUNNER), "--cases", str(cases)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    out = proc.stdout + proc.stderr
+    m = re.search(r"bugcases: (\d+) passed, (\d+) failed, (\d+) errors of (\d+)", out)
+    assert m, f"no summary line in the runner output:\n{out[-3000:]}"
+    passed, failed, errors, total = map(int, m.groups())
+    bad = [line for line in out.splitlines() if line.startswith(("FAIL ", "ERROR "))]
+    assert (failed, errors) == (0, 0), "\n".join(bad)
+    assert passed == total == n_files, out[-3000:]
     assert proc.returncode == 0, out[-3000:]

@@ -64,6 +64,12 @@ ALL_FORMATS = FORMATS_WITH_IDS | {
     "gemini_cli",
     "anthropic_messages",
     "openai_responses",
+    "kimi_cli",
+    "inspect_eval",
+    "sharegpt",
+    "openhands_resolver",
+    "langchain_messages",
+    "opencode_storage",
     "generic_messages",
 }
 

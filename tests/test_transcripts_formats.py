@@ -35,9 +35,17 @@ from ctxlab.transcripts import (
 
 TESTS = Path(__file__).resolve().parent
 SHARED = (TESTS.parent / ".." / "shared" / "transcripts").resolve()
-ROOTS = {"wild": SHARED / "wild", "data": TESTS / "data", "raw": SHARED / "raw"}
+ROOTS = {
+    "wild": SHARED / "wild",
+    "incoming": SHARED / "incoming",
+    "data": TESTS / "data",
+    "raw": SHARED / "raw",
+}
 ALL_COUNTS: dict[str, Any] = json.loads((TESTS / "transcript_counts.json").read_text())
-NEW_FILES = [(s, rel) for s in ("wild", "data") for rel in sorted(ALL_COUNTS[s])]
+NEW_SETS = ("wild", "incoming", "data")
+#: every newer file; one whose independent count has no run records no conversation (refused)
+NEW_FILES = [(s, rel) for s in NEW_SETS for rel in sorted(ALL_COUNTS[s]) if ALL_COUNTS[s][rel]["runs"]]
+EMPTY_FILES = [(s, rel) for s in NEW_SETS for rel in sorted(ALL_COUNTS[s]) if not ALL_COUNTS[s][rel]["runs"]]
 CODEX = "codex-cli/rollout-2026-01-02T18-39-45-019b7f94-51b4-7593-922e-ba12b5b73b52.jsonl"
 AIDER = "aider/chat-history-excerpt.md"
 GEMINI = "gemini-cli/session-2026-01-16T11-01-file-ops-37b7abef.json"
@@ -89,14 +97,18 @@ def _stats(t: Transcript) -> dict[str, int]:
 
 
 def test_sets_are_fully_counted() -> None:
-    for s in ("wild", "data"):
+    for s in NEW_SETS:
         found = sorted(
             p.relative_to(ROOTS[s]).as_posix()
             for p in ROOTS[s].rglob("*")
-            if p.is_file() and p.name != "SOURCES.md" and "__pycache__" not in p.parts
+            if p.is_file()
+            and p.name != "SOURCES.md"
+            and "__pycache__" not in p.parts
+            and not (s == "data" and p.parts[-3] in ("message", "part") and "opencode-storage" in p.parts)
         )
         assert found == sorted(ALL_COUNTS[s]), f"{s}: rerun tests/count_raw.py"
-    assert len(ALL_COUNTS["wild"]) == 2 and len(ALL_COUNTS["data"]) == 4
+    assert [len(ALL_COUNTS[s]) for s in NEW_SETS] == [2, 5, 9]
+    assert EMPTY_FILES == [("incoming", "gemini-cli-empty/entire-cli_ec-38b74f08e3_2_full.jsonl")]
 
 
 @pytest.mark.parametrize(("set_name", "rel"), NEW_FILES)
@@ -114,6 +126,16 @@ def test_new_file_format_and_counts(set_name: str, rel: str, loaded: Any) -> Non
                 assert m.name, f"{t.name}: result {i} without a tool name"
             if isinstance(m, AIMessage):
                 assert all(c["name"] and isinstance(c["args"], dict) for c in m.tool_calls)
+
+
+@pytest.mark.parametrize(("set_name", "rel"), EMPTY_FILES)
+def test_file_without_conversation_is_refused(set_name: str, rel: str) -> None:
+    path = _path(set_name, rel)
+    with pytest.raises(TranscriptError, match="no conversation") as err:
+        load_transcripts(path)
+    assert err.value.path == str(path)
+    runs, errors = load_many([path.parent, ROOTS["wild"]])  # in a batch: reported, the rest loads
+    assert [e.path for e in errors] == [str(path)] and len(runs) == 3
 
 
 def test_derived_fixtures_are_reproducible() -> None:

@@ -1,4 +1,4 @@
-"""Write the two derived fixtures of ``tests/data`` from files of the shared public set.
+"""Write the derived fixtures of ``tests/data`` from files of the shared public set.
 
 No public file was found for two formats, so these are built from real public runs (see
 ``tests/data/SOURCES.md``); ``tests/test_transcripts_formats.py`` checks that the committed files
@@ -13,6 +13,17 @@ are what this script writes::
   lines of one assistant message (same ``message.id``) joined into one message; consecutive user
   lines joined into one user message (string content as a text block), as the API requires
   alternating roles.
+* ``cline/coverage-test-fix.cline.json`` -- that Anthropic list with its ``tool_result`` blocks
+  written as Cline and Roo Code write results: user text blocks ``[<tool> for '<arg>'] Result:``
+  followed by the result.
+* ``inspect-eval/2025-05-12T20-27-36-04-00_browser.eval`` -- the Inspect AI JSON log of
+  ``incoming/inspect-ai`` in Inspect's zipped ``.eval`` form (``header.json`` + one
+  ``samples/<id>_epoch_<n>.json``).
+* ``langsmith/tau-bench-task48-trial1.runs.jsonl`` -- τ-bench run (task 48, trial 1) as a
+  LangSmith export of its chat-model runs (one line per call: prompt and answer serialized with
+  ``langchain_core.load.dumpd``).
+* ``opencode-storage/storage/`` -- that Anthropic list as OpenCode's JSON storage (a session
+  file, a file per message and a file per part).
 * ``openai-responses/rollout-019b7f94.items.json`` -- the OpenAI Responses API items of the Codex
   CLI rollout ``wild/codex-cli/rollout-...-019b7f94-....jsonl``: the ``payload`` of every
   ``response_item`` line, in order, without Codex's own ``ghost_snapshot`` items.
@@ -32,6 +43,12 @@ CLAUDE = SHARED / "raw/claude-code/snapshot-tests/tests/coverage-test-fix/transc
 CODEX = SHARED / "wild/codex-cli/rollout-2026-01-02T18-39-45-019b7f94-51b4-7593-922e-ba12b5b73b52.jsonl"
 OUT_ANTHROPIC = HERE / "anthropic-messages" / "coverage-test-fix.messages.json"
 OUT_RESPONSES = HERE / "openai-responses" / "rollout-019b7f94.items.json"
+INSPECT = SHARED / "incoming/inspect-ai/2025-05-12T20-27-36-04-00_browser.json"
+OUT_CLINE = HERE / "cline" / "coverage-test-fix.cline.json"
+TAU = SHARED / "raw/tau-bench/historical_trajectories/gpt-4o-airline.json"
+OUT_LANGSMITH = HERE / "langsmith" / "tau-bench-task48-trial1.runs.jsonl"
+OUT_OPENCODE = HERE / "opencode-storage" / "storage"
+OUT_EVAL = HERE / "inspect-eval" / "2025-05-12T20-27-36-04-00_browser.eval"
 
 
 def _lines(path: Path) -> list[dict[str, Any]]:
@@ -72,22 +89,189 @@ def response_items() -> list[dict[str, Any]]:
     ]
 
 
+def _first_arg(args: Any) -> str | None:
+    if isinstance(args, dict):
+        for value in args.values():
+            if isinstance(value, str):
+                return value.split("\n", 1)[0]
+    return None
+
+
+def cline_messages() -> list[dict[str, Any]]:
+    """The Anthropic list with every ``tool_result`` block written the way Cline and Roo Code
+    write results: a user text block ``[<tool> for '<first argument>'] Result:`` followed by the
+    result's blocks (an error result gets Cline's ``The tool execution failed`` wording)."""
+    names: dict[str, tuple[str, str | None]] = {}
+    out = []
+    for msg in anthropic_messages():
+        if msg["role"] == "assistant":
+            for b in msg["content"]:
+                if b.get("type") == "tool_use":
+                    names[b["id"]] = (b["name"], _first_arg(b.get("input")))
+            out.append(msg)
+            continue
+        blocks: list[Any] = []
+        for b in msg["content"]:
+            if b.get("type") != "tool_result":
+                blocks.append(b)
+                continue
+            name, arg = names[b["tool_use_id"]]
+            header = f"[{name} for '{arg}'] Result:" if arg is not None else f"[{name}] Result:"
+            blocks.append({"type": "text", "text": header})
+            body = b.get("content")
+            if b.get("is_error"):
+                blocks.append({"type": "text", "text": "The tool execution failed with the following error:"})
+            blocks.extend(
+                _blocks(body) if body else [{"type": "text", "text": "(tool did not return anything)"}]
+            )
+        out.append({"role": "user", "content": blocks})
+    return out
+
+
+def inspect_eval() -> bytes:
+    """The Inspect AI JSON log as Inspect's zipped ``.eval`` form: ``header.json`` (the log
+    without ``samples``) and ``samples/<id>_epoch_<n>.json``; fixed member dates, so the bytes
+    are reproducible."""
+    import io
+    import zipfile
+
+    log = json.loads(INSPECT.read_text(encoding="utf-8"))
+    members = {"header.json": {k: v for k, v in log.items() if k != "samples"}}
+    for sample in log["samples"]:
+        members[f"samples/{sample['id']}_epoch_{sample['epoch']}.json"] = sample
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+        for name, value in members.items():
+            info = zipfile.ZipInfo(name, date_time=(2025, 5, 12, 20, 27, 36))
+            info.compress_type = zipfile.ZIP_DEFLATED
+            zf.writestr(info, json.dumps(value, ensure_ascii=False))
+    return buf.getvalue()
+
+
+def langsmith_runs() -> str:
+    """τ-bench run task 48 trial 1 as a LangSmith export of its chat-model runs: one JSON line per
+    model call, ``inputs.messages`` = ``[[the prompt]]`` and ``outputs.generations[0][0].message``
+    = the answer, each message serialized with ``langchain_core.load.dumpd`` (converted from the
+    run's OpenAI messages with ``langchain_core.messages.convert_to_messages``)."""
+    from langchain_core.load import dumpd
+    from langchain_core.messages import convert_to_messages
+
+    run = next(
+        r for r in json.loads(TAU.read_text(encoding="utf-8")) if (r["task_id"], r["trial"]) == (48, 1)
+    )
+    messages = convert_to_messages(run["traj"])
+    lines: list[dict[str, Any]] = []
+    for k, msg in enumerate(messages):
+        if msg.type != "ai":
+            continue
+        lines.append(
+            {
+                "id": f"task48-trial1-call{len(lines)}",
+                "name": "ChatOpenAI",
+                "run_type": "llm",
+                "inputs": {"messages": [[dumpd(m) for m in messages[:k]]]},
+                "outputs": {
+                    "generations": [[{"text": msg.text, "type": "ChatGeneration", "message": dumpd(msg)}]],
+                    "llm_output": {"model_name": "gpt-4o"},
+                },
+            }
+        )
+    return "".join(json.dumps(x, ensure_ascii=False, sort_keys=True) + "\n" for x in lines)
+
+
+def opencode_storage() -> dict[Path, bytes]:
+    """The Anthropic list above as OpenCode's JSON storage (``Storage.write`` keys of OpenCode's
+    ``session/message-v2``): ``session/<project>/<session>.json``, a ``message/<session>/`` file
+    per user or assistant message and a ``part/<message>/`` file per part -- user text blocks as
+    ``text`` parts; an assistant message as a ``step-start`` part, its text (``text``), thinking
+    (``reasoning``) and ``tool_use`` blocks (``tool`` parts whose ``state`` is the matching
+    ``tool_result``: ``completed`` with its output, or ``error``)."""
+    session, project = "ses_0coverage", "prj_coverage"
+    messages = anthropic_messages()
+    results = {
+        b["tool_use_id"]: b
+        for m in messages
+        if m["role"] == "user"
+        for b in m["content"]
+        if b.get("type") == "tool_result"
+    }
+    files: dict[Path, Any] = {
+        OUT_OPENCODE / "session" / project / f"{session}.json": {
+            "id": session,
+            "projectID": project,
+            "directory": "/tmp/coverage-test-fix",
+            "title": "coverage-test-fix (derived from a Claude Code run)",
+            "version": "0.15.0",
+            "time": {"created": 0, "updated": 0},
+        }
+    }
+    n = 0
+    for msg in messages:
+        blocks = [b for b in msg["content"] if b.get("type") != "tool_result"]
+        if not blocks:
+            continue
+        n += 1
+        mid = f"msg_{n:04d}"
+        info: dict[str, Any] = {"id": mid, "sessionID": session, "role": msg["role"], "time": {"created": n}}
+        parts: list[dict[str, Any]] = []
+        if msg["role"] == "assistant":
+            info.update(modelID="claude-sonnet-4-5", providerID="anthropic", mode="build", agent="build")
+            parts.append({"type": "step-start"})
+        for b in blocks:
+            if b["type"] == "text":
+                parts.append({"type": "text", "text": b["text"]})
+            elif b["type"] == "thinking":
+                parts.append({"type": "reasoning", "text": b.get("thinking", ""), "time": {"start": n}})
+            elif b["type"] == "tool_use":
+                res = results[b["id"]]
+                body = res.get("content")
+                text = body if isinstance(body, str) else "".join(x.get("text", "") for x in body or [])
+                state = (
+                    {"status": "error", "input": b["input"], "error": text, "time": {"start": n, "end": n}}
+                    if res.get("is_error")
+                    else {
+                        "status": "completed",
+                        "input": b["input"],
+                        "output": text,
+                        "title": b["name"],
+                        "metadata": {},
+                        "time": {"start": n, "end": n},
+                    }
+                )
+                parts.append({"type": "tool", "callID": b["id"], "tool": b["name"], "state": state})
+        files[OUT_OPENCODE / "message" / session / f"{mid}.json"] = info
+        for k, part in enumerate(parts, 1):
+            pid = f"prt_{n:04d}{k:02d}"
+            files[OUT_OPENCODE / "part" / mid / f"{pid}.json"] = {
+                "id": pid,
+                "sessionID": session,
+                "messageID": mid,
+                **part,
+            }
+    return {p: render(v).encode("utf-8") for p, v in files.items()}
+
+
 def render(data: Any) -> str:
     return json.dumps(data, ensure_ascii=False, indent=1) + "\n"
 
 
 def main(argv: list[str]) -> int:
-    outputs = {OUT_ANTHROPIC: render(anthropic_messages()), OUT_RESPONSES: render(response_items())}
+    outputs: dict[Path, bytes] = {
+        OUT_ANTHROPIC: render(anthropic_messages()).encode("utf-8"),
+        OUT_RESPONSES: render(response_items()).encode("utf-8"),
+        OUT_CLINE: render(cline_messages()).encode("utf-8"),
+        OUT_EVAL: inspect_eval(),
+        OUT_LANGSMITH: langsmith_runs().encode("utf-8"),
+        **opencode_storage(),
+    }
     if "--check" in argv:
-        stale = [
-            str(p) for p, text in outputs.items() if not p.is_file() or p.read_text(encoding="utf-8") != text
-        ]
+        stale = [str(p) for p, data in outputs.items() if not p.is_file() or p.read_bytes() != data]
         if stale:
             print(f"out of date: {stale}", file=sys.stderr)
         return 1 if stale else 0
-    for path, text in outputs.items():
+    for path, data in outputs.items():
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
+        path.write_bytes(data)
     return 0
 
 

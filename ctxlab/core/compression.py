@@ -6,8 +6,9 @@ drive the very same logic:
 
 * :class:`CallModel` — send ``messages`` as the request view; the driver sends back the model
   response, or throws the model's exception into the generator;
-* :class:`RunL1` — run the L1 trimmers (they write offload files; async drivers run it in a
-  worker thread); the driver sends back ``(view, reports)``;
+* :class:`~ctxlab.core.l1.RunL1` — run the L1 trimmers (they write offload files; async drivers
+  run it in a worker thread); the driver sends back ``(view, reports)``; the overflow tail trim
+  (:mod:`ctxlab.core.tail_trim`) yields it as well;
 * :class:`RunL2` — write the history file and summarize (sync: write first, then summarize;
   async: both concurrently with ``asyncio.gather``, R10); the driver sends back
   ``(file_path | None, SummaryResult)``.
@@ -25,32 +26,31 @@ from dataclasses import InitVar, dataclass, field
 from typing import Any, NamedTuple, TypedDict, Unpack
 
 from langchain_core.exceptions import ContextOverflowError
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.messages import BaseMessage, HumanMessage
 
+from ctxlab.core.cutoff import SummarizationEvent, summarization_event
 from ctxlab.core.estimation import EstimateCache
 from ctxlab.core.events import (
     CompressionEvent,
     EventFields,
     EventStats,
     Level,
+    OverflowWindowStats,
     Phase,
-    StatsCommon,
     make_event,
 )
 from ctxlab.core.hooks import CompressionHooks
-from ctxlab.core.l1 import OffloadRecord, TrimContext, TrimReport, TruncatedArg, protect_key
+from ctxlab.core.l1 import RunL1, TrimContext
 from ctxlab.core.l2 import plan_l2, summary_to_commit
-from ctxlab.core.marks import offloaded_path_of
 from ctxlab.core.messages import ScanMemory, effective_messages, resolve_cutoff, sendable_view
+from ctxlab.core.overflow import OVERFLOW_RETRY_SHARE, read_overflow, retry_target
 from ctxlab.core.settings import CompressionSettings
 from ctxlab.core.summarize import SummaryJob
+from ctxlab.core.tail_trim import L1Result, RoundStats, record_trims, tail_trim, written_back
 
 logger = logging.getLogger("ctxlab.core.compression")
 
 EVENT_KEY = "_summarization_event"
-#: after an overflow, the retry aims at this share of the estimate that overflowed when the
-#: model's capacity is unknown (R12: the overflow itself says that the request was too big)
-OVERFLOW_RETRY_SHARE = 0.75
 
 __all__ = [
     "EVENT_KEY",
@@ -86,15 +86,6 @@ class CallModel:
 
 
 @dataclass
-class RunL1:
-    """Effect: run the L1 trimmers on ``effective`` with ``ctx``; the driver sends back
-    ``(view, reports)`` (:func:`ctxlab.core.l1.run_l1`)."""
-
-    effective: list[BaseMessage]
-    ctx: TrimContext
-
-
-@dataclass
 class RunL2:
     """Effect: write ``history_content`` at the virtual ``history_path`` and summarize ``job``;
     the driver sends back ``(file_path or None when the write failed, SummaryResult)`` (R10)."""
@@ -104,41 +95,8 @@ class RunL2:
     history_content: str
 
 
-#: what :func:`compression_round` yields
+#: what :func:`compression_round` yields (:class:`~ctxlab.core.l1.RunL1`: run the L1 trimmers)
 Effect = CallModel | RunL1 | RunL2
-#: what a driver sends back for :class:`RunL1`: the trimmed view and the trimmers' reports
-_L1Result = tuple[list[BaseMessage], list[TrimReport]]
-
-
-class RoundStats(StatsCommon, total=False):
-    """The round's own record (``RoundInput.stats``), filled as the round goes.
-
-    The keys of :class:`ctxlab.core.events.StatsCommon`, plus the L1 records in full: ``offloaded``
-    (one :class:`~ctxlab.core.l1.OffloadRecord` per offloaded tool result) and ``truncated_args`` (one
-    :class:`~ctxlab.core.l1.TruncatedArg` per truncated argument); events carry a reduced copy.
-    """
-
-    offloaded: list[OffloadRecord]
-    truncated_args: list[TruncatedArg]
-
-
-class SummarizationEvent(TypedDict):
-    """The checkpointed ``_summarization_event`` an L2 round writes (R11).
-
-    Attributes:
-        cutoff_index: the global cutoff (a position in the state messages, cumulative).
-        summary_message: the summary message that replaces ``messages[:cutoff_index]``.
-        file_path: the virtual path of the history file, ``None`` when it could not be written.
-        summary_error: the summarizer's error when the summary failed (R10), else ``None``.
-        last_summarized_id: the id of the state message just before the cutoff (``None`` if it has
-            none), which the cutoff follows when messages are removed (``messages.resolve_cutoff``).
-    """
-
-    cutoff_index: int
-    summary_message: HumanMessage
-    file_path: str | None
-    summary_error: str | None
-    last_summarized_id: str | None
 
 
 class RoundUpdate(TypedDict, total=False):
@@ -220,14 +178,19 @@ def compression_round(inp: RoundInput) -> Generator[Effect, Any, tuple[Any, Roun
 
     Yields effects (see module docstring).  Returns ``(response, update)`` where ``update`` is
     ``None`` (no state change: below T, or L1 only, R3/R7) or the dict for
-    ``Command(update=...)``: ``_summarization_event`` and, after overflow tail trimming (R12),
-    ``messages`` replacing trimmed messages by id.
+    ``Command(update=...)``: ``_summarization_event`` (after L2) and, after overflow tail
+    trimming (R12), ``messages`` replacing trimmed messages by id (an overflow round that commits
+    no summary may carry ``messages`` alone).
+
+    After an overflow the round sends exactly one retry (R12): the L2 view, or, when no summary
+    is committed (no valid cutoff, R13; L2 declined), the L1 view, either trimmed toward the
+    retry target (:func:`ctxlab.core.overflow.retry_target`; :func:`ctxlab.core.tail_trim.tail_trim`).
 
     Raises:
-        ContextOverflowError: the retry after forced compression overflowed again (R12), or the
-            L1 view sent instead of an L2 (no valid cutoff, R13; L2 declined or its summary not
-            committed) overflowed in a forced round; ``failed`` is emitted first.  It is always
-            the provider's own exception object (its type and attributes), never a new one.
+        ContextOverflowError: the retry overflowed again (R12), or the L1 view overflowed and no
+            smaller view could be built (no summary, nothing to trim: R13); ``failed`` is emitted
+            first.  It is always the provider's own exception object (its type and attributes),
+            never a new one.
         Exception: any other error of the main model after a round started (``failed`` emitted).
     """
     s = inp.settings
@@ -300,14 +263,16 @@ def compression_round(inp: RoundInput) -> Generator[Effect, Any, tuple[Any, Roun
             file_exists=inp.file_exists,
         )
         view1, reports = yield RunL1(eff, trim_ctx)
-        _record_trims(stats, reports)
+        record_trims(stats, reports)
         est1 = tokens(view1)
         stats["tokens_l1"] = est1
         stats["level"] = "L1"
 
         # R7/R8: the L2 decision; R9: the cutoff (R13: none); R10: the summary, committed only
         # when it shrinks the request.  Otherwise the L1 view is sent once; its overflow forces
-        # L2 (R12) and the decision is asked again.
+        # L2 (R12) and the decision is asked again.  A forced round with no summary to commit
+        # goes on with the L1 view: trimmed toward the retry target, it is the one retry (R12).
+        summary_msg: HumanMessage | None = None
         while True:
             plan = plan_l2(inp, eff, view1, est1, prev_cut, forced)
             if plan is not None:
@@ -320,18 +285,12 @@ def compression_round(inp: RoundInput) -> Generator[Effect, Any, tuple[Any, Roun
                 if summary_msg is not None:
                     break
                 stats["level"] = "L1"
-            if forced and sent_l1_view:
-                # R13 / declined L2: the L1 view overflowed and nothing was summarized: the
-                # provider's own error
-                raise overflow_error or ContextOverflowError(
-                    stats.get("overflow") or "context overflow and no L2 summary to retry with"
-                )
+            if forced:
+                break
             try:
                 sent_l1_view = True
                 response = yield CallModel(view1, inp.scans)
             except ContextOverflowError as exc:
-                if forced:
-                    raise
                 logger.warning("context overflow after L1 (%s tokens): forcing L2", est1)
                 forced = True
                 stats["overflow"] = str(exc)
@@ -341,45 +300,61 @@ def compression_round(inp: RoundInput) -> Generator[Effect, Any, tuple[Any, Roun
             emit("completed", level="L1", tokens_after=est1, stats=_public(stats))
             return response, None
 
-        # L2 (R10, R11)
-        local, global_cut = plan.local, plan.global_cut  # the loop only breaks with a plan
-        view2 = [summary_msg, *view1[local:]]
-        est2 = tokens(view2)
-        replaced: list[BaseMessage] = []
-        # R12: the kept tail is trimmed to the model's capacity; after an overflow, toward a
-        # share of the estimate that overflowed as well (the capacity may be unknown or wrong)
+        if not started:
+            started = True
+            emit("started")  # R14: overflow-forced round that began below T
+        # R12: the view is trimmed to the model's capacity; after an overflow, toward the retry
+        # target (the capacity may be unknown or wrong).  ``local`` is the cutoff in ``eff``: the
+        # view is [summary, *kept tail] (L2) or the whole L1 view (``local`` 0, no summary).
+        local = plan.local if summary_msg is not None and plan is not None else 0
         target = inp.capacity_tokens
         if overflowed_tokens is not None:
-            target = _retry_target(stats, inp.capacity_tokens, overflowed_tokens)
-        if target is not None and est2 > target:
-            view2, replaced = yield from _tail_trim(inp, eff[local:], view2, target, tokens, stats)
-            est2 = tokens(view2)
-        try:
-            response = yield CallModel(view2, inp.scans)
-        except ContextOverflowError as exc:
-            if forced:
-                raise  # R12: the retry overflowed again
-            forced = True
-            stats["overflow"] = str(exc)
-            target = _retry_target(stats, inp.capacity_tokens, est2)
-            view2, more = yield from _tail_trim(inp, eff[local:], view2, target, tokens, stats)
-            replaced = _merge_replaced(replaced, more)
-            est2 = tokens(view2)
-            response = yield CallModel(view2, inp.scans)
+            target = _retry_target(stats, inp.capacity_tokens, overflowed_tokens, overflow_error)
+        kept = view1[local:]
+        while True:
+            prefix: list[BaseMessage] = [summary_msg] if summary_msg is not None else []
+            kept, est2 = yield from _fit(trim_ctx, prefix, eff[local:], kept, target, tokens, stats)
+            if summary_msg is not None and target is not None and est2 > target:
+                # R12: the summary and its trimmed tail do not fit: the whole L1 view, trimmed,
+                # is sent instead when it is smaller (the summary is not committed)
+                alt, alt_tokens = yield from _fit(trim_ctx, [], eff, view1, target, tokens, stats)
+                if alt_tokens < est2:
+                    stats["summary_rejected"] = (
+                        f"not committed: after the overflow trim the request is smaller without it "
+                        f"({alt_tokens} < {est2} tokens)"
+                    )
+                    stats["level"] = "L1"
+                    summary_msg, local, prefix, kept, est2 = None, 0, [], alt, alt_tokens
+            if overflow_error is not None and summary_msg is None and sent_l1_view and est2 >= est1:
+                # R12/R13: the L1 view overflowed and nothing smaller could be built (no summary,
+                # nothing to trim): the request that overflowed is not sent again
+                raise overflow_error
+            try:
+                response = yield CallModel([*prefix, *kept], inp.scans)
+                break
+            except ContextOverflowError as exc:
+                if forced:
+                    raise  # R12: the retry overflowed again
+                forced = True
+                stats["overflow"] = str(exc)
+                overflow_error = exc
+                target = _retry_target(stats, inp.capacity_tokens, est2, exc)
         stats["tokens_after"] = est2
+        replaced = written_back(kept, view1[local:], eff[local:])
+        stats["tail_trimmed"] = len(replaced)
+        update: RoundUpdate = {}
+        if replaced:
+            update["messages"] = replaced
+        if summary_msg is None or plan is None:
+            emit("completed", level="L1", tokens_after=est2, stats=_public(stats))
+            return response, update or None
+        global_cut = plan.global_cut
         # R9/R11: eff[:local] and their L1 copies are behind the cumulative cutoff for good
         copies = (m for m, o in zip(view1[:local], eff[:local], strict=True) if m is not o)
         _forget(inp, [*eff[:local], *copies])
-        event: SummarizationEvent = {
-            "cutoff_index": global_cut,
-            "summary_message": summary_msg,
-            "file_path": file_path,
-            "summary_error": result.error,
-            "last_summarized_id": msgs[global_cut - 1].id if global_cut > 0 else None,
-        }
-        update: RoundUpdate = {"_summarization_event": event}
-        if replaced:
-            update["messages"] = replaced
+        update["_summarization_event"] = summarization_event(
+            msgs, global_cut, summary_msg, file_path, result.error
+        )
         emit(
             "completed",
             level="L2",
@@ -407,24 +382,38 @@ def _level(stats: RoundStats) -> Level | None:
     return None if level is None or level == "none" else level
 
 
-def _retry_target(stats: RoundStats, capacity: int | None, overflowed: int) -> int:
-    """The size the retry after an overflow aims at (R12), recorded in the event's stats: a
-    share (:data:`OVERFLOW_RETRY_SHARE`) of the ``overflowed`` estimate, or the model's
-    ``capacity`` when that is smaller (tokens)."""
-    share = int(overflowed * OVERFLOW_RETRY_SHARE)
-    if capacity is not None and capacity <= share:
-        stats["retry_target_tokens"], stats["retry_target_from"] = capacity, "capacity"
-    else:
-        stats["retry_target_tokens"], stats["retry_target_from"] = share, "estimate"
-    return stats["retry_target_tokens"]
+def _retry_target(
+    stats: RoundStats, capacity: int | None, overflowed: int, error: BaseException | None
+) -> int:
+    """The size the retry after an overflow aims at (R12, :func:`ctxlab.core.overflow.retry_target`:
+    a share of the ``overflowed`` estimate, the model's ``capacity``, the window the provider's
+    ``error`` states), recorded in the event's stats (tokens)."""
+    stated = read_overflow(error) if error is not None else None
+    target = retry_target(overflowed, capacity, stated)
+    stats["retry_target_tokens"], stats["retry_target_from"] = target
+    if stated is not None:
+        window: OverflowWindowStats = {"provider": stated.provider, "window_tokens": stated.window_tokens}
+        if stated.counted_tokens is not None:
+            window["counted_tokens"] = stated.counted_tokens
+        stats["overflow_window"] = window
+    return target.tokens
 
 
-def _record_trims(stats: RoundStats, reports: list[TrimReport]) -> None:
-    for r in reports:
-        stats.setdefault("offloaded", []).extend(r.offloaded)
-        stats.setdefault("truncated_args", []).extend(r.truncated_args)
-        if r.errors:
-            stats.setdefault("trim_errors", []).extend(r.errors)
+def _fit(
+    ctx: TrimContext,
+    prefix: list[BaseMessage],
+    originals: list[BaseMessage],
+    current: list[BaseMessage],
+    target: int | None,
+    tokens: Callable[[list[BaseMessage]], int],
+    stats: RoundStats,
+) -> Generator[RunL1, L1Result, tuple[list[BaseMessage], int]]:
+    """``current`` as it is when ``[*prefix, *current]`` fits ``target`` (or there is none),
+    else trimmed toward it (:func:`ctxlab.core.tail_trim.tail_trim`); with its estimate."""
+    size = tokens([*prefix, *current])
+    if target is None or size <= target:
+        return list(current), size
+    return (yield from tail_trim(ctx, prefix, originals, current, target, tokens, stats))
 
 
 def _public(stats: RoundStats) -> EventStats:
@@ -434,67 +423,3 @@ def _public(stats: RoundStats) -> EventStats:
     out["offloaded"] = [o.get("path") for o in stats.get("offloaded", [])]
     out["truncated_args"] = len(stats.get("truncated_args", []))
     return out  # type: ignore[return-value]
-
-
-def _merge_replaced(a: list[BaseMessage], b: list[BaseMessage]) -> list[BaseMessage]:
-    by_id = {m.id: m for m in a}
-    by_id.update({m.id: m for m in b})
-    return list(by_id.values())
-
-
-def _tail_trim(
-    inp: RoundInput,
-    kept_original: list[BaseMessage],
-    view: list[BaseMessage],
-    capacity: int,
-    tokens: Callable[[list[BaseMessage]], int],
-    stats: RoundStats,
-) -> Generator[RunL1, _L1Result, tuple[list[BaseMessage], list[BaseMessage]]]:
-    """R12: trim the kept tail further until the view fits ``capacity`` tokens.
-
-    Re-runs the L1 trimmers on the original kept messages with a halving per-message limit.
-    Returns the new view and the kept messages that the state update replaces by id: those
-    trimmed here whose original is saved in a file (they carry ctxlab's offload mark,
-    :func:`ctxlab.core.marks.offloaded_path_of`).  A message trimmed otherwise (its offload write
-    failed, or another trimmer edited it) is trimmed in the view only, and the state keeps the
-    original: nothing is lost.  Messages without an id are left untrimmed so that the checkpoint
-    always matches what the model saw.  Generator: yields :class:`RunL1` effects.
-    """
-    summary, current = view[0], view[1:]
-    protect = {protect_key(m) for m in kept_original if m.id is None}
-    limit = inp.settings.summary_tool_result_token_limit
-    trimmed = current
-    while tokens([summary, *trimmed]) > capacity and limit > 24:
-        limit //= 2
-        ctx = TrimContext(
-            settings=inp.settings,
-            estimate=inp.estimates.message_tokens,
-            save_tool_result=inp.save_tool_result,
-            token_limit=limit,
-            protect_ids=protect,
-            file_exists=inp.file_exists,
-        )
-        trimmed, reports = yield RunL1(list(kept_original), ctx)
-        trimmed = [
-            t if t is not k and not _same_payload(t, c) else c
-            for t, k, c in zip(trimmed, kept_original, current, strict=True)
-        ]
-        _record_trims(stats, reports)
-    replaced = [
-        t
-        for t, c in zip(trimmed, current, strict=True)
-        if t is not c
-        and t.id is not None
-        and offloaded_path_of(t) is not None
-        and offloaded_path_of(c) is None
-    ]
-    stats["tail_trimmed"] = len(replaced)
-    return [summary, *trimmed], replaced
-
-
-def _same_payload(a: BaseMessage, b: BaseMessage) -> bool:
-    if a.content != b.content:
-        return False
-    if isinstance(a, AIMessage) and isinstance(b, AIMessage):
-        return a.tool_calls == b.tool_calls
-    return True

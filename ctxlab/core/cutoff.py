@@ -12,26 +12,78 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TypedDict
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
-from ctxlab.core.marks import is_summary_message, latest_request_of, summary_body_of, summary_kwargs
+from ctxlab.core.marks import (
+    history_path_of,
+    is_summary_message,
+    latest_request_of,
+    summary_body_of,
+    summary_kwargs,
+)
 from ctxlab.core.messages import last_human_index, message_text
-from ctxlab.core.prompts import framing_for
+from ctxlab.core.prompts import SummaryFraming, framing_for
 from ctxlab.core.summarize import LATEST_REQUEST_CHARS, SummaryResult
 
 __all__ = [
     "CutoffContext",
     "CutoffDecision",
+    "SummarizationEvent",
     "SummarizeContext",
     "SummarizeDecision",
     "build_summary_message",
     "first_new_position",
     "history_document",
+    "summarization_event",
     "to_global",
 ]
+
+
+class SummarizationEvent(TypedDict):
+    """The checkpointed ``_summarization_event`` an L2 round writes (R11).
+
+    Attributes:
+        cutoff_index: the global cutoff (a position in the state messages, cumulative).
+        summary_message: the summary message that replaces ``messages[:cutoff_index]``.
+        file_path: the virtual path of the history file, ``None`` when it could not be written.
+        summary_error: the summarizer's error when the summary failed (R10), else ``None``.
+        last_summarized_id: the id of the state message just before the cutoff (``None`` if it has
+            none), which the cutoff follows when messages are removed.
+        first_kept_id: the id of the state message at the cutoff (``None`` if it has none, or
+            nothing is kept).  With ``last_summarized_id`` it anchors the event to this state:
+            an event neither of whose messages is in a state is not that state's
+            (:func:`ctxlab.core.messages.resolve_cutoff`, issue 24).
+    """
+
+    cutoff_index: int
+    summary_message: HumanMessage
+    file_path: str | None
+    summary_error: str | None
+    last_summarized_id: str | None
+    first_kept_id: str | None
+
+
+def summarization_event(
+    state_messages: Sequence[BaseMessage],
+    global_cut: int,
+    summary: HumanMessage,
+    file_path: str | None,
+    error: str | None,
+) -> SummarizationEvent:
+    """The event of an L2 round that summarized ``state_messages[:global_cut]`` (R11), anchored
+    to the messages on both sides of the cutoff."""
+    return {
+        "cutoff_index": global_cut,
+        "summary_message": summary,
+        "file_path": file_path,
+        "summary_error": error,
+        "last_summarized_id": state_messages[global_cut - 1].id if global_cut > 0 else None,
+        "first_kept_id": state_messages[global_cut].id if global_cut < len(state_messages) else None,
+    }
 
 
 @dataclass(frozen=True)
@@ -119,7 +171,8 @@ def history_document(messages: list[BaseMessage], start: int, end: int, previous
     verbatim in a fence longer than any backtick run inside it, so whitespace survives exactly;
     list content keeps text blocks verbatim and every other block (images with their URLs or
     data, tool-use blocks) as JSON.  Tool calls follow with every argument in full: a string
-    verbatim in a fence, any other value as JSON; no cap, no truncation.
+    verbatim in a fence, any other value as JSON; invalid tool calls with their raw argument
+    text; no cap, no truncation.
     """
     head = f"# Conversation history: state messages {start}..{end - 1}\n\n"
     if previous_summary:
@@ -168,6 +221,14 @@ def _history_entry(message: BaseMessage, position: int) -> str:
                 else:
                     out.append(f"argument {key} (JSON):\n")
                     out.append(_fenced(json.dumps(value, ensure_ascii=False, default=str)))
+        for bad in message.invalid_tool_calls:  # sent to the provider as calls: kept whole too
+            out.append(
+                f"\ninvalid tool call {bad.get('name')} · id={bad.get('id')} · error={bad.get('error')}\n"
+            )
+            args = bad.get("args")
+            out.append(
+                _fenced(args if isinstance(args, str) else json.dumps(args, ensure_ascii=False, default=str))
+            )
     out.append("\n")
     return "".join(out)
 
@@ -185,24 +246,36 @@ def build_summary_message(
 
     It carries the summarizer's text (or the error text, R10), the history file path when it was
     written, and the latest user request verbatim when that request falls before the cutoff
-    ``local`` of the effective messages ``eff``.  Its marks are :func:`ctxlab.core.marks.
-    summary_kwargs`; its id is ``ctxlab-summary-<global_cut>-<sha256 of the text, 12 hex>``.
+    ``local`` of the effective messages ``eff``.  A failed summary carries everything the
+    previous summary carried: its body, and its verbatim latest request and history path either
+    through this round's history file (which holds the previous summary verbatim) or, when that
+    file could not be written, inline (issue 24: an outage of several rounds loses no request).
+    A summary whose own history file could not be written names the previous summary's.  Its
+    marks are :func:`ctxlab.core.marks.summary_kwargs` (the history path recorded is the one
+    it names); its id is ``ctxlab-summary-<global_cut>-<sha256 of the text, 12 hex>``.
     """
     framing = framing_for(prompt)
     parts = [framing.header]
     if file_path:
         parts.append(framing.saved_at.format(path=file_path))
     body = result.text.strip()
+    latest = _latest_request(eff, local)
+    previous = eff[0] if local > 0 and is_summary_message(eff[0]) else None
+    # without a history file of its own, the summary names the previous one (which, through the
+    # files it names, holds everything summarized before)
+    earlier = history_path_of(previous) if previous is not None and not file_path else None
     if result.error and not body:
         parts.append(framing.failed.format(error=result.error))
-        if local > 0 and is_summary_message(eff[0]):
+        if previous is not None:
             # R10: facts of earlier rounds survive a failed round: carry the previous summary's
-            # body (not its framing), so repeated failures do not nest and grow
-            body = summary_body_of(eff[0]) or message_text(eff[0])
+            # body (not its framing, so repeated failures do not nest and grow); what else it
+            # carried is in this round's history file, or inline when that file is missing
+            body = _carried(previous, latest, framing, inline=not file_path)
             parts.append(f"{framing.previous}\n{body}")
     else:
         parts.append(body)
-    latest = _latest_request(eff, local)
+        if earlier and earlier not in body:
+            parts.append(framing.earlier_history.format(path=earlier).strip())
     if latest:
         parts.append(f"{framing.latest_request}\n{latest}")
     text = "\n\n".join(p for p in parts if p)
@@ -210,8 +283,29 @@ def build_summary_message(
     return HumanMessage(
         content=text,
         id=f"ctxlab-summary-{global_cut}-{digest}",
-        additional_kwargs=summary_kwargs(body, latest),
+        additional_kwargs=summary_kwargs(body, latest, file_path or earlier),
     )
+
+
+def _carried(previous: BaseMessage, latest: str | None, framing: SummaryFraming, *, inline: bool) -> str:
+    """What a failed round keeps of the ``previous`` summary message (R10, issue 24): its body;
+    with ``inline`` (this round's history file, which holds the previous summary verbatim, could
+    not be written) also its verbatim latest request (unless it is this round's ``latest`` too)
+    and the path of the history file it names, each once.  A summary another framework wrote:
+    its whole text."""
+    body = summary_body_of(previous)
+    if body is None:
+        return message_text(previous)
+    if not inline:
+        return body
+    parts = [body]
+    request = latest_request_of(previous)
+    if request and request != latest and request not in body:
+        parts.append(f"{framing.earlier_request}\n{request}")
+    path = history_path_of(previous)
+    if path and path not in body:
+        parts.append(framing.earlier_history.format(path=path).strip())
+    return "\n\n".join(p for p in parts if p)
 
 
 def _latest_request(eff: list[BaseMessage], local: int) -> str | None:

@@ -43,6 +43,7 @@ __all__ = [
     "EventFields",
     "EventStats",
     "Level",
+    "OverflowWindowStats",
     "Phase",
     "StatsCommon",
     "SummarizerStats",
@@ -77,6 +78,16 @@ class SummarizerStats(TypedDict):
     error: str | None
 
 
+class OverflowWindowStats(TypedDict, total=False):
+    """``stats["overflow_window"]``: the window a provider's overflow error states (R12):
+    ``provider`` (the reader that matched), ``window_tokens`` and, when stated,
+    ``counted_tokens`` (the provider's count of the refused request), in provider tokens."""
+
+    provider: str
+    window_tokens: int
+    counted_tokens: int
+
+
 class StatsCommon(TypedDict, total=False):
     """The keys a round's stats and an event's stats share; a key is absent until its step ran.
 
@@ -97,9 +108,13 @@ class StatsCommon(TypedDict, total=False):
         tail_trimmed: kept messages replaced in the state by the overflow tail trimming (R12).
         retry_target_tokens: after a context overflow, the size the retry was trimmed toward
             (tokens, R12).
-        retry_target_from: where that size came from: ``"capacity"`` (the model's
-            ``max_input_tokens``) or ``"estimate"`` (a share of the estimate that overflowed,
-            when the capacity is unknown or larger).
+        retry_target_from: where that size came from: ``"error"`` (the window the
+            provider's overflow error states, :mod:`ctxlab.core.overflow`), ``"capacity"`` (the
+            model's ``max_input_tokens``) or ``"estimate"`` (a share of the estimate that
+            overflowed), whichever is smallest.
+        overflow_window: what the provider's overflow error states, when it states a window:
+            ``{"provider", "window_tokens", "counted_tokens"}`` (provider tokens; the count
+            only when the error gives it).
     """
 
     tokens_before: int
@@ -115,7 +130,8 @@ class StatsCommon(TypedDict, total=False):
     trim_errors: list[str]
     tail_trimmed: int
     retry_target_tokens: int
-    retry_target_from: Literal["capacity", "estimate"]
+    retry_target_from: Literal["error", "capacity", "estimate"]
+    overflow_window: OverflowWindowStats
 
 
 class EventStats(StatsCommon, total=False):

@@ -24,6 +24,7 @@ logger = logging.getLogger("ctxlab.core.l1")
 
 __all__ = [
     "OffloadRecord",
+    "RunL1",
     "TrimContext",
     "TrimProgress",
     "TrimReport",
@@ -102,6 +103,15 @@ class TrimContext:
     token_limit: int
     protect_ids: set[Any] = field(default_factory=set)
     file_exists: Callable[[str], bool] | None = None
+
+
+@dataclass
+class RunL1:
+    """Effect of a compression round: run the L1 trimmers on ``effective`` with ``ctx``; the
+    driver sends back ``(view, reports)`` (:func:`run_l1`)."""
+
+    effective: list[BaseMessage]
+    ctx: TrimContext
 
 
 class TrimProgress:

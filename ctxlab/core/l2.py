@@ -68,6 +68,7 @@ class L2Plan:
     job: SummaryJob
     history_path: str
     history: str
+    forced: bool = False
 
 
 def plan_l2(
@@ -142,7 +143,7 @@ def plan_l2(
         kept=list(view1[local:]),
         system=inp.system,
     )
-    return L2Plan(local, global_cut, span, job, path, history)
+    return L2Plan(local, global_cut, span, job, path, history, forced)
 
 
 def summary_to_commit(
@@ -153,7 +154,9 @@ def summary_to_commit(
     result: SummaryResult,
 ) -> HumanMessage | None:
     """The summary message to commit (R10), or ``None`` — with the reason in
-    ``inp.stats["summary_rejected"]`` — when it is bigger than the span it replaces.
+    ``inp.stats["summary_rejected"]`` — when it is bigger than the span it replaces, or when the
+    summary failed and the history file could not be written (nothing would hold the summarized
+    messages; an overflow-forced round commits all the same, issue 24).
 
     A result without text is a failed summary (``EmptySummaryError``: the previous summary's body
     is carried, the error recorded); a text longer than :func:`ctxlab.core.summarize.
@@ -176,6 +179,13 @@ def summary_to_commit(
         if text is not result.text:
             stats["summary_cut"] = {"from_tokens": tokens, "to_tokens": estimate_text_tokens(text)}
             result.text = text
+    if result.error and not result.text.strip() and file_path is None and not plan.forced:
+        # issue 24: neither a summary nor a history file would hold the summarized messages;
+        # sending the L1 view loses nothing (an overflow-forced round commits: it must shrink)
+        stats["summary_rejected"] = (
+            "not committed: the summary failed and the history file could not be written"
+        )
+        return None
     s = inp.settings
     message = build_summary_message(eff, plan.local, result, file_path, s.summary_prompt, plan.global_cut)
     size = inp.estimates.message_tokens(message)

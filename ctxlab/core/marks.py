@@ -7,10 +7,11 @@ texts that open an edited message):
   message (:data:`LC_SOURCE_KEY`, :data:`SUMMARY_SOURCE`).  ctxlab's L2 summary message carries
   it (R8, R11), and so do LangChain's and DeepAgents' summaries, so one predicate
   (:func:`is_summary_message`) recognises all of them.
-* ``additional_kwargs["ctxlab_summary"]``, ``["ctxlab_summary_body"]`` and
-  ``["ctxlab_latest_request"]`` — set on ctxlab's own summary message only: the flag, the
-  summarizer's text without the framing (carried over when a later round's summary fails, R10),
-  and the latest user request verbatim when it was summarized (:func:`summary_kwargs`).
+* ``additional_kwargs["ctxlab_summary"]``, ``["ctxlab_summary_body"]``,
+  ``["ctxlab_latest_request"]`` and ``["ctxlab_history_path"]`` — set on ctxlab's own summary
+  message only: the flag, the summarizer's text without the framing (carried over when a later
+  round's summary fails, R10), the latest user request verbatim when it was summarized, and the
+  history file the summary names (:func:`summary_kwargs`).
 * ``additional_kwargs["ctxlab_observation"]`` — a tool result recorded as a user message, in
   transcripts whose format keeps tool output only as text (mini-swe-agent, SWE-agent):
   :data:`OBSERVATION_KEY`, :func:`is_observation`, :func:`is_tool_result`.
@@ -33,6 +34,7 @@ from typing import Any
 from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
 
 __all__ = [
+    "HISTORY_PATH_KEY",
     "LATEST_REQUEST_KEY",
     "LC_SOURCE_KEY",
     "OBSERVATION_KEY",
@@ -42,6 +44,7 @@ __all__ = [
     "SUMMARY_BODY_KEY",
     "SUMMARY_FLAG_KEY",
     "SUMMARY_SOURCE",
+    "history_path_of",
     "is_observation",
     "is_summary_message",
     "is_tool_result",
@@ -65,6 +68,8 @@ SUMMARY_FLAG_KEY = "ctxlab_summary"
 SUMMARY_BODY_KEY = "ctxlab_summary_body"
 #: ``additional_kwargs`` key: the latest user request, verbatim, when the summary covers it
 LATEST_REQUEST_KEY = "ctxlab_latest_request"
+#: ``additional_kwargs`` key: the virtual path of the history file a ctxlab summary names
+HISTORY_PATH_KEY = "ctxlab_history_path"
 #: ``additional_kwargs`` key marking a text observation (a tool result recorded as a user message)
 OBSERVATION_KEY = "ctxlab_observation"
 #: first words of an offloaded ToolMessage in a view (text only: it marks nothing, see OFFLOADED_KEY)
@@ -116,12 +121,23 @@ def latest_request_of(message: object) -> str | None:
     return text if isinstance(text, str) else None
 
 
-def summary_kwargs(body: str, latest_request: str | None = None) -> dict[str, Any]:
+def history_path_of(message: object) -> str | None:
+    """The history file a ctxlab summary message names (:data:`HISTORY_PATH_KEY`), else ``None``."""
+    path = _kwargs(message).get(HISTORY_PATH_KEY)
+    return path if isinstance(path, str) else None
+
+
+def summary_kwargs(
+    body: str, latest_request: str | None = None, history_path: str | None = None
+) -> dict[str, Any]:
     """The ``additional_kwargs`` of ctxlab's summary message: LangChain's summary mark, the ctxlab
-    flag, the summarizer's ``body`` and, when given, the latest user request."""
+    flag, the summarizer's ``body`` and, when given, the latest user request and the virtual path
+    of the history file the summary names."""
     kwargs: dict[str, Any] = {LC_SOURCE_KEY: SUMMARY_SOURCE, SUMMARY_FLAG_KEY: True, SUMMARY_BODY_KEY: body}
     if latest_request:
         kwargs[LATEST_REQUEST_KEY] = latest_request
+    if history_path:
+        kwargs[HISTORY_PATH_KEY] = history_path
     return kwargs
 
 

@@ -7,6 +7,7 @@ Shapes: message lists are ``list[BaseMessage]``; indices are positions in that l
 from __future__ import annotations
 
 import json
+import logging
 import threading
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple, cast
@@ -16,10 +17,14 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from ctxlab.core.identity import ContentMemo, content_prefix, is_prefix
 from ctxlab.core.marks import OBSERVATION_KEY, is_user_request
 
+logger = logging.getLogger("ctxlab.core.messages")
+
 __all__ = [
     "SCAN_SLOTS",
     "ScanMemory",
     "effective_messages",
+    "full_output_text",
+    "issued_call_ids",
     "last_human_index",
     "late_result_observation",
     "message_text",
@@ -34,8 +39,25 @@ def message_text(message: BaseMessage | Any, *, with_reasoning: bool = False) ->
     """The readable text of a message: str content, or its text blocks joined by newlines.
 
     Image blocks become ``[image]``; reasoning/thinking blocks are dropped unless
-    ``with_reasoning``.  Never returns base64 image data.
+    ``with_reasoning``; any other block (an embedded resource, a JSON or file block) is its JSON,
+    cut to 2,000 characters (:func:`full_output_text` keeps it whole).  Never returns base64
+    image data.
     """
+    return _joined_text(message, with_reasoning=with_reasoning, block_chars=BLOCK_CHARS)
+
+
+def full_output_text(message: BaseMessage | Any) -> str:
+    """The text of a tool result's "full output" file (R6, issue 24): like :func:`message_text`,
+    but every block that is neither text nor an image (an MCP embedded resource, a JSON block, a
+    file block) is its whole JSON, never cut.  Images stay ``[image]`` (the view keeps them)."""
+    return _joined_text(message, with_reasoning=False, block_chars=None)
+
+
+#: characters of a non-text block's JSON that :func:`message_text` keeps
+BLOCK_CHARS = 2000
+
+
+def _joined_text(message: BaseMessage | Any, *, with_reasoning: bool, block_chars: int | None) -> str:
     content = getattr(message, "content", message)
     if isinstance(content, str):
         return content
@@ -56,24 +78,30 @@ def message_text(message: BaseMessage | Any, *, with_reasoning: bool = False) ->
                     parts.append(str(block.get(kind, "")))
             elif kind == "redacted_thinking":
                 continue
-            elif "text" in block:
+            elif "text" in block and (block_chars is not None or len(block) <= 2):
                 parts.append(str(block["text"]))
             else:
-                parts.append(json.dumps(block, ensure_ascii=False, default=str)[:2000])
+                dumped = json.dumps(block, ensure_ascii=False, default=str)
+                parts.append(dumped if block_chars is None else dumped[:block_chars])
     return "\n".join(parts)
 
 
 def resolve_cutoff(state_messages: Sequence[BaseMessage], event: Mapping[str, Any] | None) -> int | None:
     """Where the kept part of ``state_messages`` starts under ``event`` (R11), or ``None`` when
     ``event`` is not a usable summarization event (not a dict, no summary message, a cutoff that
-    is not an int ``>= 0``): then there is no summary yet.
+    is not an int ``>= 0``, or an event made for another state): then there is no summary yet.
 
-    The stored ``cutoff_index`` is a position; another component may have removed messages since
-    it was written (a trimming node, a rewind).  An event ctxlab wrote also names
-    ``last_summarized_id``, the id of the last summarized message: when the message at
-    ``cutoff_index - 1`` does not carry it but a state message does, the cutoff follows that
-    message.  Otherwise a cutoff past the end of the state is clamped to ``len(state_messages)``:
-    the summary is kept and nothing it covers is sent again.
+    The stored ``cutoff_index`` is a position; an event ctxlab wrote also names two anchors,
+    ``last_summarized_id`` (the message just before the cutoff) and ``first_kept_id`` (the one at
+    it).  When the position no longer agrees with them, the cutoff follows them: right after the
+    last summarized message when a state message carries its id (another component removed
+    messages: a trimming node, a rewind), else at the first kept message when one carries its id.
+    When neither anchor is in the state and the cutoff lies past its end, the event was made for
+    another state (a sub-agent or harness that copied its parent's keys, issue 24): it is
+    ignored, with a warning, so it neither hides this state's messages nor feeds another
+    thread's summary to the model or the summarizer.  Otherwise a cutoff past the end of the
+    state is clamped to ``len(state_messages)``: the summary is kept and nothing it covers is
+    sent again.
     """
     if not isinstance(event, Mapping) or event.get("summary_message") is None:
         return None
@@ -81,12 +109,36 @@ def resolve_cutoff(state_messages: Sequence[BaseMessage], event: Mapping[str, An
     if not isinstance(cutoff, int) or isinstance(cutoff, bool) or cutoff < 0:
         return None
     n = len(state_messages)
-    anchor = event.get("last_summarized_id")
-    if isinstance(anchor, str) and not (0 < cutoff <= n and state_messages[cutoff - 1].id == anchor):
-        for i in range(n - 1, -1, -1):
-            if state_messages[i].id == anchor:
-                return i + 1
-    return min(cutoff, n)
+    last, first = event.get("last_summarized_id"), event.get("first_kept_id")
+    last = last if isinstance(last, str) else None
+    first = first if isinstance(first, str) else None
+    if last is None and first is None:
+        return min(cutoff, n)  # no anchor (an event from before anchors): the position alone
+    if (last is None or (0 < cutoff <= n and state_messages[cutoff - 1].id == last)) and (
+        first is None or (cutoff < n and state_messages[cutoff].id == first)
+    ):
+        return cutoff
+    found_first = None
+    for i in range(n - 1, -1, -1):
+        mid = state_messages[i].id
+        if last is not None and mid == last:
+            return i + 1
+        if first is not None and mid == first and found_first is None:
+            found_first = i
+    if found_first is not None:
+        return found_first
+    if cutoff > n:
+        logger.warning(
+            "ignoring a _summarization_event made for another state: cutoff %s is past the end of "
+            "the %s state messages and neither its last summarized message (%s) nor its first kept "
+            "message (%s) is among them",
+            cutoff,
+            n,
+            last,
+            first,
+        )
+        return None
+    return cutoff
 
 
 def effective_messages(
@@ -108,8 +160,20 @@ def effective_messages(
     return [summary, *state_messages[cutoff:]]
 
 
+def issued_call_ids(message: BaseMessage) -> list[str]:
+    """The tool-call ids an AIMessage issues: its ``tool_calls`` and its ``invalid_tool_calls``
+    (a malformed call LangChain could not parse is still sent to the provider —
+    langchain-openai and langchain-anthropic serialize it — so the result that answers it pairs
+    with it, R3/R9).  Empty for any other message and for calls without an id."""
+    if not isinstance(message, AIMessage):
+        return []
+    calls = [*message.tool_calls, *message.invalid_tool_calls]
+    return [cid for tc in calls if isinstance(cid := tc.get("id"), str)]
+
+
 def tool_pair_spans(messages: Sequence[BaseMessage]) -> list[tuple[int, int]]:
-    """(call index, last result index) for every tool call answered later in ``messages``.
+    """(call index, last result index) for every tool call answered later in ``messages``
+    (a call is an entry of ``tool_calls`` or of ``invalid_tool_calls``: :func:`issued_call_ids`).
 
     A ToolMessage answers the nearest earlier AIMessage that issued its ``tool_call_id`` — what
     providers check, and the only reading that holds when ids are reused across turns
@@ -122,10 +186,8 @@ def tool_pair_spans(messages: Sequence[BaseMessage]) -> list[tuple[int, int]]:
     last_result: dict[tuple[int, str], int] = {}
     for i, m in enumerate(messages):
         if isinstance(m, AIMessage):
-            for tc in m.tool_calls:
-                cid = tc.get("id")
-                if cid is not None:
-                    issuer[cid] = i
+            for cid in issued_call_ids(m):
+                issuer[cid] = i
         elif isinstance(m, ToolMessage):
             owner = issuer.get(m.tool_call_id)
             if owner is not None:
@@ -266,7 +328,7 @@ def _scan_orphans(view: list[BaseMessage], start: int, issuer: set[str]) -> list
     for i in range(start, len(view)):
         m = view[i]
         if isinstance(m, AIMessage):
-            issuer.update(cid for tc in m.tool_calls if (cid := tc.get("id")) is not None)
+            issuer.update(issued_call_ids(m))
         elif isinstance(m, ToolMessage) and m.tool_call_id not in issuer:
             orphans.append(i)
     return orphans

@@ -56,6 +56,8 @@ class SummaryFraming:
     latest_request: str
     failed: str
     previous: str
+    earlier_request: str
+    earlier_history: str
 
 
 #: each framing text as (Chinese, English), side by side so that the two stay in step
@@ -74,6 +76,11 @@ _FRAMING_TEXTS = {
         "此前的摘要（本轮摘要失败，原样保留）：",
         "The previous summary, kept as it was because this round's summary failed:",
     ),
+    "earlier_request": (
+        "此前摘要保留的用户请求（原文）：",
+        "An earlier user request (verbatim), kept from the previous summary:",
+    ),
+    "earlier_history": ("更早的历史记录保存在 {path} \n", "The earlier history is saved at {path} \n"),
 }
 FRAMING_ZH = SummaryFraming(**{field: zh for field, (zh, _en) in _FRAMING_TEXTS.items()})
 FRAMING_EN = SummaryFraming(**{field: en for field, (_zh, en) in _FRAMING_TEXTS.items()})

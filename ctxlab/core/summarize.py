@@ -9,8 +9,9 @@ pieces (a long message — the previous summary above all — at line ends, neve
 call sees the running summary plus as many pieces as fit, so nothing is silently dropped.
 
 A reply without text (only a reasoning block, only a tool call, an empty string) is a failed
-summary (:class:`EmptySummaryError`), handled like a model error.  What is committed is bounded
-(:func:`summary_token_limit`, :func:`bound_summary`).
+summary (:class:`EmptySummaryError`), handled like a model error; so is a reply that stopped at
+its output-token cap (:class:`TruncatedSummaryError`: a part of a summary is not one).  What is
+committed is bounded (:func:`summary_token_limit`, :func:`bound_summary`).
 
 The summarizer call is tagged ``TAG_NOSTREAM`` (never streamed to the user) and its token usage
 is recorded apart from the main model's (R10, R16).
@@ -63,9 +64,11 @@ __all__ = [
     "Summarizer",
     "SummaryJob",
     "SummaryResult",
+    "TruncatedSummaryError",
     "bound_summary",
     "history_text",
     "input_budget",
+    "output_cap_reason",
     "reply_text",
     "summary_token_limit",
 ]
@@ -74,6 +77,41 @@ __all__ = [
 class EmptySummaryError(ValueError):
     """The summarizer's reply holds no text: only a reasoning block, only a tool call, or an
     empty string.  A failed summary (R10), never committed as one."""
+
+
+class TruncatedSummaryError(ValueError):
+    """The summarizer's reply stopped at its output-token cap (:func:`output_cap_reason`): its
+    text is a part of a summary.  A failed summary (R10), never committed as one (issue 24)."""
+
+
+#: ``response_metadata`` keys that say why a reply stopped, across providers: OpenAI and
+#: compatible APIs, Gemini (``finish_reason``), Anthropic (``stop_reason``), Ollama
+#: (``done_reason``), Bedrock Converse (``stopReason``)
+_STOP_KEYS = ("finish_reason", "stop_reason", "done_reason", "stopReason")
+#: their values (compared lower-cased) for "the output-token cap was reached"
+_CAP_REASONS = frozenset({"length", "max_tokens", "max_output_tokens"})
+
+
+def output_cap_reason(reply: Any) -> str | None:
+    """Why ``reply`` stopped, when it stopped at its output-token cap, else ``None``.
+
+    Read from ``reply.response_metadata``: ``finish_reason`` ``"length"`` (OpenAI, compatible APIs) or ``"MAX_TOKENS"``
+    (Gemini), ``stop_reason`` ``"max_tokens"`` (Anthropic), ``done_reason`` ``"length"``
+    (Ollama), ``stopReason`` ``"max_tokens"`` (Bedrock), or an OpenAI Responses
+    ``incomplete_details.reason`` ``"max_output_tokens"``.
+    """
+    meta = getattr(reply, "response_metadata", None)
+    if not isinstance(meta, dict):
+        return None
+    for key in _STOP_KEYS:
+        value = meta.get(key)
+        if isinstance(value, str) and value.lower() in _CAP_REASONS:
+            return f"{key}={value}"
+    details = meta.get("incomplete_details")
+    reason = details.get("reason") if isinstance(details, dict) else None
+    if isinstance(reason, str) and reason.lower() in _CAP_REASONS:
+        return f"incomplete_details.reason={reason}"
+    return None
 
 
 @dataclass
@@ -145,7 +183,9 @@ def _cap(text: str, limit: int) -> str:
 
 def render_message(message: BaseMessage, cap: int = MESSAGE_CHARS_CAP) -> str:
     """One message as history text: ``[role] text`` plus its tool calls (arguments cut to 2,000
-    characters: this is the summarizer's input, the history file keeps them whole).  A summary
+    characters: this is the summarizer's input, the history file keeps them whole).  A message
+    with a speaker ``name`` (a user or an agent of a multi-party thread) is labelled
+    ``[user name=alice]``, so who asked or approved what reaches the summary.  A summary
     message is never cut: it is folded (:func:`split_text`)."""
     if is_summary_message(message):
         return f"[previous summary]\n{message_text(message)}"
@@ -159,11 +199,18 @@ def render_message(message: BaseMessage, cap: int = MESSAGE_CHARS_CAP) -> str:
         role = "system note"
     else:
         role = message.type
+    speaker = getattr(message, "name", None)
+    if isinstance(speaker, str) and speaker and not isinstance(message, ToolMessage):
+        role = f"{role} name={speaker}"  # who said it: multi-user and multi-agent threads (issue 24)
     lines = [f"[{role}] {_cap(message_text(message), cap)}".rstrip()]
     if isinstance(message, AIMessage):
         for tc in message.tool_calls:
             args = json.dumps(tc.get("args") or {}, ensure_ascii=False, default=str)
             lines.append(f"  -> call {tc.get('name')}({_cap(args, min(cap, 2000))})")
+        for bad in message.invalid_tool_calls:
+            raw = bad.get("args")
+            raw = raw if isinstance(raw, str) else json.dumps(raw, ensure_ascii=False, default=str)
+            lines.append(f"  -> invalid call {bad.get('name')}({_cap(raw, min(cap, 2000))})")
     return "\n".join(lines)
 
 
@@ -222,9 +269,13 @@ def reply_text(reply: Any) -> str:
     Reasoning, tool-use and every other block are left out.
 
     Raises:
+        TruncatedSummaryError: the reply stopped at its output-token cap (:func:`output_cap_reason`).
         EmptySummaryError: the reply has no text (only a reasoning block, only a tool call, an
             empty or blank string).
     """
+    cap = output_cap_reason(reply)
+    if cap is not None:
+        raise TruncatedSummaryError(f"the summarizer's reply stopped at its output-token cap ({cap})")
     content = getattr(reply, "content", reply)
     if isinstance(content, str):
         text = content

@@ -19,6 +19,7 @@ from langchain_core.messages import BaseMessage
 from ctxlab.replay.columns import (
     CompressionColumns,
     LabelColumns,
+    RecordedUsageColumns,
     RetentionColumns,
     ToolPairsColumns,
     ViewColumns,
@@ -38,6 +39,7 @@ __all__ = [
     "CompressionMeasure",
     "CostFidelityMeasure",
     "Measure",
+    "RecordedUsageMeasure",
     "RetentionMeasure",
     "RunLabels",
     "ToolPairsMeasure",
@@ -164,6 +166,18 @@ class ToolPairsMeasure(_PerCall):
         return {"unmatched_tool_pairs": unmatched_tool_pairs(obs.view.messages, obs.answered)}
 
 
+class RecordedUsageMeasure(_PerCall):
+    """``recorded_input_tokens``: the provider's input tokens of the recorded call, from the
+    recorded answer's ``usage_metadata`` (the loaders put the transcript's own counts there)."""
+
+    names: tuple[str, ...] = ("recorded_usage",)
+
+    def measure(self, obs: CallObservation, row: dict[str, Any]) -> RecordedUsageColumns:
+        usage = obs.answer.usage_metadata
+        value = usage.get("input_tokens") if usage else None
+        return {"recorded_input_tokens": value if isinstance(value, int) else None}
+
+
 class CostFidelityMeasure:
     """Cost under prompt caching and summary fidelity (:class:`ctxlab.replay.run_measures.RunMeasures`):
     empty per call, filled in every row when the run is over."""
@@ -203,7 +217,14 @@ def default_measures(
     """The replay's measures, in the order they fill a row; the cost and fidelity measure only
     with a price row (``None``: those columns stay empty)."""
     view = ViewMeasure(measure, index, base_tokens)
-    out: list[Measure] = [RunLabels(), view, CompressionMeasure(), RetentionMeasure(view), ToolPairsMeasure()]
+    out: list[Measure] = [
+        RunLabels(),
+        view,
+        CompressionMeasure(),
+        RetentionMeasure(view),
+        ToolPairsMeasure(),
+        RecordedUsageMeasure(),
+    ]
     if price is not None:
         out.append(CostFidelityMeasure(RunMeasures(price, measure, system=system, index=index), view))
     return out

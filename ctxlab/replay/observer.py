@@ -6,7 +6,10 @@ For each model call of a transcript (each ``AIMessage``), the transcript message
 the previous call join the state (the system message is not a state message: it goes to
 ``ModelRequest.system_message``), and a :class:`~ctxlab.replay.harness.ModelNodeHarness` runs the
 middleware as LangGraph's model node would, the model answering with the recorded ``AIMessage``
-(the placeholder model, :class:`~ctxlab.replay.models.ReplayModel`, refuses to be called).
+(the placeholder model, :class:`~ctxlab.replay.models.ReplayModel`, refuses to be called).  The
+messages of a recorded compaction (the agent's own summary,
+:data:`ctxlab.transcripts.base.RECORDED_COMPACTION_KEY`) join the state only for a middleware
+that replays them (``replays_recorded_compactions``: the ``recorded`` strategy).
 
 A ctxlab middleware reports its rounds in ``context_compression`` events.  A foreign middleware
 (a baseline) emits none, so its L2 rounds are read from the state it changed, whichever hook
@@ -38,6 +41,7 @@ from ctxlab.replay.metrics import IdentifierIndex, RequestView
 from ctxlab.replay.models import ReplayModel
 from ctxlab.replay.names import thread_id_for
 from ctxlab.replay.usage import SummarizerUsage, count_summarizer_usage
+from ctxlab.transcripts.base import recorded_compaction_of
 
 if TYPE_CHECKING:
     from langchain.agents.middleware.types import AgentMiddleware
@@ -169,8 +173,14 @@ class CallObserver:
         arrived: list[BaseMessage] = []  # transcript messages added to the state since the last call
         prev_view: RequestView | None = None
         failed_summary_seen = False
+        recorded_seen: set[Any] = set()  # indices of the recorded compactions already sent
         call_index = 0
+        # a recorded compaction's messages (the agent's own summary) reach only the strategy that
+        # replays them (``recorded``): without the agent's compaction they were never sent
+        feeds_recorded = bool(getattr(self.harness.middleware, "replays_recorded_compactions", False))
         for pos, original in enumerate(self.rest):
+            if not feeds_recorded and recorded_compaction_of(original) is not None:
+                continue
             if original.id is None:  # add_messages would give it a random id: make it stable
                 original = original.model_copy(update={"id": f"{self.transcript.run_id}-{pos + self.offset}"})
             if not isinstance(original, AIMessage):
@@ -220,6 +230,8 @@ class CallObserver:
                 found, cutoff_index = _foreign_summaries(
                     new_event, _new_summaries(state_before, state["messages"], original)
                 )
+                if feeds_recorded and not found:  # the agent's own compaction entering the view
+                    found = _recorded_round(call.views[-1].messages, recorded_seen)
                 level = "L2" if found else level
                 failure = self._foreign_records(found, where)
             elif new_event is not None and level == "L2":  # ARS: the summary is in the new event
@@ -302,6 +314,16 @@ class CallObserver:
                 {**where, "path": p, "bytes": _offload_bytes(self.root, p), "first": p not in seen}
             )
             seen.add(p)
+
+
+def _recorded_round(view: Sequence[BaseMessage], seen: set[Any]) -> list[tuple[BaseMessage, dict[str, Any]]]:
+    """The agent's own L2 round, when a recorded compaction not sent before starts the view (the
+    ``recorded`` strategy): ``[(its first message, {})]``, else ``[]``; ``seen`` is updated."""
+    mark = recorded_compaction_of(view[0]) if view else None
+    if mark is None or mark.get("index") in seen:
+        return []
+    seen.add(mark.get("index"))
+    return [(view[0], {})]
 
 
 def _split_system(messages: Sequence[BaseMessage]) -> tuple[SystemMessage | None, list[BaseMessage], int]:

@@ -61,15 +61,23 @@ BEHAVIOUR_HOOKS = frozenset(
 
 
 class BuiltinStrategies:
-    """Registers the ``ars`` strategy (the defaults with nothing added) and ``ars-extractive``
-    (the defaults with the offline extractive summarizer, :mod:`ctxlab.core.builtin.extractive`),
-    ``trylast``."""
+    """Registers the ``ars`` strategy (the defaults with nothing added), ``recorded`` (the agent's
+    own recorded compactions, :mod:`ctxlab.replay.recorded`), ``ars-cache`` and ``ars-extractive``
+    (the defaults with the offline extractive summarizer, :mod:`ctxlab.core.builtin.extractive`;
+    with the dollar decision too, :mod:`ctxlab.core.cache`), ``trylast``."""
 
     name = "strategies"
 
     @hookimpl(trylast=True)
     def ctxlab_register_strategies(self, register: RegisterStrategy) -> None:
+        from ctxlab.replay.recorded import RECORDED_STRATEGY, RecordedCompactionMiddleware
+
         register("ars", lambda settings: [], "ARS two-level compression (L1 trim + L2 summary), the defaults")
+        register(
+            RECORDED_STRATEGY,
+            lambda settings: RecordedCompactionMiddleware(),
+            "what the agent itself sent: its own recorded compactions (Claude Code, Codex), else everything",
+        )
         register(
             "ars-cache",
             cache_plugins,

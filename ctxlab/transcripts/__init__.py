@@ -12,7 +12,7 @@ name                    id     file
 ``openai_chat``         F4     OpenAI chat message list (incl. legacy ``function_call``)
 ``litellm_log``         F5     LiteLLM completion log (prompt + response of one call)
 ``tau_bench``           F6     τ-bench trajectory list (one run per entry)
-``claude_code``         F7     Claude Code session JSONL
+``claude_code``         F7/16  Claude Code session JSONL (sub-agents as linked runs)
 ``deer_flow``           F9     DeerFlow 1.x SSE replay
 ``agent_tars_events``   F10    Agent TARS / Tarko event stream
 ``agent_tars_request``  F11    Agent TARS LLM request snapshot
@@ -20,7 +20,13 @@ name                    id     file
 ``opencode_md``         F13    OpenCode Markdown session export
 ``codex_rollout``       F14    OpenAI Codex CLI rollout JSONL
 ``aider_history``       F15    Aider ``.aider.chat.history.md`` (text mode)
-``gemini_cli``                 Gemini CLI session JSON (``~/.gemini/tmp/*/chats/session-*.json``)
+``kimi_cli``            F18    Kimi CLI context JSONL (``_checkpoint``/``_usage`` lines)
+``inspect_eval``        F19    Inspect AI eval log, JSON or zipped ``.eval`` (one run per sample)
+``sharegpt``            F20    ShareGPT rows with ``function_call``/``observation`` turns
+``openhands_resolver``         OpenHands issue-resolver ``output.jsonl`` (one run per issue)
+``langchain_messages``         LangGraph state / LangSmith run export (``langchain_core.load``)
+``opencode_storage``           OpenCode JSON storage (a session file with its message/part files)
+``gemini_cli``          F17    Gemini CLI session JSON (``~/.gemini/tmp/*/chats/session-*.json``)
 ``anthropic_messages``         Anthropic Messages API list (Cline/Roo ``api_conversation_history.json``)
 ``openai_responses``           OpenAI Responses API item list (``function_call``/``..._output``)
 ``generic_messages``           fallback: message arrays found anywhere in unknown JSON

@@ -20,6 +20,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from ctxlab.transcripts._checks import as_dict, expect, join_key, need, optional_objects
 from ctxlab.transcripts.base import (
     OBSERVATION_KEY,
+    RECORDED_COMPACTION_KEY,
     SYNTHETIC_KEY,
     Transcript,
     TranscriptError,
@@ -177,6 +178,44 @@ def tool_call(name: Any, args: Any, call_id: Any) -> dict[str, Any]:
     }
 
 
+def usage_metadata(
+    input_tokens: Any,
+    output_tokens: Any,
+    *,
+    cache_read: Any = None,
+    cache_creation: Any = None,
+    reasoning: Any = None,
+) -> dict[str, Any] | None:
+    """A provider's recorded token counts as LangChain's ``AIMessage.usage_metadata``
+    (``input_tokens``, ``output_tokens``, ``total_tokens``, ``input_token_details`` with
+    ``cache_read``/``cache_creation``, ``output_token_details`` with ``reasoning``), all in the
+    provider's tokens.  ``input_tokens`` is the whole prompt the provider counted, cached parts
+    included (LangChain's convention); give it so.  ``None`` when either count is missing or not
+    a whole number >= 0 (the call then has no recorded usage)."""
+
+    def count(value: Any) -> int | None:
+        if isinstance(value, bool):
+            return None
+        if isinstance(value, str) and value.strip().isdigit():
+            value = int(value)
+        return value if isinstance(value, int) and value >= 0 else None
+
+    i, o = count(input_tokens), count(output_tokens)
+    if i is None or o is None:
+        return None
+    out: dict[str, Any] = {"input_tokens": i, "output_tokens": o, "total_tokens": i + o}
+    details = {
+        k: v
+        for k, v in (("cache_read", count(cache_read)), ("cache_creation", count(cache_creation)))
+        if v is not None
+    }
+    if details:
+        out["input_token_details"] = details
+    if count(reasoning) is not None:
+        out["output_token_details"] = {"reasoning": count(reasoning)}
+    return out
+
+
 def openai_call(raw: dict[str, Any]) -> dict[str, Any]:
     """:func:`tool_call` of an OpenAI-style call ``{id, type, function{name, arguments}}`` (no
     ``function`` object: an empty name and no arguments)."""
@@ -232,8 +271,11 @@ class MessageBuilder:
         tool_calls: Sequence[dict[str, Any]] = (),
         *,
         response_metadata: dict[str, Any] | None = None,
+        usage: dict[str, Any] | None = None,
         **extra: Any,
     ) -> AIMessage:
+        """A model response; ``usage``: the provider's recorded counts of this call
+        (:func:`usage_metadata`), kept as ``usage_metadata``."""
         for call in tool_calls:
             if call.get("id"):
                 self.call_names[call["id"]] = call["name"]
@@ -244,6 +286,7 @@ class MessageBuilder:
             id=self._next_id(),
             additional_kwargs=extra,
             response_metadata=response_metadata or {},
+            usage_metadata=usage,
         )
         self.messages.append(msg)
         return msg
@@ -269,6 +312,11 @@ class MessageBuilder:
         )
         self.messages.append(msg)
         return msg
+
+    def mark_compaction(self, start: int, mark: dict[str, Any]) -> None:
+        """Mark ``messages[start:]`` as one recorded compaction (``RECORDED_COMPACTION_KEY``)."""
+        for msg in self.messages[start:]:
+            msg.additional_kwargs[RECORDED_COMPACTION_KEY] = dict(mark)
 
     def close_unanswered(self, content: str = "", **extra: Any) -> int:
         """Answer every still unanswered call with a ToolMessage ``content`` marked
@@ -346,11 +394,17 @@ def add_openai_messages(
         elif role == "assistant":
             seen_assistant = True
             calls = []
-            for _, raw in optional_objects(path, msg, "tool_calls", at):
+            for call_at, raw in optional_objects(path, msg, "tool_calls", at):
                 if isinstance(raw.get("function"), dict):
                     calls.append(openai_call(raw))
+                elif isinstance(raw.get("function"), str):  # Inspect AI: {id, function: name, arguments}
+                    calls.append(tool_call(raw["function"], raw.get("arguments"), raw.get("id")))
                 else:  # already LangChain-shaped {name, args, id}
                     calls.append(tool_call(raw.get("name"), raw.get("args"), raw.get("id")))
+                if not calls[-1]["name"]:
+                    warn(
+                        path, f"key {call_at}: tool call without a name (no function.name, function or name)"
+                    )
             fc = msg.get("function_call")
             if isinstance(fc, dict):
                 call_id = f"fc-{i}"

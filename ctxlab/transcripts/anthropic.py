@@ -14,6 +14,13 @@ as tool calls, the other blocks as content: one text block becomes a string); a 
 string content -> HumanMessage; with blocks, each ``tool_result`` -> ToolMessage (``status="error"``
 for ``is_error``) and each run of other blocks -> one HumanMessage, in order.
 
+Cline and Roo Code write tool results as **user text blocks** instead: a block starting
+``[<tool> for '<arg>'] Result:`` (or ``[<tool>] Result:``, :data:`CLINE_RESULT`) followed by the
+result's blocks, up to the next such header or the ``<environment_details>`` block Cline appends.
+Each such group answers the earliest unanswered ``tool_use`` call (of that tool name when one is
+pending, else the earliest) as a ToolMessage (header included: the model saw it); with no call
+pending (Cline's XML tool calls in assistant text) it is a text observation.
+
 Before this loader such a file loaded as OpenAI chat with no tool calls: ``openai_chat`` no longer
 claims a list holding ``tool_use``/``tool_result`` blocks.
 
@@ -43,6 +50,10 @@ from ctxlab.transcripts.base import Transcript, TranscriptError
 ANTHROPIC_BLOCKS = frozenset({"tool_use", "tool_result", "thinking", "redacted_thinking", "server_tool_use"})
 _MARK = re.compile(r'"type"\s*:\s*"(tool_use|tool_result|thinking|redacted_thinking)"')
 _START = re.compile(r'\A\[\s*\{\s*"(role|content)"\s*:')
+#: the header of a Cline / Roo Code tool result written as a user text block
+#: (``[read_file for 'src/a.ts'] Result:``, ``[attempt_completion] Result:``)
+CLINE_RESULT = re.compile(r"\A\[(?P<tool>[A-Za-z0-9_.:-]+)(?: for '(?P<arg>.*?)')?\] Result:", re.S)
+_ENV_DETAILS = "<environment_details>"
 
 
 def _has_anthropic_block(msg: dict[str, Any]) -> bool:
@@ -118,20 +129,56 @@ def add_anthropic_messages(path: Path, builder: MessageBuilder, messages: list[A
                 builder.human(content)
                 continue
             pending: list[dict[str, Any]] = []
+            result: list[dict[str, Any]] | None = None  # an open Cline/Roo text result
             for block in _blocks(path, content, at):
                 if block.get("type") == "tool_result":
-                    if pending:
-                        builder.human(pending)
-                        pending = []
+                    _flush_text(builder, pending, result)
+                    pending, result = [], None
                     builder.tool(
                         block.get("content"), block.get("tool_use_id"), error=bool(block.get("is_error"))
                     )
+                elif _cline_header(block) is not None:
+                    _flush_text(builder, pending, result)
+                    pending, result = [], [block]
+                elif result is not None and not _text_of(block).startswith(_ENV_DETAILS):
+                    result.append(block)
                 else:
+                    if result is not None:
+                        _flush_text(builder, [], result)
+                        result = None
                     pending.append(block)
-            if pending:
-                builder.human(pending)
+            _flush_text(builder, pending, result)
         else:
             raise TranscriptError(path, f"key {join_key(at, 'role')}", f"unknown role {role!r}")
+
+
+def _text_of(block: dict[str, Any]) -> str:
+    text = block.get("text") if block.get("type") == "text" else None
+    return text.lstrip() if isinstance(text, str) else ""
+
+
+def _cline_header(block: dict[str, Any]) -> re.Match[str] | None:
+    return CLINE_RESULT.match(_text_of(block))
+
+
+def _flush_text(
+    builder: MessageBuilder, pending: list[dict[str, Any]], result: list[dict[str, Any]] | None
+) -> None:
+    """Add the user text blocks collected so far: ``pending`` as one HumanMessage, then the open
+    Cline/Roo ``result`` group as the ToolMessage of a pending call (its tool's name first) or,
+    with none pending, a text observation."""
+    if pending:
+        builder.human(pending)
+    if not result:
+        return
+    header = _cline_header(result[0])
+    tool = header.group("tool") if header else None
+    match = next((cid for cid, name in builder.pending if name == tool), None)
+    call_id = match or (builder.pending[0][0] if builder.pending else None)
+    if call_id is None:
+        builder.human(result, observation=True)
+    else:
+        builder.tool(result, call_id)
 
 
 def anthropic_tools(tools: Any) -> list[dict[str, Any]]:

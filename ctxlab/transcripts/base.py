@@ -27,6 +27,24 @@ from ctxlab.core.marks import OBSERVATION_KEY as OBSERVATION_KEY
 #: additional_kwargs key marking a message the loader added (the file does not record it)
 SYNTHETIC_KEY = "ctxlab_synthetic"
 
+#: additional_kwargs key marking a message of a **recorded compaction**: what the agent itself put
+#: in place of its history when it compacted (Claude Code's ``isCompactSummary`` message after a
+#: ``compact_boundary``, Codex's ``compacted`` summary or ``replacement_history``).  The value is a
+#: dict: ``index`` (0 for the file's first compaction), ``trigger`` (``"auto"``, ``"manual"`` or
+#: ``None``), ``pre_tokens`` (the agent's count of the context it compacted, or ``None``),
+#: ``source`` (the line type it came from).  Every message of one compaction carries the same
+#: ``index``; after it the model saw only the system message, these messages and what followed.
+#: A replay feeds them to the ``recorded`` strategy only (:mod:`ctxlab.replay.recorded`).
+RECORDED_COMPACTION_KEY = "ctxlab_recorded_compaction"
+
+
+def recorded_compaction_of(message: object) -> dict[str, Any] | None:
+    """The :data:`RECORDED_COMPACTION_KEY` mark of ``message``, or ``None`` when it is not part
+    of a recorded compaction."""
+    kwargs = getattr(message, "additional_kwargs", None)
+    mark = kwargs.get(RECORDED_COMPACTION_KEY) if isinstance(kwargs, dict) else None
+    return mark if isinstance(mark, dict) else None
+
 
 class TranscriptWarning(UserWarning):
     """A file loaded, but with a doubt worth saying: a fallback shape was used, a format's

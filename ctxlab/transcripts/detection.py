@@ -2,6 +2,8 @@
 
 Detection, in order (the first that answers wins):
 
+0. **binary sniff** -- a format with ``sniff_binary(path, first_bytes)`` (a zipped log: Inspect
+   AI's ``.eval``) is asked first, with the file's first 16 bytes, before the head is decoded;
 1. **sniff** -- every format's ``sniff(path, head)`` in :func:`available_formats` order.  ``head`` is
    the file's first :data:`HEAD_BYTES` (64 KiB) decoded as UTF-8 (a character cut at the end is
    replaced).  A JSON-lines file whose first line is longer than that shows its sniffer only the
@@ -182,8 +184,18 @@ def detect(path: Path, formats: dict[str, TranscriptFormat]) -> Detection:
         TranscriptError: unreadable, empty or binary file; invalid JSON (located); no format
             recognises the file (the message says how to name a format or write a loader).
     """
-    head = read_head(path)
     problems: list[str] = []
+    binary = [f for f in formats.values() if hasattr(f, "sniff_binary")]
+    if binary:  # a zipped format (Inspect AI's .eval) is asked before the text head is decoded
+        try:
+            with path.open("rb") as f:
+                raw = f.read(16)
+        except OSError:
+            raw = b""
+        for fmt in binary:
+            if _ask(fmt, "sniff_binary", path, problems, path, raw):
+                return Detection(fmt, "sniff", problems=problems)
+    head = read_head(path)
     for fmt in formats.values():
         if _ask(fmt, "sniff", path, problems, path, head):
             return Detection(fmt, "sniff", problems=problems)

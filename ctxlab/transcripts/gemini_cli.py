@@ -18,7 +18,8 @@ each run of calls with one timestamp is one model response.
 
 Conversion: ``user`` -> HumanMessage; a ``gemini`` record -> one AIMessage per response (the text,
 ``thoughts`` in ``additional_kwargs["thoughts"]`` and ``tokens`` in ``response_metadata["usage"]``
-on the first; each with its calls), every call's result -> ToolMessage right after its response
+and as ``usage_metadata`` (``input``; output = ``output`` + ``thoughts``, as
+langchain-google-genai counts; ``cached`` as cache reads, ``thoughts`` as reasoning) on the first; each with its calls), every call's result -> ToolMessage right after its response
 (``response.output`` as text, else ``response.error`` with ``status="error"``, else the response
 as JSON; extra parts such as ``inlineData`` kept as blocks).  A call without ``result`` stays
 unanswered and is counted in ``metadata["calls_without_result"]``.  The model is the most frequent
@@ -36,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from ctxlab.transcripts._checks import all_tagged, objects, optional_objects, top_key
-from ctxlab.transcripts._util import JsonFormat, MessageBuilder, stripped_head, tool_call
+from ctxlab.transcripts._util import JsonFormat, MessageBuilder, stripped_head, tool_call, usage_metadata
 from ctxlab.transcripts.base import Transcript
 
 MESSAGE_TYPES = frozenset({"user", "gemini", "info", "error", "warning"})
@@ -124,6 +125,7 @@ class GeminiCliFormat(JsonFormat):
                 models[msg["model"]] += 1
             raw_calls = [call for _, call in optional_objects(path, msg, "toolCalls", at)]
             for k, group in enumerate(_responses(raw_calls)):
+                usage = None
                 extra: dict[str, Any] = {}
                 meta: dict[str, Any] = {}
                 if k == 0:
@@ -131,9 +133,18 @@ class GeminiCliFormat(JsonFormat):
                         extra["thoughts"] = msg["thoughts"]
                     if isinstance(msg.get("tokens"), dict):
                         meta["usage"] = msg["tokens"]
+                        tok = msg["tokens"]
+                        thoughts = tok.get("thoughts") if isinstance(tok.get("thoughts"), int) else 0
+                        output = tok.get("output")
+                        usage = usage_metadata(  # output with the thoughts, as langchain-google-genai counts
+                            tok.get("input"),
+                            output + thoughts if isinstance(output, int) else None,
+                            cache_read=tok.get("cached"),
+                            reasoning=tok.get("thoughts"),
+                        )
                 content = _text(msg.get("content")) if k == 0 else ""
                 calls = [tool_call(c.get("name"), c.get("args"), c.get("id")) for c in group]
-                b.ai(content, calls, response_metadata=meta, **extra)
+                b.ai(content, calls, response_metadata=meta, usage=usage, **extra)
                 for c in group:
                     if not isinstance(c.get("result"), list) or not c["result"]:
                         missing += 1

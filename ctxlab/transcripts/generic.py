@@ -6,7 +6,9 @@ file (:mod:`ctxlab.transcripts.detection`), the parsed document -- every line of
 file -- is searched depth-first, in document order, for **message arrays**: non-empty lists whose
 items are all objects with a ``role`` (``system``/``developer``/``user``/``assistant``/``tool``/
 ``function``) and a ``content``, ``tool_calls`` or ``function_call`` key.  A message array is not
-searched further inside.
+searched further inside.  An array that only repeats the start of another (role and text of
+each message, however re-encoded) is a copy of a prompt, not a run: it is left out
+(:func:`drop_repeats`; Inspect AI logs repeat every request's input in their ``events``).
 
 Each array found is one run: an Anthropic-style array (:func:`ctxlab.transcripts.anthropic.
 is_anthropic_list`) is converted as ``anthropic_messages``, any other as ``openai_chat``.  When the
@@ -95,12 +97,67 @@ def _search(root: Any, root_path: str) -> list[Found]:
     return found
 
 
+def _text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        return "".join(_text(b.get("text") if isinstance(b, dict) else b) for b in value)
+    return ""
+
+
+_ROLE = {"function": "tool", "developer": "system"}
+#: what a copy of a message keeps however it is re-encoded: role, tool-call ids, text
+MessageKey = tuple[str, tuple[str, ...], str]
+
+
+def _key(m: dict[str, Any]) -> MessageKey:
+    """What a copy of a message keeps however it is re-encoded: its role (``function`` counted
+    as ``tool``, ``developer`` as ``system``), its tool-call ids and its text."""
+    role = str(m.get("role"))
+    raw_calls = m.get("tool_calls")
+    calls: list[Any] = raw_calls if isinstance(raw_calls, list) else []
+    ids = tuple(str(c.get("id")) for c in calls if isinstance(c, dict))
+    if m.get("tool_call_id") is not None:
+        ids += (str(m["tool_call_id"]),)
+    return _ROLE.get(role, role), ids, _text(m.get("content")).strip()
+
+
+def _same(a: MessageKey, b: MessageKey) -> bool:
+    # a reference such as Inspect AI's ``attachment://<hash>`` stands for any text
+    texts = a[2] == b[2] or a[2].startswith("attachment://") or b[2].startswith("attachment://")
+    return a[0] == b[0] and a[1] == b[1] and texts
+
+
+def not_repeated(keys: list[list[MessageKey]]) -> list[int]:
+    """The indices of the conversations (each a list of message keys: role, tool-call ids,
+    text) that do not only repeat the start of another one; of equal ones the first is kept.
+    A repeat is a copy of the prompt at some step (Inspect AI's ``events`` repeat each request's
+    input, a request log or a LangSmith export keeps the conversation once per call)."""
+
+    def repeats(short: list[MessageKey], long: list[MessageKey]) -> bool:
+        return len(short) <= len(long) and all(_same(x, y) for x, y in zip(short, long, strict=False))
+
+    return [
+        i
+        for i, own in enumerate(keys)
+        if not any(j != i and repeats(own, o) and (len(o) > len(own) or j < i) for j, o in enumerate(keys))
+    ]
+
+
+def drop_repeats(found: list[Found]) -> list[Found]:
+    """``found`` without the arrays that only repeat the start of another one, message by
+    message (:func:`_key`, :func:`not_repeated`)."""
+    return [found[i] for i in not_repeated([[_key(m) for m in f.messages] for f in found])]
+
+
 def find_message_arrays(data: Any) -> list[Found]:
     """Every message array in ``data`` (a parsed JSON value or :class:`JsonLines`), in document
-    order, with its JSON path (see the module docstring)."""
+    order, with its JSON path (see the module docstring), without the arrays that repeat part of
+    another of the same document or line (:func:`drop_repeats`)."""
     if isinstance(data, JsonLines):
-        return [f for lineno, value in data.items for f in _search(value, f"line {lineno}: $")]
-    return _search(data, "$")
+        # each line is its own record: repeats are looked for inside a line only
+        return [f for lineno, value in data.items for f in drop_repeats(_search(value, f"line {lineno}: $"))]
+    return drop_repeats(_search(data, "$"))
 
 
 def _run(path: Path, found: Found, run_id: str) -> Transcript:

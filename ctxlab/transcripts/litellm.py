@@ -8,7 +8,9 @@ Shape: ``{messages, tools, kwargs, context_window, response, cost, timestamp, la
 Conversion: the prompt messages, then the response message appended as the final AIMessage (so
 a log of the last call holds the whole run).  The response's tool calls have no results in the
 file: they stay calls without ToolMessages.  ``tools`` -> ``Transcript.tools``; the model is the
-response's ``model`` (else ``kwargs.model``).
+response's ``model`` (else ``kwargs.model``).  The response's ``usage`` (the provider's counts of
+this call: ``prompt_tokens``, ``completion_tokens``, cached and reasoning details) is the final
+AIMessage's ``usage_metadata``.
 
 **Prompt-based (text-mode) function calling** -- the log also has ``raw_messages`` (the
 structured conversation before it was turned into text) and/or ``raw_response`` (the model's
@@ -30,6 +32,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from langchain_core.messages import AIMessage
+
 from ctxlab.transcripts._checks import as_dict, expect, need, top_key
 from ctxlab.transcripts._util import (
     JsonFormat,
@@ -37,6 +41,7 @@ from ctxlab.transcripts._util import (
     add_openai_messages,
     openai_tools,
     stripped_head,
+    usage_metadata,
 )
 from ctxlab.transcripts.base import Transcript
 
@@ -81,6 +86,16 @@ class LiteLLMLogFormat(JsonFormat):
             where = f"{key}.choices[0].message"
             add_openai_messages(path, b, [{**msg, "role": "assistant"}], where, single=True)
             b.messages[-1].response_metadata["finish_reason"] = choice.get("finish_reason")
+            usage = as_dict(as_dict(data.get("response")).get("usage") or response.get("usage"))
+            answer = b.messages[-1]
+            if usage and isinstance(answer, AIMessage):
+                details = as_dict(usage.get("prompt_tokens_details"))
+                answer.usage_metadata = usage_metadata(  # type: ignore[assignment]
+                    usage.get("prompt_tokens"),
+                    usage.get("completion_tokens"),
+                    cache_read=details.get("cached_tokens"),
+                    reasoning=as_dict(usage.get("completion_tokens_details")).get("reasoning_tokens"),
+                )
         kwargs = as_dict(data.get("kwargs"))
         model = response.get("model") or kwargs.get("model")
         structured = as_dict(data.get("response"))

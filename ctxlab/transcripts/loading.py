@@ -7,11 +7,13 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import pluggy
+from langchain_core.messages import SystemMessage
 
 from ctxlab.transcripts._util import warn
 from ctxlab.transcripts.base import Transcript, TranscriptError, TranscriptFormat
 from ctxlab.transcripts.detection import HOW_TO_NAME_OR_WRITE, Detection, check_regular, detect
 from ctxlab.transcripts.generic import GENERIC_NAME
+from ctxlab.transcripts.opencode_storage import is_storage_member
 from ctxlab.transcripts.registry import available_formats
 
 __all__ = ["SKIP_NAMES", "iter_transcript_files", "load_many", "load_transcripts"]
@@ -40,7 +42,40 @@ def _run_loader(fmt: TranscriptFormat, path: Path, data: object = None) -> list[
         )
     if not result:
         raise TranscriptError(path, "", f"no transcripts in file ({fmt.name})")
-    return result
+    return _without_empty_runs(path, fmt.name, result)
+
+
+def _is_empty(t: Transcript) -> bool:
+    return not any(not isinstance(m, SystemMessage) for m in t.messages)
+
+
+def _without_empty_runs(path: Path, fmt: str, runs: list[Transcript]) -> list[Transcript]:
+    """One rule for every format: a run with no conversation (no message, or only a system
+    message) is not a run.  A file with nothing else is refused, naming it and what it holds
+    instead (``metadata["skipped_messages"]``/``["skipped_events"]`` of its loader); the empty
+    runs of a file with other runs are left out with a warning naming them."""
+    empty = [t for t in runs if _is_empty(t)]
+    if not empty:
+        return runs
+    if len(empty) == len(runs):
+        held = {}
+        for t in runs:
+            for key in ("skipped_messages", "skipped_events", "skipped_lines"):
+                if isinstance(t.metadata.get(key), dict):
+                    held.update(t.metadata[key])
+        what = ", ".join(f"{n} {k}" for k, n in held.items() if n)
+        raise TranscriptError(
+            path,
+            "",
+            f"no conversation: the {fmt} file records no user or model message"
+            + (f" (only {what})" if what else ""),
+        )
+    kept = [t for t in runs if not _is_empty(t)]
+    message = f"left out {len(empty)} run(s) with no conversation: {', '.join(t.run_id for t in empty)}"
+    warn(path, message)
+    for t in kept:
+        t.metadata.setdefault("warnings", []).append(f"{path}: {message}")
+    return kept
 
 
 def _load_detected(path: Path, det: Detection) -> list[Transcript]:
@@ -102,8 +137,9 @@ def _skipped(name: str) -> bool:
 def iter_transcript_files(paths: PathLike | Iterable[PathLike]) -> list[Path]:
     """The files to load: files as given, folders walked recursively.
 
-    In folders, hidden files and folders (``.*``), ``README*``, ``SOURCES.md`` and
-    ``.gitattributes`` are skipped.  The result is de-duplicated and sorted by path.
+    In folders, hidden files and folders (``.*``), ``README*``, ``SOURCES.md``,
+    ``.gitattributes`` and the message and part files of an OpenCode storage (read through its
+    session file) are skipped.  The result is de-duplicated and sorted by path.
 
     Raises:
         FileNotFoundError: a path does not exist.
@@ -116,7 +152,11 @@ def iter_transcript_files(paths: PathLike | Iterable[PathLike]) -> list[Path]:
         if root.is_dir():
             for dirpath, dirnames, filenames in os.walk(root):
                 dirnames[:] = [d for d in dirnames if not d.startswith(".")]
-                out.update(Path(dirpath) / f for f in filenames if not _skipped(f))
+                out.update(
+                    Path(dirpath) / f
+                    for f in filenames
+                    if not _skipped(f) and not is_storage_member(Path(dirpath) / f)
+                )
         elif root.exists() or root.is_symlink():
             out.add(root)  # a file, or a symlink loop or broken symlink that loading names as such
         else:

@@ -65,10 +65,22 @@ def parts(content: Any) -> Any:
     return [_part(p) for p in content] if isinstance(content, list) else content
 
 
+def qualified_name(namespace: Any, name: Any) -> Any:
+    """A namespaced tool's name as the model knows it: Codex records an MCP tool's call as
+    ``{namespace: "mcp__codex_apps__github", name: "_fetch_pr"}`` -> ``mcp__codex_apps__github_fetch_pr``
+    (joined with ``__`` when the name does not start with ``_``: ``mcp__github`` + ``get_me`` ->
+    ``mcp__github__get_me``).  No namespace: ``name`` as it is."""
+    if not isinstance(namespace, str) or not namespace or not isinstance(name, str):
+        return name
+    return f"{namespace}{name}" if name.startswith("_") or namespace.endswith("_") else f"{namespace}__{name}"
+
+
 def _call(item: dict[str, Any], kind: str) -> dict[str, Any]:
     call_id = item.get("call_id") or item.get("id")
     if kind == "function_call":
-        return tool_call(item.get("name"), item.get("arguments"), call_id)
+        return tool_call(
+            qualified_name(item.get("namespace"), item.get("name")), item.get("arguments"), call_id
+        )
     if kind == "custom_tool_call":
         return tool_call(item.get("name"), {"input": item.get("input")}, call_id)
     name = item.get("name") or ("local_shell" if kind == "local_shell_call" else "computer")
@@ -93,10 +105,20 @@ def item_type(item: dict[str, Any]) -> str | None:
     return kind if isinstance(kind, str) else None
 
 
-def add_response_items(path: Path, builder: MessageBuilder, items: list[Any], where: str) -> Counter[str]:
+def add_response_items(
+    path: Path,
+    builder: MessageBuilder,
+    items: list[Any],
+    where: str,
+    positions: list[int] | None = None,
+) -> Counter[str]:
     """Append Responses items to ``builder`` (see the module docstring); return the counts of
     items that are not messages (``"skipped:<type>"``) and of encrypted reasoning parts
     (``"encrypted_reasoning"``).
+
+    ``positions``, when given, gets one entry per item: the index in ``builder.messages`` of the
+    message the item became (or joined: the AIMessage of a model output item); ``-1`` for a
+    skipped item.
 
     Raises:
         TranscriptError: at ``key <where>[i]`` for an item that is not an object, a message
@@ -106,15 +128,28 @@ def add_response_items(path: Path, builder: MessageBuilder, items: list[Any], wh
     blocks: list[Any] = []
     calls: list[dict[str, Any]] = []
     open_group = False
+    grouped: list[int] = []  # indices in ``positions`` of the open group's items
+    where_to = positions if positions is not None else []
 
     def flush() -> None:
         nonlocal blocks, calls, open_group
         if open_group:
             builder.ai(blocks, calls)
+            for k in grouped:
+                where_to[k] = len(builder.messages) - 1
+        grouped.clear()
         blocks, calls, open_group = [], [], False
 
     for at, item in objects(path, items, where):
         kind = item_type(item)
+        where_to.append(-1)
+        if (
+            kind in CALL_ITEMS
+            or kind in SERVER_ITEMS
+            or kind == "reasoning"
+            or (kind == "message" and item.get("role") == "assistant")
+        ):
+            grouped.append(len(where_to) - 1)
         if kind == "message":
             role = need(path, item, "role", str, at)
             if role == "assistant":
@@ -131,6 +166,7 @@ def add_response_items(path: Path, builder: MessageBuilder, items: list[Any], wh
                 builder.human(parts(item.get("content")))
             else:
                 raise TranscriptError(path, f"key {join_key(at, 'role')}", f"unknown role {role!r}")
+            where_to[-1] = len(builder.messages) - 1
         elif kind == "reasoning":
             blocks.extend(_reasoning(item))
             counts["encrypted_reasoning"] += bool(item.get("encrypted_content"))
@@ -141,6 +177,7 @@ def add_response_items(path: Path, builder: MessageBuilder, items: list[Any], wh
         elif kind in OUTPUT_ITEMS:
             flush()
             builder.tool(parts(item.get("output")), item.get("call_id") or item.get("id"))
+            where_to[-1] = len(builder.messages) - 1
         elif kind in SERVER_ITEMS:
             blocks.append(item)
             open_group = True

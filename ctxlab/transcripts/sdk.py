@@ -39,6 +39,9 @@ Building messages:
   as dicts (``{"_raw": text}`` when not a JSON object), content kept faithfully;
 * :func:`add_openai_messages`, :func:`add_anthropic_messages`, :func:`add_response_items` --
   whole message lists in the OpenAI chat, Anthropic Messages and OpenAI Responses styles;
+* :func:`usage_metadata` -- the provider's recorded counts of a call as LangChain's
+  ``usage_metadata`` (``MessageBuilder.ai(..., usage=...)``); ``MessageBuilder.mark_compaction``
+  marks the messages of a recorded compaction (:data:`RECORDED_COMPACTION_KEY`);
 * :func:`warn` -- a :class:`TranscriptWarning` that is also kept in ``metadata["warnings"]``.
 
 :class:`JsonFormat` is a base class for one-document JSON formats (``load`` parses, then calls
@@ -67,10 +70,12 @@ from ctxlab.transcripts._util import (
     stripped_head,
     text_content,
     tool_call,
+    usage_metadata,
     warn,
 )
 from ctxlab.transcripts.anthropic import add_anthropic_messages, is_anthropic_list
 from ctxlab.transcripts.base import (
+    RECORDED_COMPACTION_KEY,
     SYNTHETIC_KEY,
     Transcript,
     TranscriptError,
@@ -84,6 +89,7 @@ from ctxlab.transcripts.responses import add_response_items, is_item_list
 __all__ = [
     "HEAD_BYTES",
     "OBSERVATION_KEY",
+    "RECORDED_COMPACTION_KEY",
     "SYNTHETIC_KEY",
     "Detection",
     "JsonFormat",
@@ -118,5 +124,6 @@ __all__ = [
     "stripped_head",
     "text_content",
     "tool_call",
+    "usage_metadata",
     "warn",
 ]

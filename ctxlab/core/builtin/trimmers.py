@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -34,7 +35,7 @@ from ctxlab.core.marks import (
     offloaded_path_of,
     truncation_marker,
 )
-from ctxlab.core.messages import message_text
+from ctxlab.core.messages import full_output_text
 from ctxlab.core.settings import ARG_TRUNCATE_CHARS, CompressionSettings
 
 logger = logging.getLogger("ctxlab.core.l1")
@@ -273,8 +274,12 @@ class ToolResultOffload:
     a preview within the same token budget.  Image blocks of a list content stay in the view.
 
     The replacement fits the limit (its estimate, images aside, is at most the limit) and is
-    smaller than the original, or the message stays as it is: a limit too small even for the path
-    leaves the result whole rather than growing it.  The copy carries ctxlab's offload mark
+    smaller than the original.  Below the *path floor* — a limit that cannot hold even the
+    shortest header with its path (about 65-90 tokens: a 64-hex hash and the tool name) — the
+    replacement is that shortest header alone: over the limit, but smaller than the original (a
+    result it would not shrink stays as it is); a ``summary_tool_result_token_limit`` below the
+    floor is logged once per trimmer and limit as a warning (the smaller limits of the overflow
+    tail trim are not).  The copy carries ctxlab's offload mark
     (:func:`ctxlab.core.marks.offload_kwargs`); a message with that mark whose file exists in the
     thread's file scope is not written again (a text that merely starts with
     :data:`OFFLOAD_MARKER` decides nothing).  A remembered copy is reused only after its file is
@@ -288,6 +293,21 @@ class ToolResultOffload:
         # of the same state message on every call
         self._memo: IdentityCache[BaseMessage, _Offloaded] = IdentityCache(OFFLOADS_CACHED)
         self._progress = TrimProgress()
+        self._floor_warned: set[int] = set()
+        self._floor_lock = threading.Lock()
+
+    def _warn_floor(self, limit: int, header: str) -> None:
+        """Warn once per limit that ``limit`` cannot hold an offload path (the path floor)."""
+        with self._floor_lock:
+            if limit in self._floor_warned:
+                return
+            self._floor_warned.add(limit)
+        logger.warning(
+            "summary_tool_result_token_limit=%s cannot hold an offload path (~%s tokens): "
+            "results over it are replaced by the path alone, above the limit",
+            limit,
+            estimate_text_tokens(header),
+        )
 
     @hookimpl(trylast=True)
     def ctxlab_l1_trim(self, view: list[BaseMessage], ctx: TrimContext) -> TrimReport:
@@ -338,9 +358,11 @@ class ToolResultOffload:
         before = ctx.estimate(m)
         if before <= ctx.token_limit:
             return None
-        text = message_text(m)
-        if isinstance(m.content, list) and estimate_text_tokens(text_only(m.content)) <= ctx.token_limit:
-            return None  # what is large is not text (images): offloading text would not shrink it
+        # the "full output" file holds every block whole: text, and an embedded resource, a JSON
+        # or a file block as its JSON (issue 24); images stay in the view beside the preview
+        text = full_output_text(m)
+        if isinstance(m.content, list) and estimate_text_tokens(text) <= ctx.token_limit:
+            return None  # what is large is images: offloading the rest would not shrink it
         images = (
             [b for b in m.content if isinstance(b, dict) and b.get("type") in ("image_url", "image")]
             if isinstance(m.content, list)
@@ -353,8 +375,15 @@ class ToolResultOffload:
         if images:
             allowance += ctx.estimate(m.model_copy(update={"content": images})) - framing
         shape = _PATH_SHAPE.format(stem=safe_stem(tool))
-        if budget <= 0 or estimate_text_tokens(_headers(text, before, shape)[-1]) > budget:
-            return None  # not even the path fits the limit: the message stays as it is
+        # the path floor: a limit that cannot hold the shortest header with its path; then the
+        # replacement is that header alone, over the limit but smaller than the original
+        floor = budget <= 0 or estimate_text_tokens(_headers(text, before, shape)[-1]) > budget
+        if floor:
+            shortest = _headers(text, before, shape)[-1]
+            if ctx.estimate(m.model_copy(update={"content": _with_images(shortest, images)})) >= before:
+                return None  # even the path alone would not shrink it: the message stays as it is
+            if ctx.token_limit == ctx.settings.summary_tool_result_token_limit:
+                self._warn_floor(ctx.token_limit, shortest)  # the setting, not a tail-trim step
         path: str | None
         try:
             path = ctx.save_tool_result(tool, text)
@@ -363,12 +392,13 @@ class ToolResultOffload:
             report.errors.append(str(exc))
             path = None
         kwargs = {**m.additional_kwargs, **offload_kwargs(path, len(text))} if path else m.additional_kwargs
+        headers = _headers(text, before, path)
+        candidates = [headers[-1]] if floor else _replacements(text, budget, headers)
         after = before
-        for preview in _replacements(text, budget, _headers(text, before, path)):
-            content: str | list[Any] = [{"type": "text", "text": preview}, *images] if images else preview
-            new = m.model_copy(update={"content": content, "additional_kwargs": kwargs})
+        for preview in candidates:
+            new = m.model_copy(update={"content": _with_images(preview, images), "additional_kwargs": kwargs})
             after = ctx.estimate(new)
-            if after <= allowance and after < before:
+            if after < before and (floor or after <= allowance):
                 break
         else:
             return None  # no replacement fits: the message stays as it is
@@ -385,6 +415,11 @@ class ToolResultOffload:
         if path is not None:  # a failed write is tried again next time
             self._memo.put(m, _Offloaded(new, entry, text), ctx.token_limit)
         return new
+
+
+def _with_images(text: str, images: list[Any]) -> str | list[Any]:
+    """The content of a replacement: ``text``, beside the image blocks kept in the view."""
+    return [{"type": "text", "text": text}, *images] if images else text
 
 
 def _headers(text: str, before: int, path: str | None) -> list[str]:

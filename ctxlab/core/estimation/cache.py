@@ -16,6 +16,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage
 
+from ctxlab.core.estimation.framing import sent_back_kwargs
 from ctxlab.core.identity import (
     BoundedCache,
     ContentMemo,
@@ -59,7 +60,13 @@ def _fingerprint(message: BaseMessage) -> tuple[Any, ...] | None:
                 akey = (repr(args),)
             parts.append((tc.get("id"), tc.get("name"), akey))
         calls = tuple(parts)
-    return (message.type, message.id, ckey, calls, getattr(message, "name", None))
+    extra: Any = None
+    if isinstance(message, AIMessage) and (message.invalid_tool_calls or sent_back_kwargs(message)):
+        try:  # what else the estimate counts (framing.py): invalid calls, reasoning sent back
+            extra = hash(json.dumps([message.invalid_tool_calls, sent_back_kwargs(message)], default=str))
+        except (TypeError, ValueError):
+            return None
+    return (message.type, message.id, ckey, calls, getattr(message, "name", None), extra)
 
 
 def _common_prefix(a: Sequence[Any], b: list[Any]) -> int:

@@ -1,8 +1,11 @@
 """Message framing of every estimate: what one message and the tool schemas cost (spec R16).
 
 :class:`CharClassEstimator` (the ARS default) counts a message as a fixed per-message overhead
-(:data:`MESSAGE_OVERHEAD`), its content (text blocks as text, images by size, unknown blocks by
-their JSON), each tool call's name and JSON arguments, and the name of a ToolMessage.  Text goes
+(:data:`MESSAGE_OVERHEAD`), its content (text blocks as text, images by size, reasoning and
+thinking blocks with everything sent back with them — signatures, encrypted content —, unknown
+blocks by their JSON), each tool call's name and JSON arguments (``invalid_tool_calls`` by their
+raw argument text), the reasoning an AIMessage sends back in ``additional_kwargs``
+(:data:`SENT_BACK_KWARGS`), and the name of a ToolMessage.  Text goes
 through one replaceable function, :attr:`CharClassEstimator.text_tokens`: the character classes
 (:func:`~ctxlab.core.estimation.charclass.estimate_text_tokens`) by default.
 
@@ -25,16 +28,32 @@ from ctxlab.core.estimation.images import UNKNOWN_IMAGE_TOKENS, estimate_image_t
 
 __all__ = [
     "MESSAGE_OVERHEAD",
+    "SENT_BACK_KWARGS",
     "CharClassEstimator",
     "Tokenizer",
     "TokenizerEstimator",
     "content_tokens",
+    "sent_back_kwargs",
 ]
 
 #: tokens per message for role and framing (OpenAI's chat format costs ~3-4)
 MESSAGE_OVERHEAD = 4
 #: content blocks that repeat an entry of ``AIMessage.tool_calls`` (Anthropic, LangChain v1)
 _CALL_BLOCKS = ("tool_use", "tool_call")
+#: ``AIMessage.additional_kwargs`` keys whose value is sent back to the provider on the next
+#: request: ``reasoning_content`` (DeepSeek, Kimi, Qwen and other OpenAI-compatible APIs require
+#: it back), ``reasoning`` (an OpenAI Responses reasoning item, langchain-openai's v0 output),
+#: ``reasoning_details`` (OpenRouter)
+SENT_BACK_KWARGS = ("reasoning_content", "reasoning", "reasoning_details")
+
+
+def sent_back_kwargs(message: BaseMessage) -> dict[str, Any]:
+    """The part of an AIMessage's ``additional_kwargs`` a provider receives back
+    (:data:`SENT_BACK_KWARGS`, issue 24), ``{}`` for any other message."""
+    if not isinstance(message, AIMessage) or not message.additional_kwargs:
+        return {}
+    kw = message.additional_kwargs
+    return {k: kw[k] for k in SENT_BACK_KWARGS if kw.get(k)}
 
 
 def _block_tokens(block: Any, text_tokens: Callable[[str], int] = estimate_text_tokens) -> int:
@@ -43,8 +62,16 @@ def _block_tokens(block: Any, text_tokens: Callable[[str], int] = estimate_text_
     if not isinstance(block, dict):
         return text_tokens(str(block))
     kind = block.get("type")
-    if kind in ("text", "reasoning", "thinking"):
-        return text_tokens(str(block.get(kind) or block.get("text") or ""))
+    if kind == "text":
+        return text_tokens(str(block.get("text") or ""))
+    if kind in ("reasoning", "thinking"):
+        # sent back as it is (issue 24): the text, and whatever rides with it — an Anthropic
+        # thinking block's signature, an OpenAI Responses reasoning item's summary and
+        # encrypted content
+        main = block.get(kind)
+        rest = {k: v for k, v in block.items() if k not in ("type", kind, "id", "index")}
+        n = text_tokens(main) if isinstance(main, str) else 0
+        return n + (text_tokens(json.dumps(rest, ensure_ascii=False, default=str)) if rest else 0)
     if kind in ("image_url", "image", "input_image"):
         src = block.get("image_url")
         if isinstance(src, dict):
@@ -58,7 +85,8 @@ def _block_tokens(block: Any, text_tokens: Callable[[str], int] = estimate_text_
             return estimate_image_tokens(src)
         return UNKNOWN_IMAGE_TOKENS if src else 0
     if kind == "redacted_thinking":
-        return 100
+        data = block.get("data")
+        return text_tokens(data) if isinstance(data, str) and data else 100
     return text_tokens(json.dumps(block, ensure_ascii=False, default=str))
 
 
@@ -85,7 +113,8 @@ class CharClassEstimator:
     text_tokens: Callable[[str], int] = staticmethod(estimate_text_tokens)
 
     def message_tokens(self, message: BaseMessage) -> int:
-        """Tokens of one message in a request: overhead, content, tool calls, ToolMessage name."""
+        """Tokens of one message in a request: overhead, content, tool calls (valid and invalid),
+        the reasoning an AIMessage sends back (:func:`sent_back_kwargs`), ToolMessage name."""
         text_tokens = self.text_tokens
         content = message.content
         if isinstance(message, AIMessage) and message.tool_calls and isinstance(content, list):
@@ -98,10 +127,16 @@ class CharClassEstimator:
                 if not (isinstance(b, dict) and b.get("type") in _CALL_BLOCKS and b.get("id") in ids)
             ]
         n = MESSAGE_OVERHEAD + content_tokens(content, text_tokens)
-        if isinstance(message, AIMessage) and message.tool_calls:
+        if isinstance(message, AIMessage):
             for tc in message.tool_calls:
                 n += 3 + text_tokens(tc.get("name") or "")
                 n += text_tokens(json.dumps(tc.get("args") or {}, ensure_ascii=False, default=str))
+            for bad in message.invalid_tool_calls:  # sent as calls too (raw argument text)
+                n += 3 + text_tokens(bad.get("name") or "")
+                args = bad.get("args")
+                n += text_tokens(args if isinstance(args, str) else json.dumps(args, default=str))
+            for value in sent_back_kwargs(message).values():
+                n += text_tokens(value if isinstance(value, str) else json.dumps(value, default=str))
         elif isinstance(message, ToolMessage) and message.name:
             n += 1
         return n

@@ -23,6 +23,7 @@ __all__ = [
     "CostColumns",
     "FidelityColumns",
     "LabelColumns",
+    "RecordedUsageColumns",
     "RetentionColumns",
     "ToolPairsColumns",
     "ViewColumns",
@@ -249,6 +250,14 @@ CALL_REGISTRY: tuple[CallColumn, ...] = (
         "fidelity",
         nullable=True,
     ),
+    CallColumn(
+        "recorded_input_tokens",
+        _Int,
+        "provider_tokens",
+        "the provider's input tokens of the recorded call, cached input included (empty: the transcript records none)",
+        "recorded_usage",
+        nullable=True,
+    ),
 )
 
 
@@ -333,6 +342,12 @@ class FidelityColumns(TypedDict):
     needed_carried: int | None
 
 
+class RecordedUsageColumns(TypedDict):
+    """The ``recorded_usage`` measure's column."""
+
+    recorded_input_tokens: int | None
+
+
 class CallRow(
     LabelColumns,
     ViewColumns,
@@ -341,6 +356,7 @@ class CallRow(
     ToolPairsColumns,
     CostColumns,
     FidelityColumns,
+    RecordedUsageColumns,
 ):
     """One model call of a replay: every column of :data:`CALL_REGISTRY`, each typed by its dtype
     (``| None`` where the column is nullable; ``None`` is an empty cell), as the columns of its
@@ -357,4 +373,5 @@ MEASURE_TYPES: dict[str, type] = {
     "tool_pairs": ToolPairsColumns,
     "cost": CostColumns,
     "fidelity": FidelityColumns,
+    "recorded_usage": RecordedUsageColumns,
 }

@@ -15,6 +15,7 @@ UNITS: dict[str, str] = {
     "index": "",  # a position (0-based)
     "flag": "",  # true / false
     "tokens": "tokens",  # estimates by the run's measuring estimator
+    "provider_tokens": "provider tokens",  # counted by the provider, as the transcript records them
     "messages": "messages",
     "count": "count",
     "ms": "ms",  # milliseconds of wall time

@@ -328,4 +328,14 @@ RUN_REGISTRY: tuple[RunColumn, ...] = (
         expr=lambda: _pooled("needed_carried", "needed_identifiers"),
         detail=d.NEEDED_RECALL,
     ),
+    RunColumn(
+        "recorded_input_tokens_total",
+        _Int,
+        "provider_tokens",
+        "Σ recorded_input_tokens (empty: no call records the provider's usage)",
+        "recorded_usage",
+        ("recorded_input_tokens",),
+        "sum",
+        expr=lambda: _sum_or_null("recorded_input_tokens"),
+    ),
 )

@@ -1,0 +1,186 @@
+"""What a provider's context-overflow error says about its window, and the size the one retry
+after an overflow aims at (spec R12).
+
+Providers state the window (and often the size they counted) in the error text.  Each entry of
+:data:`OVERFLOW_MESSAGES` reads one provider's message; :func:`read_overflow` tries them in order
+and answers ``None`` for a text that states no window (OpenAI Responses' "Your input exceeds the
+context window of this model", Bedrock's "Input is too long for requested model").
+
+:func:`retry_target` combines what is known: a share of the estimate that overflowed (the
+overflow itself proves the request was too big), the model's ``max_input_tokens`` profile, and
+the window the error states, rescaled to ctxlab's estimate when the provider also says how many
+tokens it counted (our estimate may count fewer tokens than the provider's tokenizer).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Literal, NamedTuple
+
+__all__ = [
+    "OVERFLOW_MESSAGES",
+    "OVERFLOW_RETRY_SHARE",
+    "OverflowWindow",
+    "RetryTarget",
+    "read_overflow",
+    "retry_target",
+]
+
+#: after an overflow, the retry aims at this share of the estimate that overflowed (R12: the
+#: overflow itself says that the request was too big; the capacity may be unknown or wrong)
+OVERFLOW_RETRY_SHARE = 0.75
+
+
+class OverflowWindow(NamedTuple):
+    """What an overflow error states.
+
+    Attributes:
+        provider: which entry of :data:`OVERFLOW_MESSAGES` read it.
+        window_tokens: the tokens the provider accepts as input (its window, less the completion
+            tokens the request reserved when the error says so).
+        counted_tokens: the input tokens the provider counted for the refused request, ``None``
+            when the error does not say.
+    """
+
+    provider: str
+    window_tokens: int
+    counted_tokens: int | None
+
+
+def _num(text: str) -> int:
+    return int(text.replace(",", "").replace("_", ""))
+
+
+def _anthropic(m: re.Match[str]) -> OverflowWindow:
+    return OverflowWindow("anthropic", _num(m["window"]), _num(m["counted"]))
+
+
+def _openai(m: re.Match[str]) -> OverflowWindow:
+    # "... you requested N tokens (X in the messages, Y in the completion)": the input may use
+    # the window less the completion the request reserved
+    window = _num(m["window"])
+    if m["prompt"] is not None and m["completion"] is not None:
+        return OverflowWindow("openai", window - _num(m["completion"]), _num(m["prompt"]))
+    counted = m["counted"]
+    return OverflowWindow("openai", window, _num(counted) if counted is not None else None)
+
+
+def _gemini(m: re.Match[str]) -> OverflowWindow:
+    counted = m["counted"]
+    return OverflowWindow("gemini", _num(m["window"]), _num(counted) if counted is not None else None)
+
+
+def _xai(m: re.Match[str]) -> OverflowWindow:
+    return OverflowWindow("xai", _num(m["window"]), _num(m["counted"]))
+
+
+#: one entry per provider message shape: ``(pattern, reader)``; the first pattern that matches
+#: the error text decides
+OVERFLOW_MESSAGES: list[tuple[re.Pattern[str], Callable[[re.Match[str]], OverflowWindow]]] = [
+    # Anthropic: "prompt is too long: 212345 tokens > 200000 maximum"
+    (
+        re.compile(
+            r"prompt is too long:\s*(?P<counted>\d[\d,_]*)\s*tokens?\s*>\s*(?P<window>\d[\d,_]*)\s*maximum",
+            re.I,
+        ),
+        _anthropic,
+    ),
+    # OpenAI chat completions, and the servers that copy its text (vLLM, DeepSeek, Together):
+    # "This model's maximum context length is 8192 tokens. However, your messages resulted in
+    # 9000 tokens." / "... However, you requested 4569 tokens (3545 in your prompt; 1024 for the
+    # completion)." / "(4000 in the messages, 1000 in the completion)"
+    (
+        re.compile(
+            r"maximum context length is (?P<window>\d[\d,_]*) tokens"
+            r"(?:.*?(?:resulted in|requested) (?P<counted>\d[\d,_]*) tokens"
+            r"(?:\s*\((?P<prompt>\d[\d,_]*) in (?:your prompt|the messages)[;,]\s*"
+            r"(?P<completion>\d[\d,_]*) (?:for|in) the completion\))?)?",
+            re.I | re.S,
+        ),
+        _openai,
+    ),
+    # Gemini: "The input token count (1200293) exceeds the maximum number of tokens allowed (1048576)."
+    (
+        re.compile(
+            r"(?:input token count \((?P<counted>\d[\d,_]*)\)\s*)?"
+            r"exceeds the maximum number of tokens allowed \((?P<window>\d[\d,_]*)\)",
+            re.I,
+        ),
+        _gemini,
+    ),
+    # xAI: "This model's maximum prompt length is 131072 but the request contains 136973 tokens."
+    (
+        re.compile(
+            r"maximum prompt length is (?P<window>\d[\d,_]*)\D{0,40}?request contains (?P<counted>\d[\d,_]*) tokens",
+            re.I,
+        ),
+        _xai,
+    ),
+]
+
+
+def read_overflow(error: BaseException | str) -> OverflowWindow | None:
+    """The window a context-overflow error states (R12), or ``None`` when its text states none.
+
+    ``error`` is the provider's exception or the error text.  Of an exception, its ``str`` and
+    the provider SDK's attributes that carry the message are read: ``message`` and ``body``
+    (Anthropic, OpenAI), ``details`` (Google GenAI), and the exception it was raised from
+    (``__cause__``: LangChain's provider packages re-raise the SDK's error).  A stated window
+    that is not positive is ignored.
+    """
+    for text in _texts(error):
+        for pattern, reader in OVERFLOW_MESSAGES:
+            m = pattern.search(text)
+            if m is not None:
+                found = reader(m)
+                if found.window_tokens > 0:
+                    return found
+    return None
+
+
+def _texts(error: BaseException | str) -> list[str]:
+    """The texts :func:`read_overflow` reads of ``error``."""
+    if isinstance(error, str):
+        return [error]
+    out: list[str] = []
+    for exc in (error, error.__cause__):
+        if exc is None:
+            continue
+        out.append(str(exc))
+        for attr in ("message", "body", "details"):
+            value = getattr(exc, attr, None)
+            if value:
+                out.append(str(value))
+    return out
+
+
+class RetryTarget(NamedTuple):
+    """The size the retry after an overflow aims at (tokens of ctxlab's estimate) and where it
+    came from: ``"error"`` (the window the provider's error states), ``"capacity"`` (the model's
+    ``max_input_tokens``) or ``"estimate"`` (:data:`OVERFLOW_RETRY_SHARE` of the estimate that
+    overflowed)."""
+
+    tokens: int
+    source: Literal["error", "capacity", "estimate"]
+
+
+def retry_target(overflowed: int, capacity: int | None, stated: OverflowWindow | None) -> RetryTarget:
+    """The smallest of: the share of the ``overflowed`` estimate, the model's ``capacity`` and
+    the window ``stated`` by the error (R12; tokens).
+
+    A stated window is rescaled to ctxlab's estimate by ``overflowed / counted_tokens`` when the
+    provider counted more tokens than the estimate (so a window of 3,000 provider tokens is
+    2,000 estimated tokens when the provider counted 4,500 for an estimate of 3,000).  Ties go
+    to the error, then the capacity.
+    """
+    candidates: list[RetryTarget] = []
+    if stated is not None:
+        window = stated.window_tokens
+        if stated.counted_tokens is not None and stated.counted_tokens > overflowed > 0:
+            window = int(window * overflowed / stated.counted_tokens)
+        candidates.append(RetryTarget(max(1, window), "error"))
+    if capacity is not None:
+        candidates.append(RetryTarget(capacity, "capacity"))
+    candidates.append(RetryTarget(int(overflowed * OVERFLOW_RETRY_SHARE), "estimate"))
+    return min(candidates, key=lambda c: c.tokens)

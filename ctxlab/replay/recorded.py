@@ -1,0 +1,83 @@
+"""The ``recorded`` strategy: replay what the agent itself sent, its own recorded compactions
+included.
+
+Claude Code and Codex compact their context themselves.  Their transcripts record where
+(:data:`ctxlab.transcripts.base.RECORDED_COMPACTION_KEY` marks the summary, or the replacement
+history, the agent continued from), and after that point the model saw only the system message,
+those messages and what followed.  :class:`RecordedCompactionMiddleware` sends exactly that: at
+each call, the request's messages from the start of the latest recorded compaction in them (all
+messages when there is none).  It summarizes nothing and calls no model besides the recorded one,
+so a replay row of ``recorded`` is the recording, to put beside ``ars`` or a baseline on the same
+runs (``ctxlab compare --strategies recorded,ars``).  The call whose request a recorded compaction
+first starts is the strategy's L2 round (``level`` ``L2``, the agent's summary in the run's
+summaries; :mod:`ctxlab.replay.observer`); ``recorded_input_tokens`` beside ``view_tokens`` shows
+the provider's count of what was sent.
+
+Other strategies never see a recorded compaction's messages: the replay leaves them out of the
+state (:mod:`ctxlab.replay.runner`), as a run without the agent's own compaction would not have
+had them; a middleware that sets :attr:`RecordedCompactionMiddleware.replays_recorded_compactions`
+gets them.  On a transcript without a recorded compaction ``recorded`` sends everything (the raw
+history).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+from langchain.agents.middleware.types import AgentMiddleware, ModelRequest, ModelResponse
+from langchain_core.messages import AnyMessage, BaseMessage
+
+from ctxlab.transcripts.base import recorded_compaction_of
+
+__all__ = ["RECORDED_STRATEGY", "RecordedCompactionMiddleware", "recorded_view_start"]
+
+#: the strategy's registered name
+RECORDED_STRATEGY = "recorded"
+
+
+def recorded_view_start(messages: Sequence[BaseMessage]) -> int:
+    """Where the agent's own view starts in ``messages`` (state messages, no system message):
+    the first message of the latest recorded compaction among them, or 0 when there is none."""
+    latest: int | None = None
+    for i in range(len(messages) - 1, -1, -1):
+        mark = recorded_compaction_of(messages[i])
+        if mark is not None:
+            latest = i
+            index = mark.get("index")
+            while latest > 0:  # back to the first message of that compaction
+                before = recorded_compaction_of(messages[latest - 1])
+                if before is None or before.get("index") != index:
+                    break
+                latest -= 1
+            break
+    return latest or 0
+
+
+class RecordedCompactionMiddleware(AgentMiddleware[Any, Any]):
+    """Sends each request from the latest recorded compaction on (see the module docstring).
+
+    Stateless: one instance serves every run of a batch.
+    """
+
+    #: the replay feeds this middleware the messages of recorded compactions
+    replays_recorded_compactions = True
+
+    @property
+    def name(self) -> str:
+        return RECORDED_STRATEGY
+
+    def _view(self, request: ModelRequest) -> ModelRequest:
+        messages: list[AnyMessage] = list(request.messages)
+        start = recorded_view_start(messages)
+        return request.override(messages=messages[start:]) if start else request
+
+    def wrap_model_call(
+        self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
+    ) -> ModelResponse:
+        return handler(self._view(request))
+
+    async def awrap_model_call(
+        self, request: ModelRequest, handler: Callable[[ModelRequest], Awaitable[ModelResponse]]
+    ) -> ModelResponse:
+        return await handler(self._view(request))
