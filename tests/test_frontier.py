@@ -91,3 +91,19 @@ def test_frontier_refuses_what_it_cannot_draw(frames):
         frontier_frame({"x:y": frames[ROWS[0]].drop("cost_usd")})
     with pytest.raises(TypeError, match="titel"):
         plot_frontier(frames, titel="typo")
+
+
+def test_frontier_tells_apart_more_strategies_than_colours(frames):
+    from ctxlab.analysis.plotting.style import STRATEGY_COLORS
+
+    calls = frames[ROWS[0]]
+    many = pl.concat(
+        [calls.with_columns(pl.col("strategy") + f"-{i}") for i in range(4)]  # 12 strategies
+    )
+    assert many["strategy"].n_unique() > len(STRATEGY_COLORS)
+    fig = plot_frontier({ROWS[0]: many})
+    legend = fig.axes[0].get_legend()
+    styles = {
+        (tuple(h.get_facecolor()[0]), h.get_paths()[0].vertices.tobytes()) for h in legend.legend_handles
+    }
+    assert len(styles) == many["strategy"].n_unique()

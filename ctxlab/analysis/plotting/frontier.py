@@ -25,21 +25,25 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-__all__ = ["FRONTIER_FIGURE", "NO_SUMMARY_X", "plot_frontier", "write_frontier_figure"]
+__all__ = ["FRONTIER_FIGURE", "MARKERS", "NO_SUMMARY_X", "plot_frontier", "write_frontier_figure"]
 
 #: the file name of the figure in a report's ``figures/`` folder
 FRONTIER_FIGURE = "frontier.png"
+#: the markers of the strategies, one per round of the colour palette
+MARKERS = ("o", "s", "^", "D")
 #: where a strategy without a summary (no needed recall) is drawn on the recall axis
 NO_SUMMARY_X = -0.1
 
 
-def _panel(ax: Axes, frame: pl.DataFrame, colors: dict[str, str], key: str) -> None:
+def _panel(ax: Axes, frame: pl.DataFrame, styles: dict[str, tuple[str, str]], key: str) -> None:
     fam = font_families()
-    for name, color in colors.items():
+    for name, (color, marker) in styles.items():
         rows = frame.filter(pl.col("strategy") == name)
         runs = rows.filter(~pl.col("pooled") & pl.col("cost_saving_pct").is_not_null())
         xs = [NO_SUMMARY_X if r is None else r for r in runs["needed_recall"].to_list()]
-        ax.scatter(xs, runs["cost_saving_pct"].to_list(), s=16, color=color, alpha=0.45, linewidths=0)
+        ax.scatter(
+            xs, runs["cost_saving_pct"].to_list(), s=16, color=color, marker=marker, alpha=0.45, linewidths=0
+        )
         pooled = rows.filter(pl.col("pooled"))
         if pooled.is_empty() or pooled["cost_saving_pct"][0] is None:
             continue
@@ -47,7 +51,15 @@ def _panel(ax: Axes, frame: pl.DataFrame, colors: dict[str, str], key: str) -> N
         y = float(pooled["cost_saving_pct"][0])
         x = NO_SUMMARY_X if x is None else float(x)
         ax.scatter(
-            [x], [y], s=90, color=color, edgecolors="black", linewidths=0.8, zorder=4, label=label_text(name)
+            [x],
+            [y],
+            s=90,
+            color=color,
+            marker=marker,
+            edgecolors="black",
+            linewidths=0.8,
+            zorder=4,
+            label=label_text(name),
         )
     ax.axhline(0, color="#555555", lw=0.8, ls="--")
     ax.axvspan(NO_SUMMARY_X - 0.06, NO_SUMMARY_X + 0.06, color="#eeeeee", zorder=0)
@@ -63,7 +75,8 @@ def _panel(ax: Axes, frame: pl.DataFrame, colors: dict[str, str], key: str) -> N
 @with_options(FigureOptions)
 def plot_frontier(calls_by_price: Mapping[str, pl.DataFrame], **options: Unpack[FigureOptions]) -> Figure:
     """Cost saving (%, y) against needed recall (x) per strategy, one panel per price row: small
-    dots are runs, large dots the strategy pooled over its runs (labelled).  A run without an L2
+    dots are runs, large dots the strategy pooled over its runs (in the legend; past the colour
+    palette a strategy gets the next of :data:`MARKERS`).  A run without an L2
     round has no needed recall and is drawn at "no summary".
 
     Args:
@@ -84,9 +97,10 @@ def plot_frontier(calls_by_price: Mapping[str, pl.DataFrame], **options: Unpack[
     frame = frontier_frame(calls_by_price)
     fig, axes = open_panels(options, 1, len(calls_by_price), (5.6 * len(calls_by_price), 4.8), sharey=True)
     names = list(dict.fromkeys(frame["strategy"].to_list()))
-    colors = {n: STRATEGY_COLORS[i % len(STRATEGY_COLORS)] for i, n in enumerate(names)}
+    n = len(STRATEGY_COLORS)  # past the palette, the colours come again with another marker
+    styles = {s: (STRATEGY_COLORS[i % n], MARKERS[(i // n) % len(MARKERS)]) for i, s in enumerate(names)}
     for ax, key in zip(axes, calls_by_price, strict=True):
-        _panel(ax, frame.filter(pl.col("price_row") == key), colors, key)
+        _panel(ax, frame.filter(pl.col("price_row") == key), styles, key)
     title = options.get("title") or "Cost saving vs needed recall (up and right is better)"
     fam = font_families()
     fig.suptitle(label_text(title), fontfamily=fam, fontsize=11)
