@@ -340,3 +340,40 @@ fig = plot_sweep(
 )
 save_figure(fig, "nb02_sweep")
 fig
+
+# %% [markdown]
+# ## Cost saving against needed recall, on two price rows
+#
+# What a team deciding on compression asks first: how many dollars a strategy saves against no
+# compression, and what its summaries keep of what the agent needed next (`needed_recall`, see
+# the cost section). The frontier draws both, per run (small dots) and pooled per strategy (large
+# dots), one panel per price row: Claude Sonnet 4.5 (explicit caching, a write premium) and
+# GPT-4.1 (automatic caching). Up and to the right is better. `ars-extractive` is ARS with the
+# offline extractive summarizer (no model call); `ars-cache` decides when to summarize by expected
+# dollars under the price row named in `CTXLAB_CACHE_PRICE_MODEL` (so each row is its own
+# replay), keeps the last 2 messages and uses the extractive summarizer. The cost model is in
+# `docs/cost-model.md`. No interval is drawn around a pooled value: the spread of the runs is shown
+# instead.
+
+# %%
+from ctxlab.analysis.frontier import frontier_table
+from ctxlab.analysis.plotting import plot_frontier
+
+FRONTIER_STRATEGIES = [
+    s
+    for s in ["ars", "ars-extractive", "ars-cache", "masking", "hybrid", "langchain-summarization"]
+    if s in registered
+]
+PRICE_ROWS = ["anthropic:claude-sonnet-4-5", "openai:gpt-4.1"]
+by_price = {}
+for row in PRICE_ROWS:
+    os.environ["CTXLAB_CACHE_PRICE_MODEL"] = row  # the row ars-cache optimizes for
+    priced = replay_many(transcripts, FRONTIER_STRATEGIES, settings=settings, pm=pm, price_model=row)
+    by_price[row] = priced.frame()
+os.environ.pop("CTXLAB_CACHE_PRICE_MODEL")
+frontier_table(by_price)
+
+# %%
+fig = plot_frontier(by_price)
+save_figure(fig, "nb02_frontier")
+fig

@@ -74,6 +74,7 @@ def test_replay_end_to_end_on_real_transcripts(shared: Path, tmp_path: Path) -> 
     assert pngs == [
         "budget/session-ses_434e.md__ars.png",
         "cost_per_call.png",
+        "frontier.png",
         "saving_by_strategy.png",
     ]
     assert "Budget figures for the 1 of 2 runs whose raw request reaches T" in report

@@ -39,14 +39,14 @@ MAX_SECONDS = 300
 #: notebooks that must export at least these figures when CTXLAB_FIGURES_DIR is set
 EXPECTED_FIGURES = {
     "01_token_budget": ["nb01_budget_defaults", "nb01_budget", "nb01_budget_sample"],
-    "02_strategies": ["nb02_savings", "nb02_strategies", "nb02_cost", "nb02_sweep"],
+    "02_strategies": ["nb02_savings", "nb02_strategies", "nb02_cost", "nb02_sweep", "nb02_frontier"],
     "03_write_a_plugin": ["nb03_plugin", "nb03_savings"],
     "05_findings": ["nb05_findings"],
 }
 #: figures each notebook shows inline (image/png outputs; 01's last one is the explorer)
 SHOWN_FIGURES = {
     "01_token_budget": 4,
-    "02_strategies": 7,  # savings per run, heatmap, strategies, cost per call, saving and cost vs recall, sweep
+    "02_strategies": 8,  # savings per run, heatmap, strategies, cost per call, saving and cost vs recall, sweep, frontier
     "03_write_a_plugin": 2,
     "04_agent_prototype": 0,
     "05_findings": 1,

@@ -196,12 +196,18 @@ def test_write_report_end_to_end(tmp_path: Path) -> None:
         "**needed_recall**",
         "**cost_usd**",
         "figures/cost_per_call.png",
+        "figures/frontier.png",
     ):
         assert needle in report, needle
     rounds = [json.loads(line) for line in (tmp_path / "out" / "summaries.jsonl").read_text().splitlines()]
     assert rounds and all("needed_recall" in r and "span_recall" in r for r in rounds)
     names = sorted(p.relative_to(tmp_path / "out" / "figures").as_posix() for p in paths["figures"])
-    assert names == ["budget/run.json__ars.png", "cost_per_call.png", "saving_by_strategy.png"]
+    assert names == [
+        "budget/run.json__ars.png",
+        "cost_per_call.png",
+        "frontier.png",
+        "saving_by_strategy.png",
+    ]
     for p in paths["figures"]:
         w, h = _png_size(p)
         assert w >= 400 and h >= 300

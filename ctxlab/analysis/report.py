@@ -291,6 +291,13 @@ def write_report(
         cost_figure = write_cost_figure(calls, out / "figures", price_label=_price_line(result), data=data)
         if cost_figure is not None:
             figure_paths.append(cost_figure)
+        price = getattr(result, "price", None)
+        if price is not None:
+            from ctxlab.analysis.plotting.frontier import write_frontier_figure
+
+            frontier = write_frontier_figure(calls, out / "figures", price_key=price.key)
+            if frontier is not None:
+                figure_paths.append(frontier)
     report_path = out / "report.md"
     report_path.write_text(
         _report_markdown(result, calls, summary, totals, figure_paths, out, title, command, which, data),
@@ -436,6 +443,7 @@ def _cost_section(
     """The report's cost and fidelity section: the price row (with its date and source), the
     per-strategy table and the cost figure."""
     from ctxlab.analysis.costs import COST_FIGURE, cost_table
+    from ctxlab.analysis.plotting.frontier import FRONTIER_FIGURE
 
     price = getattr(result, "price", None)
     if price is None or calls.is_empty():
@@ -452,4 +460,15 @@ def _cost_section(
     figure = next((p for p in figure_paths if p.name == COST_FIGURE), None)
     if figure is not None:
         lines += ["", f"![cost per call]({figure.relative_to(out).as_posix()})"]
+    frontier = next((p for p in figure_paths if p.name == FRONTIER_FIGURE), None)
+    if frontier is not None:
+        lines += [
+            "",
+            "Cost saving against needed recall (up and right is better; large dots pooled per strategy, "
+            "small dots its runs; a run without a summary at *no summary*). Another price row: replay "
+            "again with `--price-model` (and `CTXLAB_CACHE_PRICE_MODEL` for `ars-cache`); "
+            "`ctxlab.analysis.plotting.plot_frontier` draws several side by side.",
+            "",
+            f"![cost saving vs needed recall]({frontier.relative_to(out).as_posix()})",
+        ]
     return lines

@@ -179,9 +179,12 @@ def add_model_options(p: argparse.ArgumentParser) -> None:
                 choices=("tiktoken", "char-class"),
                 default="tiktoken",
             ),
-            model_option(
+            option(
                 "--summarizer-model",
-                "summarize with this chat model (init_chat_model) (default: the offline structured summary)",
+                "summarize with this chat model (init_chat_model), or offline: 'structured' or 'extractive' "
+                "(no model call; keeps by salience what later turns use) (default: the offline structured "
+                "summary)",
+                metavar="PROVIDER:MODEL|structured|extractive",
             ),
             option(
                 "--summary-cache",
@@ -483,13 +486,19 @@ def price_row(args: argparse.Namespace) -> Any:
 
 
 def summarizer_from_args(args: argparse.Namespace) -> Any:
-    """The chat model of ``--summarizer-model`` (``init_chat_model``), or ``None`` (offline).
+    """The chat model of ``--summarizer-model`` (``init_chat_model``), the name of an offline
+    summarizer (``structured``, ``extractive``: :data:`ctxlab.replay.building.OFFLINE_SUMMARIZERS`),
+    or ``None`` (the offline structured one).
 
     Raises:
         CliError: an unknown provider, a missing integration package or key.
     """
     if not args.summarizer_model:
         return None
+    from ctxlab.replay.building import OFFLINE_SUMMARIZERS
+
+    if args.summarizer_model in OFFLINE_SUMMARIZERS:
+        return args.summarizer_model  # an offline summarizer by name (make_summarizer)
     from langchain.chat_models import init_chat_model
 
     try:

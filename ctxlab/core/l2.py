@@ -54,6 +54,8 @@ class RoundView(Protocol):
     def capacity_tokens(self) -> int | None: ...
     @property
     def stats(self) -> StatsCommon: ...
+    @property
+    def system(self) -> BaseMessage | None: ...
 
 
 @dataclass
@@ -141,6 +143,8 @@ def plan_l2(
         budget_tokens=inp.summarizer_budget,
         previous_summary=previous_summary,
         language=language,
+        kept=list(view1[local:]),
+        system=inp.system,
     )
     return L2Plan(local, global_cut, span, job, path, history, forced)
 

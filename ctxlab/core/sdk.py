@@ -26,7 +26,9 @@ What the hooks receive and return, by hook:
   :class:`CutoffDecision` (R9); :func:`valid_cut_positions` says where a cut keeps tool calls
   with their results;
 * ``ctxlab_get_summarizer(model, settings)`` -- returns a :class:`Summarizer` (``summarize(job:
-  SummaryJob) -> SummaryResult``, R10); :class:`StructuredSummarizer` is the offline one;
+  SummaryJob) -> SummaryResult``, R10); :class:`StructuredSummarizer` is the offline one,
+  :class:`ExtractiveSummarizer` the offline one that keeps by salience what later turns use, and
+  :class:`CachedPrefixSummarizer` an LLM one whose request reuses the agent's cached prefix;
 * ``ctxlab_on_event(event)`` -- a :class:`CompressionEvent` (R14);
 * ``ctxlab_register_strategies(register)`` (the lab's) -- ``register`` a :class:`RegisterStrategy`:
   ``register(name, factory, description="", *, levels=None, per_run=False)``, each call checked
@@ -45,7 +47,9 @@ from typing import Any, Protocol
 
 from langchain_core.messages import BaseMessage
 
+from ctxlab.core.builtin.extractive import ExtractiveSummarizer
 from ctxlab.core.builtin.summarizers import StructuredSummarizer
+from ctxlab.core.cache import CachedPrefixSummarizer
 from ctxlab.core.cutoff import CutoffContext, CutoffDecision, SummarizeContext, SummarizeDecision
 from ctxlab.core.estimation import CharClassEstimator, TokenizerEstimator
 from ctxlab.core.events import CompressionEvent
@@ -60,12 +64,14 @@ from ctxlab.core.summarize import Summarizer, SummaryJob, SummaryResult
 
 __all__ = [
     "LEVELS",
+    "CachedPrefixSummarizer",
     "CharClassEstimator",
     "CompressionEvent",
     "CompressionSettings",
     "CutoffContext",
     "CutoffDecision",
     "EstimatorHooks",
+    "ExtractiveSummarizer",
     "IdentityCache",
     "RegisterStrategy",
     "Strategy",

@@ -127,6 +127,10 @@ class SummaryJob:
         language: the summary language of the round, ``"zh"`` or ``"en"``
             (:func:`ctxlab.core.prompts.summary_language_of`); ``None`` when the caller did not
             resolve one (a summarizer then follows ``prompt``).
+        kept: the messages of the L1 view after the cutoff, which the request keeps verbatim
+            after the summary (the *kept window*; empty when not known).  A summarizer may leave
+            out what they hold, or (:mod:`ctxlab.core.cache`) send them to reuse a cached prefix.
+        system: the system message of the agent's request (``None``: none or not known).
     """
 
     messages: list[BaseMessage]
@@ -134,6 +138,8 @@ class SummaryJob:
     budget_tokens: int
     previous_summary: str | None = None
     language: str | None = None
+    kept: list[BaseMessage] = field(default_factory=list)
+    system: BaseMessage | None = None
 
 
 @dataclass

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from langchain.agents.middleware.types import AgentMiddleware
 
-from ctxlab.core.builtin import StructuredSummarizer
+from ctxlab.core.builtin import ExtractiveSummarizer, StructuredSummarizer
 from ctxlab.core.middleware import CompressionMiddleware
 from ctxlab.core.settings import CompressionSettings
 from ctxlab.replay.names import did_you_mean
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     import pluggy
 
 __all__ = [
+    "OFFLINE_SUMMARIZERS",
     "RunFiles",
     "build_middleware",
     "make_summarizer",
@@ -117,6 +118,7 @@ def build_middleware(
     if isinstance(made, (list, tuple)):
         if summarizer is None:
             summarizer = StructuredSummarizer()
+        summarizer = _strategy_summarizer(made, summarizer, settings)
         root: Path | None = None
         files: Any = backend
         if files is None:
@@ -187,11 +189,37 @@ def make_window(
     return ContextWindow(int(context_window), counter=provider_count)
 
 
+def _strategy_summarizer(plugins: Sequence[object], summarizer: Any, settings: CompressionSettings) -> Any:
+    """The summarizer of a strategy whose own plugins choose one (``ctxlab_get_summarizer``,
+    e.g. ``ars-extractive``): offline (``summarizer`` is a summarizer object, not a chat model)
+    the first plugin's answer for ``model=None`` replaces the offline stand-in; with a chat model
+    the middleware asks the hook with that model itself."""
+    if not hasattr(summarizer, "summarize") or hasattr(summarizer, "invoke"):
+        return summarizer
+    for plugin in plugins:
+        hook = getattr(plugin, "ctxlab_get_summarizer", None)
+        chosen = hook(model=None, settings=settings) if callable(hook) else None
+        if chosen is not None:
+            return chosen
+    return summarizer
+
+
+#: offline summarizers by the name ``summarizer_model`` (``--summarizer-model``) may give instead
+#: of a chat model
+OFFLINE_SUMMARIZERS: dict[str, type[Any]] = {
+    "structured": StructuredSummarizer,
+    "extractive": ExtractiveSummarizer,
+}
+
+
 def make_summarizer(summarizer_model: str | Any | None) -> Any:
-    """The L2 summarizer: the offline :class:`StructuredSummarizer` (``None``), a chat model by
-    ``"provider:model"`` (``init_chat_model``; raises what it raises), or the given object."""
+    """The L2 summarizer: the offline :class:`StructuredSummarizer` (``None``), an offline one by
+    name (:data:`OFFLINE_SUMMARIZERS`), a chat model by ``"provider:model"`` (``init_chat_model``;
+    raises what it raises), or the given object."""
     if summarizer_model is None:
         return StructuredSummarizer()
+    if isinstance(summarizer_model, str) and summarizer_model in OFFLINE_SUMMARIZERS:
+        return OFFLINE_SUMMARIZERS[summarizer_model]()
     if isinstance(summarizer_model, str):
         from langchain.chat_models import init_chat_model
 
@@ -203,6 +231,9 @@ def summarizer_name(summarizer_model: str | Any | None) -> str:
     """What writes the L2 summaries, in words (provenance)."""
     if summarizer_model is None:
         return "offline structured summarizer (ctxlab.core.builtin.StructuredSummarizer)"
+    if isinstance(summarizer_model, str) and summarizer_model in OFFLINE_SUMMARIZERS:
+        kind = OFFLINE_SUMMARIZERS[summarizer_model]
+        return f"offline {summarizer_model} summarizer (ctxlab.core.builtin.{kind.__name__})"
     if isinstance(summarizer_model, str):
         return f"chat model {summarizer_model} (init_chat_model)"
     name = getattr(summarizer_model, "model_name", None) or getattr(summarizer_model, "model", None)

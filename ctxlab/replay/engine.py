@@ -95,8 +95,8 @@ class ReplayOptions(TypedDict, total=False):
         out_dir: offloads and histories go to ``<out_dir>/files/<transcript>/<strategy>`` (a
             temporary folder when ``None``).
         format: the transcript format name of files (default: detected per file).
-        summarizer_model: ``"provider:model"`` (``init_chat_model``) or a chat model for L2
-            summaries; ``None``: the offline structured summarizer.
+        summarizer_model: ``"provider:model"`` (``init_chat_model``), a chat model, or an offline
+            summarizer's name (:data:`~ctxlab.replay.building.OFFLINE_SUMMARIZERS`; ``None``: structured).
         summary_cache: a SQLite file caching the summarizer model's replies
             (:mod:`ctxlab.replay.summary_cache`; hits and misses in ``result.provenance``);
             ``None`` (default): no cache.

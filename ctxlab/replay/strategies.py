@@ -27,8 +27,11 @@ from collections.abc import Iterable, Mapping
 import pluggy
 
 from ctxlab.core import hookspecs as core_specs
+from ctxlab.core.builtin.extractive import SUMMARY_TOKENS, ForceExtractiveSummarizer
+from ctxlab.core.cache import CACHE_KEEP_MESSAGES, CacheAwareCutoff, CacheAwareSummarize, CachePrices
 from ctxlab.core.hookspecs import hookimpl
 from ctxlab.core.plugins import describe_plugins, make_plugin_manager
+from ctxlab.core.settings import CompressionSettings
 from ctxlab.core.strategy import RegisterStrategy, Strategy, StrategyFactory
 from ctxlab.replay import hookspecs as replay_specs
 from ctxlab.transcripts import formats_plugin
@@ -36,9 +39,11 @@ from ctxlab.transcripts import hookspecs as transcript_specs
 
 __all__ = [
     "BEHAVIOUR_HOOKS",
+    "CACHE_PRICE_ENV",
     "OBSERVER_HOOKS",
     "BuiltinStrategies",
     "Strategy",
+    "cache_plugins",
     "folder_plugins",
     "ignored_hook_plugins",
     "make_lab_manager",
@@ -59,8 +64,10 @@ BEHAVIOUR_HOOKS = frozenset(
 
 
 class BuiltinStrategies:
-    """Registers the ``ars`` strategy (the defaults with nothing added) and ``recorded`` (the
-    agent's own recorded compactions, :mod:`ctxlab.replay.recorded`), ``trylast``."""
+    """Registers the ``ars`` strategy (the defaults with nothing added), ``recorded`` (the agent's
+    own recorded compactions, :mod:`ctxlab.replay.recorded`), ``ars-cache`` and ``ars-extractive``
+    (the defaults with the offline extractive summarizer, :mod:`ctxlab.core.builtin.extractive`;
+    with the dollar decision too, :mod:`ctxlab.core.cache`), ``trylast``."""
 
     name = "strategies"
 
@@ -74,6 +81,43 @@ class BuiltinStrategies:
             lambda settings: RecordedCompactionMiddleware(),
             "what the agent itself sent: its own recorded compactions (Claude Code, Codex), else everything",
         )
+        register(
+            "ars-cache",
+            cache_plugins,
+            "ARS that summarizes only when it pays in dollars under the prompt cache of the price row "
+            "$CTXLAB_CACHE_PRICE_MODEL (default anthropic:claude-sonnet-4-5), keeping the last 2 messages, "
+            "with the extractive summarizer",
+        )
+        register(
+            "ars-extractive",
+            lambda settings: [ForceExtractiveSummarizer()],
+            "ARS with the offline extractive summarizer (no model call; keeps paths, scripts, commands, "
+            "errors, constraints, open tasks and identifiers by salience)",
+        )
+
+
+#: the environment variable naming the price row ``ars-cache`` optimizes for (``provider:model``)
+CACHE_PRICE_ENV = "CTXLAB_CACHE_PRICE_MODEL"
+
+
+def cache_plugins(settings: CompressionSettings | None = None) -> list[object]:
+    """The plugins of ``ars-cache`` (:mod:`ctxlab.core.cache`): the dollar decision under the price
+    row named by ``$CTXLAB_CACHE_PRICE_MODEL`` (default: the cost columns' default row), the
+    cutoff that keeps :data:`~ctxlab.core.cache.CACHE_KEEP_MESSAGES` messages and the extractive
+    summarizer (no model call).
+
+    Raises:
+        KeyError: the variable names no row of the shipped price table.
+    """
+    from ctxlab.replay.prices import DEFAULT_PRICE_MODEL, load_prices
+
+    row = load_prices().get(os.environ.get(CACHE_PRICE_ENV) or DEFAULT_PRICE_MODEL)
+    keep = CACHE_KEEP_MESSAGES
+    return [
+        CacheAwareSummarize(CachePrices.of(row), summary_tokens=SUMMARY_TOKENS, keep_messages=keep),
+        CacheAwareCutoff(keep),
+        ForceExtractiveSummarizer(),
+    ]
 
 
 def make_lab_manager(

@@ -20,6 +20,7 @@ The package, by job: :mod:`~ctxlab.analysis.plotting.style` (fonts, colours, axe
 :mod:`~ctxlab.analysis.plotting.plots` (the plots into one axes each),
 :mod:`~ctxlab.analysis.plotting.figures` (the two-panel budget figure and the report's PNG files),
 :mod:`~ctxlab.analysis.plotting.cost` (the cost per call and its PNG),
+:mod:`~ctxlab.analysis.plotting.frontier` (cost saving against needed recall, and its PNG),
 :mod:`~ctxlab.analysis.plotting.findings` (the paper's findings and ctxlab's),
 :mod:`~ctxlab.analysis.plotting.distributions` (the per-run plots: the saving distribution, the
 transcript × strategy heatmap, saving or cost against needed recall).
@@ -36,6 +37,7 @@ from ctxlab.analysis.plotting.distributions import (
 )
 from ctxlab.analysis.plotting.figures import budget_figure, figure_name, reaching_runs, write_figures
 from ctxlab.analysis.plotting.findings import plot_findings
+from ctxlab.analysis.plotting.frontier import FRONTIER_FIGURE, plot_frontier, write_frontier_figure
 from ctxlab.analysis.plotting.options import FigureOptions, PlotOptions
 from ctxlab.analysis.plotting.plots import (
     plot_budget,
@@ -47,6 +49,7 @@ from ctxlab.analysis.plotting.style import LOG_RATIO, cjk_font, format_tokens
 
 __all__ = [
     "COST_FIGURE",
+    "FRONTIER_FIGURE",
     "LOG_RATIO",
     "ROTATE_NAMES_OVER",
     "FigureOptions",
@@ -60,6 +63,7 @@ __all__ = [
     "plot_findings",
     "plot_recall_scatter",
     "plot_run_heatmap",
+    "plot_frontier",
     "plot_savings",
     "plot_strategies",
     "plot_sweep",
@@ -67,4 +71,5 @@ __all__ = [
     "reaching_runs",
     "write_cost_figure",
     "write_figures",
+    "write_frontier_figure",
 ]

@@ -8,6 +8,8 @@
   (a deviation from the seed, ``docs/middleware.md``)
 * :class:`~ctxlab.core.builtin.cutoff_rule.KeepRecentCutoff` — the L2 cutoff (R9)
 * :class:`~ctxlab.core.builtin.summarizers.DefaultSummarizer` — LLM summary (R10), structured offline
+* (not a default) :class:`~ctxlab.core.builtin.extractive.ExtractiveSummarizer` — the offline
+  extractive summary by salience (``ars-extractive``, :class:`ForceExtractiveSummarizer`)
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 from ctxlab.core.builtin.cutoff_rule import KeepRecentCutoff
 from ctxlab.core.builtin.decision import ArsSummarizeRule, ResummarizeGuard
 from ctxlab.core.builtin.estimator import DefaultEstimator
+from ctxlab.core.builtin.extractive import ExtractiveSummarizer, ForceExtractiveSummarizer
 from ctxlab.core.builtin.summarizers import DefaultSummarizer, ForceStructuredSummarizer, StructuredSummarizer
 from ctxlab.core.builtin.trimmers import ArgumentTruncation, ToolResultOffload
 
@@ -23,6 +26,8 @@ __all__ = [
     "ArsSummarizeRule",
     "DefaultEstimator",
     "DefaultSummarizer",
+    "ExtractiveSummarizer",
+    "ForceExtractiveSummarizer",
     "ForceStructuredSummarizer",
     "KeepRecentCutoff",
     "ResummarizeGuard",

@@ -1,0 +1,109 @@
+"""The frontier of strategies (issue 23): cost saving against needed recall, per run and pooled,
+for several price rows — values equal the column registry's, and the figure draws them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from ctxlab import CompressionSettings
+from ctxlab.analysis.frontier import FRONTIER_COLUMNS, frontier_frame, frontier_table
+from ctxlab.analysis.plotting import plot_frontier, write_frontier_figure
+from ctxlab.replay import replay_many
+from ctxlab.replay.table import strategy_totals, summary_frame
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLE = ROOT / "ctxlab" / "data" / "sample_run.json"
+MINI = ROOT.parent / "shared" / "transcripts" / "raw" / "mini-swe-agent"
+ROWS = ("anthropic:claude-sonnet-4-5", "openai:gpt-4.1")
+
+
+@pytest.fixture(scope="module")
+def frames() -> dict[str, pl.DataFrame]:
+    public = sorted(MINI.rglob("*.traj.json"))[:3]
+    assert len(public) == 3, f"the shared mini-swe-agent runs are missing under {MINI}"
+    runs = [SAMPLE, *public]
+    out = {}
+    for row in ROWS:
+        result = replay_many(
+            runs,
+            ["ars", "ars-extractive", "masking"],
+            settings=CompressionSettings(summary_threshold=16),
+            price_model=row,
+        )
+        out[row] = result.frame()
+    return out
+
+
+def test_frontier_values_are_the_registry_columns(frames):
+    frame = frontier_frame(frames)
+    assert frame.columns == list(FRONTIER_COLUMNS)
+    for row, calls in frames.items():
+        part = frame.filter(pl.col("price_row") == row)
+        runs = summary_frame(calls)
+        got = part.filter(~pl.col("pooled")).select(
+            "strategy", "transcript", "cost_saving_pct", "needed_recall"
+        )
+        assert got.equals(runs.select("strategy", "transcript", "cost_saving_pct", "needed_recall"))
+        pooled = part.filter(pl.col("pooled")).select("strategy", "cost_saving_pct", "needed_recall")
+        assert pooled.equals(strategy_totals(calls).select("strategy", "cost_saving_pct", "needed_recall"))
+    # the prices change the saving, not what the summaries carried
+    table = frontier_table(frames)
+    assert table["strategy"].to_list() == ["ars", "ars-extractive", "masking"]
+    a, o = (f"cost saving % ({r})" for r in ROWS)
+    assert table[a].to_list() != table[o].to_list()
+    assert table[f"needed recall ({ROWS[0]})"].to_list() == table[f"needed recall ({ROWS[1]})"].to_list()
+    masking = table.filter(pl.col("strategy") == "masking")
+    assert masking[f"needed recall ({ROWS[0]})"][0] is None  # no summary, no recall
+    ars, ext = (
+        table.filter(pl.col("strategy") == s)[f"needed recall ({ROWS[0]})"][0]
+        for s in ("ars", "ars-extractive")
+    )
+    assert ext > ars
+
+
+def test_frontier_figure_has_a_panel_per_price_row_and_draws_every_value(frames, tmp_path):
+    fig = plot_frontier(frames)
+    axes = fig.axes
+    assert [ax.get_title() for ax in axes] == list(ROWS)
+    frame = frontier_frame(frames)
+    for ax, row in zip(axes, ROWS, strict=True):
+        drawn = sorted(
+            round(float(y), 6)
+            for coll in ax.collections
+            for _x, y in coll.get_offsets()
+            if coll.get_offsets().size
+        )
+        part = frame.filter((pl.col("price_row") == row) & pl.col("cost_saving_pct").is_not_null())
+        assert drawn == sorted(round(v, 6) for v in part["cost_saving_pct"].to_list())
+    legend = axes[-1].get_legend()
+    assert [t.get_text() for t in legend.get_texts()] == ["ars", "ars-extractive", "masking"]
+    path = write_frontier_figure(frames[ROWS[0]], tmp_path, price_key=ROWS[0])
+    assert path is not None and path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_frontier_refuses_what_it_cannot_draw(frames):
+    with pytest.raises(ValueError, match="calls_by_price is empty"):
+        frontier_frame({})
+    with pytest.raises(ValueError, match=r"price row 'x:y' lacks the columns \['cost_usd'"):
+        frontier_frame({"x:y": frames[ROWS[0]].drop("cost_usd")})
+    with pytest.raises(TypeError, match="titel"):
+        plot_frontier(frames, titel="typo")
+
+
+def test_frontier_tells_apart_more_strategies_than_colours(frames):
+    from ctxlab.analysis.plotting.style import STRATEGY_COLORS
+
+    calls = frames[ROWS[0]]
+    many = pl.concat(
+        [calls.with_columns(pl.col("strategy") + f"-{i}") for i in range(4)]  # 12 strategies
+    )
+    assert many["strategy"].n_unique() > len(STRATEGY_COLORS)
+    fig = plot_frontier({ROWS[0]: many})
+    legend = fig.axes[0].get_legend()
+    styles = {
+        (tuple(h.get_facecolor()[0]), h.get_paths()[0].vertices.tobytes()) for h in legend.legend_handles
+    }
+    assert len(styles) == many["strategy"].n_unique()
