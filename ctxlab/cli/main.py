@@ -22,7 +22,7 @@ report lists what; without ``--keep-going`` the first failure stops the run, wit
 runs); 2 on a usage error (an invalid setting names the field and its allowed range); 130 when
 interrupted.
 
-The modules: :mod:`~ctxlab.cli.options` (the option groups and what they resolve to),
+The modules: :mod:`~ctxlab.cli.options` (the option groups), :mod:`~ctxlab.cli.resolve` (what they resolve to),
 :mod:`~ctxlab.cli.replay_cmd` (replay and compare), :mod:`~ctxlab.cli.output` (what is printed),
 :mod:`~ctxlab.cli.plugins_cmd`, :mod:`~ctxlab.cli.findings`, :mod:`~ctxlab.cli.show_cmd`,
 :mod:`~ctxlab.cli.bench`.
@@ -35,8 +35,9 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from ctxlab.cli.options import SETTING_FLAGS, CliError, add_common_options, add_plugin_options, load_config
-from ctxlab.cli.options import settings_from_args as settings_from_args
+from ctxlab.cli.options import SETTING_FLAGS, CliError, add_common_options, add_plugin_options
+from ctxlab.cli.resolve import load_config
+from ctxlab.cli.resolve import settings_from_args as settings_from_args
 
 __all__ = ["SETTING_FLAGS", "CliError", "build_parser", "load_config", "main", "settings_from_args"]
 

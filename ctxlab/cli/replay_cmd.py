@@ -29,8 +29,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ctxlab.cli.options import (
-    CliError,
+from ctxlab.cli.options import CliError
+from ctxlab.cli.resolve import (
     price_row,
     settings_from_args,
     summarizer_from_args,
