@@ -466,7 +466,7 @@ def _cost_section(
             "",
             "Cost saving against needed recall (up and right is better; large dots pooled per strategy, "
             "small dots its runs; a run without a summary at *no summary*). Another price row: replay "
-            "again with `--price-model` (and `CTXLAB_CACHE_PRICE_MODEL` for `ars-cache`); "
+            "again with `--price-model` (`ars-cache` optimizes for that row too); "
             "`ctxlab.analysis.plotting.plot_frontier` draws several side by side.",
             "",
             f"![cost saving vs needed recall]({frontier.relative_to(out).as_posix()})",
