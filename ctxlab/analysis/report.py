@@ -443,6 +443,7 @@ def _cost_section(
     """The report's cost and fidelity section: the price row (with its date and source), the
     per-strategy table and the cost figure."""
     from ctxlab.analysis.costs import COST_FIGURE, cost_table
+    from ctxlab.analysis.frontier import frontier_table
     from ctxlab.analysis.plotting.frontier import FRONTIER_FIGURE
 
     price = getattr(result, "price", None)
@@ -470,5 +471,11 @@ def _cost_section(
             "`ctxlab.analysis.plotting.plot_frontier` draws several side by side.",
             "",
             f"![cost saving vs needed recall]({frontier.relative_to(out).as_posix()})",
+            "",
+            "Pooled per strategy, and the mean per run with its 95 % bootstrap interval over runs "
+            "(hollow markers and error bars in the figure); the needed recall's over the *qualified* "
+            "runs, those with a summarized span.",
+            "",
+            markdown_table(frontier_table({price.key: calls})),
         ]
     return lines

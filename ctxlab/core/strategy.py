@@ -12,7 +12,6 @@ lab floor (polars ...); nothing in the middleware uses it.
 from __future__ import annotations
 
 import inspect
-
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeAlias
