@@ -350,10 +350,11 @@ fig
 # dots), one panel per price row: Claude Sonnet 4.5 (explicit caching, a write premium) and
 # GPT-4.1 (automatic caching). Up and to the right is better. `ars-extractive` is ARS with the
 # offline extractive summarizer (no model call); `ars-cache` decides when to summarize by expected
-# dollars under the price row named in `CTXLAB_CACHE_PRICE_MODEL` (so each row is its own
-# replay), keeps the last 2 messages and uses the extractive summarizer. The cost model is in
-# `docs/cost-model.md`. No interval is drawn around a pooled value: the spread of the runs is shown
-# instead.
+# dollars under the run's price row (`price_model`, so each row is its own replay), keeps the last 2 messages and uses the extractive summarizer. The cost model is in
+# `docs/cost-model.md`. The hollow markers with error bars are each strategy's mean per run with
+# its 95 % bootstrap interval over the runs (`frontier_intervals`, the bootstrap of the paired
+# comparisons above); the table gives them beside the pooled values, with how many runs there were
+# and how many qualified for needed recall (runs with a summarized span).
 
 # %%
 from ctxlab.analysis.frontier import frontier_table
@@ -367,10 +368,8 @@ FRONTIER_STRATEGIES = [
 PRICE_ROWS = ["anthropic:claude-sonnet-4-5", "openai:gpt-4.1"]
 by_price = {}
 for row in PRICE_ROWS:
-    os.environ["CTXLAB_CACHE_PRICE_MODEL"] = row  # the row ars-cache optimizes for
     priced = replay_many(transcripts, FRONTIER_STRATEGIES, settings=settings, pm=pm, price_model=row)
     by_price[row] = priced.frame()
-os.environ.pop("CTXLAB_CACHE_PRICE_MODEL")
 frontier_table(by_price)
 
 # %%

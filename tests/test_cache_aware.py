@@ -8,7 +8,7 @@ import math
 from pathlib import Path
 
 import pytest
-from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from ctxlab import CompressionSettings
 from ctxlab.core.cache import CacheAwareSummarize, CachedPrefixSummarizer, CachePrices, compaction
@@ -16,6 +16,7 @@ from ctxlab.core.cutoff import SummarizeContext
 from ctxlab.core.summarize import SummaryJob
 from ctxlab.replay.cost import CallTokens, price_run
 from ctxlab.replay.prices import load_prices
+from ctxlab.transcripts import Transcript
 
 SAMPLE = Path(__file__).resolve().parents[1] / "ctxlab" / "data" / "sample_run.json"
 SONNET = load_prices().get("anthropic:claude-sonnet-4-5")
@@ -113,11 +114,15 @@ def test_cached_prefix_summarizer_sends_the_agents_request_plus_one_instruction(
     assert "nostream" in model.calls[0]["tags"]
 
 
-def test_ars_cache_replays_the_sample_with_dollar_decisions(monkeypatch):
+def test_ars_cache_replays_the_sample_with_dollar_decisions():
     from ctxlab.replay import replay
 
-    monkeypatch.setenv("CTXLAB_CACHE_PRICE_MODEL", "anthropic:claude-sonnet-4-5")
-    result = replay(SAMPLE, "ars-cache", settings=CompressionSettings(summary_threshold=16))
+    result = replay(
+        SAMPLE,
+        "ars-cache",
+        settings=CompressionSettings(summary_threshold=16),
+        price_model="anthropic:claude-sonnet-4-5",
+    )
     reasons = [e["stats"].get("l2_decision") for e in result.events if e.get("stats", {}).get("l2_decision")]
     # above T2 every decision is the dollar rule's; at most T2 the ARS rule's (R7)
     assert all(
@@ -130,9 +135,104 @@ def test_ars_cache_replays_the_sample_with_dollar_decisions(monkeypatch):
         horizon = int(r.split("/call), ")[1].split(" calls expected")[0])
         assert k <= horizon
     assert all(int(r["summarizer_input_tokens"] or 0) == 0 for r in result.rows)
+    with pytest.raises(KeyError, match="nobody:none"):
+        replay(SAMPLE, "ars-cache", price_model="nobody:none")
+
+
+def _words(n: int, tag: str) -> str:
+    return " ".join(f"{tag}{i % 97} w{i}" for i in range(n))
+
+
+def _long_plans(turns: int = 3) -> Transcript:
+    """A hand-built run: three long assistant plans (~11K tokens each) with a short tool result each."""
+    m: list[BaseMessage] = [SystemMessage("You are a coding agent."), HumanMessage("Refactor src/parse.py.")]
+    for i in range(turns):
+        call = {"id": f"c{i}", "name": "bash", "args": {"command": f"python step{i}.py"}, "type": "tool_call"}
+        m.append(AIMessage(f"Plan step {i}: " + _words(2600, f"p{i}"), tool_calls=[call]))
+        m.append(ToolMessage(f"ran step{i}.py: ok", tool_call_id=f"c{i}", name="bash"))
+    m.append(AIMessage("Done."))
+    return Transcript(messages=m, source="plans.json", run_id="plans.json", format="test")
+
+
+def _decisions(result) -> dict[int, str]:
+    return {
+        int(e["call_index"]): e["stats"]["l2_decision"]
+        for e in result.events
+        if e.get("stats", {}).get("l2_decision", "").startswith("ars-cache")
+    }
+
+
+def _numbers(reason: str) -> tuple[float, float, float, int]:
+    """(k, extra USD, saving USD per call, horizon) of a decision's reason."""
+    k = float(reason.split("break-even after ")[1].split(" calls")[0])
+    extra = float(reason.split("(extra $")[1].split(",")[0])
+    saving = float(reason.split("saving $")[1].split("/call")[0])
+    horizon = int(reason.split("/call), ")[1].split(" calls expected")[0])
+    return k, extra, saving, horizon
+
+
+def test_ars_cache_follows_the_runs_price_row(monkeypatch):
+    """The same run under two price rows: at Sonnet 4.5's write premium (explicit caching) the
+    compaction on call 3 does not pay within the 3 calls it expects; at GPT-4.1's (automatic: a new
+    prefix costs the input price, a cached read a quarter of it) it does, so only that replay
+    summarizes.  $CTXLAB_CACHE_PRICE_MODEL names the other row and is ignored, and recorded so."""
+    from ctxlab.replay import replay_many
+
+    monkeypatch.setenv("CTXLAB_CACHE_PRICE_MODEL", "anthropic:claude-sonnet-4-5")
+    results = {
+        row.key: replay_many(
+            [_long_plans()],
+            ["ars-cache"],
+            settings=CompressionSettings(summary_threshold=16),
+            price_model=row.key,
+            progress=False,
+        )
+        for row in (SONNET, GPT41)
+    }
+    sonnet, gpt = (_decisions(results[r.key]) for r in (SONNET, GPT41))
+    assert set(sonnet) == set(gpt) and 3 in sonnet
+    ks, es, ss, hs = _numbers(sonnet[3])
+    kg, eg, sg, hg = _numbers(gpt[3])
+    assert hs == hg == 3  # the same view, the same horizon
+    assert sonnet[3].startswith("ars-cache: does not pay yet") and ks > 3
+    assert gpt[3].startswith("ars-cache: pays") and kg <= 3
+    # the cost model's terms move as the rows' prices say: a dearer write (3.75 vs 2.00 per MTok
+    # entering the cache, 0.30 vs 0.50 per MTok read) makes the extra cost larger and the saving smaller
+    assert es > eg and ss < sg
+    assert ss / sg == pytest.approx(SONNET.cached_input / GPT41.cached_input, rel=0.01)
+    l2 = {k: int(res.summary()["l2_rounds"].sum()) for k, res in results.items()}
+    assert l2 == {SONNET.key: 0, GPT41.key: 1}
+    record = results[GPT41.key].provenance["strategies"]["ars-cache"]["parameters"]
+    assert record == {
+        "price_row": GPT41.key,
+        "price_from": "the given price row",
+        "ignored": "$CTXLAB_CACHE_PRICE_MODEL=anthropic:claude-sonnet-4-5",
+    }
+    assert results[SONNET.key].provenance["strategies"]["ars-cache"]["parameters"] == {
+        "price_row": SONNET.key,
+        "price_from": "the given price row",
+    }
+
+
+def test_cache_plugins_for_an_agent_take_a_price_row_else_the_environment(monkeypatch):
+    from ctxlab.core.cache import CacheAwareSummarize
+    from ctxlab.replay.strategies import cache_plugins
+
+    monkeypatch.delenv("CTXLAB_CACHE_PRICE_MODEL", raising=False)
+    decide = cache_plugins(price="openai:gpt-4.1")[0]
+    assert isinstance(decide, CacheAwareSummarize) and decide.prices == CachePrices.of(GPT41)
+    default = cache_plugins()[0]
+    assert default.provenance == {  # type: ignore[attr-defined]
+        "price_row": "anthropic:claude-sonnet-4-5",
+        "price_from": "the default price row (no price given)",
+    }
+    monkeypatch.setenv("CTXLAB_CACHE_PRICE_MODEL", "openai:gpt-4.1")
+    fallback = cache_plugins()[0]
+    assert fallback.prices == CachePrices.of(GPT41)  # type: ignore[attr-defined]
+    assert fallback.provenance["price_from"] == "$CTXLAB_CACHE_PRICE_MODEL"  # type: ignore[attr-defined]
     monkeypatch.setenv("CTXLAB_CACHE_PRICE_MODEL", "nobody:none")
     with pytest.raises(KeyError, match="nobody:none"):
-        replay(SAMPLE, "ars-cache", settings=CompressionSettings(summary_threshold=16))
+        cache_plugins()
 
 
 def test_cache_aware_cutoff_keeps_its_own_window_and_never_splits_a_tool_pair():

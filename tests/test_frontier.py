@@ -65,6 +65,8 @@ def test_frontier_values_are_the_registry_columns(frames):
 
 
 def test_frontier_figure_has_a_panel_per_price_row_and_draws_every_value(frames, tmp_path):
+    from matplotlib.collections import LineCollection
+
     fig = plot_frontier(frames)
     axes = fig.axes
     assert [ax.get_title() for ax in axes] == list(ROWS)
@@ -73,6 +75,7 @@ def test_frontier_figure_has_a_panel_per_price_row_and_draws_every_value(frames,
         drawn = sorted(
             round(float(y), 6)
             for coll in ax.collections
+            if not isinstance(coll, LineCollection)  # the error bars are checked below
             for _x, y in coll.get_offsets()
             if coll.get_offsets().size
         )
@@ -107,3 +110,68 @@ def test_frontier_tells_apart_more_strategies_than_colours(frames):
         (tuple(h.get_facecolor()[0]), h.get_paths()[0].vertices.tobytes()) for h in legend.legend_handles
     }
     assert len(styles) == many["strategy"].n_unique()
+
+
+def test_frontier_intervals_are_the_paired_bootstrap_over_the_runs(frames):
+    from ctxlab.analysis.frontier import INTERVAL_COLUMNS, frontier_intervals
+    from ctxlab.replay.stats import bootstrap_mean
+
+    intervals = frontier_intervals(frames)
+    assert intervals.columns == list(INTERVAL_COLUMNS)
+    table = frontier_table(frames)
+    for row, calls in frames.items():
+        runs = summary_frame(calls)
+        for name in ("ars", "ars-extractive", "masking"):
+            mine = runs.filter(pl.col("strategy") == name)
+            got = intervals.filter((pl.col("price_row") == row) & (pl.col("strategy") == name)).row(
+                0, named=True
+            )
+            costs = mine["cost_saving_pct"].drop_nulls().to_list()
+            recalls = mine["needed_recall"].drop_nulls().to_list()
+            assert got["runs"] == len(costs) == 4
+            assert (
+                got["cost_saving_mean"],
+                got["cost_saving_low"],
+                got["cost_saving_high"],
+            ) == bootstrap_mean(costs)
+            assert got["cost_saving_low"] <= got["cost_saving_mean"] <= got["cost_saving_high"]
+            assert got["qualified"] == len(recalls)  # needed recall only where a span was summarized
+            if recalls:
+                mean, low, high = bootstrap_mean(recalls)
+                assert (got["needed_recall_mean"], got["needed_recall_low"], got["needed_recall_high"]) == (
+                    mean,
+                    low,
+                    high,
+                )
+                assert got["qualified"] == 3  # the bundled sample and 2 of the 3 public runs summarize
+            else:
+                assert name == "masking" and got["needed_recall_mean"] is None
+            text = table.filter(pl.col("strategy") == name)[f"cost saving % per run, 95 % CI ({row})"][0]
+            assert text == (
+                f"{round(got['cost_saving_mean'], 1)} [{round(got['cost_saving_low'], 1)}, "
+                f"{round(got['cost_saving_high'], 1)}]"
+            )
+            assert table.filter(pl.col("strategy") == name)[f"qualified runs ({row})"][0] == got["qualified"]
+
+
+def test_frontier_figure_draws_the_intervals_as_error_bars(frames):
+    from matplotlib.collections import LineCollection
+
+    from ctxlab.analysis.frontier import frontier_intervals
+
+    fig = plot_frontier(frames)
+    intervals = frontier_intervals(frames)
+    for ax, row in zip(fig.axes, ROWS, strict=True):
+        part = intervals.filter(pl.col("price_row") == row)
+        spans = sorted(
+            (round(float(seg[0][1]), 6), round(float(seg[1][1]), 6))
+            for coll in ax.collections
+            if isinstance(coll, LineCollection)
+            for seg in coll.get_segments()
+            if seg[0][0] == seg[1][0]  # vertical: the cost saving's interval
+        )
+        want = sorted(
+            (round(lo, 6), round(hi, 6))
+            for lo, hi in part.select("cost_saving_low", "cost_saving_high").iter_rows()
+        )
+        assert spans == want

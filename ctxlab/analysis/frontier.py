@@ -11,8 +11,12 @@ The cost depends on the price row and so, for a strategy that decides by dollars
 (``ars-cache``), do its rounds and recall: the input is one per-call frame per price row, each
 from its own replay.  The figure is :func:`ctxlab.analysis.plotting.frontier.plot_frontier`.
 
-No interval is drawn around a pooled value: the paired bootstrap of the verdicts work (issue 19)
-was not on main when this was written; the per-run points show the spread instead.
+The uncertainty (:func:`frontier_intervals`) is that of the verdicts work (issue 19,
+:func:`ctxlab.replay.stats.bootstrap_mean`): per strategy, the mean per-run cost saving and the
+mean per-run needed recall with their 95 % percentile-bootstrap intervals over runs (seeded,
+:data:`~ctxlab.replay.stats.RESAMPLES` resamples).  They are over the same runs as the dots (all
+runs of the frame); the cost saving over every run (``runs``), the needed recall over the runs
+with a summarized span (``qualified``: it is defined only there).
 """
 
 from __future__ import annotations
@@ -21,12 +25,26 @@ from collections.abc import Mapping
 
 import polars as pl
 
+from ctxlab.replay.stats import CONFIDENCE, bootstrap_mean, per_run_values
 from ctxlab.replay.table import strategy_totals, summary_frame
 
-__all__ = ["FRONTIER_COLUMNS", "frontier_frame", "frontier_table"]
+__all__ = ["FRONTIER_COLUMNS", "INTERVAL_COLUMNS", "frontier_frame", "frontier_intervals", "frontier_table"]
 
 #: the columns of :func:`frontier_frame`
 FRONTIER_COLUMNS = ("price_row", "strategy", "transcript", "pooled", "cost_saving_pct", "needed_recall")
+#: the columns of :func:`frontier_intervals`
+INTERVAL_COLUMNS = (
+    "price_row",
+    "strategy",
+    "runs",
+    "cost_saving_mean",
+    "cost_saving_low",
+    "cost_saving_high",
+    "qualified",
+    "needed_recall_mean",
+    "needed_recall_low",
+    "needed_recall_high",
+)
 
 
 def _check(calls_by_price: Mapping[str, pl.DataFrame]) -> None:
@@ -75,21 +93,81 @@ def frontier_frame(calls_by_price: Mapping[str, pl.DataFrame]) -> pl.DataFrame:
     return pl.concat(parts, how="vertical_relaxed").select(FRONTIER_COLUMNS)
 
 
+def _interval(values: dict[str, float | None]) -> tuple[int, float | None, float | None, float | None]:
+    got = [v for v in values.values() if v is not None]
+    if not got:
+        return 0, None, None, None
+    return (len(got), *bootstrap_mean(got))
+
+
+def frontier_intervals(calls_by_price: Mapping[str, pl.DataFrame]) -> pl.DataFrame:
+    """Per price row × strategy (first-seen order): the mean per-run ``cost_saving_pct`` (%) and
+    ``needed_recall`` (0-1) with their bootstrap interval at :data:`~ctxlab.replay.stats.CONFIDENCE`
+    (:func:`ctxlab.replay.stats.bootstrap_mean`): :data:`INTERVAL_COLUMNS`.
+
+    ``runs`` counts the runs with a cost saving, ``qualified`` those with a needed recall (a
+    summarized span); ``None`` in a mean and its interval: no such run (masking has no summary).
+    With one run the interval is that run's value.
+
+    Raises:
+        ValueError: as :func:`frontier_frame`.
+    """
+    _check(calls_by_price)
+    rows = []
+    for key, calls in calls_by_price.items():
+        summary = summary_frame(calls)
+        for name in summary["strategy"].unique(maintain_order=True).to_list():
+            runs, cost, cost_low, cost_high = _interval(per_run_values(summary, name, "cost_saving_pct"))
+            kept, recall, recall_low, recall_high = _interval(per_run_values(summary, name, "needed_recall"))
+            rows.append((key, name, runs, cost, cost_low, cost_high, kept, recall, recall_low, recall_high))
+    schema = dict.fromkeys(INTERVAL_COLUMNS, pl.Float64) | {
+        "price_row": pl.String,
+        "strategy": pl.String,
+        "runs": pl.Int64,
+        "qualified": pl.Int64,
+    }
+    return pl.DataFrame(rows, schema=schema, orient="row")
+
+
+def _ci_text(mean: pl.Expr, low: pl.Expr, high: pl.Expr, digits: int) -> pl.Expr:
+    """``"mean [low, high]"`` rounded to ``digits``; empty without a mean."""
+    fmt = [mean.round(digits), low.round(digits), high.round(digits)]
+    return pl.when(mean.is_null()).then(None).otherwise(pl.format("{} [{}, {}]", *fmt))
+
+
 def frontier_table(calls_by_price: Mapping[str, pl.DataFrame]) -> pl.DataFrame:
-    """The pooled values side by side: one row per strategy (first-seen order), and for each
-    price row ``cost saving % (<row>)`` and ``needed recall (<row>)``.
+    """The frontier side by side: one row per strategy (first-seen order), and for each price
+    row ``cost saving % (<row>)`` and ``needed recall (<row>)`` (pooled over the strategy's calls
+    and rounds), the mean per run with its 95 % bootstrap interval as text ``"mean [low, high]"``
+    (``cost saving % per run, 95 % CI (<row>)``, ``needed recall per run, 95 % CI (<row>)``,
+    :func:`frontier_intervals`), ``runs (<row>)`` and ``qualified runs (<row>)`` (runs with a
+    summarized span: those the recall interval is over).
 
     Raises:
         ValueError: as :func:`frontier_frame`.
     """
     pooled = frontier_frame(calls_by_price).filter(pl.col("pooled"))
+    intervals = frontier_intervals(calls_by_price)
+    pct = round(100 * CONFIDENCE)
     table: pl.DataFrame | None = None
     for key in calls_by_price:
+        ci = intervals.filter(pl.col("price_row") == key).select(
+            "strategy",
+            _ci_text(
+                pl.col("cost_saving_mean"), pl.col("cost_saving_low"), pl.col("cost_saving_high"), 1
+            ).alias(f"cost saving % per run, {pct} % CI ({key})"),
+            _ci_text(
+                pl.col("needed_recall_mean"), pl.col("needed_recall_low"), pl.col("needed_recall_high"), 3
+            ).alias(f"needed recall per run, {pct} % CI ({key})"),
+            pl.col("runs").alias(f"runs ({key})"),
+            pl.col("qualified").alias(f"qualified runs ({key})"),
+        )
         part = pooled.filter(pl.col("price_row") == key).select(
             "strategy",
             pl.col("cost_saving_pct").round(1).alias(f"cost saving % ({key})"),
             pl.col("needed_recall").round(3).alias(f"needed recall ({key})"),
         )
+        part = part.join(ci, on="strategy", how="left", maintain_order="left")
         table = (
             part
             if table is None

@@ -443,6 +443,7 @@ def _cost_section(
     """The report's cost and fidelity section: the price row (with its date and source), the
     per-strategy table and the cost figure."""
     from ctxlab.analysis.costs import COST_FIGURE, cost_table
+    from ctxlab.analysis.frontier import frontier_table
     from ctxlab.analysis.plotting.frontier import FRONTIER_FIGURE
 
     price = getattr(result, "price", None)
@@ -466,9 +467,15 @@ def _cost_section(
             "",
             "Cost saving against needed recall (up and right is better; large dots pooled per strategy, "
             "small dots its runs; a run without a summary at *no summary*). Another price row: replay "
-            "again with `--price-model` (and `CTXLAB_CACHE_PRICE_MODEL` for `ars-cache`); "
+            "again with `--price-model` (`ars-cache` optimizes for that row too); "
             "`ctxlab.analysis.plotting.plot_frontier` draws several side by side.",
             "",
             f"![cost saving vs needed recall]({frontier.relative_to(out).as_posix()})",
+            "",
+            "Pooled per strategy, and the mean per run with its 95 % bootstrap interval over runs "
+            "(hollow markers and error bars in the figure); the needed recall's over the *qualified* "
+            "runs, those with a summarized span.",
+            "",
+            markdown_table(frontier_table({price.key: calls})),
         ]
     return lines

@@ -189,6 +189,8 @@ class CacheAwareSummarize:
         if keep_messages is not None and (isinstance(keep_messages, bool) or keep_messages < 0):
             raise ValueError(f"keep_messages={keep_messages!r} is invalid: allowed an integer >= 0 or None")
         self.prices = prices
+        #: what a replay's provenance records of this decision (the price row and where it came from)
+        self.provenance: dict[str, str] = {}
         self.summary_tokens = summary_tokens
         self.summarizer = summarizer
         self.keep_messages = keep_messages

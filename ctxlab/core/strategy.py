@@ -11,6 +11,7 @@ lab floor (polars ...); nothing in the middleware uses it.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeAlias
@@ -27,7 +28,10 @@ LEVELS = ("L1", "L2")
 #: ``factory(settings)``: the plugin objects that, on top of the ARS defaults in a
 #: :class:`~ctxlab.CompressionMiddleware`, make up the strategy (a list or tuple; empty: ARS
 #: itself), or a ready ``AgentMiddleware`` (another framework's), driven as is.  ``settings`` is
-#: the run's :class:`~ctxlab.core.settings.CompressionSettings`.
+#: the run's :class:`~ctxlab.core.settings.CompressionSettings`.  A factory that also names a
+#: keyword parameter ``price`` is given the run's price row (a ``ctxlab.replay.prices.PriceRow``:
+#: ``key``, ``input``, ``cached_input``, ``cache_write``, ``output``, ``caching``; ``None`` when
+#: the caller has none) by :meth:`Strategy.make` (``ars-cache`` optimizes for it).
 StrategyFactory: TypeAlias = Callable[[CompressionSettings], Sequence[object] | AgentMiddleware[Any, Any]]
 
 
@@ -107,3 +111,21 @@ class Strategy:
             if not isinstance(label, str) or not label.strip():
                 raise ValueError(f"{where}: levels[{level!r}] must be a non-empty str, got {label!r}")
         object.__setattr__(self, "levels", dict(self.levels))
+
+    @property
+    def takes_price(self) -> bool:
+        """The factory names a ``price`` parameter (it is given the run's price row)."""
+        try:
+            params = inspect.signature(self.factory).parameters
+        except (TypeError, ValueError):  # a builtin without a signature takes settings only
+            return False
+        return "price" in params
+
+    def make(
+        self, settings: CompressionSettings, price: Any = None
+    ) -> Sequence[object] | AgentMiddleware[Any, Any]:
+        """What the factory makes for ``settings``; ``price`` (the run's price row, or ``None``)
+        is passed as ``price=`` to a factory that :attr:`takes_price` and ignored by others."""
+        if self.takes_price:
+            return self.factory(settings, price=price)  # type: ignore[call-arg]
+        return self.factory(settings)

@@ -79,6 +79,7 @@ def build_middleware(
     files_dir: str | Path | None = None,
     summarizer: Any = None,
     backend: RunFiles | None = None,
+    price: Any = None,
 ) -> tuple[str, AgentMiddleware]:
     """A fresh middleware for a strategy name (or the given middleware), and the label of its rows.
 
@@ -96,6 +97,8 @@ def build_middleware(
             is then ignored and the middleware has no ``_ctxlab_files_root``).
         summarizer: the ``summarizer=`` of the CompressionMiddleware (default: the offline
             :class:`ctxlab.core.builtin.StructuredSummarizer`).
+        price: the run's price row, given to a factory that takes one
+            (:meth:`~ctxlab.core.strategy.Strategy.make`; ``ars-cache``); ``None``: none.
 
     Raises:
         KeyError: the strategy name is not registered (the message lists the known names).
@@ -112,7 +115,7 @@ def build_middleware(
             f"unknown strategy {strategy!r}{did_you_mean(strategy, known)}; "
             f"known: {', '.join(sorted(known)) or '(none)'}"
         )
-    made = known[strategy].factory(settings)
+    made = known[strategy].make(settings, price)
     if isinstance(made, AgentMiddleware):
         return strategy, made
     if isinstance(made, (list, tuple)):
@@ -149,11 +152,17 @@ def build_middleware(
 
 
 def strategy_records(
-    strategies: Sequence[str | AgentMiddleware], pm: pluggy.PluginManager, settings: CompressionSettings
+    strategies: Sequence[str | AgentMiddleware],
+    pm: pluggy.PluginManager,
+    settings: CompressionSettings,
+    price: Any = None,
 ) -> dict[str, dict[str, Any]]:
     """Row label -> what it is, for provenance: ``strategy`` (the registered name or the
     middleware's class), ``description``, ``plugins`` (the plugins-folder plugins added, with
-    the hooks that changed it) and ``levels`` (level renames, ``{"L1": "masking"}``)."""
+    the hooks that changed it), ``levels`` (level renames, ``{"L1": "masking"}``) and, when the
+    strategy's plugins carry a ``provenance`` dict (``ars-cache``: the price row it optimizes
+    for and where it came from), ``parameters`` (those dicts merged).  ``price``: the run's
+    price row, as for :func:`build_middleware`."""
     known = registered_strategies(pm)
     added = [{"name": n, "hooks": list(h)} for n, _, h in folder_plugins(pm)]
     out: dict[str, dict[str, Any]] = {}
@@ -163,15 +172,29 @@ def strategy_records(
             continue
         entry = known[s]
         try:
-            foreign = isinstance(entry.factory(settings), AgentMiddleware)
+            made: Any = entry.make(settings, price)
         except Exception:  # a factory that fails fails its runs, where it is reported
-            foreign = False
-        out[s if foreign else strategy_label(s, pm)] = {
+            made = []
+        foreign = isinstance(made, AgentMiddleware)
+        record: dict[str, Any] = {
             "strategy": s,
             "description": entry.description,
             "plugins": [] if foreign else added,
             "levels": dict(entry.levels),
         }
+        parameters = {} if foreign else _plugin_provenance(made)
+        if parameters:
+            record["parameters"] = parameters
+        out[s if foreign else strategy_label(s, pm)] = record
+    return out
+
+
+def _plugin_provenance(plugins: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for plugin in plugins if isinstance(plugins, (list, tuple)) else ():
+        given = getattr(plugin, "provenance", None)
+        if isinstance(given, dict):
+            out.update(given)
     return out
 
 

@@ -215,7 +215,12 @@ class _Batch:
             return name, mw, run_files.use(files)
         run_files = RunFiles()
         name, mw = build_middleware(
-            strategy, settings=self.settings, pm=self.pm, backend=run_files, summarizer=self.summarizer
+            strategy,
+            settings=self.settings,
+            pm=self.pm,
+            backend=run_files,
+            summarizer=self.summarizer,
+            price=self.price,
         )
         if not isinstance(mw, CompressionMiddleware) or not isinstance(strategy, str):
             return name, mw, None
@@ -303,7 +308,7 @@ def replay(
     result.files_dir = files
     result.sources[label] = transcript.source
     result.window = batch.window.describe() if batch.window is not None else None
-    result.provenance = batch.provenance(strategy_records([strategy], batch.pm, batch.settings))
+    result.provenance = batch.provenance(strategy_records([strategy], batch.pm, batch.settings, batch.price))
     return batch.cache_stats(result)
 
 
@@ -369,7 +374,7 @@ def replay_many(
     paths: list[str | Path] = []
     for item in paths_or_transcripts:
         (transcripts if isinstance(item, Transcript) else paths).append(item)  # type: ignore[arg-type]
-    records = strategy_records(strategies, batch.pm, batch.settings)
+    records = strategy_records(strategies, batch.pm, batch.settings, batch.price)
     result = ReplayResult(
         settings=batch.settings, measure=batch.measure, price=batch.price, strategies=list(records)
     )

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 import pluggy
 
@@ -84,9 +85,8 @@ class BuiltinStrategies:
         register(
             "ars-cache",
             cache_plugins,
-            "ARS that summarizes only when it pays in dollars under the prompt cache of the price row "
-            "$CTXLAB_CACHE_PRICE_MODEL (default anthropic:claude-sonnet-4-5), keeping the last 2 messages, "
-            "with the extractive summarizer",
+            "ARS that summarizes only when it pays in dollars under the prompt cache of the run's price row "
+            "(--price-model), keeping the last 2 messages, with the extractive summarizer",
         )
         register(
             "ars-extractive",
@@ -97,27 +97,42 @@ class BuiltinStrategies:
 
 
 #: the environment variable naming the price row ``ars-cache`` optimizes for (``provider:model``)
+#: when it is given none (a factory call without ``price``); a replay always gives the run's row
 CACHE_PRICE_ENV = "CTXLAB_CACHE_PRICE_MODEL"
 
 
-def cache_plugins(settings: CompressionSettings | None = None) -> list[object]:
-    """The plugins of ``ars-cache`` (:mod:`ctxlab.core.cache`): the dollar decision under the price
-    row named by ``$CTXLAB_CACHE_PRICE_MODEL`` (default: the cost columns' default row), the
-    cutoff that keeps :data:`~ctxlab.core.cache.CACHE_KEEP_MESSAGES` messages and the extractive
-    summarizer (no model call).
+def cache_plugins(settings: CompressionSettings | None = None, *, price: Any = None) -> list[object]:
+    """The plugins of ``ars-cache`` (:mod:`ctxlab.core.cache`): the dollar decision under a price
+    row, the cutoff that keeps :data:`~ctxlab.core.cache.CACHE_KEEP_MESSAGES` messages and the
+    extractive summarizer (no model call).
+
+    Args:
+        settings: unused (the strategy factory's signature).
+        price: the price row to optimize for: a ``PriceRow`` (a replay passes the run's,
+            ``--price-model``), or ``"provider:model"`` of the shipped table (a middleware in an
+            agent: ``CompressionMiddleware(plugins=cache_plugins(price="openai:gpt-4.1"))``).
+            ``None``: the row named by ``$CTXLAB_CACHE_PRICE_MODEL``, else the cost columns'
+            default row.  Where the row came from is the decision plugin's ``provenance``
+            (``{"price_row": key, "price_from": ...}``), which the replay's provenance records.
 
     Raises:
-        KeyError: the variable names no row of the shipped price table.
+        KeyError: ``price`` or the variable names no row of the shipped price table.
     """
     from ctxlab.replay.prices import DEFAULT_PRICE_MODEL, load_prices
 
-    row = load_prices().get(os.environ.get(CACHE_PRICE_ENV) or DEFAULT_PRICE_MODEL)
+    env = os.environ.get(CACHE_PRICE_ENV)
+    if price is None:
+        row = load_prices().get(env or DEFAULT_PRICE_MODEL)
+        source = f"${CACHE_PRICE_ENV}" if env else "the default price row (no price given)"
+    else:
+        row = load_prices().get(price) if isinstance(price, str) else price
+        source = "the given price row"
     keep = CACHE_KEEP_MESSAGES
-    return [
-        CacheAwareSummarize(CachePrices.of(row), summary_tokens=SUMMARY_TOKENS, keep_messages=keep),
-        CacheAwareCutoff(keep),
-        ForceExtractiveSummarizer(),
-    ]
+    decide = CacheAwareSummarize(CachePrices.of(row), summary_tokens=SUMMARY_TOKENS, keep_messages=keep)
+    decide.provenance = {"price_row": row.key, "price_from": source}
+    if price is not None and env and env != row.key:
+        decide.provenance["ignored"] = f"${CACHE_PRICE_ENV}={env}"
+    return [decide, CacheAwareCutoff(keep), ForceExtractiveSummarizer()]
 
 
 def make_lab_manager(

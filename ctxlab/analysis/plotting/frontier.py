@@ -4,7 +4,10 @@
 The values are those of :func:`ctxlab.analysis.frontier.frontier_frame` (the column registry's
 ``cost_saving_pct`` and ``needed_recall``).  Up and to the right is better.  A strategy without
 an L2 summary (masking) has no needed recall: it is drawn on a strip left of the axis, at
-"no summary".
+"no summary".  The uncertainty is :func:`ctxlab.analysis.frontier.frontier_intervals`: a hollow
+marker at the mean per-run cost saving and needed recall with error bars spanning their 95 %
+bootstrap intervals (the recall's over the runs with a summarized span); it sits apart from the
+pooled marker when long runs dominate the pool.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from typing import TYPE_CHECKING, Unpack
 
 import polars as pl
 
-from ctxlab.analysis.frontier import frontier_frame
+from ctxlab.analysis.frontier import frontier_frame, frontier_intervals
 from ctxlab.analysis.plotting.figures import save_png
 from ctxlab.analysis.plotting.options import FigureOptions, open_panels, with_options
 from ctxlab.analysis.plotting.style import STRATEGY_COLORS, font_families, label_text
@@ -35,9 +38,38 @@ MARKERS = ("o", "s", "^", "D")
 NO_SUMMARY_X = -0.1
 
 
-def _panel(ax: Axes, frame: pl.DataFrame, styles: dict[str, tuple[str, str]], key: str) -> None:
+def _error_bars(ax: Axes, ci: pl.DataFrame, color: str, marker: str) -> None:
+    """The mean per run with its intervals (hollow marker, error bars in x and y)."""
+    if ci.is_empty() or ci["cost_saving_mean"][0] is None:
+        return
+    y, y_low, y_high = (float(ci[c][0]) for c in ("cost_saving_mean", "cost_saving_low", "cost_saving_high"))
+    recall = ci["needed_recall_mean"][0]
+    x = NO_SUMMARY_X if recall is None else float(recall)
+    xerr = None
+    if recall is not None:
+        xerr = [[x - float(ci["needed_recall_low"][0])], [float(ci["needed_recall_high"][0]) - x]]
+    ax.errorbar(
+        [x],
+        [y],
+        yerr=[[y - y_low], [y_high - y]],
+        xerr=xerr,
+        fmt=marker,
+        markersize=7,
+        markerfacecolor="white",
+        markeredgecolor=color,
+        ecolor=color,
+        elinewidth=1.2,
+        capsize=3,
+        zorder=3,
+    )
+
+
+def _panel(
+    ax: Axes, frame: pl.DataFrame, intervals: pl.DataFrame, styles: dict[str, tuple[str, str]], key: str
+) -> None:
     fam = font_families()
     for name, (color, marker) in styles.items():
+        _error_bars(ax, intervals.filter(pl.col("strategy") == name), color, marker)
         rows = frame.filter(pl.col("strategy") == name)
         runs = rows.filter(~pl.col("pooled") & pl.col("cost_saving_pct").is_not_null())
         xs = [NO_SUMMARY_X if r is None else r for r in runs["needed_recall"].to_list()]
@@ -76,7 +108,8 @@ def _panel(ax: Axes, frame: pl.DataFrame, styles: dict[str, tuple[str, str]], ke
 def plot_frontier(calls_by_price: Mapping[str, pl.DataFrame], **options: Unpack[FigureOptions]) -> Figure:
     """Cost saving (%, y) against needed recall (x) per strategy, one panel per price row: small
     dots are runs, large dots the strategy pooled over its runs (in the legend; past the colour
-    palette a strategy gets the next of :data:`MARKERS`).  A run without an L2
+    palette a strategy gets the next of :data:`MARKERS`), hollow markers with error bars the
+    mean per run and its 95 % bootstrap intervals (module docstring).  A run without an L2
     round has no needed recall and is drawn at "no summary".
 
     Args:
@@ -95,12 +128,14 @@ def plot_frontier(calls_by_price: Mapping[str, pl.DataFrame], **options: Unpack[
         :func:`~ctxlab.analysis.frontier.frontier_frame`; ``ax`` not one axes per price row.
     """
     frame = frontier_frame(calls_by_price)
+    intervals = frontier_intervals(calls_by_price)
     fig, axes = open_panels(options, 1, len(calls_by_price), (5.6 * len(calls_by_price), 4.8), sharey=True)
     names = list(dict.fromkeys(frame["strategy"].to_list()))
     n = len(STRATEGY_COLORS)  # past the palette, the colours come again with another marker
     styles = {s: (STRATEGY_COLORS[i % n], MARKERS[(i // n) % len(MARKERS)]) for i, s in enumerate(names)}
     for ax, key in zip(axes, calls_by_price, strict=True):
-        _panel(ax, frame.filter(pl.col("price_row") == key), styles, key)
+        where = pl.col("price_row") == key
+        _panel(ax, frame.filter(where), intervals.filter(where), styles, key)
     title = options.get("title") or "Cost saving vs needed recall (up and right is better)"
     fam = font_families()
     fig.suptitle(label_text(title), fontfamily=fam, fontsize=11)
@@ -109,7 +144,7 @@ def plot_frontier(calls_by_price: Mapping[str, pl.DataFrame], **options: Unpack[
         axes[-1].legend(
             handles,
             labels,
-            title="pooled (small dots: runs)",
+            title="pooled (small: runs; bars: mean per run, 95 % CI)",
             loc="lower right",
             prop={"family": fam, "size": 8},
             title_fontsize=8,
