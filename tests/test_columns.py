@@ -162,6 +162,11 @@ def test_measure_columns_partition_the_per_call_columns() -> None:
         "span_carried",
         "needed_identifiers",
         "needed_carried",
+        "probes",
+        "probes_passed",
+        "dump_probes_passed",
+        "recent_probes_passed",
+        "summary_tokens",
     )
 
 

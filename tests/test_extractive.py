@@ -66,7 +66,7 @@ def section(text: str, header: str) -> str:
     return body.split("\n\n", 1)[0]
 
 
-def test_sections_keep_task_constraints_scripts_errors_commands_and_open_tasks():
+def test_sections_state_what_happened_to_files_commands_and_errors():
     text = summary_of(span())
     assert section(text, "Task").startswith("Fix the slug validation in django/core/validators.py")
     constraints = section(text, "User constraints and decisions")
@@ -82,15 +82,30 @@ def test_sections_keep_task_constraints_scripts_errors_commands_and_open_tasks()
     )
     only = summary_of(span()[:3])  # the first request is the latest: named, not repeated
     assert section(only, "Task") == "(the latest user request, carried verbatim with this summary)"
-    scripts = section(text, "Scripts written")
-    assert "- /testbed/check_lazy.py defines LazyProbe, check_lazy_wrapped" in scripts
-    errors = section(text, "Errors")
-    assert "AttributeError: 'LazyObject' object has no attribute '_wrapped_value'" in errors
-    assert errors.index("AttributeError") < errors.index("Traceback")  # the latest first
+    files = section(text, "Files").splitlines()
+    # each file with what was done to it, the change last, and what a written script defines
+    assert files[0] == "- /testbed/check_lazy.py: ran; created; defines LazyProbe, check_lazy_wrapped"
+    assert "- django/core/validators.py: read" in files
     commands = section(text, "Commands").splitlines()
-    assert commands[0] == "- python /testbed/check_lazy.py"  # the latest first
-    assert commands[1].startswith("- cat > /testbed/check_lazy.py <<'EOF' ...")  # first line only
+    # each command with its last outcome (the error line of a failed one before it)
+    assert commands == [
+        "- python /testbed/check_lazy.py (AttributeError: 'LazyObject' object has no attribute "
+        "'_wrapped_value'): failed"
+    ]
+    errors = section(text, "Errors")
+    assert errors == "- AttributeError: 'LazyObject' object has no attribute '_wrapped_value': still open"
     assert "Next: patch SlugValidator.__call__" in section(text, "Open tasks")
+
+
+def test_a_clean_rerun_marks_the_error_fixed_and_the_command_passed():
+    fixed = [
+        *span(),
+        call("bash", {"command": "cd /testbed && python check_lazy.py"}, "c4"),
+        ToolMessage("<returncode>0</returncode>\nall good", tool_call_id="c4", name="bash"),
+    ]
+    text = summary_of(fixed)
+    assert section(text, "Commands").splitlines()[0] == "- python check_lazy.py: passed, 2 runs"
+    assert section(text, "Errors").endswith("'_wrapped_value': fixed")
 
 
 def test_salience_weighs_the_agents_own_calls_and_recent_messages_most():
@@ -124,8 +139,9 @@ def test_kept_window_identifiers_are_not_repeated():
     text = summary_of(span(), kept=kept)
     without = summary_of(span())
     assert "django/core/validators.py" in section(without, "Task")
+    assert "validators.py: read" in section(without, "Files")
     files_kept = section(text, "Files") if "Files:\n" in text else ""
-    assert "validators.py" not in files_kept
+    assert "validators.py" not in files_kept  # the kept window's actions touch it
     assert "_wrapped_value" in text  # what only the span holds stays
 
 
@@ -152,9 +168,11 @@ def test_previous_summary_is_merged_not_nested():
     second = summary_of([previous, *later], previous_summary=first)
     assert second.count("Task:") == 1
     assert section(second, "Task").startswith("Fix the slug validation")
-    assert "/testbed/check_lazy.py defines LazyProbe, check_lazy_wrapped" in section(
-        second, "Scripts written"
-    )
+    # the earlier facts survive under the new ones, each once
+    files = section(second, "Files")
+    assert "- /testbed/check_lazy.py: ran; created; defines LazyProbe, check_lazy_wrapped" in files
+    assert second.count("check_lazy.py: ran") == 1
+    assert "'_wrapped_value': still open" in section(second, "Errors")
 
 
 @tool
@@ -197,7 +215,8 @@ def test_ars_extractive_in_a_create_agent_loop_makes_no_model_call(mw_kit, tmp_p
     values = agent.get_state(config).values
     event = values["_summarization_event"]
     summary = event["summary_message"].content
-    assert "- tools/repro_bug.py defines reproduce_slug" in summary
+    # the kept window runs the script; that the span created it, and what it defines, stays
+    assert "- tools/repro_bug.py: ran; created; defines reproduce_slug" in summary
     assert "Reproduce the slug bug; do not touch tests." in summary
     # the agent's model answered only its own turns: the summary cost no model call
     assert model.answered == len(script)
@@ -213,7 +232,7 @@ def test_ars_extractive_strategy_replays_with_no_summarizer_tokens():
     assert sum(r["level"] == "L2" for r in rows) == len(result.summaries) > 0
     assert all(int(r["summarizer_input_tokens"] or 0) == 0 for r in rows)
     texts = [s["text"] for s in result.summaries]
-    assert texts and all("Commands:\n" in t and "Identifiers:\n" in t for t in texts)
+    assert texts and all("Files:\n" in t and "Identifiers:\n" in t for t in texts)
 
 
 def test_text_action_commands_and_scripts_come_from_shell_fences():
@@ -227,11 +246,9 @@ def test_text_action_commands_and_scripts_come_from_shell_fences():
     ]
     assert shell_blocks("```bash\nunclosed") == []
     summary = summary_of([HumanMessage("Fix it."), AIMessage(text)])
-    assert section(summary, "Scripts written") == "- probe_slug.py defines probe_slug"
-    assert section(summary, "Commands").splitlines() == [
-        "- python probe_slug.py",
-        "- cat > probe_slug.py <<'EOF' ...",
-    ]
+    # the heredoc creates the script, the bare fence runs it; the python block is code, not a command
+    assert section(summary, "Files") == "- probe_slug.py: ran; created; defines probe_slug"
+    assert section(summary, "Commands").splitlines() == ["- python probe_slug.py: no result yet"]
 
 
 def test_budget_goes_to_salience_per_token():

@@ -33,7 +33,7 @@ from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolM
 
 from ctxlab.core.compression import EVENT_KEY
 from ctxlab.core.events import EVENT_TYPE
-from ctxlab.core.marks import is_summary_message, summary_body_of
+from ctxlab.core.marks import is_summary_message, latest_request_of, summary_body_of
 from ctxlab.core.settings import CompressionSettings
 from ctxlab.replay.failures import fallback_of
 from ctxlab.replay.harness import ModelCall, ModelNodeHarness
@@ -315,6 +315,9 @@ class CallObserver:
                 "tokens": self.measure.message_tokens(sm) if isinstance(sm, BaseMessage) else None,
                 "file_path": event.get("file_path"),
                 "error": failure,
+                # the summarizer's own text and the request the round carries verbatim (probes)
+                "body": summary_body_of(sm),
+                "latest_request": latest_request_of(sm),
             }
         )
         return failure

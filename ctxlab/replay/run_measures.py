@@ -23,12 +23,16 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import BaseMessage
 
+from ctxlab.core.builtin.floors import identifier_dump, recent_messages
+from ctxlab.core.estimation import estimate_text_tokens
 from ctxlab.core.marks import is_summary_message
+from ctxlab.replay.actions import ActionIndex
 from ctxlab.replay.columns import measure_columns
 from ctxlab.replay.cost import CallTokens, Segments, price_run, view_segments
 from ctxlab.replay.fidelity import summary_fidelity
 from ctxlab.replay.metrics import IdentifierIndex, RequestView, canonical_key
 from ctxlab.replay.prices import DEFAULT_PRICE_MODEL, PriceRow, PriceTable, load_prices
+from ctxlab.replay.probes import check_probes, probe_counts, round_probes
 
 if TYPE_CHECKING:
     from ctxlab.core.estimation import EstimateCache
@@ -44,8 +48,11 @@ __all__ = [
 
 #: per-call cost columns (tokens, and US dollars), from the column registry
 COST_COLUMNS = measure_columns("cost")
-#: per-call fidelity columns (counts of distinct identifiers; empty on calls without an L2 round)
+#: per-call fidelity columns (counts of distinct identifiers and of probes, summary tokens; empty on
+#: calls without an L2 round)
 FIDELITY_COLUMNS = measure_columns("fidelity")
+#: the identifier counts of :class:`~ctxlab.replay.fidelity.RoundFidelity` among them
+_IDENTIFIER_COLUMNS = ("span_identifiers", "span_carried", "needed_identifiers", "needed_carried")
 RUN_MEASURE_COLUMNS = COST_COLUMNS + FIDELITY_COLUMNS
 
 
@@ -123,6 +130,7 @@ class RunMeasures:
         self.measure = measure
         self.system = system
         self.index = index or IdentifierIndex()
+        self.actions = ActionIndex()
         self.breakpoint = breakpoint
         self._rows: list[dict[str, Any]] = []
         self._calls: list[CallTokens | None] = []  # None: a main call until finish()
@@ -225,14 +233,52 @@ class RunMeasures:
         replayed = list(messages[: self._last_position + 1])
         for r in self._rounds:
             for record in r.records:
+                text = str(record.get("text") or "")
+                later = replayed[r.position :]
                 fid = summary_fidelity(
-                    r.span,
-                    str(record.get("text") or ""),
-                    kept=r.kept,
-                    later=replayed[r.position :],
-                    system=self.system,
-                    index=self.index,
+                    r.span, text, kept=r.kept, later=later, system=self.system, index=self.index
                 )
                 record.update(fid.as_dict())
-                for column in FIDELITY_COLUMNS:
+                for column in _IDENTIFIER_COLUMNS:
                     r.row[column] = int(r.row.get(column) or 0) + int(getattr(fid, column))
+                self._probe(r, record, text, later)
+
+    def _probe(self, r: _Round, record: dict[str, Any], text: str, later: Sequence[BaseMessage]) -> None:
+        """The round's probes (:mod:`ctxlab.replay.probes`) checked on its summary and on the two
+        reference floors at the summary's size (:mod:`ctxlab.core.builtin.floors`); into the row and
+        the summary record."""
+        carried = record.get("latest_request")
+        probes = round_probes(
+            r.span,
+            later,
+            kept=r.kept,
+            system=self.system,
+            carried=carried if isinstance(carried, str) else "",
+            actions=self.actions,
+        )
+        passed = check_probes(probes, text)
+        body = record.get("body")
+        body = body if isinstance(body, str) and body.strip() else None
+        budget = max(64, estimate_text_tokens(body if body is not None else text))
+        floors: dict[str, int] = {}
+        for name, build in (("dump", identifier_dump), ("recent", recent_messages)):
+            floor = build(r.span, budget)
+            framed = text.replace(body, floor, 1) if body is not None and body in text else floor
+            floors[name] = sum(check_probes(probes, framed))
+        row = r.row
+        row["probes"] = int(row.get("probes") or 0) + len(probes)
+        row["probes_passed"] = int(row.get("probes_passed") or 0) + sum(passed)
+        row["dump_probes_passed"] = int(row.get("dump_probes_passed") or 0) + floors["dump"]
+        row["recent_probes_passed"] = int(row.get("recent_probes_passed") or 0) + floors["recent"]
+        tokens = record.get("tokens")
+        row["summary_tokens"] = int(row.get("summary_tokens") or 0) + (
+            int(tokens) if isinstance(tokens, int) else estimate_text_tokens(text)
+        )
+        record.update(
+            probes=len(probes),
+            probes_passed=sum(passed),
+            dump_probes_passed=floors["dump"],
+            recent_probes_passed=floors["recent"],
+            probe_counts=probe_counts(probes, passed),
+            probe_details=[{**p.as_dict(), "passed": ok} for p, ok in zip(probes, passed, strict=True)],
+        )

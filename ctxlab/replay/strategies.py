@@ -29,6 +29,7 @@ import pluggy
 
 from ctxlab.core import hookspecs as core_specs
 from ctxlab.core.builtin.extractive import SUMMARY_TOKENS, ForceExtractiveSummarizer
+from ctxlab.core.builtin.floors import ForceIdentifierDump, ForceRecentMessages
 from ctxlab.core.cache import CACHE_KEEP_MESSAGES, CacheAwareCutoff, CacheAwareSummarize, CachePrices
 from ctxlab.core.hookspecs import hookimpl
 from ctxlab.core.plugins import describe_plugins, make_plugin_manager
@@ -68,7 +69,8 @@ class BuiltinStrategies:
     """Registers the ``ars`` strategy (the defaults with nothing added), ``recorded`` (the agent's
     own recorded compactions, :mod:`ctxlab.replay.recorded`), ``ars-cache`` and ``ars-extractive``
     (the defaults with the offline extractive summarizer, :mod:`ctxlab.core.builtin.extractive`;
-    with the dollar decision too, :mod:`ctxlab.core.cache`), ``trylast``."""
+    with the dollar decision too, :mod:`ctxlab.core.cache`) and the two reference floors
+    ``floor-identifiers`` and ``floor-recent`` (:mod:`ctxlab.core.builtin.floors`), ``trylast``."""
 
     name = "strategies"
 
@@ -91,8 +93,20 @@ class BuiltinStrategies:
         register(
             "ars-extractive",
             lambda settings: [ForceExtractiveSummarizer()],
-            "ARS with the offline extractive summarizer (no model call; keeps paths, scripts, commands, "
-            "errors, constraints, open tasks and identifiers by salience)",
+            "ARS with the offline extractive summarizer (no model call; states what happened to the files, "
+            "commands, errors and values of the span, keeps constraints, open tasks and identifiers by salience)",
+        )
+        register(
+            "floor-identifiers",
+            lambda settings: [ForceIdentifierDump()],
+            "reference floor: ARS whose 'summary' is every identifier of the span, the most recent first, "
+            "at the extractive summary's budget (names everything, states nothing)",
+        )
+        register(
+            "floor-recent",
+            lambda settings: [ForceRecentMessages()],
+            "reference floor: ARS whose 'summary' is the span's last messages verbatim at the extractive "
+            "summary's budget (what plain truncation keeps)",
         )
 
 

@@ -20,24 +20,32 @@ extractive``, or the plugin :class:`ForceExtractiveSummarizer` in a middleware.
 ``Open tasks``
     the last assistant text of the span (its plan, up to 800 characters) and lines that name work
     left (*TODO, next, remaining, still*, unchecked ``- [ ]``).
-``Scripts written``
-    each file the agent wrote (a ``write_file``/``create``/``edit`` call's path, a shell
-    ``cat > f``/``tee f``/heredoc), with the function and class names it defines.
-``Errors``
-    distinct error lines of tool results and user messages (a ``...Error``/``Exception`` name,
-    ``Traceback``, ``FAILED``, ``fatal``), the latest first.
-``Commands``
-    distinct commands the agent ran (tool calls, and the fenced shell blocks of a text-action
-    agent's messages), the latest first, the first line of each up to 120 characters.
 ``Files``
-    paths by salience.
+    each file the span's actions touched, with what was done to it — ``edited``, ``created``,
+    ``deleted``, ``ran``, ``read`` (:mod:`ctxlab.core.builtin.session_facts`), the change last —
+    and the function and class names a file the agent wrote defines; the latest touched first.
+``Commands``
+    each command run (program and target), its last outcome (``passed``/``failed``), how often
+    it ran and, when it failed, its first error line; the latest first.
+``Errors``
+    each error class seen in a command's result, its last error line and whether a later run of
+    that command passed without it (``fixed``) or not (``still open``); the latest first.
+``Values``
+    values (numbers of 4+ digits, versions, hex ids) with the name they were given
+    (``port: 8080``); the latest first.
 ``Identifiers``
     the remaining identifiers (dotted, snake_case and CamelCase names, error names, numbers of 4+
     digits; 4+ characters) by salience, comma-joined, until the budget is used.
 
-Files and Identifiers are packed by salience *per token* (a 40-token offload path must be worth
-ten short names), skipping what the kept window or the latest request holds and what an
-identifier already listed covers (a path's suffixes, a dotted name's runs).
+Each fact is one line that names its subject and states its attribute, so that a later turn
+learns what happened, not only that a name occurred (issue 28; the replay's probe measure,
+:mod:`ctxlab.replay.probes`, checks exactly that).  The sections before Identifiers share
+:data:`FIXED_SHARE` of the budget (the oldest items of the longest section are dropped first);
+
+Identifiers are packed by salience *per token* (a 40-token offload path must be worth ten short
+names), skipping what the kept window or the latest request holds and what an identifier already
+listed covers (a path's suffixes, a dotted name's runs); files the kept window names are not
+listed either.
 
 **Salience** of an identifier is the sum over the messages that hold it of a *source weight*
 (:data:`SOURCE_WEIGHTS`: the agent's own tool-call arguments and text weigh most, then the user,
@@ -47,7 +55,8 @@ to 1.0 for the last), times a *kind* factor (paths, defined names and error name
 first appearance, so the order is deterministic.
 
 **Rounds.**  A previous summary (``job.messages[0]``) is one more source: its task is carried, its
-constraints and scripts merged, its identifiers re-scored with the new ones (so old ones give way
+constraints and fact lines merged (a new fact about the same file, command, error or value
+replaces the old line), its identifiers re-scored with the new ones (so old ones give way
 under the budget instead of the summary growing).
 """
 
@@ -59,8 +68,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
+from ctxlab.core.builtin.session_facts import fact_sections
 from ctxlab.core.estimation import estimate_text_tokens
 from ctxlab.core.hookspecs import hookimpl
 from ctxlab.core.marks import is_observation, is_summary_message, is_user_request, latest_request_of
@@ -78,8 +88,10 @@ __all__ = [
 
 #: the most tokens an extractive summary holds (the structured summarizer's size; tokens)
 SUMMARY_TOKENS = 1400
-#: share of the summary the sections before Files and Identifiers may use (the rest is for them)
-FIXED_SHARE = 0.35
+#: characters of the agent's last text kept as its open task
+OPEN_TASK_CHARS = 300
+#: share of the summary the sections before Identifiers may use (the rest is for identifiers)
+FIXED_SHARE = 0.7
 #: weight of one occurrence by where it stands (see the module docstring)
 SOURCE_WEIGHTS = {"call": 3.0, "assistant": 2.0, "user": 2.5, "summary": 1.5, "tool": 1.0}
 #: words that make a user sentence a constraint or a decision
@@ -106,19 +118,20 @@ _HEADERS = (
     "Task",
     "User constraints and decisions",
     "Open tasks",
-    "Scripts written",
-    "Errors",
-    "Commands",
     "Files",
+    "Commands",
+    "Errors",
+    "Values",
     "Identifiers",
 )
+#: the fact sections merged across rounds, by header: how a line names its subject
+_FACT_SECTIONS = ("Files", "Commands", "Errors", "Values")
 
 _SCAN = 60_000  # characters of one message scanned (head and tail)
 _PATH = re.compile(r"(?<![\w])~?/?(?:[\w.@+-]+/)+[\w.@+-]*[A-Za-z_][\w.@+-]*")
 _NAME = re.compile(r"[A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*)*")
 _NUMBER = re.compile(r"(?<![\w.])\d{4,}(?![\w])")
 _DEFINES = re.compile(r"^\s*(?:async\s+)?(?:def|class|function|func|fn)\s+([A-Za-z_]\w*)", re.M)
-_ERROR_LINE = re.compile(r"^.*\b(?:[A-Z]\w*(?:Error|Exception)|Traceback|FAILED|fatal|错误|失败)\b.*$", re.M)
 _SHELL_FENCES = ("", "bash", "sh", "shell", "console", "zsh")
 _OPEN_LINE = re.compile(r"^\s*(?:- \[ \]|TODO|Next|Remaining|Still|Then)\b.*$", re.M | re.I)
 _SHELL_WRITE = re.compile(r"(?:cat\s*>{1,2}|tee\s+(?:-a\s+)?|>\s*)\s*['\"]?([\w./~@+-]+\.\w{1,8})")
@@ -202,8 +215,8 @@ class _Facts:
     constraints: OrderedDict[str, None] = field(default_factory=OrderedDict)
     open_tasks: list[str] = field(default_factory=list)
     scripts: OrderedDict[str, set[str]] = field(default_factory=OrderedDict)
-    errors: OrderedDict[str, None] = field(default_factory=OrderedDict)
-    commands: OrderedDict[str, None] = field(default_factory=OrderedDict)
+    #: the fact lines of a previous summary, by section header (merged under the new ones)
+    prior: dict[str, list[str]] = field(default_factory=dict)
 
 
 def recency(position: float) -> float:
@@ -273,17 +286,6 @@ def _written(call: dict[str, Any]) -> tuple[str, str] | None:
     return None
 
 
-def _command(call: dict[str, Any]) -> str:
-    args = call.get("args") or {}
-    command = next((str(args[k]) for k in _COMMAND_KEYS if isinstance(args.get(k), str)), None)
-    if command is None:
-        shown = ", ".join(f"{k}={str(v)[:60]}" for k, v in list(args.items())[:3])
-        return f"{call.get('name')}({shown})"
-    first = command.strip().splitlines()[0] if command.strip() else ""
-    more = " ..." if "\n" in command.strip() else ""
-    return (first[:120] + more).strip()
-
-
 def _previous_sections(text: str) -> dict[str, list[str]]:
     """The sections of an earlier extractive summary, by header: their lines (bullets unwrapped)."""
     pattern = re.compile(r"^(" + "|".join(map(re.escape, _HEADERS)) + r"):$", re.M)
@@ -321,13 +323,8 @@ def _facts(messages: Sequence[BaseMessage], latest: str = "") -> _Facts:
             facts.task = facts.task or " ".join(prior.get("Task", []))
             for line in prior.get("User constraints and decisions", []):
                 facts.constraints[line] = None
-            for line in prior.get("Scripts written", []):
-                path, _, defines = line.partition(" defines ")
-                facts.scripts.setdefault(path.strip(), set()).update(
-                    d.strip() for d in defines.split(",") if d.strip()
-                )
-            for line in prior.get("Errors", []):
-                facts.errors[line] = None
+            for header in _FACT_SECTIONS:
+                facts.prior.setdefault(header, []).extend(prior.get(header, []))
             continue
         if isinstance(m, HumanMessage) and not is_observation(m):
             if is_user_request(m) and not facts.task:
@@ -355,17 +352,11 @@ def _facts(messages: Sequence[BaseMessage], latest: str = "") -> _Facts:
                 written = _written(call_d)
                 if written is not None:
                     facts.scripts.setdefault(written[0], set()).update(_DEFINES.findall(written[1]))
-                cmd = _command(call_d)
-                facts.commands.pop(cmd, None)
-                facts.commands[cmd] = None
-        if isinstance(m, (ToolMessage, HumanMessage)):
-            for line in _ERROR_LINE.findall(_scanned(text)):
-                key = line.strip()[:160]
-                facts.errors.pop(key, None)
-                facts.errors[key] = None
     if last_assistant:
-        facts.open_tasks.append(last_assistant[-500:])
-        facts.open_tasks.extend(ln.strip()[:200] for ln in _OPEN_LINE.findall(last_assistant[:-500]))
+        facts.open_tasks.append(last_assistant[-OPEN_TASK_CHARS:])
+        facts.open_tasks.extend(
+            ln.strip()[:200] for ln in _OPEN_LINE.findall(last_assistant[:-OPEN_TASK_CHARS])
+        )
     return facts
 
 
@@ -418,22 +409,14 @@ class ExtractiveSummarizer:
             ("Task", [facts.task or "(no user request in this part)"]),
             ("User constraints and decisions", _latest(facts.constraints, 10)),
             ("Open tasks", facts.open_tasks[:4]),
-            (
-                "Scripts written",
-                [
-                    f"{p} defines {', '.join(sorted(facts.scripts[p])[:12])}" if facts.scripts[p] else p
-                    for p in _latest(facts.scripts, 12)
-                ],
-            ),
-            ("Errors", _latest(facts.errors, 8)),
-            ("Commands", _latest(facts.commands, 10)),
+            *fact_sections(messages, kept, facts.prior, facts.scripts),
         ]
         return self._fit(sections, ranked, max_tokens)
 
     @staticmethod
     def _fit(sections: list[tuple[str, list[str]]], ranked: list[tuple[str, float]], max_tokens: int) -> str:
-        """Sections within :data:`FIXED_SHARE` of ``max_tokens`` (last items of the lower sections dropped
-        first), then files and identifiers by salience in what is left."""
+        """Sections within :data:`FIXED_SHARE` of ``max_tokens`` (the last items of the longest
+        section dropped first), then identifiers (paths first) by salience in what is left."""
 
         def render(parts: list[tuple[str, list[str]]]) -> str:
             return "\n\n".join(
@@ -469,11 +452,8 @@ class ExtractiveSummarizer:
             (files if "/" in ident else names).append(ident)
             covered |= covered_by([ident])
             used += cost
-        tail = []
-        if files:
-            tail.append("Files:\n" + ", ".join(files))
-        if names:
-            tail.append("Identifiers:\n" + ", ".join(names))
+        listed = [*files, *names]
+        tail = ["Identifiers:\n" + ", ".join(listed)] if listed else []
         return "\n\n".join([head, *tail])
 
 

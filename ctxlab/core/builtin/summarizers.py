@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import re
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
+from ctxlab.core.builtin.session_facts import session_facts
 from ctxlab.core.estimation import estimate_text_tokens
 from ctxlab.core.hookspecs import hookimpl
 from ctxlab.core.marks import is_summary_message, is_user_request
@@ -24,6 +25,11 @@ _COMMAND_TOOLS = ("bash", "shell", "run", "exec", "command", "terminal", "cmd")
 class StructuredSummarizer:
     """A deterministic summary without a model: task, files touched, commands run, errors seen,
     current state (offline replay default).  Facts of a previous summary are carried over.
+
+    Files, commands and errors are stated, one line each, with what happened to them
+    (:mod:`ctxlab.core.builtin.session_facts`): a file ``edited``/``created``/``ran``/``read``, a
+    command's last outcome ``passed``/``failed``, an error ``fixed``/``still open``; paths and
+    commands the actions do not explain follow as names.
 
     Its labels are in the round's summary language (``job.language``; ``None``: the language of
     ``job.prompt``), one language throughout, so that the summary matches its framing.
@@ -82,11 +88,25 @@ class StructuredSummarizer:
                 for p in _PATH.findall(text[:4000]):
                     if len(files) < 200:
                         files[p] = None
+        facts = session_facts(messages)
+        words = labels.words
+        stated = OrderedDict((p, f"{p}: {_say(f.statement(), words)}") for p, f in facts.files.items())
+        files_out = [*stated.values(), *(p for p in files if not any(_same(p, q) for q in stated))]
+        commands_out = [
+            f"{c.shown}{f' ({c.error})' if c.outcome == 'failed' and c.error else ''}: {words.get(c.outcome, c.outcome)}"
+            for c in facts.commands.values()
+        ]
+        # the shell commands are stated above; other tool calls stay as names
+        commands_out += [c for c in commands if ": " not in c[:60]]
+        errors_out = [
+            f"{e.line}: {words['fixed' if e.fixed else 'still open']}" for e in facts.errors.values()
+        ]
+        errors_out += [e for e in errors if not any(e.startswith(f.line[:60]) for f in facts.errors.values())]
         prior = _sections(previous) if previous else {}
         task = prior.get("task", "").strip() or task
-        files_all = _merge(prior.get("files"), list(files))
-        commands_all = _merge(prior.get("commands"), commands)
-        errors_all = _merge(prior.get("errors"), list(errors))
+        files_all = _merge_facts(prior.get("files"), files_out)
+        commands_all = _merge_facts(prior.get("commands"), commands_out)
+        errors_all = _merge_facts(prior.get("errors"), errors_out)
         state = state or prior.get("state", "").strip()
         n = self.MAX_ITEMS
         parts = [
@@ -111,6 +131,8 @@ class _Labels:
     none: str
     no_task: str
     no_state: str
+    #: the words a fact line states its attribute with (English -> this language)
+    words: dict[str, str] = field(default_factory=dict)
 
     def sections(self) -> dict[str, str]:
         """Section key -> header."""
@@ -126,6 +148,21 @@ LABELS_EN = _Labels(
     "(none)",
     "(no user request in this part)",
     "(no assistant text)",
+    {
+        w: w
+        for w in (
+            "passed",
+            "failed",
+            "fixed",
+            "still open",
+            "read",
+            "created",
+            "then",
+            "edited",
+            "ran",
+            "deleted",
+        )
+    },
 )
 LABELS_ZH = _Labels(
     "任务：",
@@ -136,6 +173,18 @@ LABELS_ZH = _Labels(
     "（无）",
     "（这部分没有用户请求）",
     "（没有助手的文字）",
+    {
+        "passed": "通过",
+        "failed": "失败",
+        "fixed": "已修复",
+        "still open": "未解决",
+        "read": "读取",
+        "created": "创建",
+        "then": "之后",
+        "edited": "修改",
+        "ran": "运行",
+        "deleted": "删除",
+    },
 )
 _HEADERS = {header: key for labels in (LABELS_EN, LABELS_ZH) for key, header in labels.sections().items()}
 _NONE = {f"- {LABELS_EN.none}", f"- {LABELS_ZH.none}"}
@@ -158,11 +207,30 @@ def _sections(text: str) -> dict[str, str]:
     return found
 
 
-def _merge(previous: str | None, new: list[str]) -> list[str]:
+def _merge_facts(previous: str | None, new: list[str]) -> list[str]:
+    """The previous summary's lines, then the new ones; a previous line about the same subject
+    (the text before its first ``": "``) as a new one gives way to it."""
+    subjects = {line.split(": ", 1)[0] for line in new}
     items = [
-        line[2:] for line in (previous or "").splitlines() if line.startswith("- ") and line not in _NONE
+        line[2:]
+        for line in (previous or "").splitlines()
+        if line.startswith("- ") and line not in _NONE and line[2:].split(": ", 1)[0] not in subjects
     ]
     return list(OrderedDict.fromkeys([*items, *new]))
+
+
+def _same(a: str, b: str) -> bool:
+    a, b = a.removeprefix("./"), b.removeprefix("./")
+    short, long = (a, b) if len(a) <= len(b) else (b, a)
+    return short == long or long.endswith("/" + short.lstrip("/"))
+
+
+def _say(statement: str, words: dict[str, str]) -> str:
+    """A file statement (:meth:`~ctxlab.core.builtin.session_facts.FileFact.statement`) in the
+    summary's language."""
+    for en, local in words.items():
+        statement = re.sub(rf"\b{re.escape(en)}\b", local, statement)
+    return statement
 
 
 def _bullets(items: list[str], labels: _Labels) -> str:

@@ -84,6 +84,8 @@ REPORT_DEFINITIONS: tuple[str, ...] = (
     "output_tokens",
     "span_recall",
     "needed_recall",
+    "probes",
+    "dump_probes_passed",
 )
 
 _BY_NAME: dict[str, CallColumn | RunColumn] = {

@@ -285,6 +285,50 @@ CALL_REGISTRY: tuple[CallColumn, ...] = (
         nullable=True,
     ),
     CallColumn(
+        "probes",
+        _Int,
+        "count",
+        "probes drawn from the later turns for this call's L2 round (empty: no L2 round)",
+        "fidelity",
+        nullable=True,
+        detail=d.PROBES,
+        heading="probes, probe_pass_rate",
+    ),
+    CallColumn(
+        "probes_passed",
+        _Int,
+        "count",
+        "of probes, those the summary passes: it names the subject and states its attribute",
+        "fidelity",
+        nullable=True,
+    ),
+    CallColumn(
+        "dump_probes_passed",
+        _Int,
+        "count",
+        "of probes, those the identifier-dump floor at the summary's size passes (empty: no L2 round)",
+        "fidelity",
+        nullable=True,
+        detail=d.FLOORS,
+        heading="reference floors",
+    ),
+    CallColumn(
+        "recent_probes_passed",
+        _Int,
+        "count",
+        "of probes, those the keep-recent floor (the span's last messages verbatim) at the summary's size passes",
+        "fidelity",
+        nullable=True,
+    ),
+    CallColumn(
+        "summary_tokens",
+        _Int,
+        "tokens",
+        "tokens of the summary message(s) this call's L2 round committed (empty: no L2 round)",
+        "fidelity",
+        nullable=True,
+    ),
+    CallColumn(
         "recorded_input_tokens",
         _Int,
         "provider_tokens",
@@ -378,6 +422,11 @@ class FidelityColumns(TypedDict):
     span_carried: int | None
     needed_identifiers: int | None
     needed_carried: int | None
+    probes: int | None
+    probes_passed: int | None
+    dump_probes_passed: int | None
+    recent_probes_passed: int | None
+    summary_tokens: int | None
 
 
 class RecordedUsageColumns(TypedDict):

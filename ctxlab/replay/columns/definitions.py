@@ -82,7 +82,9 @@ SPAN_RECALL = (
     "has none"
 )
 NEEDED_RECALL = (
-    "per L2 round: of the identifiers that later assistant turns use and that, at the time "
+    "identifier recall (the column keeps its name needed_recall): it counts a name as carried when it "
+    "appears, so a list of every identifier scores well on it; probe_pass_rate asks that the summary "
+    "also state what happened to it. Per L2 round: of the identifiers that later assistant turns use and that, at the time "
     "of use, stood only in the summarized span (not in the system message, the kept window of the view the "
     "round produced, or any later message before the use), the share present in the summary; empty when "
     "there are none. Per strategy: pooled over its rounds (needed_carried / needed_identifiers) and the "
@@ -103,4 +105,26 @@ SUMMARY_FAILURES = (
     "them); summary_declined: a ctxlab round sent a view above T2 without summarizing (the decision hook declined, "
     "or no valid cutoff, R13); summary_rejected: a ctxlab summary was not committed (bigger than "
     "its span); rules in ctxlab.replay.failures"
+)
+PROBES = (
+    "per L2 round, probes drawn from the future of the run: for each thing of the summarized span that a "
+    "later turn uses and that neither the system message, the kept window nor the carried latest request "
+    "holds, one probe with the attribute a useful summary must state: a file touched again (what was done "
+    "to it: changed, deleted, ran or read), a command run again (its last outcome: passed or failed), an "
+    "error shown or named again (fixed or open at the end of the span), a user constraint the agent acts "
+    "on later (its direction: never or must), a value reused (the name it was given, port of --port 8080). "
+    "A summary passes a probe when one of its statements (a line; long lines cut into sentences) names the "
+    "subject and states the attribute in its prose words (identifiers are not prose); a statement naming "
+    "more than half of a kind's attributes states one only when it is named last. probe_pass_rate = "
+    "probes_passed / probes, pooled over the rounds. Rules: ctxlab.replay.probes (no model). Not captured: "
+    "paraphrase outside the vocabularies, whether the stated attribute is true of other subjects, uses "
+    "that do not name the subject"
+)
+FLOORS = (
+    "the same probes checked on two reference floors built from the same span at the size of the round's "
+    "summary (its summarizer text, in its framing): the identifier dump (every identifier of the span, the "
+    "most recent first) and keep-recent (the span's last messages verbatim); "
+    "dump_probe_pass_rate and recent_probe_pass_rate pool them like probe_pass_rate. A strategy that does "
+    "not beat them on its own rounds has no claim to fidelity (ctxlab.core.builtin.floors; the strategies "
+    "floor-identifiers and floor-recent replay them)"
 )
