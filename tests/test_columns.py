@@ -129,6 +129,7 @@ def test_report_definitions_come_from_the_registry(replayed) -> None:
         "cost_usd",
         "summarizer_cost_usd",
         "raw_cost_usd",
+        "cost breakdown",
         "output_tokens",
     ]
 

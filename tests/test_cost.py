@@ -106,8 +106,8 @@ def test_a_common_prefix_shorter_than_the_previous_request_is_read() -> None:
     # the previous request (3,000 tokens) is cached whole; this one repeats its first 2,100
     calls = [CallTokens(3000, common_prefix_tokens=0), CallTokens(2500, common_prefix_tokens=2100)]
     assert price_run(calls, OPENAI)[1].cache_read_tokens == 2048
-    # explicit caching wrote only up to the breakpoint the next call repeats, so it reads it all
-    assert price_run(calls, ANTHROPIC)[1].cache_read_tokens == 2100
+    # the oracle wrote only up to the breakpoint the next call repeats, so it reads it all
+    assert price_run(calls, ANTHROPIC, breakpoint="oracle")[1].cache_read_tokens == 2100
     # with the breakpoint at the end of the request, the entry (3,000 tokens) is not repeated
     assert price_run(calls, ANTHROPIC, breakpoint="last")[1].cache_read_tokens == 0
 
@@ -132,8 +132,9 @@ def anthropic_run(times: tuple[float | None, ...] = (None, None, None)) -> list[
     return [call(S, U, time=times[0]), call(S, U, A, V, time=times[1]), call(S, U, A, V, B, W, time=times[2])]
 
 
-def test_the_breakpoint_writes_the_reusable_prefix_at_the_premium_and_later_calls_read_it() -> None:
-    c1, c2, c3 = price_run(anthropic_run(), ANTHROPIC)
+def test_the_oracle_writes_the_reusable_prefix_at_the_premium_and_later_calls_read_it() -> None:
+    c1, c2, c3 = price_run(anthropic_run(), ANTHROPIC, breakpoint="oracle")
+    assert price_run(anthropic_run(), ANTHROPIC, breakpoint="reusable") == [c1, c2, c3]  # its old name
     assert (c1.cache_read_tokens, c1.cache_write_tokens, c1.uncached_input_tokens) == (0, 2100, 0)
     assert c1.total_usd == pytest.approx(2100 * 3.75 / M)
     assert (c2.cache_read_tokens, c2.cache_write_tokens, c2.uncached_input_tokens) == (2100, 150, 0)
@@ -149,10 +150,10 @@ def test_a_breakpoint_on_the_last_message_also_writes_what_no_call_reads() -> No
 
 
 def test_an_entry_expires_five_minutes_after_its_last_use() -> None:
-    expired = price_run(anthropic_run((0.0, 100.0, 500.0)), ANTHROPIC)[2]
+    expired = price_run(anthropic_run((0.0, 100.0, 500.0)), ANTHROPIC, breakpoint="oracle")[2]
     assert (expired.cache_read_tokens, expired.uncached_input_tokens) == (0, 2400)
     # the read at 250 s refreshes the entry: still alive at 500 s
-    refreshed = price_run(anthropic_run((0.0, 250.0, 500.0)), ANTHROPIC)[2]
+    refreshed = price_run(anthropic_run((0.0, 250.0, 500.0)), ANTHROPIC, breakpoint="oracle")[2]
     assert refreshed.cache_read_tokens == 2250
 
 
@@ -170,7 +171,55 @@ def test_rewriting_the_prefix_every_call_costs_more_than_no_cache() -> None:
     assert totals.total_usd == pytest.approx(4 * 3200 * 3.75 / M)
     assert totals.total_usd > totals.uncached_usd
     # writing only what the next call reuses: the system message is under the minimum, so nothing
-    assert total_cost(price_run(calls, ANTHROPIC)).total_usd == pytest.approx(totals.uncached_usd)
+    oracle = total_cost(price_run(calls, ANTHROPIC, breakpoint="oracle"))
+    assert oracle.total_usd == pytest.approx(totals.uncached_usd)
+    # an agent's breakpoints write what it cannot know no one reads: as the last-message breakpoint
+    assert total_cost(price_run(calls, ANTHROPIC)).total_usd == pytest.approx(totals.total_usd)
+
+
+def test_the_agent_policy_keeps_the_system_prefix_cached_across_a_compaction() -> None:
+    # system 1,500 + tools 500: an agent's breakpoint after them survives a rewritten view
+    head = (("sys", 1500), ("tools", 500))
+    calls = [call(*head, ("view", 3000)), call(*head, ("summary", 800), ("kept", 200))]
+    agent = price_run(calls, ANTHROPIC)  # the default policy
+    assert (agent[0].cache_read_tokens, agent[0].cache_write_tokens) == (0, 5000)
+    assert (agent[1].cache_read_tokens, agent[1].cache_write_tokens) == (2000, 1000)
+    # one breakpoint on the last message: the compaction rereads nothing
+    assert price_run(calls, ANTHROPIC, breakpoint="last")[1].cache_read_tokens == 0
+    # the oracle writes only what the next call repeats: the head, read after the compaction
+    oracle = price_run(calls, ANTHROPIC, breakpoint="oracle")
+    assert (oracle[0].cache_write_tokens, oracle[1].cache_read_tokens) == (2000, 2000)
+
+
+def test_the_agent_policy_reads_only_entries_within_the_lookback_of_a_breakpoint() -> None:
+    first = call(("sys", 1500), ("t", 500), ("m", 3000))
+    grown = call(("sys", 1500), ("t", 500), ("m", 3000), *((f"n{i}", 10) for i in range(25)))
+    agent = price_run([first, grown], ANTHROPIC)[1]
+    # the 5,000-token entry ends 25 blocks before the last breakpoint: only the head entry is seen
+    assert agent.cache_read_tokens == 2000
+    assert price_run([first, grown], ANTHROPIC, breakpoint="last")[1].cache_read_tokens == 5000
+    near = call(("sys", 1500), ("t", 500), ("m", 3000), *((f"n{i}", 10) for i in range(5)))
+    assert price_run([first, near], ANTHROPIC)[1].cache_read_tokens == 5000
+
+
+def test_a_long_context_tier_prices_the_whole_request() -> None:
+    from ctxlab.replay.prices import PriceTier
+
+    tiered = PriceRow(
+        "anthropic",
+        "tiered",
+        "explicit",
+        input=3.0,
+        cached_input=0.3,
+        cache_write=3.75,
+        output=15.0,
+        min_prefix_tokens=1024,
+        tiers=(PriceTier(200_000, 6.0, 0.6, 7.5, 22.5),),
+    )
+    below, above = price_run([call(("p", 200_000), out=1000), call(("q", 200_001), out=1000)], tiered)
+    assert below.total_usd == pytest.approx((200_000 * 3.75 + 1000 * 15.0) / M)
+    assert above.total_usd == pytest.approx((200_001 * 7.5 + 1000 * 22.5) / M)
+    assert above.uncached_usd == pytest.approx((200_001 * 6.0 + 1000 * 22.5) / M)
 
 
 def test_the_explicit_rule_works_from_common_prefix_numbers() -> None:
@@ -179,7 +228,9 @@ def test_the_explicit_rule_works_from_common_prefix_numbers() -> None:
         CallTokens(2250, common_prefix_tokens=2100),
         CallTokens(2400, common_prefix_tokens=2250),
     ]
-    assert price_run(calls, ANTHROPIC) == price_run(anthropic_run(), ANTHROPIC)
+    assert price_run(calls, ANTHROPIC, breakpoint="oracle") == price_run(
+        anthropic_run(), ANTHROPIC, breakpoint="oracle"
+    )
 
 
 # --- implicit caching (Gemini/DeepSeek-style) --------------------------------------------------------

@@ -141,6 +141,32 @@ def test_cli_compare_with_jobs_writes_the_serial_table(tmp_path: Path) -> None:
     assert one.height > 0 and one.equals(two)
 
 
+def test_cli_jobs_2_writes_the_serial_provenance_and_each_skipped_file_once(
+    tmp_path: Path, paths: list[Path]
+) -> None:
+    import json
+
+    args = ["compare", *map(str, paths), "--strategies", "ars", "--summary-threshold", "4", "--keep-going"]
+    args += ["--no-figures", "--no-progress", "--price-model", "openai:gpt-4.1"]
+    assert main([*args, "--out", str(tmp_path / "one")]) == 1  # the broken file is a failure
+    assert main([*args, "--out", str(tmp_path / "two"), "--jobs", "2"]) == 1
+
+    def record(folder: str) -> dict[str, Any]:
+        data = json.loads((tmp_path / folder / "run.json").read_text(encoding="utf-8"))
+        return {k: v for k, v in data.items() if k not in ("created", "command")}
+
+    one, two = record("one"), record("two")
+    assert one["ctxlab"] and one["python"] and one["settings"]["summary_threshold"] == 4
+    assert one["cost_model"]["price_row"].startswith("openai:gpt-4.1")
+    assert one == two  # the same provenance, problems and counts with one process or two
+    reports = [(tmp_path / f / "report.md").read_text(encoding="utf-8") for f in ("one", "two")]
+    for report in reports:
+        assert report.count("broken.jsonl") == reports[0].count("broken.jsonl") >= 1
+        assert "ctxlab None" not in report and "Python None" not in report
+    skipped = [p for p in one["problems"] if "broken.jsonl" in json.dumps(p)]
+    assert len(skipped) == 1
+
+
 def test_cli_rejects_zero_jobs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["compare", str(PATHS[0]), "--strategies", "ars", "--jobs", "0", "--out", str(tmp_path)])
     assert code == 2 and "--jobs=0" in capsys.readouterr().err

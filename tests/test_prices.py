@@ -109,3 +109,42 @@ def test_automatic_rows_default_to_no_write_premium() -> None:
         "cache_write = 3.75\n", ""
     )
     assert parse_prices(text).get("acme:m1").cache_write == 3.0
+
+
+TIER = """
+[[prices.tiers]]
+above_input_tokens = 200000
+input = 6.0
+cached_input = 0.6
+cache_write = 7.5
+output = 22.5
+"""
+
+
+def test_long_context_tiers_are_read_and_price_requests_above_them() -> None:
+    row = parse_prices(GOOD_ROW + TIER).get("acme:m1")
+    assert row.at(200_000) is row  # at the threshold: the base prices
+    high = row.at(200_001)
+    assert (high.input, high.cached_input, high.cache_write, high.output) == (6.0, 0.6, 7.5, 22.5)
+    assert "above 200,000 input tokens: input 6" in row.label()
+    sonnet = load_prices().get("anthropic:claude-sonnet-4-5")
+    assert [(t.above_input_tokens, t.input, t.output) for t in sonnet.tiers] == [(200_000, 6.0, 22.5)]
+
+
+@pytest.mark.parametrize(
+    ("tier", "field", "problem"),
+    [
+        (TIER.replace("cache_write = 7.5\n", ""), "tiers[1].cache_write", "missing"),
+        (
+            TIER.replace("above_input_tokens = 200000", "above_input_tokens = 0"),
+            "tiers[1].above_input_tokens",
+            ">= 1",
+        ),
+        (TIER + TIER, "tiers[2].above_input_tokens", "rise strictly"),
+        (TIER.replace("output = 22.5", "outputs = 22.5"), "tiers[1].outputs", "unknown field"),
+    ],
+)
+def test_a_bad_tier_is_named(tier: str, field: str, problem: str) -> None:
+    with pytest.raises(PriceTableError, match=problem) as err:
+        parse_prices(GOOD_ROW + tier, path="tiers.toml")
+    assert (err.value.row, err.value.field) == (1, field)

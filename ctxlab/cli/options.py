@@ -47,6 +47,9 @@ _SETTING_HELP = {
 SETTING_FLAGS = {field: "--" + field.replace("_", "-") for field in _SETTING_HELP}
 #: the measuring estimators of ``--measure`` (:func:`ctxlab.replay.metrics.make_measure`)
 MEASURES = ("char-class", "tiktoken")
+#: ``--cache-breakpoints`` (:data:`ctxlab.replay.cost.BREAKPOINTS`, not imported: ``--help`` stays light)
+BREAKPOINTS = ("agent", "last", "oracle")
+DEFAULT_BREAKPOINTS = "agent"
 #: ``--figures`` choices: runs that reach T, every run, none
 FIGURES = ("reached", "all", "none")
 
@@ -204,6 +207,15 @@ def add_measure_options(p: argparse.ArgumentParser) -> None:
             ),
             model_option(
                 "--price-model", "the price row of the cost columns (default: anthropic:claude-sonnet-4-5)"
+            ),
+            option(
+                "--cache-breakpoints",
+                "where an explicit-caching request (Anthropic) puts its cache breakpoints in the cost "
+                "columns: agent = after the system message and tools and on the last message, as an "
+                "agent can; last = on the last message only; oracle = where the next call stops "
+                "reusing the prompt, an upper bound no agent reaches (default: %(default)s)",
+                choices=BREAKPOINTS,
+                default=DEFAULT_BREAKPOINTS,
             ),
         ],
     )

@@ -275,7 +275,8 @@ def run_replay(args: argparse.Namespace, argv: Sequence[str]) -> int:
     except BaseException:  # Ctrl-C (KeyboardInterrupt) or a crash: leave no staging folder behind
         _discard(stage, out, made)
         raise
-    result.errors[:0] = [*plugin_problems, *problems]
+    # the load problems found here; a parallel replay's planner found the same ones again
+    result.errors = _once([*plugin_problems, *problems, *result.errors])
     if result.replayed == 0:
         _discard(stage, out, made)
         return _fail(result.errors, "nothing could be replayed; nothing written")
@@ -308,6 +309,18 @@ def run_replay(args: argparse.Namespace, argv: Sequence[str]) -> int:
     return 0
 
 
+def _once(issues: Sequence[Any]) -> list[Any]:
+    """The issues in order, each (kind, file, place, problem) once."""
+    seen: set[tuple[str, str, str, str]] = set()
+    out = []
+    for e in issues:
+        key = (e.kind, e.source, e.where, e.problem) if e.kind == "load" else (e.kind, str(id(e)), "", "")
+        if key not in seen:
+            seen.add(key)
+            out.append(e)
+    return out
+
+
 def _replay_into(
     args: argparse.Namespace, transcripts: list[Any], names: list[str], how: tuple[Any, ...], stage: Path
 ) -> Any:
@@ -331,6 +344,7 @@ def _replay_into(
         limit_calls=args.limit_calls,
         progress=not args.no_progress and sys.stderr.isatty(),
         price_model=price,
+        cache_breakpoints=args.cache_breakpoints,
         stop_on_failure=not args.keep_going,
         write_views=True,
         summary_cache=summary_cache,
@@ -366,6 +380,7 @@ def _run_parallel(
             context_window=window,
             summarizer_model=args.summarizer_model,
             price_model=price,
+            cache_breakpoints=args.cache_breakpoints,
             progress=not args.no_progress and sys.stderr.isatty(),
             write_views=True,
             summary_cache=str(summary_cache) if summary_cache is not None else None,

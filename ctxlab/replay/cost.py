@@ -75,6 +75,8 @@ if TYPE_CHECKING:
 __all__ = [
     "BREAKPOINTS",
     "COST_DEFINITIONS",
+    "DEFAULT_BREAKPOINTS",
+    "LOOKBACK_BLOCKS",
     "CallCost",
     "CallTokens",
     "CostTotals",
@@ -84,8 +86,14 @@ __all__ = [
     "view_segments",
 ]
 
-#: where an explicit-caching request puts its breakpoint (see the module docstring)
-BREAKPOINTS = ("reusable", "last")
+#: the breakpoint policies of explicit caching (see the module docstring); ``"reusable"`` is
+#: accepted as the old name of ``"oracle"``
+BREAKPOINTS = ("agent", "last", "oracle")
+#: the policy of the cost columns: what an agent can do
+DEFAULT_BREAKPOINTS = "agent"
+#: content blocks before a breakpoint at which a provider looks for an earlier cache entry
+#: (Anthropic: "up to approximately 20 blocks"); a block is a segment here (a message)
+LOOKBACK_BLOCKS = 20
 
 Segments = tuple[tuple[Hashable, int], ...]
 _KEY, _TOKENS = itemgetter(0), itemgetter(1)
@@ -203,7 +211,7 @@ class PromptCache:
         return ttl is None or now is None or entry.last_used is None or now - entry.last_used <= ttl
 
     def _cost(self, call: CallTokens, read: int, write: int) -> CallCost:
-        p = self.price
+        p = self.price.at(call.input_tokens)  # a long-context tier prices the whole request
         uncached = call.input_tokens - read - write
         output_usd = call.output_tokens * p.output / 1e6
         return CallCost(
@@ -225,7 +233,14 @@ class PromptCache:
         steps = (tokens // p.granularity_tokens) * p.granularity_tokens
         return steps if steps >= max(p.min_prefix_tokens, 1) else 0
 
-    def charge(self, call: CallTokens, *, write_to: int | None = None) -> CallCost:
+    def charge(
+        self,
+        call: CallTokens,
+        *,
+        write_to: int | None = None,
+        breakpoints: Sequence[int] | None = None,
+        lookback: int | None = None,
+    ) -> CallCost:
         """Price ``call`` against the cache so far, then record what it leaves in the cache.
 
         Args:
@@ -233,6 +248,14 @@ class PromptCache:
             write_to: explicit caching only: the tokens up to the breakpoint (with segments, the
                 breakpoint goes at the last segment boundary at or before it); ``None``: the end
                 of the request; ``0``: no breakpoint.  Ignored by the other families.
+            breakpoints: explicit caching with segments only: several breakpoints (tokens up to
+                each); replaces ``write_to``.  An entry is written at each breakpoint whose
+                prefix reaches the minimum and is not cached yet; the tokens from the hit to the
+                last breakpoint are billed as written.
+            lookback: explicit caching with segments only: a request reads an entry only when it
+                ends within this many segments before one of its breakpoints (the provider looks
+                back a bounded number of content blocks, :data:`LOOKBACK_BLOCKS`); ``None``: no
+                bound.
 
         Returns:
             The call's :class:`CallCost`.
@@ -241,11 +264,18 @@ class PromptCache:
         if family == "none" or (call.segments is None and call.common_prefix_tokens is None):
             return self._cost(call, 0, 0)
         if call.segments is not None:
-            return self._charge_segments(call, call.segments, write_to, family)
+            if breakpoints is None:
+                breakpoints = [sum(map(_TOKENS, call.segments)) if write_to is None else write_to]
+            return self._charge_segments(call, call.segments, breakpoints, lookback, family)
         return self._charge_chain(call, call.common_prefix_tokens or 0, write_to, family)
 
     def _charge_segments(
-        self, call: CallTokens, segments: Segments, write_to: int | None, family: str
+        self,
+        call: CallTokens,
+        segments: Segments,
+        breakpoints: Sequence[int],
+        lookback: int | None,
+        family: str,
     ) -> CallCost:
         if not segments:
             return self._cost(call, 0, 0)
@@ -253,8 +283,12 @@ class PromptCache:
         self._last = (segments, hashes, cum)
         now = call.time
         if family == "explicit":
+            # each breakpoint at the last segment boundary within its tokens
+            marks = sorted({k for t in breakpoints if (k := bisect.bisect_right(cum, t) - 1) >= 0})
             best = -1
-            for k in range(len(hashes) - 1, -1, -1):  # the longest cached prefix
+            for k in range(len(hashes) - 1, -1, -1):  # the longest cached prefix a breakpoint sees
+                if lookback is not None and not any(0 <= b - k <= lookback for b in marks):
+                    continue
                 entry = self._prefixes.get(hashes[k])
                 if entry is not None and self._alive(entry, now):
                     best = k
@@ -262,12 +296,12 @@ class PromptCache:
             read = cum[best] if best >= 0 else 0
             if best >= 0:
                 self._prefixes[hashes[best]].last_used = now
-            limit = cum[-1] if write_to is None else write_to
-            k_bp = bisect.bisect_right(cum, limit) - 1  # the last boundary within the limit
             write = 0
-            if k_bp >= 0 and cum[k_bp] > read and cum[k_bp] >= self.price.min_prefix_tokens:
-                write = cum[k_bp] - read
-                self._prefixes[hashes[k_bp]] = _Entry(cum[k_bp], now)
+            minimum = self.price.min_prefix_tokens
+            for b in marks:
+                if cum[b] > read and cum[b] >= minimum:
+                    write = cum[b] - read  # the last breakpoint's prefix, from the hit on
+                    self._prefixes[hashes[b]] = _Entry(cum[b], now)
             return self._cost(call, read, write)
         matched = 0
         for h, c in zip(hashes, cum, strict=True):
@@ -315,7 +349,7 @@ def _shared_tokens(a: CallTokens, b: CallTokens) -> int:
 
 
 def price_run(
-    calls: Sequence[CallTokens], price: PriceRow, *, breakpoint: str = "reusable"
+    calls: Sequence[CallTokens], price: PriceRow, *, breakpoint: str = DEFAULT_BREAKPOINTS
 ) -> list[CallCost]:
     """Price the calls of one run in order (a fresh :class:`PromptCache`), one cost per call.
 
@@ -323,13 +357,17 @@ def price_run(
         calls: the run's calls in the order they were made, summarizer calls included (before the
             main call they served).
         price: the price row.
-        breakpoint: explicit caching only: ``"reusable"`` puts each call's breakpoint at the end of
-            the prefix that the next call of the same kind repeats (the last call writes nothing);
-            ``"last"`` at the end of every request.
+        breakpoint: explicit caching only, the breakpoint policy (:data:`BREAKPOINTS`, module
+            docstring): ``"agent"`` (default) one breakpoint after the system message and tool
+            schemas and one on the last message, hits looked up at most :data:`LOOKBACK_BLOCKS`
+            segments back; ``"last"`` one on the last message; ``"oracle"`` (``"reusable"`` is
+            its old name) one at the end of the prefix the next call of the same kind repeats —
+            an upper bound no agent can reach, for comparison only.
 
     Raises:
         ValueError: an unknown ``breakpoint``.
     """
+    breakpoint = "oracle" if breakpoint == "reusable" else breakpoint
     if breakpoint not in BREAKPOINTS:
         raise ValueError(f"breakpoint={breakpoint!r} is invalid: allowed one of {BREAKPOINTS}")
     following: dict[int, int | None] = {}
@@ -341,9 +379,14 @@ def price_run(
     out: list[CallCost] = []
     for i, call in enumerate(calls):
         write_to: int | None = None
-        if price.caching == "explicit" and breakpoint == "reusable":
+        if price.caching == "explicit" and breakpoint == "oracle":
             j = following[i]
             write_to = _shared_tokens(call, calls[j]) if j is not None else 0
+        if price.caching == "explicit" and breakpoint == "agent" and call.segments:
+            head = sum(map(_TOKENS, call.segments[:2]))  # the system message and the tool schemas
+            end = sum(map(_TOKENS, call.segments))
+            out.append(cache.charge(call, breakpoints=[head, end], lookback=LOOKBACK_BLOCKS))
+            continue
         out.append(cache.charge(call, write_to=write_to))
     return out
 

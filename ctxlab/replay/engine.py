@@ -34,6 +34,7 @@ from ctxlab.replay.building import (
     strategy_records,
     summarizer_name,
 )
+from ctxlab.replay.cost import BREAKPOINTS, DEFAULT_BREAKPOINTS
 from ctxlab.replay.hook_failures import hook_failures
 from ctxlab.replay.metrics import IdentifierIndex, make_measure, run_measure
 from ctxlab.replay.names import did_you_mean, safe_name, transcript_labels
@@ -61,6 +62,7 @@ __all__ = [
     "ReplayIssue",
     "ReplayOptions",
     "ReplayResult",
+    "batch_result",
     "build_middleware",
     "make_window",
     "replay",
@@ -116,6 +118,9 @@ class ReplayOptions(TypedDict, total=False):
         price_model, prices: the price row of the cost columns, ``"provider:model"`` of the
             ``prices`` file (default: the shipped table and its default row; see
             :func:`ctxlab.replay.run_measures.resolve_price`).
+        cache_breakpoints: the breakpoint policy of explicit caching in the cost columns
+            (:data:`ctxlab.replay.cost.BREAKPOINTS`; default ``"agent"``, what an agent can place;
+            ``"oracle"`` is an upper bound).
     """
 
     settings: CompressionSettings | None
@@ -133,6 +138,7 @@ class ReplayOptions(TypedDict, total=False):
     progress: bool
     price_model: str | PriceRow | None
     prices: str | Path | PriceTable | None
+    cache_breakpoints: str
 
 
 @dataclass
@@ -157,6 +163,7 @@ class _Batch:
     summarizer: Any = field(init=False)
     cache: SummaryCache | None = field(init=False)
     index: IdentifierIndex = field(default_factory=IdentifierIndex)
+    cache_breakpoints: str = DEFAULT_BREAKPOINTS
     # ctxlab middlewares built once per strategy, each writing to the current run's folder
     built: dict[str, tuple[str, AgentMiddleware, RunFiles]] = field(default_factory=dict)
 
@@ -180,6 +187,7 @@ class _Batch:
             limit_calls=options.get("limit_calls"),
             keep_views=options.get("keep_views", False),
             views_dir=Path(out) if options.get("write_views") and (out := options.get("out_dir")) else None,
+            cache_breakpoints=_breakpoints(options.get("cache_breakpoints", DEFAULT_BREAKPOINTS)),
         )
 
     def cache_stats(self, result: ReplayResult) -> ReplayResult:
@@ -189,7 +197,7 @@ class _Batch:
         return result
 
     def provenance(self, strategies: dict[str, dict[str, Any]]) -> dict[str, Any]:
-        return provenance(
+        record = provenance(
             pm=self.pm,
             settings=self.settings,
             measure=self.meter.name,
@@ -197,6 +205,22 @@ class _Batch:
             window=self.window.describe() if self.window is not None else None,
             summarizer=summarizer_name(self.summarizer_model),
         )
+        record["cost_model"] = {
+            "price_row": self.price.label(),
+            "cache_breakpoints": self.cache_breakpoints,
+        }
+        return record
+
+    def empty(self, strategies: Sequence[str | AgentMiddleware]) -> ReplayResult:
+        """A result with no rows yet that records what the batch is: settings, measure, price
+        row, strategies, window and provenance (the same for a serial and a parallel replay)."""
+        records = strategy_records(strategies, self.pm, self.settings, self.price)
+        result = ReplayResult(
+            settings=self.settings, measure=self.measure, price=self.price, strategies=list(records)
+        )
+        result.window = self.window.describe() if self.window is not None else None
+        result.provenance = self.provenance(records)
+        return result
 
     def middleware(
         self, strategy: str | AgentMiddleware, files: Path
@@ -252,11 +276,24 @@ class _Batch:
                 price=self.price,
                 index=self.index,
                 view_log=log,
+                cache_breakpoints=self.cache_breakpoints,
                 **more,
             )
         finally:
             if log is not None:
                 log.close()
+
+
+def _breakpoints(policy: str) -> str:
+    """A checked breakpoint policy (``"reusable"``: the old name of ``"oracle"``).
+
+    Raises:
+        ValueError: an unknown policy.
+    """
+    policy = "oracle" if policy == "reusable" else policy
+    if policy not in BREAKPOINTS:
+        raise ValueError(f"cache_breakpoints={policy!r} is invalid: allowed one of {BREAKPOINTS}")
+    return policy
 
 
 def replay(
@@ -310,6 +347,20 @@ def replay(
     result.window = batch.window.describe() if batch.window is not None else None
     result.provenance = batch.provenance(strategy_records([strategy], batch.pm, batch.settings, batch.price))
     return batch.cache_stats(result)
+
+
+def batch_result(
+    strategies: Sequence[str | AgentMiddleware], **options: Unpack[ReplayOptions]
+) -> ReplayResult:
+    """An empty :class:`ReplayResult` that records what a batch with these options is — its
+    settings, measure, price row, strategies, window and provenance — as :func:`replay_many` fills
+    them; :func:`ctxlab.replay.parallel.run_grid` merges its tasks' rows into one, so that a
+    parallel replay records the same provenance as a serial one.
+
+    Raises:
+        what :func:`replay_many` raises for bad options.
+    """
+    return _Batch.of(options).empty(strategies)
 
 
 def _files_dir(out_dir: str | Path | None, label: str, strategy: str) -> Path:
@@ -374,12 +425,7 @@ def replay_many(
     paths: list[str | Path] = []
     for item in paths_or_transcripts:
         (transcripts if isinstance(item, Transcript) else paths).append(item)  # type: ignore[arg-type]
-    records = strategy_records(strategies, batch.pm, batch.settings, batch.price)
-    result = ReplayResult(
-        settings=batch.settings, measure=batch.measure, price=batch.price, strategies=list(records)
-    )
-    result.window = batch.window.describe() if batch.window is not None else None
-    result.provenance = batch.provenance(records)
+    result = batch.empty(strategies)
     if paths:
         loaded, load_errors = load_many(paths, format=options.get("format"), pm=batch.pm)
         transcripts.extend(loaded)

@@ -25,6 +25,7 @@ from ctxlab.replay.columns import (
     ViewColumns,
     measure_columns,
 )
+from ctxlab.replay.cost import DEFAULT_BREAKPOINTS
 from ctxlab.replay.failures import declined_of, rejected_of
 from ctxlab.replay.metrics import IdentifierIndex, unmatched_tool_pairs
 from ctxlab.replay.observer import CallObservation
@@ -169,12 +170,18 @@ class RetentionMeasure(_PerCall):
 
 
 class ToolPairsMeasure(_PerCall):
-    """``unmatched_tool_pairs`` (:func:`ctxlab.replay.metrics.unmatched_tool_pairs`)."""
+    """``unmatched_tool_pairs`` (:func:`ctxlab.replay.metrics.unmatched_tool_pairs`) and
+    ``rejected_reason``: ``"unmatched_tool_pairs"`` when the view has broken pairs, which a
+    provider refuses (Anthropic and OpenAI both reject a tool result without its call)."""
 
     names: tuple[str, ...] = ("tool_pairs",)
 
     def measure(self, obs: CallObservation, row: dict[str, Any]) -> ToolPairsColumns:
-        return {"unmatched_tool_pairs": unmatched_tool_pairs(obs.view.messages, obs.answered)}
+        broken = unmatched_tool_pairs(obs.view.messages, obs.answered)
+        return {
+            "unmatched_tool_pairs": broken,
+            "rejected_reason": "unmatched_tool_pairs" if broken else None,
+        }
 
 
 class RecordedUsageMeasure(_PerCall):
@@ -225,10 +232,12 @@ def default_measures(
     price: PriceRow | None,
     system: BaseMessage | None,
     data_provenance: str = "real",
+    cache_breakpoints: str = DEFAULT_BREAKPOINTS,
 ) -> list[Measure]:
     """The replay's measures, in the order they fill a row; the cost and fidelity measure only
     with a price row (``None``: those columns stay empty); ``data_provenance``: the run's
-    (:func:`ctxlab.replay.sources.data_provenance`)."""
+    (:func:`ctxlab.replay.sources.data_provenance`); ``cache_breakpoints``: the breakpoint policy of
+    explicit caching (:data:`ctxlab.replay.cost.BREAKPOINTS`)."""
     view = ViewMeasure(measure, index, base_tokens)
     out: list[Measure] = [
         RunLabels(data_provenance),
@@ -239,7 +248,8 @@ def default_measures(
         RecordedUsageMeasure(),
     ]
     if price is not None:
-        out.append(CostFidelityMeasure(RunMeasures(price, measure, system=system, index=index), view))
+        run = RunMeasures(price, measure, system=system, index=index, breakpoint=cache_breakpoints)
+        out.append(CostFidelityMeasure(run, view))
     return out
 
 

@@ -28,7 +28,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ctxlab.core.settings import CompressionSettings
-from ctxlab.replay.engine import replay_many, transcript_labels
+from ctxlab.replay.cost import DEFAULT_BREAKPOINTS
+from ctxlab.replay.engine import batch_result, replay_many, transcript_labels
 from ctxlab.replay.names import did_you_mean
 from ctxlab.replay.result import ReplayIssue, ReplayResult
 from ctxlab.replay.strategies import make_lab_manager
@@ -333,6 +334,7 @@ def run_grid(
     write_views: bool = False,
     summary_cache: str | None = None,
     price_model: Any = None,
+    cache_breakpoints: str = DEFAULT_BREAKPOINTS,
     progress: bool = False,
 ) -> GridResult:
     """Replay transcript files × strategies × settings points, in parallel, as the serial loop would.
@@ -359,7 +361,7 @@ def run_grid(
         summarizer_model: a ``"provider:model"`` string (``init_chat_model``, built by each
             worker) or ``None`` for the offline summarizer.
         price_model: the price row of the cost columns (a name or a picklable row), as for
-            :func:`~ctxlab.replay.engine.replay_many`.
+            :func:`~ctxlab.replay.engine.replay_many`; ``cache_breakpoints``: its breakpoint policy.
         progress: a progress bar over the finished tasks.
 
     Returns:
@@ -402,6 +404,7 @@ def run_grid(
         "keep_views": keep_views,
         "write_views": write_views,
         "summary_cache": summary_cache,
+        "cache_breakpoints": cache_breakpoints,
     }
     if price_model is not None:
         options["price_model"] = price_model
@@ -429,7 +432,17 @@ def run_grid(
             bar.close()
     out = GridResult(settings=points, engine=engine, jobs=jobs)
     for p, point in enumerate(points):
-        merged = ReplayResult(settings=point, measure=measure, strategies=list(dict.fromkeys(names)))
+        # what the serial replay records: settings, measure, price row, window, provenance
+        merged = batch_result(
+            list(dict.fromkeys(names)),
+            settings=point,
+            pm=pm,
+            measure=measure,
+            context_window=context_window,
+            summarizer_model=summarizer_model,
+            price_model=price_model,
+            cache_breakpoints=cache_breakpoints,
+        )
         merged.files_dir = (root / f"point-{p}" if len(points) > 1 else root) / "files"
         merged.errors.extend(load_errors)
         for task, one in zip(tasks, done, strict=True):

@@ -24,7 +24,16 @@ The fields (also described at the top of ``prices.toml``):
 ``source``             non-empty string, the page the prices come from
 ``caching_source``,    optional strings
 ``note``
+``tiers``              optional ``[[prices.tiers]]`` tables: long-context price tiers (below)
 =====================  ==========================================================================
+
+**Long-context tiers.**  Some models bill a whole request at higher rates once its input passes a
+size (Anthropic's Sonnet 4.5 above 200K input tokens, with the 1M-token window; Gemini 2.5 Pro
+above 200K).  A ``[[prices.tiers]]`` table after a row gives ``above_input_tokens`` (int > 0) and
+that tier's ``input`` and ``output`` (``cached_input`` and ``cache_write`` follow the row's rules:
+required where the row's caching needs them); a request whose input tokens — cached ones
+included — exceed it is priced at the tier, every token of it, its output too
+(:meth:`PriceRow.at`).  Tiers must rise strictly.
 """
 
 from __future__ import annotations
@@ -33,7 +42,7 @@ import datetime as _dt
 import math
 import tomllib
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -47,6 +56,7 @@ __all__ = [
     "PriceRow",
     "PriceTable",
     "PriceTableError",
+    "PriceTier",
     "load_prices",
     "parse_prices",
 ]
@@ -69,6 +79,7 @@ _OPTIONAL = (
     "ttl_seconds",
     "caching_source",
     "note",
+    "tiers",
 )
 _META_FIELDS = ("currency", "unit", "note")
 
@@ -88,6 +99,17 @@ class PriceTableError(ValueError):
         if field is not None:
             where.append(f"field {field!r}")
         super().__init__(": ".join([*where, problem]))
+
+
+@dataclass(frozen=True)
+class PriceTier:
+    """Prices (USD per million tokens) of a request whose input is above ``above_input_tokens``."""
+
+    above_input_tokens: int
+    input: float
+    cached_input: float
+    cache_write: float
+    output: float
 
 
 @dataclass(frozen=True)
@@ -111,17 +133,38 @@ class PriceRow:
     source: str = ""
     caching_source: str = ""
     note: str = ""
+    tiers: tuple[PriceTier, ...] = ()
 
     @property
     def key(self) -> str:
         """``"provider:model"``."""
         return f"{self.provider}:{self.model}"
 
+    def at(self, input_tokens: int) -> PriceRow:
+        """The prices of a request with ``input_tokens`` input tokens (cached ones included): the
+        row itself, or the row with the prices of the highest tier it is above (no tiers)."""
+        tier = next((t for t in reversed(self.tiers) if input_tokens > t.above_input_tokens), None)
+        if tier is None:
+            return self
+        return replace(
+            self,
+            input=tier.input,
+            cached_input=tier.cached_input,
+            cache_write=tier.cache_write,
+            output=tier.output,
+            tiers=(),
+        )
+
     def label(self) -> str:
         """A one-line description naming the row, its date and its source, for reports."""
+        tiers = "".join(
+            f"; above {t.above_input_tokens:,} input tokens: input {t.input:g}, cached input "
+            f"{t.cached_input:g}, cache write {t.cache_write:g}, output {t.output:g}"
+            for t in self.tiers
+        )
         return (
             f"{self.key} (USD per million tokens: input {self.input:g}, cached input "
-            f"{self.cached_input:g}, cache write {self.cache_write:g}, output {self.output:g}; "
+            f"{self.cached_input:g}, cache write {self.cache_write:g}, output {self.output:g}{tiers}; "
             f"{self.caching} caching; prices as of {self.as_of}, {self.source})"
         )
 
@@ -226,6 +269,7 @@ def _row(path: str, index: int, raw: Any) -> PriceRow:
     else:
         write = price_in
     ttl = raw.get("ttl_seconds")
+    tiers = _tiers(path, index, raw.get("tiers", []), caching)
     return PriceRow(
         provider=_text(path, index, "provider", raw["provider"]),
         model=_text(path, index, "model", raw["model"]),
@@ -241,7 +285,50 @@ def _row(path: str, index: int, raw: Any) -> PriceRow:
         source=_text(path, index, "source", raw["source"]),
         caching_source=_text(path, index, "caching_source", raw.get("caching_source", ""), required=False),
         note=_text(path, index, "note", raw.get("note", ""), required=False),
+        tiers=tiers,
     )
+
+
+_TIER_FIELDS = ("above_input_tokens", "input", "cached_input", "cache_write", "output", "note")
+
+
+def _tiers(path: str, index: int, raw: Any, caching: str) -> tuple[PriceTier, ...]:
+    """The ``[[prices.tiers]]`` of a row (module docstring), checked."""
+    if not isinstance(raw, list):
+        raise PriceTableError(path, index, "tiers", "expected [[prices.tiers]] tables")
+    out: list[PriceTier] = []
+    for k, tier in enumerate(raw, start=1):
+        where = f"tiers[{k}]"
+        if not isinstance(tier, Mapping):
+            raise PriceTableError(path, index, where, "expected a table of fields")
+        unknown = sorted(set(tier) - set(_TIER_FIELDS))
+        if unknown:
+            raise PriceTableError(
+                path, index, f"{where}.{unknown[0]}", f"unknown field (allowed: {_TIER_FIELDS})"
+            )
+        for name in ("above_input_tokens", "input", "output"):
+            if name not in tier:
+                raise PriceTableError(path, index, f"{where}.{name}", "missing")
+        above = _integer(path, index, f"{where}.above_input_tokens", tier["above_input_tokens"], 1)
+        if out and above <= out[-1].above_input_tokens:
+            raise PriceTableError(path, index, f"{where}.above_input_tokens", "tiers must rise strictly")
+        price_in = _number(path, index, f"{where}.input", tier["input"])
+        if "cached_input" in tier:
+            cached = _number(path, index, f"{where}.cached_input", tier["cached_input"])
+        elif caching == "none":
+            cached = price_in
+        else:
+            raise PriceTableError(path, index, f"{where}.cached_input", f"missing (caching = {caching!r})")
+        if "cache_write" in tier:
+            write = _number(path, index, f"{where}.cache_write", tier["cache_write"])
+        elif caching == "explicit":
+            raise PriceTableError(path, index, f"{where}.cache_write", "missing (caching = 'explicit')")
+        else:
+            write = price_in
+        out.append(
+            PriceTier(above, price_in, cached, write, _number(path, index, f"{where}.output", tier["output"]))
+        )
+    return tuple(out)
 
 
 def parse_prices(text: str, path: str = "<prices>") -> PriceTable:

@@ -3,15 +3,17 @@
 The replay engine makes one :class:`RunMeasures` per transcript × strategy, calls
 :meth:`RunMeasures.add_call` after each model call (with the row it appended, the request view and
 the recorded answer) and :meth:`RunMeasures.finish` once the run is over: costs need the whole
-run (an explicit breakpoint is placed where the *next* call stops repeating this one) and
-fidelity needs the turns that came after each L2 round.
+run (the cache each call reads was left by the earlier ones) and fidelity needs the turns that
+came after each L2 round.
 
 Columns it fills in each row (see :data:`RUN_MEASURE_COLUMNS`; definitions in
 :data:`ctxlab.replay.cost.COST_DEFINITIONS` and :data:`ctxlab.replay.fidelity.FIDELITY_DEFINITIONS`):
-``output_tokens``, ``cache_read_tokens``, ``cache_write_tokens``, ``cost_usd``,
-``summarizer_cost_usd``, ``raw_cost_usd`` and, on the calls with an L2 round, ``span_identifiers``,
-``span_carried``, ``needed_identifiers``, ``needed_carried``; each L2 summary record gets the
-round's :meth:`~ctxlab.replay.fidelity.RoundFidelity.as_dict`.
+``output_tokens``, ``cache_read_tokens``, ``cache_write_tokens``, ``cost_usd`` and its breakdown
+(``cost_read_usd``, ``cost_write_usd``, ``cost_uncached_usd``, ``cost_output_usd``),
+``summarizer_cost_usd``, ``raw_cost_usd`` (``raw_cost_read_usd``, ``raw_cost_write_usd``) and, on
+the calls with an L2 round, the identifier counts, the probe counts and ``summary_tokens``; each L2
+summary record gets the round's :meth:`~ctxlab.replay.fidelity.RoundFidelity.as_dict` and its
+probes (:mod:`ctxlab.replay.probes`).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from ctxlab.core.estimation import estimate_text_tokens
 from ctxlab.core.marks import is_summary_message
 from ctxlab.replay.actions import ActionIndex
 from ctxlab.replay.columns import measure_columns
-from ctxlab.replay.cost import CallTokens, Segments, price_run, view_segments
+from ctxlab.replay.cost import DEFAULT_BREAKPOINTS, CallTokens, Segments, price_run, view_segments
 from ctxlab.replay.fidelity import summary_fidelity
 from ctxlab.replay.metrics import IdentifierIndex, RequestView, canonical_key
 from ctxlab.replay.prices import DEFAULT_PRICE_MODEL, PriceRow, PriceTable, load_prices
@@ -51,6 +53,15 @@ COST_COLUMNS = measure_columns("cost")
 #: per-call fidelity columns (counts of distinct identifiers and of probes, summary tokens; empty on
 #: calls without an L2 round)
 FIDELITY_COLUMNS = measure_columns("fidelity")
+#: the dollar columns a run starts at 0 (the cost breakdown included)
+_ZEROED = (
+    "cost_usd",
+    "summarizer_cost_usd",
+    "cost_read_usd",
+    "cost_write_usd",
+    "cost_uncached_usd",
+    "cost_output_usd",
+)
 #: the identifier counts of :class:`~ctxlab.replay.fidelity.RoundFidelity` among them
 _IDENTIFIER_COLUMNS = ("span_identifiers", "span_carried", "needed_identifiers", "needed_carried")
 RUN_MEASURE_COLUMNS = COST_COLUMNS + FIDELITY_COLUMNS
@@ -114,7 +125,8 @@ class RunMeasures:
         measure: the run's measuring estimator (tokens of the request parts and of the answers).
         system: the system message of the run (available to every call, for fidelity).
         index: the run's identifier cache (a fresh one when ``None``).
-        breakpoint: where explicit caching puts its breakpoint (:func:`ctxlab.replay.cost.price_run`).
+        breakpoint: the breakpoint policy of explicit caching (:data:`ctxlab.replay.cost.BREAKPOINTS`,
+            default ``"agent"``: what an agent can place; ``"oracle"`` is an upper bound).
     """
 
     def __init__(
@@ -124,7 +136,7 @@ class RunMeasures:
         *,
         system: BaseMessage | None = None,
         index: IdentifierIndex | None = None,
-        breakpoint: str = "reusable",
+        breakpoint: str = DEFAULT_BREAKPOINTS,
     ) -> None:
         self.price = price
         self.measure = measure
@@ -219,7 +231,7 @@ class RunMeasures:
             )
             previous_raw = int(row["raw_tokens"])
         for row in self._rows:
-            row.update(cache_read_tokens=0, cache_write_tokens=0, cost_usd=0.0, summarizer_cost_usd=0.0)
+            row.update(dict.fromkeys(_ZEROED, 0.0), cache_read_tokens=0, cache_write_tokens=0)
         priced = price_run([c for c in calls if c is not None], self.price, breakpoint=self.breakpoint)
         for (row, kind), cost in zip(self._owners, priced, strict=True):
             if kind == "summarizer":
@@ -228,8 +240,14 @@ class RunMeasures:
                 row["cost_usd"] += cost.total_usd
                 row["cache_read_tokens"] += cost.cache_read_tokens
                 row["cache_write_tokens"] += cost.cache_write_tokens
+                row["cost_read_usd"] += cost.cache_read_usd
+                row["cost_write_usd"] += cost.cache_write_usd
+                row["cost_uncached_usd"] += cost.input_usd
+                row["cost_output_usd"] += cost.output_usd
         for row, cost in zip(self._rows, price_run(raw, self.price, breakpoint=self.breakpoint), strict=True):
             row["raw_cost_usd"] = cost.total_usd
+            row["raw_cost_read_usd"] = cost.cache_read_usd
+            row["raw_cost_write_usd"] = cost.cache_write_usd
         replayed = list(messages[: self._last_position + 1])
         for r in self._rounds:
             for record in r.records:

@@ -23,6 +23,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ctxlab.replay.cost import DEFAULT_BREAKPOINTS
 from ctxlab.replay.harness import update_items
 from ctxlab.replay.measures import build_row, default_measures
 from ctxlab.replay.metrics import IdentifierIndex
@@ -62,6 +63,7 @@ def replay_one(
     index: IdentifierIndex | None = None,
     files_root: Path | None = None,
     view_log: ViewLog | None = None,
+    cache_breakpoints: str = DEFAULT_BREAKPOINTS,
 ) -> ReplayResult:
     """Replay ``transcript`` through ``mw``: one row per recorded model call.
 
@@ -86,6 +88,8 @@ def replay_one(
             records); ``None``: the middleware's ``_ctxlab_files_root`` when it has one.
         view_log: where every call's raw and sent view are written (:mod:`ctxlab.replay.views`);
             ``None``: nowhere.  Not closed here.
+        cache_breakpoints: the breakpoint policy of explicit caching in the cost columns
+            (:data:`ctxlab.replay.cost.BREAKPOINTS`).
 
     Raises:
         RuntimeError: the middleware answered a call without calling the model.
@@ -117,6 +121,7 @@ def replay_one(
         price=price,
         system=system,
         data_provenance=data_provenance(transcript),
+        cache_breakpoints=cache_breakpoints,
     )
     for obs in observer.calls(limit_calls):
         result.rows.append(build_row(obs, measures))

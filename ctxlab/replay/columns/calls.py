@@ -211,6 +211,15 @@ CALL_REGISTRY: tuple[CallColumn, ...] = (
         detail=d.UNMATCHED_TOOL_PAIRS,
     ),
     CallColumn(
+        "rejected_reason",
+        _Str,
+        "label",
+        "why a provider would refuse the request sent: unmatched_tool_pairs, over_window (empty: none)",
+        "tool_pairs",
+        nullable=True,
+        detail=d.REJECTED_REASON,
+    ),
+    CallColumn(
         "output_tokens",
         _Int,
         "tokens",
@@ -256,6 +265,26 @@ CALL_REGISTRY: tuple[CallColumn, ...] = (
         "cost",
         nullable=True,
         detail=d.RAW_COST_USD,
+    ),
+    CallColumn(
+        "cost_read_usd",
+        _Float,
+        "usd",
+        "of cost_usd, the input tokens read from the prompt cache",
+        "cost",
+        nullable=True,
+        detail=d.COST_BREAKDOWN,
+        heading="cost breakdown",
+    ),
+    *(
+        CallColumn(name, _Float, "usd", definition, "cost", nullable=True)
+        for name, definition in (
+            ("cost_write_usd", "of cost_usd, the input tokens written to the cache"),
+            ("cost_uncached_usd", "of cost_usd, the input tokens neither read from nor written to the cache"),
+            ("cost_output_usd", "of cost_usd, the output tokens"),
+            ("raw_cost_read_usd", "of raw_cost_usd, the input tokens read from the cache"),
+            ("raw_cost_write_usd", "of raw_cost_usd, the input tokens written to the cache"),
+        )
     ),
     CallColumn(
         "span_identifiers",
@@ -399,9 +428,10 @@ class RetentionColumns(TypedDict):
 
 
 class ToolPairsColumns(TypedDict):
-    """The ``tool_pairs`` measure's column."""
+    """The ``tool_pairs`` measure's columns."""
 
     unmatched_tool_pairs: int
+    rejected_reason: str | None
 
 
 class CostColumns(TypedDict):
@@ -413,6 +443,12 @@ class CostColumns(TypedDict):
     cost_usd: float | None
     summarizer_cost_usd: float | None
     raw_cost_usd: float | None
+    cost_read_usd: float | None
+    cost_write_usd: float | None
+    cost_uncached_usd: float | None
+    cost_output_usd: float | None
+    raw_cost_read_usd: float | None
+    raw_cost_write_usd: float | None
 
 
 class FidelityColumns(TypedDict):

@@ -53,8 +53,11 @@ SUMMARIZER_USAGE = (
 COST_USD = (
     "US dollars of the call to the main model under the report's price row, with that provider "
     "family's prompt caching (OpenAI: automatic prefix caching from 1,024 tokens in 128-token steps; "
-    "Anthropic: an explicit breakpoint at the end of the prefix the next call repeats, written at the "
-    "cache-write price and read at the cached price while it lives 5 minutes, calls assumed within it "
+    "Anthropic: breakpoints an agent can place, one after the system message and tool schemas and one "
+    "on the last message (the oracle placement at the end of what the next call repeats is only an "
+    "upper bound, --cache-breakpoints oracle), hits looked up at most 20 blocks back, the prefix up to the "
+    "last breakpoint written at the cache-write price and read at the cached price while it lives 5 "
+    "minutes, calls assumed within it "
     "since transcripts carry no timestamps; Gemini/DeepSeek: implicit caching, every eligible prefix "
     "counted as a hit): uncached input x input price + cache_read_tokens x cached-input price + "
     "cache_write_tokens x cache-write price + output_tokens x output price; prefixes are matched message "
@@ -72,8 +75,9 @@ RAW_COST_USD = (
 )
 OUTPUT_TOKENS = (
     "the recorded answer's tokens by the measuring estimator (reasoning tokens that the "
-    "transcript does not record are not counted). Not captured by the cost columns: long-prompt price "
-    "tiers, batch discounts, cache storage fees, the provider's own token counts"
+    "transcript does not record are not counted). Long-context tiers of a price row price a request whose "
+    "input is above their threshold whole at the tier's rates. Not captured by the cost columns: batch "
+    "discounts, cache storage fees, the provider's own token counts"
 )
 SPAN_RECALL = (
     "per L2 round: of the distinct identifiers (paths, file names, dotted/snake_case/CamelCase "
@@ -127,4 +131,18 @@ FLOORS = (
     "dump_probe_pass_rate and recent_probe_pass_rate pool them like probe_pass_rate. A strategy that does "
     "not beat them on its own rounds has no claim to fidelity (ctxlab.core.builtin.floors; the strategies "
     "floor-identifiers and floor-recent replay them)"
+)
+COST_BREAKDOWN = (
+    "where a call's dollars go: cost_usd = cost_read_usd (cache hits) + cost_write_usd (cache writes, at the "
+    "write premium) + cost_uncached_usd (input neither read nor written) + cost_output_usd (the answer); "
+    "the summarizer's calls are summarizer_cost_usd; raw_cost_read_usd and raw_cost_write_usd split the "
+    "uncompressed reference the same way (its output is the same answer). ctxlab.analysis.costs.cost_breakdown "
+    "sums them per run"
+)
+REJECTED_REASON = (
+    "a request a provider would refuse, so the call could not have happened as replayed: "
+    "unmatched_tool_pairs (a tool result without its call, or a call whose result was dropped: "
+    "unmatched_tool_pairs > 0), over_window (the request sent is above the provider's window). Such calls "
+    "are counted per strategy (rejected_calls), warned about, and left out of the savings over valid calls "
+    "(saving_pct_without_failed, cost_saving_pct_without_failed)"
 )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from ctxlab.replay.columns import aggregations as a
 from ctxlab.replay.columns import definitions as d
 from ctxlab.replay.columns.registry import RunColumn
 from ctxlab.replay.failures import THRASH_CONSECUTIVE, THRASH_COUNT, THRASH_WINDOW
@@ -19,50 +20,9 @@ __all__ = ["RUN_REGISTRY"]
 _Int, _Str, _Float, _Len, _Bool = pl.Int64, pl.String, pl.Float64, pl.UInt32, pl.Boolean
 
 
-def _sum(column: str) -> pl.Expr:
-    return pl.col(column).sum()
-
-
-def _sum_or_null(column: str) -> pl.Expr:
-    """The sum, empty when every value is empty (no price row: no cost)."""
-    return pl.when(pl.col(column).is_not_null().any()).then(pl.col(column).sum()).otherwise(None)
-
-
-def _count(condition: pl.Expr) -> pl.Expr:
-    return condition.sum().cast(pl.Int64)
-
-
-def _streak(flag: pl.Expr) -> pl.Expr:
-    """The longest run of consecutive true values (0: none), in the group's row order."""
-    runs = flag.rle()
-    return runs.filter(runs.struct.field("value")).struct.field("len").max().fill_null(0).cast(pl.Int64)
-
-
-def _in_window(flag: pl.Expr, window: int) -> pl.Expr:
-    """The most true values within ``window`` consecutive rows (0: none)."""
-    return flag.cast(pl.Int64).rolling_sum(window_size=window, min_samples=1).max().fill_null(0)
-
-
-def _saving(sent: pl.Expr, raw: pl.Expr) -> pl.Expr:
-    """``100 × (1 − Σ sent / Σ raw)``; empty when ``Σ raw`` is not positive (or empty)."""
-    return pl.when(raw > 0).then(100.0 * (1.0 - sent / raw)).otherwise(None)
-
-
-def _ok(column: str) -> pl.Expr:
-    """The sum over the calls whose request was not built on a failed summary."""
-    return pl.col(column).filter(~pl.col("after_failed_summary")).sum()
-
-
-def _cost() -> pl.Expr:
-    """The main model's cost plus the summarizer's (empty without a price row)."""
-    return _sum_or_null("cost_usd") + pl.col("summarizer_cost_usd").fill_null(0.0).sum()
-
-
-def _pooled(carried: str, identifiers: str) -> pl.Expr:
-    """``Σ carried / Σ identifiers``; empty when there is no identifier."""
-    whole = pl.col(identifiers).sum()
-    return pl.when(whole > 0).then(pl.col(carried).sum() / whole).otherwise(None)
-
+# the aggregations the entries are made of (ctxlab.replay.columns.aggregations)
+_sum, _sum_or_null, _count, _streak, _in_window = a.sum_of, a.sum_or_null, a.count, a.streak, a.in_window
+_saving, _ok, _cost, _pooled, _valid, _ok_cost = a.saving, a.ok, a.cost, a.pooled, a.valid, a.ok_cost
 
 _RATIO = "ratio of the pooled sums"
 
@@ -164,9 +124,10 @@ RUN_REGISTRY: tuple[RunColumn, ...] = (
         "saving_pct_without_failed",
         _Float,
         "percent",
-        "saving_pct over the calls not built on a failed summary (a failed summary's saving is no saving)",
+        "saving_pct over the valid calls: not built on a failed summary (a failed summary's saving is no "
+        "saving) and not rejected by the provider (rejected_reason)",
         "view",
-        ("view_tokens", "raw_tokens", "after_failed_summary"),
+        ("view_tokens", "raw_tokens", "after_failed_summary", "rejected_reason"),
         _RATIO,
         expr=lambda: _saving(_ok("view_tokens"), _ok("raw_tokens")),
     ),
@@ -372,6 +333,16 @@ RUN_REGISTRY: tuple[RunColumn, ...] = (
         expr=lambda: _sum("unmatched_tool_pairs"),
     ),
     RunColumn(
+        "rejected_calls",
+        _Int,
+        "count",
+        "requests a provider would reject (rejected_reason: unmatched tool pairs, over the window)",
+        "tool_pairs",
+        ("rejected_reason",),
+        "count",
+        expr=lambda: _count(pl.col("rejected_reason").is_not_null()),
+    ),
+    RunColumn(
         "cost_usd",
         _Float,
         "usd",
@@ -410,6 +381,36 @@ RUN_REGISTRY: tuple[RunColumn, ...] = (
         ("cost_usd", "summarizer_cost_usd", "raw_cost_usd"),
         _RATIO,
         expr=lambda: _saving(_cost(), _sum_or_null("raw_cost_usd")),
+    ),
+    RunColumn(
+        "cost_saving_pct_without_failed",
+        _Float,
+        "percent",
+        "cost_saving_pct over the valid calls: not built on a failed summary, not rejected by the provider",
+        "cost",
+        ("cost_usd", "summarizer_cost_usd", "raw_cost_usd", "after_failed_summary", "rejected_reason"),
+        _RATIO,
+        expr=lambda: _saving(_ok_cost(), pl.col("raw_cost_usd").filter(_valid()).sum()),
+    ),
+    *(
+        RunColumn(
+            name,
+            _Float,
+            "usd",
+            f"Σ {name}",
+            "cost",
+            (name,),
+            "sum",
+            expr=lambda name=name: _sum_or_null(name),  # type: ignore[misc]
+        )
+        for name in (
+            "cost_read_usd",
+            "cost_write_usd",
+            "cost_uncached_usd",
+            "cost_output_usd",
+            "raw_cost_read_usd",
+            "raw_cost_write_usd",
+        )
     ),
     RunColumn(
         "span_recall",
