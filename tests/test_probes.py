@@ -160,3 +160,30 @@ def test_replay_fills_the_probe_columns_and_the_extractive_summary_beats_both_fl
     assert summary["probe_pass_rate"] == pytest.approx(passed / total)
     record = result.summaries[0]
     assert {"kind", "subject", "attribute", "passed"} <= set(record["probe_details"][0])
+
+
+def test_the_executive_summary_says_when_a_strategy_does_not_beat_the_floors() -> None:
+    import polars as pl
+
+    from ctxlab.analysis.fidelity_verdicts import fidelity_line, fidelity_warnings
+
+    totals = pl.DataFrame(
+        {
+            "strategy": ["good", "names-only", "floor-identifiers", "dropper"],
+            "probe_pass_rate": [0.9, 0.1, 0.0, None],
+            "dump_probe_pass_rate": [0.0, 0.0, 0.0, None],
+            "recent_probe_pass_rate": [0.1, 0.2, 0.1, None],
+            "rejected_calls": [0, 0, 0, 3],
+            "cost_saving_pct_without_failed": [20.0, 10.0, 5.0, 4.5],
+        }
+    )
+    line = fidelity_line(totals)
+    assert line is not None and "good 0.900 (identifier dump 0.000, keep-recent 0.100)" in line
+    assert "floor-identifiers" not in line  # a floor is not judged against itself
+    warnings = fidelity_warnings(totals)
+    assert warnings == [
+        "names-only does not beat the reference floors on its own rounds (probe pass 0.100; identifier "
+        "dump 0.000, keep-recent 0.200): no claim to summary fidelity.",
+        "dropper: 3 request(s) a provider would reject (unmatched tool calls/results), left out of its "
+        "savings; its dollar saving over the valid calls is 4.5 %.",
+    ]

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from ctxlab.analysis.fidelity_verdicts import fidelity_line, fidelity_warnings
 from ctxlab.replay.failures import THRASH_CONSECUTIVE, THRASH_WINDOW
 from ctxlab.replay.stats import (
     CONFIDENCE,
@@ -191,7 +192,11 @@ def executive_summary(
         best = _best(rows, objective)
         if best is not None:
             out.best.append(best)
-    out.warnings = _warnings(result, rows, n, N)
+    totals = strategy_totals(_calls_of(result, rows))
+    line = fidelity_line(totals)
+    if line is not None:
+        out.lines.append(line)
+    out.warnings = [*_warnings(result, rows, n, N), *fidelity_warnings(totals)]
     return out
 
 

@@ -269,6 +269,16 @@ def written_names(written: Mapping[str, Any], out: Path) -> list[str]:
     return names
 
 
+def _tokens(value: Any) -> str:
+    return f"{value:,.0f}" if isinstance(value, (int, float)) else ""
+
+
+def _breakpoints(result: Any) -> str:
+    """The cache breakpoint policy of the cost columns, from the provenance."""
+    model = (getattr(result, "provenance", None) or {}).get("cost_model") or {}
+    return str(model.get("cache_breakpoints", "agent"))
+
+
 def _print_costs(con: Any, result: Any, totals: Any) -> None:
     """The cost and needed-recall table per strategy ("no compression" first), under the price
     row named with its date."""
@@ -289,13 +299,25 @@ def _print_costs(con: Any, result: Any, totals: Any) -> None:
         ("per call $", per_call),
         ("raw cost $", lambda r: _usd(r["raw_cost_usd"])),
         ("cost saving %", lambda r: _pct(r["cost_saving_pct"])),
-        ("needed recall", lambda r: _share(r["needed_recall"])),
+        ("valid saving %", lambda r: _pct(r.get("cost_saving_pct_without_failed"))),
+        ("rejected", lambda r: str(r.get("rejected_calls") or 0)),
+        ("probe pass", lambda r: _share(r.get("probe_pass_rate"))),
+        ("floor: ids", lambda r: _share(r.get("dump_probe_pass_rate"))),
+        ("floor: recent", lambda r: _share(r.get("recent_probe_pass_rate"))),
+        ("identifier recall", lambda r: _share(r["needed_recall"])),
+        ("summary tok", lambda r: _tokens(r.get("mean_summary_tokens"))),
     ]
     order = (
         "strategy",
         "cost saving %",
+        "probe pass",
+        "floor: ids",
+        "floor: recent",
+        "identifier recall",
         "cost $",
-        "needed recall",
+        "valid saving %",
+        "rejected",
+        "summary tok",
         "per call $",
         "raw cost $",
         "L2",
@@ -313,7 +335,14 @@ def _print_costs(con: Any, result: Any, totals: Any) -> None:
     con.print(
         f"prices: {price.key} as of {price.as_of} ({price.source}). cost $: US dollars with "
         f"{price.caching} prompt caching, the summarizer's calls included; raw cost $: the uncompressed "
-        "requests under the same caching; needed recall: of the identifiers later turns used that stood "
-        "only in a summarized span, the share the summaries carried (pooled over the L2 rounds)",
+        "requests under the same caching; valid saving %: over the calls neither built on a failed summary "
+        "nor rejected by the provider (rejected: requests with unmatched tool calls/results); probe pass: "
+        "of the probes drawn from the later turns (a file touched again, a command re-run, an error named "
+        "again, a constraint acted on, a value reused), the share the summaries passed by naming the thing "
+        "and stating what happened to it; floor: ids / floor: recent: the same probes on an identifier dump "
+        "and on the span's last messages verbatim, at each summary's size; identifier recall (column "
+        "needed_recall): of the identifiers later turns used that stood only in a summarized span, the "
+        "share the summaries named (a list of names scores well on it); summary tok: mean tokens of a "
+        f"summary message (pooled over the L2 rounds; breakpoints: {_breakpoints(result)})",
         markup=False,
     )
