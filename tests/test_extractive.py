@@ -276,3 +276,23 @@ def test_summarizer_model_extractive_selects_it_for_ars_from_the_cli(tmp_path):
     assert all("Identifiers:\n" in t for t in by["ars"])
     report = (out / "report.md").read_text(encoding="utf-8")
     assert "offline extractive summarizer (ctxlab.core.builtin.ExtractiveSummarizer)" in report
+
+
+def test_values_keep_the_name_they_were_given_the_agents_first():
+    messages = [
+        HumanMessage("Book the cheapest flight; my user id is mia_li_3668."),
+        call("get_reservation", {"reservation_id": "JG7FMM"}, "r1"),
+        ToolMessage(
+            '{"reservation_id": "JG7FMM", "flight_number": "HAT028", "price": 1859, "note": "ok"}',
+            tool_call_id="r1",
+        ),
+        AIMessage("Setting listen_port: 8731 for the server."),
+    ]
+    values = section(summary_of(messages), "Values").splitlines()
+    # what the agent wrote first (the latest first), then what only a tool result named
+    assert values == [
+        "- listen_port: 8731",
+        "- reservation_id: JG7FMM",
+        "- price: 1859",
+        "- flight_number: HAT028",
+    ]

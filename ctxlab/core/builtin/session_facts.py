@@ -28,8 +28,9 @@ else ``passed``.
 result of a command; ``fixed`` when a later run of the same command passed without it.
 
 **Values** (:class:`ValueFact`): a value (number of 4+ digits, a version ``1.2.3``, a hex id of 7+
-characters with a digit) written right after a name (``port: 8080``, ``--port 8080``,
-``version = 1.2.3``) in the agent's own actions and text or a user message.
+characters with a digit, a code of 5-10 capitals and digits) written right after a name
+(``port: 8080``, ``--port 8080``, ``"reservation_id": "JG7FMM"``) in the agent's own actions and
+text or a user message, then in tool results.
 """
 
 from __future__ import annotations
@@ -99,7 +100,8 @@ _FAILED = re.compile(
 )
 _VALUE = re.compile(
     r"(?<![\w.-])([A-Za-z][A-Za-z_-]{1,30})[\"']?\s*(?:[:=]|\s)\s*[\"']?"
-    r"(v?\d+\.\d+\.\d+|\d{4,}|(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,40})(?![\w.-])"
+    r"(v?\d+\.\d+\.\d+|\d{4,}|(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}"
+    r"|(?=[A-Z0-9]*\d)(?=(?:[A-Z0-9]*[A-Z]){2})[A-Z0-9]{5,10})(?![\w.-])"
 )
 _VALUE_NAMES_SKIP = {"line", "lines", "the", "and", "returncode", "total", "size", "at", "in", "of", "to"}
 _PATH_KEYS = ("path", "file_path", "filePath", "filename", "file", "target_file", "notebook_path")
@@ -173,6 +175,8 @@ class SessionFacts:
     commands: OrderedDict[str, CommandFact] = field(default_factory=OrderedDict)
     errors: OrderedDict[str, ErrorFact] = field(default_factory=OrderedDict)
     values: OrderedDict[str, ValueFact] = field(default_factory=OrderedDict)
+    #: values named in tool results (the agent's and the user's are :attr:`values`)
+    seen_values: OrderedDict[str, ValueFact] = field(default_factory=OrderedDict)
 
     def touch(self, path: str, action: str) -> None:
         key = next((k for k in self.files if _same(k, path)), None)
@@ -361,13 +365,16 @@ def _run_shell(facts: SessionFacts, command: str, result: str | None) -> list[st
     return keys
 
 
-def _values(facts: SessionFacts, text: str) -> None:
+def _values(facts: SessionFacts, text: str, *, seen: bool = False) -> None:
+    """The named values of ``text``: the agent's or the user's (``seen=False``), or a tool result's
+    (``seen=True``: kept apart, they rank after the ones the agent or the user wrote)."""
+    into = facts.seen_values if seen else facts.values
     for m in _VALUE.finditer(_scanned(text)):
         name, value = m.group(1), m.group(2)
-        if name.lower() in _VALUE_NAMES_SKIP:
+        if name.lower() in _VALUE_NAMES_SKIP or (seen and value in facts.values):
             continue
-        facts.values.pop(value, None)
-        facts.values[value] = ValueFact(name, value)
+        into.pop(value, None)
+        into[value] = ValueFact(name, value)
 
 
 def session_facts(messages: Sequence[BaseMessage]) -> SessionFacts:
@@ -379,6 +386,8 @@ def session_facts(messages: Sequence[BaseMessage]) -> SessionFacts:
             continue
         if isinstance(m, HumanMessage) and not is_observation(m):
             _values(facts, message_text(m))
+        elif is_tool_result(m):
+            _values(facts, message_text(m), seen=True)
         if not isinstance(m, AIMessage):
             continue
         _values(facts, message_text(m))
@@ -428,7 +437,8 @@ def fact_sections(
     summary (``prior``, by header) about other subjects.  A file the ``kept`` window's actions
     touch is left out (the request shows it) unless the span changed it and the kept window does
     not; ``defines`` (path -> names a written script defines) extends a file's line.  Caps: 15
-    files, 10 commands, 8 errors, 8 values."""
+    files, 10 commands, 8 errors, 12 values (those the agent or the user wrote first, then those of
+    tool results; the latest first)."""
     prior = prior or {}
     found = session_facts(messages)
     in_kept = session_facts(kept).files
@@ -458,13 +468,14 @@ def fact_sections(
         error = f" ({c.error})" if c.outcome == "failed" and c.error else ""
         commands.append(f"{c.shown}{error}: {c.outcome}{runs}")
     errors = [f"{e.line}: {'fixed' if e.fixed else 'still open'}" for e in reversed(found.errors.values())]
-    values = [f"{v.name}: {v.value}" for v in reversed(found.values.values())]
+    seen = [v for k, v in found.seen_values.items() if k not in found.values]
+    values = [f"{v.name}: {v.value}" for v in [*reversed(found.values.values()), *reversed(seen)]]
     sections: list[tuple[str, list[str]]] = []
     for header, lines, cap in (
         ("Files", files, 15),
         ("Commands", commands, 10),
         ("Errors", errors, 8),
-        ("Values", values, 8),
+        ("Values", values, 12),
     ):
         subjects = {_subject(x) for x in lines}
         merged = [*lines, *(x for x in prior.get(header, []) if _subject(x) not in subjects)]
