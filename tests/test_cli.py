@@ -55,7 +55,7 @@ def test_replay_end_to_end_on_real_transcripts(shared: Path, tmp_path: Path) -> 
     assert "saving %" in proc.stdout and "T = 8,192 tokens" in proc.stdout
     # cost per strategy, naming the price row and its date, and needed recall
     assert "prices: anthropic:claude-sonnet-4-5 as of 2026-12-01" in proc.stdout
-    assert "needed recall" in proc.stdout and "cost $" in proc.stdout
+    assert "identifier recall" in proc.stdout and "probe pass" in proc.stdout and "cost $" in proc.stdout
     calls = pl.read_parquet(out / "calls.parquet")
     assert calls.columns == list(CALL_COLUMNS)
     assert sorted(calls["transcript"].unique()) == ["katy.traj", "session-ses_434e.md"]

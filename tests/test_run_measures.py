@@ -99,12 +99,26 @@ def test_explicit_caching_reads_what_the_previous_call_shared(tmp_path: Path) ->
     assert calls["cache_read_tokens"][0] == 0
     grown = calls.filter(pl.col("cache_reusable_tokens") >= 1024)
     assert grown.height >= 3 and (grown["cache_read_tokens"] == grown["cache_reusable_tokens"]).all()
-    # each call writes what the next one repeats; the last writes nothing
+    # an agent's breakpoint on the last message: each call writes the rest of its request
+    read = calls["cache_read_tokens"]
+    expected = pl.when(calls["view_tokens"] >= 1024).then(calls["view_tokens"] - read).otherwise(0)
+    assert calls.select(expected.alias("w"))["w"].to_list() == calls["cache_write_tokens"].to_list()
+    # the oracle (an upper bound): each call writes only what the next one repeats, the last nothing
+    oracle = replay_many(
+        [transcript(tmp_path / "run.json")],
+        ["ars"],
+        settings=roomy,
+        progress=False,
+        cache_breakpoints="oracle",
+    )
+    calls = oracle.frame().sort("call_index")
     nxt = calls["cache_reusable_tokens"].shift(-1).fill_null(0)
     read = calls["cache_read_tokens"]
     expected = pl.when((nxt >= 1024) & (nxt > read)).then(nxt - read).otherwise(0)
     assert calls.select(expected.alias("w"))["w"].to_list() == calls["cache_write_tokens"].to_list()
     assert (calls["cache_read_tokens"] + calls["cache_write_tokens"] <= calls["view_tokens"]).all()
+    assert oracle.frame()["cost_usd"].sum() < result.frame()["cost_usd"].sum()
+    assert oracle.provenance["cost_model"]["cache_breakpoints"] == "oracle"
 
 
 def test_resolve_price() -> None:
