@@ -192,14 +192,22 @@ def test_the_agent_policy_keeps_the_system_prefix_cached_across_a_compaction() -
 
 
 def test_the_agent_policy_reads_only_entries_within_the_lookback_of_a_breakpoint() -> None:
+    from ctxlab.replay.cost import agent_breakpoints
+
     first = call(("sys", 1500), ("t", 500), ("m", 3000))
-    grown = call(("sys", 1500), ("t", 500), ("m", 3000), *((f"n{i}", 10) for i in range(25)))
-    agent = price_run([first, grown], ANTHROPIC)[1]
-    # the 5,000-token entry ends 25 blocks before the last breakpoint: only the head entry is seen
-    assert agent.cache_read_tokens == 2000
-    assert price_run([first, grown], ANTHROPIC, breakpoint="last")[1].cache_read_tokens == 5000
-    near = call(("sys", 1500), ("t", 500), ("m", 3000), *((f"n{i}", 10) for i in range(5)))
-    assert price_run([first, near], ANTHROPIC)[1].cache_read_tokens == 5000
+
+    def grown(n: int) -> CallTokens:
+        return call(("sys", 1500), ("t", 500), ("m", 3000), *((f"n{i}", 10) for i in range(n)))
+
+    # four breakpoints: the head, the last message, 20 and 40 blocks before it
+    assert agent_breakpoints(grown(65).segments or ()) == [2000, 5250, 5450, 5650]
+    # the 5,000-token entry ends 65 blocks before the last breakpoint, 25 before the farthest one:
+    # out of every lookback, only the head entry is seen
+    assert price_run([first, grown(65)], ANTHROPIC)[1].cache_read_tokens == 2000
+    assert price_run([first, grown(65)], ANTHROPIC, breakpoint="last")[1].cache_read_tokens == 5000
+    # 25 blocks back: within the lookback of the breakpoint 20 blocks before the end
+    assert price_run([first, grown(25)], ANTHROPIC)[1].cache_read_tokens == 5000
+    assert price_run([first, grown(5)], ANTHROPIC)[1].cache_read_tokens == 5000
 
 
 def test_a_long_context_tier_prices_the_whole_request() -> None:

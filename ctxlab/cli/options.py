@@ -211,8 +211,9 @@ def add_measure_options(p: argparse.ArgumentParser) -> None:
             option(
                 "--cache-breakpoints",
                 "where an explicit-caching request (Anthropic) puts its cache breakpoints in the cost "
-                "columns: agent = after the system message and tools and on the last message, as an "
-                "agent can; last = on the last message only; oracle = where the next call stops "
+                "columns: agent = after the system message and tools, on the last message and 20 and 40 "
+                "messages before it, as an agent can; last = on the last message only; oracle = where "
+                "the next call stops "
                 "reusing the prompt, an upper bound no agent reaches (default: %(default)s)",
                 choices=BREAKPOINTS,
                 default=DEFAULT_BREAKPOINTS,

@@ -30,14 +30,28 @@ the cache as it was.
     multiple of ``granularity_tokens`` and only when that reaches ``min_prefix_tokens`` (OpenAI:
     1,024 tokens in 128-token steps).  No write premium.
 ``explicit`` (Anthropic-style)
-    One cache breakpoint per request: the prefix up to it is written at ``cache_write`` (a
-    premium) unless it is already cached, and only when it has ``min_prefix_tokens``.  A request
-    reads the longest prefix written by an earlier breakpoint that it repeats.  The breakpoint is
-    at the end of the *reusable prefix*: the part of this request that the next call of the same
-    kind repeats (``breakpoint="reusable"`` in :func:`price_run`; nothing is written when nothing
-    is reused), or at the end of the request (``breakpoint="last"``, what a caller that marks the
-    last message of every request pays).  An entry lives ``ttl_seconds`` after its last write or
-    read (Anthropic: 5 minutes by default).
+    Cache breakpoints: the prefix up to each is written at ``cache_write`` (a premium) unless it is
+    already cached, and only when it has ``min_prefix_tokens``; the tokens from the hit to the last
+    breakpoint are billed as written.  A request reads the longest prefix an earlier breakpoint
+    wrote that it repeats and that ends within :data:`LOOKBACK_BLOCKS` blocks before one of its own
+    breakpoints (the provider looks back about 20 content blocks; a block is a segment here).
+    Where the breakpoints go is a *policy* (:data:`BREAKPOINTS`, ``breakpoint=`` of
+    :func:`price_run`):
+
+    ``agent`` (the default: what an agent can do, knowing only its own request)
+        Anthropic's four breakpoints: after the system message and tool schemas (it survives a
+        compaction), on the last message, and 20 and 40 blocks before it
+        (:func:`agent_breakpoints`), so that the lookback covers the last 60 blocks.
+    ``last``
+        one breakpoint on the last message, with no bound on the lookback.
+    ``oracle`` (an upper bound only; ``"reusable"`` is its old name)
+        one breakpoint at the end of the *reusable prefix*: the part of this request that the next
+        call of the same kind repeats (nothing is written when nothing is reused), no bound on the
+        lookback.  No agent knows the next call: it is the least an ideal cache user would pay.
+
+    An entry lives ``ttl_seconds`` after its last write or read (Anthropic: 5 minutes by default).
+    A request whose input is above a long-context tier of the row (``PriceRow.tiers``) is priced
+    whole at that tier's prices (:meth:`ctxlab.replay.prices.PriceRow.at`).
 ``implicit`` (Gemini/DeepSeek-style)
     Priced as ``automatic`` with the row's discount (``cached_input``), minimum and steps.  The
     providers do not promise hits; every eligible prefix is counted as one, so this is a lower
@@ -51,7 +65,7 @@ either time is ``None`` the calls are taken to be within the lifetime.
 **What this does not capture.**  Token counts are the caller's (estimates in a replay), not the
 provider's tokenizer; prefixes are matched part by part, so a request that diverges inside a
 message reuses nothing of that message; one breakpoint per request, no limit on how far back a
-breakpoint looks; no price tiers for long prompts, no batch discounts, no storage fees (Gemini's
+breakpoint looks; no batch discounts, no storage fees (Gemini's
 explicit caches), no 1-hour writes; reasoning tokens that a transcript does not record are not
 counted; the cache of a run is not shared with other runs (concurrent agents sharing a system
 prompt would pay less); implicit hits are assumed.
@@ -60,6 +74,7 @@ prompt would pay less); implicit hits are assumed.
 from __future__ import annotations
 
 import bisect
+import itertools
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from operator import itemgetter
@@ -348,6 +363,17 @@ def _shared_tokens(a: CallTokens, b: CallTokens) -> int:
     return 0
 
 
+def agent_breakpoints(segments: Segments) -> list[int]:
+    """The ``"agent"`` policy's breakpoints of a request, in tokens up to each: after the system
+    message and the tool schemas, on the last message, and :data:`LOOKBACK_BLOCKS` and twice that
+    many segments before the last one (Anthropic's four breakpoints, spread so that together they
+    look back over the last ``3 × LOOKBACK_BLOCKS`` blocks)."""
+    cum = list(itertools.accumulate(map(_TOKENS, segments)))
+    n = len(cum)
+    marks = {min(1, n - 1), n - 1, n - 1 - LOOKBACK_BLOCKS, n - 1 - 2 * LOOKBACK_BLOCKS}
+    return sorted(cum[k] for k in marks if k >= 0)
+
+
 def price_run(
     calls: Sequence[CallTokens], price: PriceRow, *, breakpoint: str = DEFAULT_BREAKPOINTS
 ) -> list[CallCost]:
@@ -358,11 +384,10 @@ def price_run(
             main call they served).
         price: the price row.
         breakpoint: explicit caching only, the breakpoint policy (:data:`BREAKPOINTS`, module
-            docstring): ``"agent"`` (default) one breakpoint after the system message and tool
-            schemas and one on the last message, hits looked up at most :data:`LOOKBACK_BLOCKS`
-            segments back; ``"last"`` one on the last message; ``"oracle"`` (``"reusable"`` is
-            its old name) one at the end of the prefix the next call of the same kind repeats —
-            an upper bound no agent can reach, for comparison only.
+            docstring): ``"agent"`` (default, :func:`agent_breakpoints`, hits looked up at most
+            :data:`LOOKBACK_BLOCKS` blocks before a breakpoint); ``"last"`` one on the last
+            message; ``"oracle"`` (``"reusable"`` is its old name) one at the end of the prefix the
+            next call of the same kind repeats — an upper bound no agent can reach.
 
     Raises:
         ValueError: an unknown ``breakpoint``.
@@ -383,9 +408,9 @@ def price_run(
             j = following[i]
             write_to = _shared_tokens(call, calls[j]) if j is not None else 0
         if price.caching == "explicit" and breakpoint == "agent" and call.segments:
-            head = sum(map(_TOKENS, call.segments[:2]))  # the system message and the tool schemas
-            end = sum(map(_TOKENS, call.segments))
-            out.append(cache.charge(call, breakpoints=[head, end], lookback=LOOKBACK_BLOCKS))
+            out.append(
+                cache.charge(call, breakpoints=agent_breakpoints(call.segments), lookback=LOOKBACK_BLOCKS)
+            )
             continue
         out.append(cache.charge(call, write_to=write_to))
     return out
