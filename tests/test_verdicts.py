@@ -142,7 +142,13 @@ def test_per_run_statistics_report_runs_below_t_apart() -> None:
         raw = 2000 if big else 500
         sent = raw * (0.6 if i == 0 else 0.4) if big else raw
         rows.append(
-            row(transcript=f"r{i}", raw_tokens=raw, view_tokens=int(sent), level="L2" if big else "none")
+            row(
+                transcript=f"r{i}",
+                raw_tokens=raw,
+                view_tokens=int(sent),
+                level="L2" if big else "none",
+                trigger_reached=big,
+            )
         )
     summary = summary_frame(pl.DataFrame(rows, schema={c: None for c in CALL_COLUMNS}, orient="row"))
     stats = per_run_stats(summary).filter(pl.col("strategy") == "s").row(0, named=True)

@@ -25,10 +25,12 @@ if TYPE_CHECKING:
 
 __all__ = [
     "OFFLINE_SUMMARIZERS",
+    "PRICE_WINDOW",
     "RunFiles",
     "build_middleware",
     "make_summarizer",
     "make_window",
+    "price_window",
     "strategy_records",
     "summarizer_name",
 ]
@@ -80,6 +82,7 @@ def build_middleware(
     summarizer: Any = None,
     backend: RunFiles | None = None,
     price: Any = None,
+    fixed: Any = None,
 ) -> tuple[str, AgentMiddleware]:
     """A fresh middleware for a strategy name (or the given middleware), and the label of its rows.
 
@@ -99,6 +102,8 @@ def build_middleware(
             :class:`ctxlab.core.builtin.StructuredSummarizer`).
         price: the run's price row, given to a factory that takes one
             (:meth:`~ctxlab.core.strategy.Strategy.make`; ``ars-cache``); ``None``: none.
+        fixed: the run's ``(system message, tool schemas)``, given to a factory that names
+            ``fixed_request`` (the LangChain baseline's trigger counts it); ``None``: none.
 
     Raises:
         KeyError: the strategy name is not registered (the message lists the known names).
@@ -115,7 +120,7 @@ def build_middleware(
             f"unknown strategy {strategy!r}{did_you_mean(strategy, known)}; "
             f"known: {', '.join(sorted(known)) or '(none)'}"
         )
-    made = known[strategy].make(settings, price)
+    made = known[strategy].make(settings, price, fixed)
     if isinstance(made, AgentMiddleware):
         return strategy, made
     if isinstance(made, (list, tuple)):
@@ -198,17 +203,46 @@ def _plugin_provenance(plugins: Any) -> dict[str, Any]:
     return out
 
 
+#: ``context_window="price"``: the window of the price row's model (the default of a replay)
+PRICE_WINDOW = "price"
+
+
+def price_window(price: Any, provider_count: str = "tiktoken") -> ContextWindow | None:
+    """The window of the price row's model, ``provider:model`` of the row, from the installed
+    LangChain provider package's model profile (:func:`ctxlab.replay.provider.profile_window`),
+    counted with ``provider_count``; ``None`` when the row has no key or no profile knows the
+    model (the report then says so: a window must be given in tokens)."""
+    from ctxlab.replay.provider import profile_window
+
+    key = getattr(price, "key", None)
+    if not isinstance(key, str):
+        return None
+    try:
+        tokens = profile_window(key)
+    except ValueError:
+        return None
+    return ContextWindow(tokens, counter=provider_count, source=f"the price row's model {key} (its profile)")
+
+
 def make_window(
-    context_window: int | ContextWindow | None, provider_count: str = "tiktoken"
+    context_window: int | ContextWindow | str | None, provider_count: str = "tiktoken", price: Any = None
 ) -> ContextWindow | None:
-    """A :class:`ContextWindow` from a number of tokens (counted with ``provider_count``), or
-    the given one; ``None`` stays ``None``.
+    """A :class:`ContextWindow` from a number of tokens (counted with ``provider_count``), the
+    given one, or, for :data:`PRICE_WINDOW` (``"price"``), the window of the price row's model
+    (:func:`price_window`; ``None`` when none is known); ``None`` stays ``None`` (no window).
 
     Raises:
-        ValueError: not a positive integer, or an unknown counter.
+        ValueError: not a positive integer, another string, or an unknown counter.
     """
     if context_window is None or isinstance(context_window, ContextWindow):
         return context_window
+    if isinstance(context_window, str):
+        if context_window != PRICE_WINDOW:
+            raise ValueError(
+                f"context_window={context_window!r} is invalid: allowed tokens, a ContextWindow, "
+                f"{PRICE_WINDOW!r} or None"
+            )
+        return price_window(price, provider_count)
     return ContextWindow(int(context_window), counter=provider_count)
 
 

@@ -22,11 +22,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 from langchain.agents.middleware.types import AgentMiddleware
-from langchain_core.messages import AIMessage
+from langchain_core.messages import AIMessage, SystemMessage
 
 from ctxlab.core.middleware import CompressionMiddleware
 from ctxlab.core.settings import CompressionSettings
 from ctxlab.replay.building import (
+    PRICE_WINDOW,
     RunFiles,
     build_middleware,
     make_summarizer,
@@ -37,6 +38,7 @@ from ctxlab.replay.building import (
 from ctxlab.replay.hook_failures import hook_failures
 from ctxlab.replay.metrics import IdentifierIndex, make_measure, run_measure
 from ctxlab.replay.names import did_you_mean, safe_name, transcript_labels
+from ctxlab.replay.prefix import UnrecordedPrefix, parse_prefix_setting, resolve_prefix, with_prefix
 from ctxlab.replay.provenance import provenance
 from ctxlab.replay.result import ReplayIssue, ReplayResult
 from ctxlab.replay.run_measures import resolve_price
@@ -100,10 +102,12 @@ class ReplayOptions(TypedDict, total=False):
         summary_cache: a SQLite file caching the summarizer model's replies
             (:mod:`ctxlab.replay.summary_cache`; hits and misses in ``result.provenance``);
             ``None`` (default): no cache.
-        context_window: the provider's window: tokens (counted with ``provider_count``) or a
-            :class:`~ctxlab.replay.provider.ContextWindow`.  A request above it is refused with
-            ``ContextOverflowError`` as a provider would; it is also the model profile's
-            ``max_input_tokens``.  ``None`` (default): no window.
+        context_window: the provider's window: tokens (counted with ``provider_count``), a
+            :class:`~ctxlab.replay.provider.ContextWindow`, ``"price"`` (default: the window of
+            the price row's model, from its LangChain profile, when one is known) or ``None`` (no
+            window).  A request above it is refused with ``ContextOverflowError`` as a provider
+            would; it is also the model profile's ``max_input_tokens``, and an uncompressed
+            request above it is marked ``over_window`` (its no-compression baseline is infeasible).
         provider_count: the provider stand-in's counter, ``"tiktoken"`` (cl100k, default) or
             ``"char-class"``.
         measure: the measuring estimator, ``"char-class"`` (default) or ``"tiktoken"``.
@@ -116,6 +120,10 @@ class ReplayOptions(TypedDict, total=False):
         price_model, prices: the price row of the cost columns, ``"provider:model"`` of the
             ``prices`` file (default: the shipped table and its default row; see
             :func:`ctxlab.replay.run_measures.resolve_price`).
+        unrecorded_prefix: ``"auto"`` (default), ``"off"`` or a number of tokens: the part of
+            every request the recording does not hold, added to every strategy's request as one
+            labelled block of the system message (:mod:`ctxlab.replay.prefix`); per run in
+            ``result.prefixes``.
     """
 
     settings: CompressionSettings | None
@@ -124,7 +132,7 @@ class ReplayOptions(TypedDict, total=False):
     format: str | None
     summarizer_model: str | Any | None
     summary_cache: str | Path | None
-    context_window: int | ContextWindow | None
+    context_window: int | ContextWindow | str | None
     provider_count: str
     measure: str
     limit_calls: int | None
@@ -133,6 +141,7 @@ class ReplayOptions(TypedDict, total=False):
     progress: bool
     price_model: str | PriceRow | None
     prices: str | Path | PriceTable | None
+    unrecorded_prefix: str | int
 
 
 @dataclass
@@ -157,6 +166,10 @@ class _Batch:
     summarizer: Any = field(init=False)
     cache: SummaryCache | None = field(init=False)
     index: IdentifierIndex = field(default_factory=IdentifierIndex)
+    prefix_setting: str | int = "auto"
+    no_window: str = "none"  # what the provenance says when there is no window
+    # per transcript label: its unrecorded prefix and the system message that carries it
+    prefixes: dict[str, tuple[UnrecordedPrefix, SystemMessage | None]] = field(default_factory=dict)
     # ctxlab middlewares built once per strategy, each writing to the current run's folder
     built: dict[str, tuple[str, AgentMiddleware, RunFiles]] = field(default_factory=dict)
 
@@ -169,18 +182,37 @@ class _Batch:
     def of(cls, options: ReplayOptions) -> _Batch:
         """Resolve the options (raises what :func:`replay_many` documents)."""
         pm = options.get("pm")
+        price = resolve_price(options.get("price_model"), options.get("prices"))
         return cls(
             settings=options.get("settings") or CompressionSettings(),
-            price=resolve_price(options.get("price_model"), options.get("prices")),
+            price=price,
             pm=pm if pm is not None else make_lab_manager(load_entrypoints=True),
-            window=make_window(options.get("context_window"), options.get("provider_count", "tiktoken")),
+            window=make_window(
+                options.get("context_window", PRICE_WINDOW), options.get("provider_count", "tiktoken"), price
+            ),
             measure=options.get("measure", "char-class"),
             summarizer_model=options.get("summarizer_model"),
             summary_cache=options.get("summary_cache"),
             limit_calls=options.get("limit_calls"),
             keep_views=options.get("keep_views", False),
             views_dir=Path(out) if options.get("write_views") and (out := options.get("out_dir")) else None,
+            prefix_setting=parse_prefix_setting(options.get("unrecorded_prefix", "auto")),
+            no_window=_no_window(options.get("context_window", PRICE_WINDOW), price),
         )
+
+    def request_prefix(
+        self, transcript: Transcript, label: str
+    ) -> tuple[UnrecordedPrefix, SystemMessage | None]:
+        """The run's unrecorded prefix (:func:`~ctxlab.replay.prefix.resolve_prefix`, measured
+        with the batch's measuring estimator) and the system message every strategy's requests
+        carry (the transcript's, with the prefix block); once per transcript."""
+        known = self.prefixes.get(label)
+        if known is None:
+            prefix = resolve_prefix(self.prefix_setting, transcript, self.meter)
+            first = transcript.messages[0] if transcript.messages else None
+            system = first if isinstance(first, SystemMessage) else None
+            known = self.prefixes[label] = (prefix, with_prefix(system, prefix, self.meter))
+        return known
 
     def cache_stats(self, result: ReplayResult) -> ReplayResult:
         """``result`` with the summary cache's hits and misses in its provenance (when cached)."""
@@ -194,12 +226,12 @@ class _Batch:
             settings=self.settings,
             measure=self.meter.name,
             strategies=strategies,
-            window=self.window.describe() if self.window is not None else None,
+            window=self.window.describe() if self.window is not None else self.no_window,
             summarizer=summarizer_name(self.summarizer_model),
         )
 
     def middleware(
-        self, strategy: str | AgentMiddleware, files: Path
+        self, strategy: str | AgentMiddleware, files: Path, fixed: tuple[Any, list[Any]] | None = None
     ) -> tuple[str, AgentMiddleware, Path | None]:
         """(row label, middleware, folder of its files) of one run writing to ``files``.
 
@@ -208,7 +240,9 @@ class _Batch:
         thread per run), its caches are keyed by message identity or content, and its files go
         to the run's folder (:class:`~ctxlab.replay.building.RunFiles`).  A strategy registered
         with ``per_run=True`` (plugins keeping a run's state on themselves) and a foreign
-        middleware are built per run.
+        middleware are built per run; ``fixed`` is the run's ``(system message, tools)``, given
+        to a factory that names ``fixed_request`` (:meth:`~ctxlab.core.strategy.Strategy.make`),
+        which is then built per run too.
         """
         if isinstance(strategy, str) and strategy in self.built:
             name, mw, run_files = self.built[strategy]
@@ -221,10 +255,12 @@ class _Batch:
             backend=run_files,
             summarizer=self.summarizer,
             price=self.price,
+            fixed=fixed,
         )
         if not isinstance(mw, CompressionMiddleware) or not isinstance(strategy, str):
             return name, mw, None
-        if not registered_strategies(self.pm)[strategy].per_run:
+        entry = registered_strategies(self.pm)[strategy]
+        if not entry.per_run and not entry.takes_fixed_request:
             self.built[strategy] = (name, mw, run_files)
         return name, mw, run_files.use(files)
 
@@ -235,6 +271,7 @@ class _Batch:
         :func:`~ctxlab.replay.metrics.run_measure` of the batch's measuring estimator per run),
         writing its views to ``views_dir`` when the batch writes views."""
         measure = run_measure(mw, self.measure, self.meter)
+        prefix, system = self.request_prefix(transcript, label)
         log = None
         if self.views_dir is not None:
             log = ViewLog(view_file(self.views_dir, label, name), label, name, measure.message_tokens)
@@ -252,6 +289,8 @@ class _Batch:
                 price=self.price,
                 index=self.index,
                 view_log=log,
+                system=system,
+                prefix=prefix,
                 **more,
             )
         finally:
@@ -294,7 +333,8 @@ def replay(
     files = _files_dir(
         options.get("out_dir"), label, strategy if isinstance(strategy, str) else strategy.name
     )
-    name, mw, root = batch.middleware(strategy, files)
+    _, system = batch.request_prefix(transcript, label)
+    name, mw, root = batch.middleware(strategy, files, (system, list(transcript.tools or [])))
     bar = _progress(
         _count_calls(transcript, batch.limit_calls), label, options.get("progress", False), leave=False
     )
@@ -307,9 +347,20 @@ def replay(
     result.measure = batch.measure
     result.files_dir = files
     result.sources[label] = transcript.source
+    result.prefixes[label] = batch.prefixes[label][0].as_dict()
     result.window = batch.window.describe() if batch.window is not None else None
     result.provenance = batch.provenance(strategy_records([strategy], batch.pm, batch.settings, batch.price))
     return batch.cache_stats(result)
+
+
+def _no_window(asked: object, price: PriceRow) -> str:
+    """What the provenance says when a replay has no window."""
+    if asked == PRICE_WINDOW:
+        return (
+            f"none: the price row's model {price.key} has no window in the installed LangChain "
+            "profiles (give one with --context-window)"
+        )
+    return "none (none asked)"
 
 
 def _files_dir(out_dir: str | Path | None, label: str, strategy: str) -> Path:
@@ -403,7 +454,11 @@ def replay_many(
             result.sources[lab] = t.source
             inner = _progress(_count_calls(t, batch.limit_calls), "calls", progress, leave=False)
             try:
-                name, mw, files = batch.middleware(s, _files_dir(root, lab, sname))
+                prefix, system = batch.request_prefix(t, lab)
+                result.prefixes[lab] = prefix.as_dict()
+                name, mw, files = batch.middleware(
+                    s, _files_dir(root, lab, sname), (system, list(t.tools or []))
+                )
                 with hook_failures(batch.pm, t.source, lab, name) as survived:
                     one = batch.run(t, lab, name, mw, on_call=inner.update, files_root=files)
                 result.extend(one)

@@ -327,8 +327,9 @@ def run_grid(
     plugins_dir: str | os.PathLike[str] | None = None,
     measure: str = "char-class",
     limit_calls: int | None = None,
-    context_window: int | None = None,
+    context_window: Any = "price",
     summarizer_model: str | None = None,
+    unrecorded_prefix: str | int = "auto",
     keep_views: bool = False,
     write_views: bool = False,
     summary_cache: str | None = None,
@@ -350,7 +351,8 @@ def run_grid(
             started here is shut down at the end.
         ray_init: more keyword arguments of ``ray.init`` (e.g. ``{"num_cpus": 2}``).
         out_dir: root of the middlewares' files (a temporary folder when ``None``).
-        format, plugins_dir, measure, limit_calls, context_window, keep_views, write_views: as
+        format, plugins_dir, measure, limit_calls, context_window, unrecorded_prefix, keep_views,
+            write_views: as
             for :func:`~ctxlab.replay.engine.replay_many` (``plugins_dir`` is loaded by every
             worker; the views go to ``out_dir``).
         summary_cache: the SQLite file of the summarizer's reply cache, shared by the workers
@@ -398,6 +400,7 @@ def run_grid(
         "measure": measure,
         "limit_calls": limit_calls,
         "context_window": context_window,
+        "unrecorded_prefix": unrecorded_prefix,
         "summarizer_model": summarizer_model,
         "keep_views": keep_views,
         "write_views": write_views,

@@ -32,11 +32,14 @@ from ctxlab.replay.sources import data_provenance
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from typing import Literal
 
     from langchain.agents.middleware.types import AgentMiddleware
+    from langchain_core.messages import SystemMessage
 
     from ctxlab.core.estimation import EstimateCache
     from ctxlab.core.settings import CompressionSettings
+    from ctxlab.replay.prefix import UnrecordedPrefix
     from ctxlab.replay.prices import PriceRow
     from ctxlab.replay.provider import ContextWindow
     from ctxlab.replay.views import ViewLog
@@ -62,6 +65,8 @@ def replay_one(
     index: IdentifierIndex | None = None,
     files_root: Path | None = None,
     view_log: ViewLog | None = None,
+    system: SystemMessage | Literal["transcript"] | None = "transcript",
+    prefix: UnrecordedPrefix | None = None,
 ) -> ReplayResult:
     """Replay ``transcript`` through ``mw``: one row per recorded model call.
 
@@ -86,6 +91,11 @@ def replay_one(
             records); ``None``: the middleware's ``_ctxlab_files_root`` when it has one.
         view_log: where every call's raw and sent view are written (:mod:`ctxlab.replay.views`);
             ``None``: nowhere.  Not closed here.
+        system: the system message of every request: the transcript's with the unrecorded
+            prefix block (:func:`ctxlab.replay.prefix.with_prefix`); ``"transcript"`` (default):
+            the transcript's own.
+        prefix: the run's unrecorded prefix (its tokens fill ``unrecorded_prefix_tokens``;
+            ``None``: 0).
 
     Raises:
         RuntimeError: the middleware answered a call without calling the model.
@@ -105,6 +115,7 @@ def replay_one(
         thread_id=thread_id,
         index=ids,
         files_root=files_root,
+        system=system,
     )
     system = observer.system
     base_tokens = measure.tools_tokens(observer.tools) + (
@@ -117,6 +128,9 @@ def replay_one(
         price=price,
         system=system,
         data_provenance=data_provenance(transcript),
+        prefix=prefix,
+        window=window,
+        tools=observer.tools,
     )
     for obs in observer.calls(limit_calls):
         result.rows.append(build_row(obs, measures))

@@ -34,6 +34,7 @@ from ctxlab.replay.columns.calls import (
     RetentionColumns,
     ToolPairsColumns,
     ViewColumns,
+    WindowColumns,
 )
 from ctxlab.replay.columns.registry import UNITS, CallColumn, RunColumn
 from ctxlab.replay.columns.runs import RUN_REGISTRY
@@ -56,6 +57,7 @@ __all__ = [
     "RunColumn",
     "ToolPairsColumns",
     "ViewColumns",
+    "WindowColumns",
     "axis_label",
     "column",
     "columns_markdown",
@@ -68,8 +70,11 @@ __all__ = [
 REPORT_DEFINITIONS: tuple[str, ...] = (
     "data_provenance",
     "raw_tokens",
+    "unrecorded_prefix_tokens",
+    "over_window",
     "view_tokens",
     "saving_pct",
+    "reached_threshold",
     "level",
     "cutoff_index",
     "overhead_ms",

@@ -27,6 +27,7 @@ __all__ = [
     "RetentionColumns",
     "ToolPairsColumns",
     "ViewColumns",
+    "WindowColumns",
 ]
 
 #: the parts a view is split into (columns ``view_<part>_tokens``)
@@ -67,6 +68,16 @@ CALL_REGISTRY: tuple[CallColumn, ...] = (
         for p in VIEW_PARTS
     ),
     CallColumn("view_messages", _Int, "messages", "messages in the view sent", "view"),
+    CallColumn(
+        "over_window",
+        _Bool,
+        "flag",
+        "the uncompressed request is above the provider's context window: no agent could have sent it, "
+        "so the no-compression baseline of this call is infeasible (empty: no window)",
+        "window",
+        nullable=True,
+        detail=d.OVER_WINDOW,
+    ),
     CallColumn(
         "level", _Str, "label", "the call's compression level: none, L1 or L2", "compression", detail=d.LEVEL
     ),
@@ -195,6 +206,16 @@ CALL_REGISTRY: tuple[CallColumn, ...] = (
         nullable=True,
     ),
     CallColumn(
+        "trigger_reached",
+        _Bool,
+        "flag",
+        "the strategy's own trigger fired in this call: a ctxlab round started (the request reached T), "
+        "LangChain's or DeepAgents' counter reached its trigger, the agent itself cut the request "
+        "(recorded); empty: a foreign middleware that does not say",
+        "compression",
+        nullable=True,
+    ),
+    CallColumn(
         "l2_threshold",
         _Float,
         "tokens",
@@ -292,6 +313,14 @@ CALL_REGISTRY: tuple[CallColumn, ...] = (
         "recorded_usage",
         nullable=True,
     ),
+    CallColumn(
+        "unrecorded_prefix_tokens",
+        _Int,
+        "tokens",
+        "the unrecorded prefix added to every request of the run, in raw_tokens and view_tokens (0: none)",
+        "recorded_usage",
+        detail=d.UNRECORDED_PREFIX,
+    ),
 )
 
 
@@ -325,6 +354,12 @@ class ViewColumns(TypedDict):
     cache_reusable_share: float | None
 
 
+class WindowColumns(TypedDict):
+    """The ``window`` measure's column."""
+
+    over_window: bool | None
+
+
 class CompressionColumns(TypedDict):
     """The ``compression`` measure's columns."""
 
@@ -345,6 +380,7 @@ class CompressionColumns(TypedDict):
     overflow_errors: int
     overhead_ms: float
     threshold: float | None
+    trigger_reached: bool | None
     l2_threshold: float | None
 
 
@@ -384,11 +420,13 @@ class RecordedUsageColumns(TypedDict):
     """The ``recorded_usage`` measure's column."""
 
     recorded_input_tokens: int | None
+    unrecorded_prefix_tokens: int
 
 
 class CallRow(
     LabelColumns,
     ViewColumns,
+    WindowColumns,
     CompressionColumns,
     RetentionColumns,
     ToolPairsColumns,
@@ -406,6 +444,7 @@ class CallRow(
 MEASURE_TYPES: dict[str, type] = {
     "run": LabelColumns,
     "view": ViewColumns,
+    "window": WindowColumns,
     "compression": CompressionColumns,
     "retention": RetentionColumns,
     "tool_pairs": ToolPairsColumns,

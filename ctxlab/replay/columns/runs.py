@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from ctxlab.replay.columns import aggregations as a
 from ctxlab.replay.columns import definitions as d
 from ctxlab.replay.columns.registry import RunColumn
 from ctxlab.replay.failures import THRASH_CONSECUTIVE, THRASH_COUNT, THRASH_WINDOW
@@ -19,50 +20,10 @@ __all__ = ["RUN_REGISTRY"]
 _Int, _Str, _Float, _Len, _Bool = pl.Int64, pl.String, pl.Float64, pl.UInt32, pl.Boolean
 
 
-def _sum(column: str) -> pl.Expr:
-    return pl.col(column).sum()
-
-
-def _sum_or_null(column: str) -> pl.Expr:
-    """The sum, empty when every value is empty (no price row: no cost)."""
-    return pl.when(pl.col(column).is_not_null().any()).then(pl.col(column).sum()).otherwise(None)
-
-
-def _count(condition: pl.Expr) -> pl.Expr:
-    return condition.sum().cast(pl.Int64)
-
-
-def _streak(flag: pl.Expr) -> pl.Expr:
-    """The longest run of consecutive true values (0: none), in the group's row order."""
-    runs = flag.rle()
-    return runs.filter(runs.struct.field("value")).struct.field("len").max().fill_null(0).cast(pl.Int64)
-
-
-def _in_window(flag: pl.Expr, window: int) -> pl.Expr:
-    """The most true values within ``window`` consecutive rows (0: none)."""
-    return flag.cast(pl.Int64).rolling_sum(window_size=window, min_samples=1).max().fill_null(0)
-
-
-def _saving(sent: pl.Expr, raw: pl.Expr) -> pl.Expr:
-    """``100 × (1 − Σ sent / Σ raw)``; empty when ``Σ raw`` is not positive (or empty)."""
-    return pl.when(raw > 0).then(100.0 * (1.0 - sent / raw)).otherwise(None)
-
-
-def _ok(column: str) -> pl.Expr:
-    """The sum over the calls whose request was not built on a failed summary."""
-    return pl.col(column).filter(~pl.col("after_failed_summary")).sum()
-
-
-def _cost() -> pl.Expr:
-    """The main model's cost plus the summarizer's (empty without a price row)."""
-    return _sum_or_null("cost_usd") + pl.col("summarizer_cost_usd").fill_null(0.0).sum()
-
-
-def _pooled(carried: str, identifiers: str) -> pl.Expr:
-    """``Σ carried / Σ identifiers``; empty when there is no identifier."""
-    whole = pl.col(identifiers).sum()
-    return pl.when(whole > 0).then(pl.col(carried).sum() / whole).otherwise(None)
-
+# the aggregations the entries are made of (ctxlab.replay.columns.aggregations)
+_sum, _sum_or_null, _count, _streak, _in_window = a.sum_of, a.sum_or_null, a.count, a.streak, a.in_window
+_saving, _ok, _cost, _pooled = a.saving, a.ok, a.cost, a.pooled
+_feasible, _feasible_cost = a.feasible, a.feasible_cost
 
 _RATIO = "ratio of the pooled sums"
 
@@ -116,13 +77,20 @@ RUN_REGISTRY: tuple[RunColumn, ...] = (
         "reached_threshold",
         _Bool,
         "flag",
-        "the run's largest raw request reaches T (empty: a foreign middleware, no T recorded)",
-        "view",
-        ("raw_tokens", "threshold"),
-        "max raw_tokens >= T",
-        expr=lambda: pl.col("raw_tokens").max() >= pl.col("threshold").max(),
+        "the strategy's own trigger fired in some call of the run (trigger_reached; empty: a foreign "
+        "middleware that does not say)",
+        "compression",
+        ("trigger_reached",),
+        "any",
+        expr=lambda: (
+            pl.when(pl.col("trigger_reached").is_not_null().any())
+            .then(pl.col("trigger_reached").fill_null(False).any())
+            .otherwise(None)
+        ),
         scope="summary",
         over_runs="-",
+        detail=d.TRIGGER_REACHED,
+        heading="reached_threshold, trigger_reached",
     ),
     RunColumn(
         "calls", _Len, "count", "model calls replayed", "run", (), "count", expr=pl.len, over_runs="count"
@@ -169,6 +137,39 @@ RUN_REGISTRY: tuple[RunColumn, ...] = (
         ("view_tokens", "raw_tokens", "after_failed_summary"),
         _RATIO,
         expr=lambda: _saving(_ok("view_tokens"), _ok("raw_tokens")),
+    ),
+    RunColumn(
+        "infeasible_calls",
+        _Int,
+        "count",
+        "calls whose uncompressed request is above the provider's window (over_window; 0 without a window)",
+        "window",
+        ("over_window",),
+        "count",
+        expr=lambda: _count(pl.col("over_window").fill_null(False)),
+    ),
+    RunColumn(
+        "infeasible_share",
+        _Float,
+        "share",
+        "infeasible_calls / calls: the share of calls whose no-compression baseline no agent could send "
+        "(empty: no window)",
+        "window",
+        ("over_window",),
+        "mean",
+        expr=lambda: pl.col("over_window").cast(pl.Float64).mean(),
+    ),
+    RunColumn(
+        "saving_pct_feasible",
+        _Float,
+        "percent",
+        "saving_pct over the calls whose uncompressed request fits the window (all calls without a "
+        "window; empty when none fits)",
+        "window",
+        ("view_tokens", "raw_tokens", "over_window"),
+        _RATIO,
+        expr=lambda: _saving(_feasible("view_tokens"), _feasible("raw_tokens")),
+        label="tokens saved over feasible calls (% of raw)",
     ),
     RunColumn(
         "l1_rounds",
@@ -412,6 +413,17 @@ RUN_REGISTRY: tuple[RunColumn, ...] = (
         expr=lambda: _saving(_cost(), _sum_or_null("raw_cost_usd")),
     ),
     RunColumn(
+        "cost_saving_pct_feasible",
+        _Float,
+        "percent",
+        "cost_saving_pct over the calls whose uncompressed request fits the window (all calls without a "
+        "window)",
+        "cost",
+        ("cost_usd", "summarizer_cost_usd", "raw_cost_usd", "over_window"),
+        _RATIO,
+        expr=lambda: _saving(_feasible_cost(), _feasible("raw_cost_usd", nullable=True)),
+    ),
+    RunColumn(
         "span_recall",
         _Float,
         "share",
@@ -442,5 +454,30 @@ RUN_REGISTRY: tuple[RunColumn, ...] = (
         ("recorded_input_tokens",),
         "sum",
         expr=lambda: _sum_or_null("recorded_input_tokens"),
+    ),
+    RunColumn(
+        "unrecorded_prefix_tokens",
+        _Int,
+        "tokens",
+        "the unrecorded prefix added to every request (0: none; ctxlab.replay.prefix)",
+        "recorded_usage",
+        ("unrecorded_prefix_tokens",),
+        "max",
+        expr=lambda: pl.col("unrecorded_prefix_tokens").max(),
+        scope="summary",
+        over_runs="-",
+    ),
+    RunColumn(
+        "raw_over_recorded",
+        _Float,
+        "ratio",
+        "median over the calls with recorded usage of raw_tokens / recorded_input_tokens (1: the raw "
+        "estimate is the provider's count; empty: nothing recorded)",
+        "recorded_usage",
+        ("raw_tokens", "recorded_input_tokens"),
+        "median ratio",
+        expr=lambda: (pl.col("raw_tokens") / pl.col("recorded_input_tokens")).median(),
+        scope="summary",
+        over_runs="-",
     ),
 )

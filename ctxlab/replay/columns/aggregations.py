@@ -1,0 +1,85 @@
+"""The polars aggregations the per-run columns (:mod:`ctxlab.replay.columns.runs`) are made of:
+each an expression over a group of per-call rows (one run, or a strategy's pooled calls)."""
+
+from __future__ import annotations
+
+import polars as pl
+
+__all__ = [
+    "cost",
+    "count",
+    "feasible",
+    "feasible_cost",
+    "in_window",
+    "ok",
+    "pooled",
+    "saving",
+    "streak",
+    "sum_of",
+    "sum_or_null",
+]
+
+
+def sum_of(column: str) -> pl.Expr:
+    """The sum of ``column``."""
+    return pl.col(column).sum()
+
+
+def sum_or_null(column: str) -> pl.Expr:
+    """The sum, empty when every value is empty (no price row: no cost)."""
+    return pl.when(pl.col(column).is_not_null().any()).then(pl.col(column).sum()).otherwise(None)
+
+
+def count(condition: pl.Expr) -> pl.Expr:
+    """How many rows meet ``condition`` (Int64)."""
+    return condition.sum().cast(pl.Int64)
+
+
+def streak(flag: pl.Expr) -> pl.Expr:
+    """The longest run of consecutive true values (0: none), in the group's row order."""
+    runs = flag.rle()
+    return runs.filter(runs.struct.field("value")).struct.field("len").max().fill_null(0).cast(pl.Int64)
+
+
+def in_window(flag: pl.Expr, window: int) -> pl.Expr:
+    """The most true values within ``window`` consecutive rows (0: none)."""
+    return flag.cast(pl.Int64).rolling_sum(window_size=window, min_samples=1).max().fill_null(0)
+
+
+def saving(sent: pl.Expr, raw: pl.Expr) -> pl.Expr:
+    """``100 × (1 − Σ sent / Σ raw)``; empty when ``Σ raw`` is not positive (or empty)."""
+    return pl.when(raw > 0).then(100.0 * (1.0 - sent / raw)).otherwise(None)
+
+
+def ok(column: str) -> pl.Expr:
+    """The sum over the calls whose request was not built on a failed summary."""
+    return pl.col(column).filter(~pl.col("after_failed_summary")).sum()
+
+
+def feasible(column: str, *, nullable: bool = False) -> pl.Expr:
+    """The sum over the calls whose uncompressed request fits the window (every call without a
+    window); with ``nullable``, empty when every value is."""
+    fits = ~pl.col("over_window").fill_null(False)
+    kept = pl.col(column).filter(fits)
+    if nullable:
+        return pl.when(kept.is_not_null().any()).then(kept.sum()).otherwise(None)
+    return kept.sum()
+
+
+def feasible_cost() -> pl.Expr:
+    """:func:`cost` over the calls whose uncompressed request fits the window."""
+    fits = ~pl.col("over_window").fill_null(False)
+    return (
+        feasible("cost_usd", nullable=True) + pl.col("summarizer_cost_usd").filter(fits).fill_null(0.0).sum()
+    )
+
+
+def cost() -> pl.Expr:
+    """The main model's cost plus the summarizer's (empty without a price row)."""
+    return sum_or_null("cost_usd") + pl.col("summarizer_cost_usd").fill_null(0.0).sum()
+
+
+def pooled(carried: str, identifiers: str) -> pl.Expr:
+    """``Σ carried / Σ identifiers``; empty when there is no identifier."""
+    whole = pl.col(identifiers).sum()
+    return pl.when(whole > 0).then(pl.col(carried).sum() / whole).otherwise(None)
