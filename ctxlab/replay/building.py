@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 __all__ = [
     "OFFLINE_SUMMARIZERS",
     "PRICE_WINDOW",
+    "STAND_IN",
     "RunFiles",
     "build_middleware",
     "make_summarizer",
@@ -33,6 +34,7 @@ __all__ = [
     "price_window",
     "strategy_records",
     "summarizer_name",
+    "summarizer_of",
 ]
 
 
@@ -295,3 +297,32 @@ def summarizer_name(summarizer_model: str | Any | None) -> str:
         return f"chat model {summarizer_model} (init_chat_model)"
     name = getattr(summarizer_model, "model_name", None) or getattr(summarizer_model, "model", None)
     return f"{type(summarizer_model).__name__}" + (f" {name}" if isinstance(name, str) else "")
+
+
+#: what a summarizer label says of a stand-in (``summarizer_of``): no model wrote the summaries
+STAND_IN = "offline stand-in, not a model"
+
+
+def summarizer_of(mw: AgentMiddleware) -> str:
+    """What writes a middleware's L2 summaries, in words, for the reports: a ctxlab middleware's
+    summarizer (an offline one by class, a chat model by name), a foreign middleware's ``model``
+    (the baselines' offline :class:`OfflineSummaryModel` by its type), ``"the agent's own
+    (recorded)"`` for a middleware that summarizes nothing itself.  An offline summarizer is
+    labelled :data:`STAND_IN`."""
+    if isinstance(mw, CompressionMiddleware):
+        given = getattr(mw, "_summarizer", None)  # what the replay gave it (make_summarizer)
+        return _summarizer_label(given if given is not None else StructuredSummarizer())
+    model = getattr(mw, "model", None)
+    if model is None:
+        return "the agent's own (recorded)" if getattr(mw, "replays_recorded_compactions", False) else "none"
+    return _summarizer_label(model)
+
+
+def _summarizer_label(obj: Any) -> str:
+    kind = type(obj).__name__
+    offline = hasattr(obj, "summarize") and not hasattr(obj, "invoke")
+    llm_type = getattr(obj, "_llm_type", "")
+    if offline or (isinstance(llm_type, str) and llm_type.startswith("ctxlab-offline")):
+        return f"{kind} ({STAND_IN})"
+    name = getattr(obj, "model_name", None) or getattr(obj, "model", None)
+    return f"chat model {name}" if isinstance(name, str) else f"chat model {kind}"

@@ -34,6 +34,7 @@ from ctxlab.replay.building import (
     make_window,
     strategy_records,
     summarizer_name,
+    summarizer_of,
 )
 from ctxlab.replay.hook_failures import hook_failures
 from ctxlab.replay.metrics import IdentifierIndex, make_measure, run_measure
@@ -172,6 +173,8 @@ class _Batch:
     prefixes: dict[str, tuple[UnrecordedPrefix, SystemMessage | None]] = field(default_factory=dict)
     # ctxlab middlewares built once per strategy, each writing to the current run's folder
     built: dict[str, tuple[str, AgentMiddleware, RunFiles]] = field(default_factory=dict)
+    # row label -> what writes its summaries (building.summarizer_of)
+    summarizers: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.meter = make_measure(self.measure)
@@ -215,7 +218,9 @@ class _Batch:
         return known
 
     def cache_stats(self, result: ReplayResult) -> ReplayResult:
-        """``result`` with the summary cache's hits and misses in its provenance (when cached)."""
+        """``result`` with what wrote each strategy's summaries and the summary cache's hits and
+        misses in its provenance."""
+        result.provenance["summarizers"] = dict(self.summarizers)
         if self.cache is not None:
             result.provenance["summary_cache"] = self.cache.stats()
         return result
@@ -257,6 +262,7 @@ class _Batch:
             price=self.price,
             fixed=fixed,
         )
+        self.summarizers.setdefault(name, summarizer_of(mw))
         if not isinstance(mw, CompressionMiddleware) or not isinstance(strategy, str):
             return name, mw, None
         entry = registered_strategies(self.pm)[strategy]

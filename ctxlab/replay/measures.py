@@ -81,18 +81,20 @@ class _PerCall:
 
 class RunLabels(_PerCall):
     """``transcript``, ``strategy``, ``data_provenance`` (the run's, :mod:`ctxlab.replay.sources`),
-    ``call_index``, ``message_index``."""
+    ``transcript_format`` (the loader's format name), ``call_index``, ``message_index``."""
 
     names: tuple[str, ...] = ("run",)
 
-    def __init__(self, data_provenance: str = "real") -> None:
+    def __init__(self, data_provenance: str = "real", transcript_format: str = "") -> None:
         self.data_provenance = data_provenance
+        self.transcript_format = transcript_format
 
     def measure(self, obs: CallObservation, row: dict[str, Any]) -> LabelColumns:
         return {
             "transcript": obs.transcript,
             "strategy": obs.strategy,
             "data_provenance": self.data_provenance,
+            "transcript_format": self.transcript_format,
             "call_index": obs.call_index,
             "message_index": obs.message_index,
         }
@@ -256,6 +258,7 @@ def default_measures(
     price: PriceRow | None,
     system: BaseMessage | None,
     data_provenance: str = "real",
+    transcript_format: str = "",
     prefix: UnrecordedPrefix | None = None,
     window: ContextWindow | None = None,
     tools: Sequence[Any] = (),
@@ -268,7 +271,7 @@ def default_measures(
     request's ``system`` and ``tools``."""
     view = ViewMeasure(measure, index, base_tokens)
     out: list[Measure] = [
-        RunLabels(data_provenance),
+        RunLabels(data_provenance, transcript_format),
         view,
         WindowMeasure(window, system, tools),
         CompressionMeasure(),

@@ -158,6 +158,9 @@ class ReplayResult:
         self.prefixes.update(other.prefixes)
         self.price = self.price or other.price
         self.window = self.window or other.window
+        if other.provenance.get("summarizers"):
+            merged = self.provenance.setdefault("summarizers", {})
+            merged.update({k: v for k, v in other.provenance["summarizers"].items() if k not in merged})
         for s in other.strategies:
             if s not in self.strategies:
                 self.strategies.append(s)

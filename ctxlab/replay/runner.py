@@ -128,6 +128,7 @@ def replay_one(
         price=price,
         system=system,
         data_provenance=data_provenance(transcript),
+        transcript_format=transcript.format,
         prefix=prefix,
         window=window,
         tools=observer.tools,

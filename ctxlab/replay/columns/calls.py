@@ -55,6 +55,13 @@ CALL_REGISTRY: tuple[CallColumn, ...] = (
         "run",
         detail=d.DATA_PROVENANCE,
     ),
+    CallColumn(
+        "transcript_format",
+        _Str,
+        "label",
+        "the format (the agent) that wrote the transcript: the source the verdicts group and weight runs by",
+        "run",
+    ),
     CallColumn("call_index", _Int, "index", "the model call's position in the run (0-based)", "run"),
     CallColumn(
         "message_index", _Int, "index", "the recorded assistant message's position in the transcript", "run"
@@ -335,6 +342,7 @@ class LabelColumns(TypedDict):
     transcript: str
     strategy: str
     data_provenance: str
+    transcript_format: str
     call_index: int
     message_index: int
 

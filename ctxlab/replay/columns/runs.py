@@ -13,7 +13,7 @@ import polars as pl
 from ctxlab.replay.columns import aggregations as a
 from ctxlab.replay.columns import definitions as d
 from ctxlab.replay.columns.registry import RunColumn
-from ctxlab.replay.failures import THRASH_CONSECUTIVE, THRASH_COUNT, THRASH_WINDOW
+from ctxlab.replay.failures import NO_CUTOFF, THRASH_CONSECUTIVE, THRASH_COUNT, THRASH_WINDOW
 
 __all__ = ["RUN_REGISTRY"]
 
@@ -71,6 +71,17 @@ RUN_REGISTRY: tuple[RunColumn, ...] = (
         ("data_provenance",),
         "distinct values",
         expr=lambda: pl.col("data_provenance").unique().sort().str.join(", "),
+        over_runs="distinct values",
+    ),
+    RunColumn(
+        "transcript_format",
+        _Str,
+        "label",
+        "the format (agent) of the transcripts (several: joined by commas)",
+        "run",
+        ("transcript_format",),
+        "distinct values",
+        expr=lambda: pl.col("transcript_format").unique().sort().str.join(", "),
         over_runs="distinct values",
     ),
     RunColumn(
@@ -160,6 +171,17 @@ RUN_REGISTRY: tuple[RunColumn, ...] = (
         expr=lambda: pl.col("over_window").cast(pl.Float64).mean(),
     ),
     RunColumn(
+        "raw_tokens_feasible",
+        _Int,
+        "tokens",
+        "Σ raw_tokens over the calls whose uncompressed request fits the window (raw_tokens_total "
+        "without a window)",
+        "window",
+        ("raw_tokens", "over_window"),
+        "sum",
+        expr=lambda: _feasible("raw_tokens"),
+    ),
+    RunColumn(
         "saving_pct_feasible",
         _Float,
         "percent",
@@ -216,11 +238,15 @@ RUN_REGISTRY: tuple[RunColumn, ...] = (
         "declined_summaries",
         _Int,
         "count",
-        "ctxlab rounds that sent a view above T2 without summarizing",
+        "ctxlab rounds that wanted a summary but found no valid cutoff and sent a view above T2 (R13); "
+        "a decision plugin's declines (hybrid's masking rounds, ars-cache's 'does not pay') are the "
+        "strategy's design and not counted",
         "compression",
         ("summary_declined",),
         "count",
-        expr=lambda: _count(pl.col("summary_declined").is_not_null()),
+        expr=lambda: _count(
+            pl.col("summary_declined").cast(pl.String).str.starts_with(NO_CUTOFF).fill_null(False)
+        ),
     ),
     RunColumn(
         "rejected_summaries",
@@ -411,6 +437,16 @@ RUN_REGISTRY: tuple[RunColumn, ...] = (
         ("cost_usd", "summarizer_cost_usd", "raw_cost_usd"),
         _RATIO,
         expr=lambda: _saving(_cost(), _sum_or_null("raw_cost_usd")),
+    ),
+    RunColumn(
+        "raw_cost_usd_feasible",
+        _Float,
+        "usd",
+        "Σ raw_cost_usd over the calls whose uncompressed request fits the window",
+        "cost",
+        ("raw_cost_usd", "over_window"),
+        "sum",
+        expr=lambda: _feasible("raw_cost_usd", nullable=True),
     ),
     RunColumn(
         "cost_saving_pct_feasible",
