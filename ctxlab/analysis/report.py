@@ -282,20 +282,24 @@ def write_report(
     figure_paths: list[Path] = []
     if which != "none" and not calls.is_empty():
         from ctxlab.analysis.plotting import write_figures
+        from ctxlab.analysis.verdicts import summarizer_note
 
+        note = summarizer_note(result)
         figure_paths = write_figures(
-            calls, summary, out / "figures", settings=result.settings, runs=which, data=data
+            calls, summary, out / "figures", settings=result.settings, runs=which, data=data, note=note
         )
         from ctxlab.analysis.costs import write_cost_figure
 
-        cost_figure = write_cost_figure(calls, out / "figures", price_label=_price_line(result), data=data)
+        cost_figure = write_cost_figure(
+            calls, out / "figures", price_label=_price_line(result), data=data, note=note
+        )
         if cost_figure is not None:
             figure_paths.append(cost_figure)
         price = getattr(result, "price", None)
         if price is not None:
             from ctxlab.analysis.plotting.frontier import write_frontier_figure
 
-            frontier = write_frontier_figure(calls, out / "figures", price_key=price.key)
+            frontier = write_frontier_figure(calls, out / "figures", price_key=price.key, note=note)
             if frontier is not None:
                 figure_paths.append(frontier)
     report_path = out / "report.md"

@@ -33,8 +33,8 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from ctxlab.analysis.run_facts import baseline_lines, summarizer_lines, summarizer_note
 from ctxlab.analysis.verdict_warnings import verdict_warnings
-from ctxlab.replay.building import STAND_IN
 from ctxlab.replay.per_run import compressed_runs, per_run_stats, reached_runs, reached_transcripts
 from ctxlab.replay.stats import (
     CONFIDENCE,
@@ -60,6 +60,7 @@ __all__ = [
     "paired_table",
     "per_run_table",
     "summarizer_lines",
+    "summarizer_note",
     "verdict_sections",
 ]
 
@@ -230,24 +231,6 @@ def _best(summary: pl.DataFrame, objective: str) -> Best | None:
     return Best(objective, column, scored[0], scored[1], cmp)
 
 
-def summarizer_lines(result: ReplayResult) -> list[str]:
-    """What wrote each strategy's summaries (``result.provenance["summarizers"]``, else the
-    batch's summarizer), strategies with the same one grouped; the line is bold when an offline
-    stand-in wrote some."""
-    by: dict[str, list[str]] = {}
-    known = result.provenance.get("summarizers") or {}
-    for name in result.strategies:
-        by.setdefault(
-            str(known.get(name) or result.provenance.get("summarizer") or "not recorded"), []
-        ).append(name)
-    if not by:
-        return []
-    parts = "; ".join(f"{', '.join(names)}: {what}" for what, names in by.items())
-    if any(STAND_IN in what or what.startswith("offline") for what in by):
-        return [f"**Summaries written by an offline stand-in, not a model** — {parts}."]
-    return [f"Summaries written by: {parts}."]
-
-
 def executive_summary(
     result: ReplayResult,
     *,
@@ -287,7 +270,7 @@ def executive_summary(
         out.lines.append(
             f"Left out of the pooled statements and figures: {left} (`--data all` includes them)."
         )
-    out.lines += _baseline_lines(result, rows)
+    out.lines += baseline_lines(result, rows)
     totals = strategy_totals(_calls_of(result, rows))
     means: dict[str, dict[str, tuple[float | None, int]]] = {}
     if reached == 0 and not (rows["reached_threshold"].fill_null(False).any() if rows.height else False):
@@ -310,84 +293,6 @@ def executive_summary(
             }
     out.warnings = verdict_warnings(result, rows, totals, means, reached, runs)
     return out
-
-
-def _baseline_lines(result: ReplayResult, rows: pl.DataFrame) -> list[str]:
-    """The window, the infeasible baseline, the unrecorded prefix per source and the sources."""
-    lines: list[str] = []
-    firsts = rows.unique("transcript", keep="first", maintain_order=True) if rows.height else rows
-    if result.window:
-        bad = (
-            firsts.filter(pl.col("infeasible_calls") > 0)
-            if "infeasible_calls" in firsts.columns
-            else firsts.head(0)
-        )
-        calls = int(firsts["calls"].sum()) if firsts.height else 0
-        over = int(bad["infeasible_calls"].sum()) if bad.height else 0
-        if over:
-            lines.append(
-                f"**No compression is infeasible on {over:,} of {calls:,} calls** ({bad.height} runs): their "
-                f"uncompressed request is above the provider's window ({result.window}), a request no agent "
-                "could send. Savings are over the feasible calls; `infeasible_share` per run beside them."
-            )
-        else:
-            lines.append(f"Every uncompressed request fits the provider's window ({result.window}).")
-    else:
-        lines.append(
-            f"No provider window ({result.provenance.get('context_window') or 'none given'}): no request was "
-            "checked against one."
-        )
-    lines += _prefix_lines(result, firsts)
-    sources = run_sources(rows)
-    counts: dict[str, int] = {}
-    for s in sources.values():
-        counts[s] = counts.get(s, 0) + 1
-    if len(counts) > 1:
-        listed = ", ".join(f"{s} {n}" for s, n in sorted(counts.items(), key=lambda x: -x[1]))
-        lines.append(
-            f"Runs by source (format): {listed}. The verdicts weigh every source alike (source-balanced "
-            "means; intervals from a bootstrap stratified by source)."
-        )
-    return lines
-
-
-def _prefix_lines(result: ReplayResult, firsts: pl.DataFrame) -> list[str]:
-    """The unrecorded prefix per source: measured (median tokens, runs), given, off, or nothing
-    recorded (said so per source)."""
-    if not result.prefixes or not firsts.height:
-        return []
-    by: dict[str, dict[str, list[int]]] = {}
-    for t, fmt in firsts.select("transcript", "transcript_format").iter_rows():
-        p = result.prefixes.get(str(t))
-        if p is None:
-            continue
-        by.setdefault(str(fmt), {}).setdefault(str(p["source"]), []).append(int(p["tokens"]))
-    measured, nothing, other = [], [], []
-    for fmt, kinds in sorted(by.items()):
-        for source, tokens in kinds.items():
-            tokens.sort()
-            mid = tokens[len(tokens) // 2]
-            if source == "recorded usage":
-                measured.append(f"{fmt} ({len(tokens)} runs, median {mid:,} tokens)")
-            elif source == "nothing recorded":
-                nothing.append(f"{fmt} ({len(tokens)} runs)")
-            else:
-                other.append(f"{fmt} ({len(tokens)} runs: {source}, {mid:,} tokens)")
-    parts = []
-    if measured:
-        parts.append("measured from the recorded usage for " + ", ".join(measured))
-    if other:
-        parts.append(", ".join(other))
-    if nothing:
-        parts.append(
-            "**nothing recorded** for "
-            + ", ".join(nothing)
-            + ": their requests hold only what the file holds (a system prompt or tools the agent sent and "
-            "the file lacks are missing from them)"
-        )
-    return [
-        "Unrecorded prefix (the part of every request the recording does not hold): " + "; ".join(parts) + "."
-    ]
 
 
 def _calls_of(result: ReplayResult, rows: pl.DataFrame) -> pl.DataFrame:

@@ -31,6 +31,7 @@ __all__ = [
     "build_middleware",
     "make_summarizer",
     "make_window",
+    "no_window_note",
     "price_window",
     "strategy_records",
     "summarizer_name",
@@ -224,6 +225,17 @@ def price_window(price: Any, provider_count: str = "tiktoken") -> ContextWindow 
     except ValueError:
         return None
     return ContextWindow(tokens, counter=provider_count, source=f"the price row's model {key} (its profile)")
+
+
+def no_window_note(asked: object, price: Any) -> str:
+    """What the provenance says of a replay without a window: why none, when the price row's
+    model's was asked (:data:`PRICE_WINDOW`) and no profile knows it."""
+    if asked == PRICE_WINDOW:
+        return (
+            f"none: the price row's model {getattr(price, 'key', price)} has no window in the installed "
+            "LangChain profiles (give one with --context-window)"
+        )
+    return "none (none asked)"
 
 
 def make_window(

@@ -32,6 +32,7 @@ from ctxlab.replay.building import (
     build_middleware,
     make_summarizer,
     make_window,
+    no_window_note,
     strategy_records,
     summarizer_name,
     summarizer_of,
@@ -200,7 +201,7 @@ class _Batch:
             keep_views=options.get("keep_views", False),
             views_dir=Path(out) if options.get("write_views") and (out := options.get("out_dir")) else None,
             prefix_setting=parse_prefix_setting(options.get("unrecorded_prefix", "auto")),
-            no_window=_no_window(options.get("context_window", PRICE_WINDOW), price),
+            no_window=no_window_note(options.get("context_window", PRICE_WINDOW), price),
         )
 
     def request_prefix(
@@ -357,16 +358,6 @@ def replay(
     result.window = batch.window.describe() if batch.window is not None else None
     result.provenance = batch.provenance(strategy_records([strategy], batch.pm, batch.settings, batch.price))
     return batch.cache_stats(result)
-
-
-def _no_window(asked: object, price: PriceRow) -> str:
-    """What the provenance says when a replay has no window."""
-    if asked == PRICE_WINDOW:
-        return (
-            f"none: the price row's model {price.key} has no window in the installed LangChain "
-            "profiles (give one with --context-window)"
-        )
-    return "none (none asked)"
 
 
 def _files_dir(out_dir: str | Path | None, label: str, strategy: str) -> Path:

@@ -251,6 +251,8 @@ class CallObserver:
                 if feeds_recorded and not found:  # the agent's own compaction entering the view
                     found = _recorded_round(call.views[-1].messages, recorded_seen)
                 level = "L2" if found else level
+                if not found and getattr(self.harness.middleware, "ctxlab_truncated", False):
+                    level = "L1"  # the agent's own truncation: a trimmed view, no new summary
                 failure, fallback = self._foreign_records(found, where)
             elif new_event is not None and level == "L2":  # ARS: the summary is in the new event
                 failure = self._ars_record(new_event, where)

@@ -90,6 +90,9 @@ class RecordedCompactionMiddleware(AgentMiddleware[Any, Any]):
     replays_recorded_compactions = True
     #: whether the agent's own compaction or truncation cut the last request
     ctxlab_trigger_reached: bool | None = None
+    #: whether the last request left out messages the agent had truncated (an L1 round of the
+    #: agent's own: a trimmed view, no new summary)
+    ctxlab_truncated: bool = False
 
     @property
     def name(self) -> str:
@@ -99,6 +102,9 @@ class RecordedCompactionMiddleware(AgentMiddleware[Any, Any]):
         messages: list[AnyMessage] = list(request.messages)
         view = recorded_view(messages)
         self.ctxlab_trigger_reached = len(view) < len(messages)
+        self.ctxlab_truncated = any(recorded_truncation_of(m) is not None for m in messages) and len(
+            view
+        ) < len(messages[recorded_view_start(messages) :])
         return request.override(messages=view) if len(view) < len(messages) else request  # type: ignore[arg-type]
 
     def wrap_model_call(

@@ -12,6 +12,7 @@ import polars as pl
 
 from ctxlab.replay.columns import aggregations as a
 from ctxlab.replay.columns import definitions as d
+from ctxlab.replay.columns.feasible import FEASIBLE_RUN_COLUMNS
 from ctxlab.replay.columns.registry import RunColumn
 from ctxlab.replay.failures import NO_CUTOFF, THRASH_CONSECUTIVE, THRASH_COUNT, THRASH_WINDOW
 
@@ -149,50 +150,7 @@ RUN_REGISTRY: tuple[RunColumn, ...] = (
         _RATIO,
         expr=lambda: _saving(_ok("view_tokens"), _ok("raw_tokens")),
     ),
-    RunColumn(
-        "infeasible_calls",
-        _Int,
-        "count",
-        "calls whose uncompressed request is above the provider's window (over_window; 0 without a window)",
-        "window",
-        ("over_window",),
-        "count",
-        expr=lambda: _count(pl.col("over_window").fill_null(False)),
-    ),
-    RunColumn(
-        "infeasible_share",
-        _Float,
-        "share",
-        "infeasible_calls / calls: the share of calls whose no-compression baseline no agent could send "
-        "(empty: no window)",
-        "window",
-        ("over_window",),
-        "mean",
-        expr=lambda: pl.col("over_window").cast(pl.Float64).mean(),
-    ),
-    RunColumn(
-        "raw_tokens_feasible",
-        _Int,
-        "tokens",
-        "Σ raw_tokens over the calls whose uncompressed request fits the window (raw_tokens_total "
-        "without a window)",
-        "window",
-        ("raw_tokens", "over_window"),
-        "sum",
-        expr=lambda: _feasible("raw_tokens"),
-    ),
-    RunColumn(
-        "saving_pct_feasible",
-        _Float,
-        "percent",
-        "saving_pct over the calls whose uncompressed request fits the window (all calls without a "
-        "window; empty when none fits)",
-        "window",
-        ("view_tokens", "raw_tokens", "over_window"),
-        _RATIO,
-        expr=lambda: _saving(_feasible("view_tokens"), _feasible("raw_tokens")),
-        label="tokens saved over feasible calls (% of raw)",
-    ),
+    *FEASIBLE_RUN_COLUMNS,
     RunColumn(
         "l1_rounds",
         _Int,
