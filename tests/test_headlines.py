@@ -156,6 +156,14 @@ def test_designed_declines_are_not_declined_summaries() -> None:
 
 
 def test_repeated_warnings_are_one_line_with_a_count() -> None:
+    names = ["ars", "ars-fast", "hybrid"]
+    assert grouped(["ars: 19 rounds.", "hybrid: 3 rounds.", "ars-fast: 19 rounds."], names) == [
+        "ars and ars-fast: 19 rounds.",
+        "hybrid: 3 rounds.",
+    ]
+    assert grouped(["ars thrashed in 2 run(s): a.", "ars-fast thrashed in 2 run(s): a."], names) == [
+        "ars and ars-fast thrashed in 2 run(s): a."
+    ]
     assert grouped(["x thrashed.", "y failed.", "x thrashed.", "x thrashed."]) == [
         "x thrashed (×3).",
         "y failed.",

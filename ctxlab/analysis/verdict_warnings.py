@@ -8,7 +8,8 @@ holding most runs or raw tokens (:func:`ctxlab.replay.stratified.dominant_source
 request stays more than 1.5× from the recorded input tokens after the unrecorded-prefix
 correction (:mod:`ctxlab.replay.prefix`); failed summaries; declines where a strategy could not
 summarize (no valid cutoff, R13: a decision plugin's declines are the strategy's design, hybrid's
-"masking is enough" and ars-cache's "does not pay", and are not warned about); rejected
+"masking is enough" and ars-cache's "does not pay", and so is every missing cutoff of a strategy
+that never summarizes, masking's; none of those is warned about); rejected
 summaries; summary thrash (one line per strategy with its runs); plugin problems.
 """
 
@@ -32,13 +33,26 @@ __all__ = ["SIGN_EPSILON", "grouped", "verdict_warnings"]
 SIGN_EPSILON = 0.05
 
 
-def grouped(warnings: Sequence[str]) -> list[str]:
-    """``warnings`` with repeated ones said once, with how many times (``"... (×3)"``), in the
-    order each first appears."""
-    counts: dict[str, int] = {}
+def grouped(warnings: Sequence[str], names: Sequence[str] = ()) -> list[str]:
+    """``warnings`` with repeated ones said once, in the order each first appears: the same text
+    ``"... (×3)"``; the same text about several strategies (it opens with one of ``names``, then
+    ``": "`` or ``" "``) once, naming them all (``"ars, ars-fast and hybrid: ..."``)."""
+    by_rest: dict[tuple[str, str], list[str]] = {}
     for w in warnings:
-        counts[w] = counts.get(w, 0) + 1
-    return [w if n == 1 else f"{w.rstrip('.')} (×{n})." for w, n in counts.items()]
+        name = next(
+            (n for n in sorted(names, key=len, reverse=True) if w.startswith((f"{n}: ", f"{n} "))), ""
+        )
+        sep = (": " if w.startswith(f"{name}: ") else " ") if name else ""
+        by_rest.setdefault((sep, w[len(name) + len(sep) :]), []).append(name)
+    out = []
+    for (sep, rest), who in by_rest.items():
+        named = [n for n in dict.fromkeys(who) if n]
+        if not named:
+            out.append(rest if len(who) == 1 else f"{rest.rstrip('.')} (×{len(who)}).")
+            continue
+        joined = named[0] if len(named) == 1 else f"{', '.join(named[:-1])} and {named[-1]}"
+        out.append(f"{joined}{sep}{rest}")
+    return out
 
 
 def verdict_warnings(
@@ -93,7 +107,7 @@ def verdict_warnings(
             + "; ".join(dict.fromkeys(str(e.source) for e in plugins[:20]))
             + " (see Errors and skipped files)."
         )
-    return grouped(out)
+    return grouped(out, [str(n) for n in totals["strategy"].to_list()] if totals.height else [])
 
 
 def _cost_warnings(result: ReplayResult, totals: pl.DataFrame) -> list[str]:
@@ -149,7 +163,7 @@ def _failure_warnings(totals: pl.DataFrame) -> list[str]:
             )
         declined, rejected = int(r.get("declined_summaries") or 0), int(r.get("rejected_summaries") or 0)
         parts = []
-        if declined:
+        if declined and rounds:  # a strategy that never summarizes (masking) has no cutoff by design
             parts.append(
                 f"{declined} round(s) found no valid cutoff and sent a view above T2 unsummarized (R13)"
             )
