@@ -191,3 +191,18 @@ def test_every_built_in_strategy_gives_the_same_rows_twice() -> None:
     assert first[0] == second[0]
     deep = [s for s in first[1] if s["strategy"] == "deepagents-summarization"]
     assert deep and all(s["file_path"] and "session_" in s["file_path"] for s in deep)
+
+
+def test_a_run_still_off_its_recorded_tokens_is_named() -> None:
+    rows = [call("r0", "a", 30.0), call("r1", "a", 30.0)]
+    result = ReplayResult(rows=rows, strategies=["a"])
+    result.prefixes = {
+        "r0": {"tokens": 0, "source": "recorded usage", "calls": 9, "off_by": 3.02, "raw_off_by": 3.02},
+        "r1": {"tokens": 18_000, "source": "recorded usage", "calls": 9, "off_by": 1.01, "raw_off_by": 0.1},
+    }
+    warnings = executive_summary(result).warnings
+    assert [w for w in warnings if "stays more than 1.5×" in w] == [
+        "1 run(s) whose estimate stays more than 1.5× from the recorded input tokens after the unrecorded-prefix "
+        "correction (estimate / recorded on the median call): r0 (3.02×); their raw requests are not what the "
+        "agent sent."
+    ]
