@@ -194,10 +194,21 @@ def prefix_lines(result: ReplayResult) -> list[str]:
         "| run | prefix tokens | source | calls with usage | raw / recorded before | after |",
         "|---|---|---|---|---|---|",
     ]
+    bare = [label for label, p in result.prefixes.items() if not p.get("calls") and not p.get("tokens")]
     for label, p in sorted(result.prefixes.items()):
+        if label in bare:
+            continue
         before, after = p.get("raw_off_by"), p.get("off_by")
         lines.append(
             f"| {label} | {int(p.get('tokens') or 0):,} | {p.get('source')} | {p.get('calls') or 0} | "
             f"{'' if before is None else f'{before:.3f}'} | {'' if after is None else f'{after:.3f}'} |"
         )
+    if len(bare) == len(result.prefixes):
+        lines = lines[:2]  # no table: no run records its usage
+    if bare:
+        lines += [
+            "",
+            f"{len(bare)} other run(s) record no usage: no prefix was added to them (the executive summary "
+            "names their sources).",
+        ]
     return lines
