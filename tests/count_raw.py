@@ -668,8 +668,17 @@ def count_opencode_storage(path: Path) -> dict[str, dict[str, int]]:
 
 
 def _storage_member(rel: str) -> bool:
-    """A message or part file of the OpenCode storage fixture (counted through its session)."""
-    return rel.startswith(("opencode-storage/storage/message/", "opencode-storage/storage/part/"))
+    """A message or part file of the OpenCode storage fixture (counted through its session), or
+    a Cline task's UI log or metadata (counted through its history file)."""
+    return rel.startswith(("opencode-storage/storage/message/", "opencode-storage/storage/part/")) or (
+        rel.startswith("cline-task/") and not rel.endswith("/api_conversation_history.json")
+    )
+
+
+def count_cline_task(path: Path) -> dict[str, dict[str, int]]:
+    """A Cline task folder: its history file counted as an Anthropic list, the run named by the
+    task's folder."""
+    return {path.parent.name: next(iter(count_anthropic(path).values()))}
 
 
 # --- the sets ----------------------------------------------------------------------------------
@@ -698,6 +707,7 @@ COUNTERS = [
     # tests/data
     ("inspect-eval/", ".eval", "inspect_eval", count_inspect),
     ("cline/", ".json", "anthropic_messages", count_anthropic),
+    ("cline-task/", "/api_conversation_history.json", "cline_task", count_cline_task),
     ("openhands-resolver/", ".jsonl", "openhands_resolver", count_openhands_resolver),
     ("langsmith/", ".jsonl", "langchain_messages", count_langsmith),
     ("opencode-storage/storage/session/", ".json", "opencode_storage", count_opencode_storage),

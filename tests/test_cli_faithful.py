@@ -241,7 +241,11 @@ def test_provenance_names_versions_environment_settings_and_command(tmp_path: Pa
     assert (
         record["settings"]["summary_threshold"] == 2 and record["settings"]["entry_threshold_tokens"] == 2048
     )
-    assert record["measure"] == "char-class" and record["context_window"] is None
+    assert record["measure"] == "char-class"
+    # no --context-window: the window of the price row's model (issue 27), named with its source
+    assert record["context_window"].endswith(
+        "(tiktoken, the price row's model anthropic:claude-sonnet-4-5 (its profile))"
+    )
     assert (
         record["command"]
         == f"ctxlab replay {SMALL} --summary-threshold 2 --out {out} --figures none --no-progress"
@@ -321,7 +325,8 @@ def test_version_and_python_dash_m(capsys) -> None:
         "(default: 10)",
         "(default: 300)",
         "(default: 0.4)",
-        "(default: no window)",
+        "(default: the window of the --price-model row's model, from its LangChain profile, when one is known)",
+        "(default: auto)",
         "(default: all)",
         "(default: the bundled sample)",
         "(default: the offline structured summary)",

@@ -283,8 +283,16 @@ def compare(
     with tempfile.TemporaryDirectory() as tmp:
         live_root = Path(tmp) / "live"
         live = run_live(t, tools, settings, window, live_root)
+        # the live agent sends the transcript's own system message: no unrecorded prefix here
+        # (tests/test_prefix.py checks the block every strategy's request carries)
         result = replay(
-            t, "ars", settings=settings, out_dir=Path(tmp) / "replay", context_window=window, keep_views=True
+            t,
+            "ars",
+            settings=settings,
+            out_dir=Path(tmp) / "replay",
+            context_window=window,
+            keep_views=True,
+            unrecorded_prefix="off",
         )
         label = t.name
         rows = result.rows
@@ -391,7 +399,14 @@ def test_a_window_too_small_fails_at_the_same_call_as_a_live_agent(
     with pytest.raises(LiveFailure) as live:
         run_live(t, tools, LARGE, window, tmp_path / "live")
     with pytest.raises(ContextOverflowError) as replayed:
-        replay(t, "ars", settings=LARGE, out_dir=tmp_path / "replay", context_window=window)
+        replay(
+            t,
+            "ars",
+            settings=LARGE,
+            out_dir=tmp_path / "replay",
+            context_window=window,
+            unrecorded_prefix="off",
+        )
     assert live.value.index > 0  # it failed mid-run, after compressing
     assert str(replayed.value) == str(live.value.error)
     assert any(f"at call {live.value.index} " in n for n in replayed.value.__notes__)

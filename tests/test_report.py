@@ -146,7 +146,7 @@ def test_summary_numbers() -> None:
     assert totals.filter(pl.col("strategy") == "other")["saving_pct"].item() == pytest.approx(0.0)
     md = markdown_table(s)
     assert md.splitlines()[0].startswith(
-        "| transcript | strategy | data_provenance | reached_threshold | calls |"
+        "| transcript | strategy | data_provenance | transcript_format | reached_threshold | calls |"
     )
     assert "| 60.0 |" in md
 

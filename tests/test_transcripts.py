@@ -63,6 +63,7 @@ ALL_FORMATS = FORMATS_WITH_IDS | {
     "aider_history",
     "gemini_cli",
     "anthropic_messages",
+    "cline_task",
     "openai_responses",
     "kimi_cli",
     "inspect_eval",

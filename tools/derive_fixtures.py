@@ -16,6 +16,13 @@ are what this script writes::
 * ``cline/coverage-test-fix.cline.json`` -- that Anthropic list with its ``tool_result`` blocks
   written as Cline and Roo Code write results: user text blocks ``[<tool> for '<arg>'] Result:``
   followed by the result.
+* ``cline-task/<task id>/`` -- that Claude Code session as a Cline task folder: its Anthropic
+  list above as ``api_conversation_history.json`` (assistant entries with Cline's ``ts`` and
+  ``modelInfo``), ``ui_messages.json`` with Cline's ``task`` and ``text`` messages and one
+  ``api_req_started`` per model request carrying the session's recorded usage of that request
+  (``tokensIn`` = its ``input_tokens``, ``cacheReads``/``cacheWrites`` its cache counts,
+  ``tokensOut``; ``cost`` computed at Anthropic's published claude-opus-4-5 prices, which the
+  session does not record), and ``task_metadata.json`` (its model usage).
 * ``inspect-eval/2025-05-12T20-27-36-04-00_browser.eval`` -- the Inspect AI JSON log of
   ``incoming/inspect-ai`` in Inspect's zipped ``.eval`` form (``header.json`` + one
   ``samples/<id>_epoch_<n>.json``).
@@ -49,6 +56,10 @@ TAU = SHARED / "raw/tau-bench/historical_trajectories/gpt-4o-airline.json"
 OUT_LANGSMITH = HERE / "langsmith" / "tau-bench-task48-trial1.runs.jsonl"
 OUT_OPENCODE = HERE / "opencode-storage" / "storage"
 OUT_EVAL = HERE / "inspect-eval" / "2025-05-12T20-27-36-04-00_browser.eval"
+OUT_CLINE_TASK = HERE / "cline-task"
+#: Anthropic's published claude-opus-4-5 prices, USD per million tokens: input, 5-minute cache
+#: write, cache read, output (the cost Cline would record; the Claude Code session records none)
+OPUS_45 = (5.0, 6.25, 0.50, 25.0)
 
 
 def _lines(path: Path) -> list[dict[str, Any]]:
@@ -126,6 +137,91 @@ def cline_messages() -> list[dict[str, Any]]:
             )
         out.append({"role": "user", "content": blocks})
     return out
+
+
+def _ms(stamp: str) -> int:
+    from datetime import datetime
+
+    return int(datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp() * 1000)
+
+
+def cline_task() -> dict[Path, bytes]:
+    """The Claude Code session as a Cline task folder (module docstring): the history, the UI log
+    with one ``api_req_started`` per request carrying its recorded usage, and the metadata."""
+    history = anthropic_messages()
+    usage: dict[str, dict[str, Any]] = {}
+    model, stamps = "", []  # the assistant messages' times, in order
+    for line in _lines(CLAUDE):
+        msg = line.get("message")
+        if line.get("type") == "assistant" and isinstance(msg, dict):
+            if msg["id"] not in usage:
+                stamps.append(_ms(line["timestamp"]))
+            usage[msg["id"]] = msg["usage"]  # the last streamed line holds the final usage
+            model = msg["model"]
+    first = _ms(next(x["timestamp"] for x in _lines(CLAUDE) if x.get("type") == "user"))
+    info = {"modelId": model, "providerId": "anthropic", "mode": "act"}
+    ui: list[dict[str, Any]] = [{"ts": first, "type": "say", "say": "task", "text": _text(history[0])}]
+    for i, (msg, u) in enumerate(
+        zip([m for m in history if m["role"] == "assistant"], usage.values(), strict=True)
+    ):
+        ts = stamps[i]
+        msg["ts"], msg["modelInfo"] = ts, info
+        before = history[: history.index(msg)]
+        rin, write, read, out = (
+            u["input_tokens"],
+            u.get("cache_creation_input_tokens") or 0,
+            u.get("cache_read_input_tokens") or 0,
+            u["output_tokens"],
+        )
+        cost = (rin * OPUS_45[0] + write * OPUS_45[1] + read * OPUS_45[2] + out * OPUS_45[3]) / 1e6
+        request = {
+            "request": _text(before[-1])[:300],
+            "tokensIn": rin,
+            "tokensOut": out,
+            "cacheWrites": write,
+            "cacheReads": read,
+            "cost": round(cost, 6),
+        }
+        index = len(before) - 1
+        ui.append(
+            {
+                "ts": ts - 1,
+                "type": "say",
+                "say": "api_req_started",
+                "text": json.dumps(request, ensure_ascii=False),
+                "modelInfo": info,
+                "conversationHistoryIndex": index,
+            }
+        )
+        said = _text(msg)
+        if said:
+            ui.append(
+                {
+                    "ts": ts,
+                    "type": "say",
+                    "say": "text",
+                    "text": said,
+                    "partial": False,
+                    "modelInfo": info,
+                    "conversationHistoryIndex": index + 1,
+                }
+            )
+    folder = OUT_CLINE_TASK / str(first)
+    meta = {
+        "files_in_context": [],
+        "model_usage": [{"ts": first, "model_id": model, "model_provider_id": "anthropic", "mode": "act"}],
+        "environment_history": [],
+    }
+    return {
+        folder / "api_conversation_history.json": render(history).encode("utf-8"),
+        folder / "ui_messages.json": render(ui).encode("utf-8"),
+        folder / "task_metadata.json": render(meta).encode("utf-8"),
+    }
+
+
+def _text(message: dict[str, Any]) -> str:
+    """The text blocks of an Anthropic message, joined."""
+    return "\n".join(b["text"] for b in message["content"] if b.get("type") == "text" and b.get("text"))
 
 
 def inspect_eval() -> bytes:
@@ -263,6 +359,7 @@ def main(argv: list[str]) -> int:
         OUT_EVAL: inspect_eval(),
         OUT_LANGSMITH: langsmith_runs().encode("utf-8"),
         **opencode_storage(),
+        **cline_task(),
     }
     if "--check" in argv:
         stale = [str(p) for p, data in outputs.items() if not p.is_file() or p.read_bytes() != data]

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from ctxlab.analysis.run_record import accounting_lines, problem_lines, provenance_lines
+from ctxlab.analysis.run_record import accounting_lines, prefix_lines, problem_lines, provenance_lines
 from ctxlab.core.events import EVENT_ROW_KEYS, event_row
 from ctxlab.replay.columns import report_definitions
 from ctxlab.replay.stats import with_no_compression
@@ -282,20 +282,24 @@ def write_report(
     figure_paths: list[Path] = []
     if which != "none" and not calls.is_empty():
         from ctxlab.analysis.plotting import write_figures
+        from ctxlab.analysis.verdicts import summarizer_note
 
+        note = summarizer_note(result)
         figure_paths = write_figures(
-            calls, summary, out / "figures", settings=result.settings, runs=which, data=data
+            calls, summary, out / "figures", settings=result.settings, runs=which, data=data, note=note
         )
         from ctxlab.analysis.costs import write_cost_figure
 
-        cost_figure = write_cost_figure(calls, out / "figures", price_label=_price_line(result), data=data)
+        cost_figure = write_cost_figure(
+            calls, out / "figures", price_label=_price_line(result), data=data, note=note
+        )
         if cost_figure is not None:
             figure_paths.append(cost_figure)
         price = getattr(result, "price", None)
         if price is not None:
             from ctxlab.analysis.plotting.frontier import write_frontier_figure
 
-            frontier = write_frontier_figure(calls, out / "figures", price_key=price.key)
+            frontier = write_frontier_figure(calls, out / "figures", price_key=price.key, note=note)
             if frontier is not None:
                 figure_paths.append(frontier)
     report_path = out / "report.md"
@@ -375,6 +379,7 @@ def _report_markdown(
     if totals.height:
         shown = with_no_compression(totals)
         lines.append(markdown_table(shown, [c for c in shown.columns if not c.startswith("max_")]))
+        lines += ["", TOTALS_NOTE]
         extra = accounting_lines(result, totals)
         lines += ["", *"\n\n".join(extra).split("\n")] if extra else []
     else:
@@ -385,6 +390,8 @@ def _report_markdown(
         lines.append(markdown_table(summary))
     else:
         lines.append("Nothing was replayed.")
+    lines += ["", "## Unrecorded prefix", ""]
+    lines += prefix_lines(result)
     lines += ["", "## Cost and summary fidelity", ""]
     lines += _cost_section(result, calls, out, figure_paths)
     lines += ["", "## Metric definitions", ""]
@@ -432,6 +439,17 @@ def _report_markdown(
     return "\n".join(lines)
 
 
+#: the one definition of the per-strategy table's measures (its figures are pooled; the headlines'
+#: are per run, :data:`ctxlab.analysis.verdicts.MEASURE_LABELS`)
+TOTALS_NOTE = (
+    "Definitions in this table: every figure is **pooled over the strategy's calls** (all its runs "
+    "together): `saving_pct` = 1 − Σ sent / Σ raw over all calls, `saving_pct_feasible` the same over the "
+    "calls whose uncompressed request fits the window (`infeasible_calls` / `infeasible_share`: the others); "
+    "`needed_recall` and `span_recall` are pooled over all its L2 rounds (Σ carried / Σ identifiers), not "
+    "the mean per-run figures of the executive summary and the per-run statistics."
+)
+
+
 def _price_line(result: ReplayResult) -> str | None:
     price = getattr(result, "price", None)
     return f"{price.key}, prices as of {price.as_of}" if price is not None else None
@@ -453,8 +471,9 @@ def _cost_section(
         f"Prices: **{price.key}** — {price.label()}." + (f" Note: {price.note}" if price.note else ""),
         "",
         "Costs are US dollars with that provider's prompt caching (definitions below); `no compression` "
-        "is the uncompressed request of every call under the same caching. Recalls are pooled over each "
-        "strategy's L2 rounds; per round they are in `summaries.jsonl`.",
+        "is the uncompressed request of every call under the same caching. Definitions in this table: "
+        "recalls are **pooled over each strategy's L2 rounds** (Σ carried / Σ identifiers); per round they "
+        "are in `summaries.jsonl`.",
         "",
         markdown_table(with_no_compression(cost_table(calls))),
     ]

@@ -19,6 +19,7 @@ __all__ = [
     "PARQUET_KEY",
     "accounting_lines",
     "parquet_metadata",
+    "prefix_lines",
     "problem_lines",
     "provenance_lines",
     "run_record",
@@ -37,12 +38,16 @@ KINDS = {
 
 
 def run_record(result: ReplayResult) -> dict[str, Any]:
-    """The provenance (``result.provenance``) plus ``replayed`` (runs), ``calls``, ``problems``
+    """The provenance (``result.provenance``) plus ``unrecorded_prefix`` (per run: its tokens,
+    source, the calls it rests on and how far the estimate stays from the recorded tokens,
+    :mod:`ctxlab.replay.prefix`), ``replayed`` (runs), ``calls``, ``problems``
     (one string per problem), ``plugin_problems`` (each plugin that failed to load, was skipped or
     raised in a hook: ``plugin``, ``kind``, ``problem``, ``traceback``) and ``failed_summaries``
     (transcript, strategy, call, error, fallback text)."""
     return {
         **result.provenance,
+        "context_window": result.provenance.get("context_window") or result.window,
+        "unrecorded_prefix": dict(result.prefixes),
         "replayed": result.replayed,
         "calls": len(result.rows),
         "problems": [f"{KINDS.get(e.kind, e.kind)}: {e}" for e in result.errors],
@@ -83,8 +88,13 @@ def provenance_lines(result: ReplayResult) -> list[str]:
         f"- packages: {packages}",
         f"- command: `{p.get('command')}`" if p.get("command") else "- command: (not run from the CLI)",
         f"- measuring estimator: `{p.get('measure')}`",
-        f"- provider context window: {p.get('context_window') or 'none'}",
-        f"- summarizer: {p.get('summarizer')}",
+        f"- provider context window: {p.get('context_window') or result.window or 'none'}",
+        f"- summarizer: {p.get('summarizer')}"
+        + (
+            " (per strategy: " + "; ".join(f"{k}: {v}" for k, v in (p.get("summarizers") or {}).items()) + ")"
+            if p.get("summarizers")
+            else ""
+        ),
     ]
     env = p.get("environment") or {}
     lines.append(
@@ -165,4 +175,40 @@ def accounting_lines(result: ReplayResult, totals: pl.DataFrame) -> list[str]:
             )
             + "."
         )
+    return lines
+
+
+def prefix_lines(result: ReplayResult) -> list[str]:
+    """The report's unrecorded-prefix section: per run its tokens, where they come from, the calls
+    the measure rests on and the estimate over the recorded input tokens on the median call before
+    and after the correction (:mod:`ctxlab.replay.prefix`)."""
+    if not result.prefixes:
+        return ["Not recorded."]
+    lines = [
+        "The part of every request the recording does not hold (system prompt, tool schemas, injected "
+        "context), added to every strategy's request as one labelled block of the system message "
+        "(`--unrecorded-prefix`; `ctxlab.replay.prefix`). `raw / recorded` is the replay's estimate of the "
+        "uncompressed request over the provider's recorded input tokens on the median call before any "
+        "recorded compaction, without and with the prefix.",
+        "",
+        "| run | prefix tokens | source | calls with usage | raw / recorded before | after |",
+        "|---|---|---|---|---|---|",
+    ]
+    bare = [label for label, p in result.prefixes.items() if not p.get("calls") and not p.get("tokens")]
+    for label, p in sorted(result.prefixes.items()):
+        if label in bare:
+            continue
+        before, after = p.get("raw_off_by"), p.get("off_by")
+        lines.append(
+            f"| {label} | {int(p.get('tokens') or 0):,} | {p.get('source')} | {p.get('calls') or 0} | "
+            f"{'' if before is None else f'{before:.3f}'} | {'' if after is None else f'{after:.3f}'} |"
+        )
+    if len(bare) == len(result.prefixes):
+        lines = lines[:2]  # no table: no run records its usage
+    if bare:
+        lines += [
+            "",
+            f"{len(bare)} other run(s) record no usage: no prefix was added to them (the executive summary "
+            "names their sources).",
+        ]
     return lines

@@ -2,20 +2,27 @@
 and the plain warnings that qualify it.
 
 Read by ``report.md`` (its first section) and by the terminal (first lines).  Everything is computed
-from the run (:mod:`ctxlab.replay.stats` for the runs used, per-run statistics and intervals;
-the failure columns of :mod:`ctxlab.replay.failures`); nothing is typed in by hand.
+from the run (:mod:`ctxlab.replay.stats` and :mod:`ctxlab.replay.per_run` for the runs used,
+per-run statistics and intervals, :mod:`ctxlab.replay.stratified` for the sources; the failure
+columns of :mod:`ctxlab.replay.failures`); nothing is typed in by hand.
 
 What it says, in order:
 
-1. how many runs reached T (n of N, over the pooled runs: by default the real ones), and which
-   runs were left out (scripted, synthetic);
-2. the best strategy per objective — tokens (mean per-run ``saving_pct``), dollars with caching
-   (mean per-run ``cost_saving_pct``), needed recall (mean per-run ``needed_recall`` over the runs
-   with L2 rounds) — with its bootstrap interval and its paired difference to the runner-up;
-   "no compression" competes on tokens and dollars;
-3. warnings: every strategy costs more than no compression under the price row; few runs reached
-   T; a strategy's summaries failed (fallback texts counted); summary thrash in a run; declined
-   and rejected summaries; plugin problems.
+1. what wrote the summaries (a model by name, or an offline stand-in, per strategy);
+2. how many runs' uncompressed request reached T (n of N, over the pooled runs: by default the
+   real ones), and per strategy how many runs its own trigger reached and how many it compressed;
+   which runs were left out (scripted, synthetic);
+3. the provider's window: the calls whose no-compression baseline is infeasible (above it), and
+   that savings are over the feasible calls; the unrecorded prefix per source (where nothing is
+   recorded, said so); the sources the runs come from;
+4. per objective — tokens (per-run ``saving_pct_feasible``), dollars with caching
+   (``cost_saving_pct_feasible``), needed recall (per-run ``needed_recall`` over the runs with L2
+   rounds) — either the best strategy, when its paired interval against the runner-up excludes 0,
+   or "no detectable difference" with that interval; each strategy's mean over the runs it
+   compressed (n) beside its mean over all runs; with several sources the means are
+   source-balanced and the intervals stratified by source; no "best" line at all when no run
+   reached T.  "no compression" competes on tokens and dollars;
+5. warnings (:mod:`ctxlab.analysis.verdict_warnings`), repeated ones grouped.
 """
 
 from __future__ import annotations
@@ -27,76 +34,141 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from ctxlab.analysis.fidelity_verdicts import fidelity_line, fidelity_warnings
-from ctxlab.replay.failures import THRASH_CONSECUTIVE, THRASH_WINDOW
+from ctxlab.analysis.run_facts import baseline_lines, summarizer_lines, summarizer_note
+from ctxlab.analysis.verdict_warnings import verdict_warnings
+from ctxlab.replay.per_run import compressed_runs, per_run_stats, reached_runs, reached_transcripts
 from ctxlab.replay.stats import (
     CONFIDENCE,
     NO_COMPRESSION,
     OBJECTIVES,
-    bootstrap_mean,
+    PairedComparison,
     paired_comparison,
-    per_run_stats,
     per_run_values,
     pooled_runs,
 )
+from ctxlab.replay.stratified import balanced_mean, run_sources
 from ctxlab.replay.table import strategy_totals
 
 if TYPE_CHECKING:
     from ctxlab.replay import ReplayResult
 
 __all__ = [
+    "MEASURE_LABELS",
     "PAIRED_MEASURES",
     "Best",
     "ExecutiveSummary",
     "executive_summary",
     "paired_table",
     "per_run_table",
+    "summarizer_lines",
+    "summarizer_note",
     "verdict_sections",
 ]
 
 #: how each objective's value is written (unit after the number)
-_UNITS = {"saving_pct": " %", "cost_saving_pct": " %", "needed_recall": ""}
+_UNITS = {"saving_pct_feasible": " %", "cost_saving_pct_feasible": " %", "needed_recall": ""}
+#: one label per measure of the headlines (the report's tables say which of their columns is which)
+MEASURE_LABELS = {
+    "saving_pct_feasible": "mean per-run token saving over feasible calls",
+    "cost_saving_pct_feasible": "mean per-run dollar saving over feasible calls",
+    "needed_recall": "mean per-run needed recall (each run's pooled over its L2 rounds)",
+}
 
 
 @dataclass(frozen=True)
-class Best:
-    """The best strategy for one objective.
+class Mean:
+    """One strategy's figure for one objective.
 
     Attributes:
-        objective: a key of :data:`ctxlab.replay.stats.OBJECTIVES`; column: its per-run column.
-        strategy: the winner (may be ``"no compression"``); value: its mean per-run value.
-        low, high: the bootstrap interval of that mean; runs: the runs it is over.
-        runner_up: the second best (``None``: no other); versus: the paired difference
-            winner − runner-up as text (with its interval).
+        strategy: its label; value: its mean per run over all the runs with a value (source-balanced
+            with several sources); low, high: the (stratified) bootstrap interval; runs, sources:
+            what it is over; compressed, compressed_runs: the mean over the runs it compressed and
+            how many (``None``, 0: none).
     """
 
-    objective: str
-    column: str
     strategy: str
     value: float
     low: float
     high: float
     runs: int
-    runner_up: str | None = None
-    versus: str | None = None
+    sources: int
+    compressed: float | None
+    compressed_runs: int
+
+    def text(self, column: str) -> str:
+        unit = _UNITS.get(column, "")
+        fmt = "{:.3f}" if unit == "" else "{:.1f}"
+        over = f"over all {self.runs} runs" + (
+            f", source-balanced over {self.sources} sources" if self.sources > 1 else ""
+        )
+        ci = f"{round(100 * CONFIDENCE)} % CI {fmt.format(self.low)} to {fmt.format(self.high)}{unit}"
+        if column == "needed_recall":
+            return f"{fmt.format(self.value)} ({ci}, over the {self.runs} runs it summarized)"
+        done = (
+            f"{fmt.format(self.compressed)}{unit} over the {self.compressed_runs} run(s) it compressed; "
+            if self.compressed is not None
+            else "no run compressed; "
+        )
+        return f"{done}{fmt.format(self.value)}{unit} {over} ({ci})"
+
+
+@dataclass(frozen=True)
+class Best:
+    """The verdict for one objective: a winner, or no detectable difference.
+
+    Attributes:
+        objective: a key of :data:`ctxlab.replay.stats.OBJECTIVES`; column: its per-run column.
+        first: the top strategy's :class:`Mean`; runner_up: the second's (``None``: no other).
+        versus: the paired comparison first − runner-up (``None``: no other).
+    """
+
+    objective: str
+    column: str
+    first: Mean
+    runner_up: Mean | None = None
+    versus: PairedComparison | None = None
+
+    @property
+    def strategy(self) -> str:
+        """The top strategy (the winner when :attr:`decided`)."""
+        return self.first.strategy
+
+    @property
+    def decided(self) -> bool:
+        """A winner is named: there is no other strategy, or the paired interval excludes 0."""
+        return self.versus is None or not self.versus.holds_zero
 
     def line(self) -> str:
+        label = MEASURE_LABELS.get(self.column, self.column)
         unit = _UNITS.get(self.column, "")
-        fmt = "{:.3f}" if unit == "" else "{:.1f}"
-        pct = round(100 * CONFIDENCE)
-        text = (
-            f"Best for {self.objective}: **{self.strategy}**, mean per-run {self.column} "
-            f"{fmt.format(self.value)}{unit} ({pct} % CI {fmt.format(self.low)} to "
-            f"{fmt.format(self.high)}{unit}, {self.runs} runs)"
+        pts = " points" if unit else ""
+        fmt = "{:+.3f}" if unit == "" else "{:+.1f}"
+        cmp = self.versus
+        versus = ""
+        if cmp is not None and cmp.difference is not None and cmp.low is not None and cmp.high is not None:
+            strata = f" in {cmp.sources} sources, stratified" if cmp.sources > 1 else ""
+            versus = (
+                f"{fmt.format(cmp.difference)}{pts} per run ({round(100 * CONFIDENCE)} % CI "
+                f"{fmt.format(cmp.low)} to {fmt.format(cmp.high)}, {cmp.runs} paired runs{strata})"
+            )
+        if self.decided:
+            text = f"Best for {self.objective}: **{self.first.strategy}**, {label} {self.first.text(self.column)}"
+            if self.runner_up is not None:
+                text += f"; vs {self.runner_up.strategy}: {versus or 'no paired run'}"
+            return text + "."
+        assert self.runner_up is not None
+        return (
+            f"{self.objective.capitalize()}: **no detectable difference** between {self.first.strategy} and "
+            f"{self.runner_up.strategy} ({versus or 'no paired run'}); {label}: {self.first.strategy} "
+            f"{self.first.text(self.column)}; {self.runner_up.strategy} {self.runner_up.text(self.column)}."
         )
-        if self.runner_up is not None and self.versus is not None:
-            text += f"; vs {self.runner_up}: {self.versus}"
-        return text + "."
 
 
 @dataclass
 class ExecutiveSummary:
-    """The executive summary: :attr:`lines` (Markdown, the first is the runs that reached T),
-    :attr:`best` (one per objective that has values) and :attr:`warnings` (plain sentences)."""
+    """The executive summary: :attr:`lines` (Markdown; the first names the summarizer, then the
+    runs that reached T), :attr:`best` (one verdict per objective that has values) and
+    :attr:`warnings` (plain sentences)."""
 
     lines: list[str] = field(default_factory=list)
     best: list[Best] = field(default_factory=list)
@@ -122,35 +194,42 @@ def _names(summary: pl.DataFrame) -> list[str]:
     return [str(s) for s in summary["strategy"].unique(maintain_order=True).to_list()]
 
 
+def _mean(summary: pl.DataFrame, name: str, column: str, sources: dict[str, str]) -> Mean | None:
+    values = {t: v for t, v in per_run_values(summary, name, column).items() if v is not None}
+    if not values:
+        return None
+    est = balanced_mean(values, sources)
+    acted = compressed_runs(summary, name)
+    done = [v for t, v in values.items() if t in acted]
+    return Mean(
+        name,
+        est.mean,
+        est.low,
+        est.high,
+        est.runs,
+        est.sources,
+        sum(done) / len(done) if done else None,
+        len(done),
+    )
+
+
 def _best(summary: pl.DataFrame, objective: str) -> Best | None:
-    """The best strategy for ``objective`` over the runs of ``summary`` (already pooled)."""
+    """The verdict for ``objective`` over the runs of ``summary`` (already pooled)."""
     column, _ = OBJECTIVES[objective]
+    if column not in summary.columns:
+        return None
     candidates = _names(summary)
     if column != "needed_recall":
         candidates = [NO_COMPRESSION, *candidates]
-    scored: list[tuple[float, str, list[float]]] = []
-    for name in candidates:
-        values = [v for v in per_run_values(summary, name, column).values() if v is not None]
-        if values:
-            scored.append((sum(values) / len(values), name, values))
+    sources = run_sources(summary)
+    scored = [m for name in candidates if (m := _mean(summary, name, column, sources)) is not None]
     if not scored:
         return None
-    scored.sort(key=lambda x: -x[0])  # every objective is "higher is better"
-    mean, name, values = scored[0]
-    _, low, high = bootstrap_mean(values)
-    runner = scored[1][1] if len(scored) > 1 else None
-    versus = None
-    if runner is not None:
-        cmp = paired_comparison(summary, name, runner, column, data="all")
-        if cmp.difference is not None and cmp.low is not None and cmp.high is not None:
-            unit = _UNITS.get(column, "")
-            fmt = "{:+.3f}" if unit == "" else "{:+.1f}"
-            pts = " points" if unit else ""
-            versus = (
-                f"{fmt.format(cmp.difference)}{pts} per run ({round(100 * CONFIDENCE)} % CI "
-                f"{fmt.format(cmp.low)} to {fmt.format(cmp.high)}, {cmp.runs} paired runs)"
-            )
-    return Best(objective, column, name, mean, low, high, len(values), runner, versus)
+    scored.sort(key=lambda m: -m.value)  # every objective is "higher is better"
+    if len(scored) == 1:
+        return Best(objective, column, scored[0])
+    cmp = paired_comparison(summary, scored[0].strategy, scored[1].strategy, column, data="all")
+    return Best(objective, column, scored[0], scored[1], cmp)
 
 
 def executive_summary(
@@ -162,8 +241,8 @@ def executive_summary(
     """The executive summary of ``result`` (module docstring).
 
     Args:
-        result: the replay (its settings give T, its price row the money warning, its errors the
-            plugin problems).
+        result: the replay (its settings give T, its price row the money warning, its prefixes and
+            window the baseline lines, its errors the plugin problems).
         summary: its ``summary.csv`` frame when computed already.
         data: which runs the pooled statements use (:func:`ctxlab.replay.stats.pooled_runs`).
     """
@@ -172,87 +251,52 @@ def executive_summary(
     if full.is_empty():
         out.lines.append("Nothing was replayed.")
         return out
+    out.lines += summarizer_lines(result)
     pool = pooled_runs(full, data)
     rows = pool.summary
     T = int(result.settings.entry_threshold_tokens)
-    stats = per_run_stats(full, data=data, threshold=T)
-    first = stats.row(0, named=True) if stats.height else {"runs": 0, "reached": 0}
-    n, N = int(first["reached"]), int(first["runs"])
+    runs = rows["transcript"].n_unique() if rows.height else 0
+    reached = len(reached_transcripts(rows, T))
+    own = ", ".join(
+        f"{name} {len(reached_runs(rows, name, T))} reached / {len(compressed_runs(rows, name))} compressed"
+        for name in _names(rows)
+    )
     out.lines.append(
-        f"**{n} of {N} runs reached T = {T:,} tokens** ({pool.label}); the other {N - n} never "
-        "compress, so every strategy sends them whole: their saving is 0 and is reported apart "
-        "(per-run statistics below)."
+        f"**{reached} of {runs} runs reached T = {T:,} tokens** ({pool.label}; the uncompressed request, "
+        f"the unrecorded prefix included); per strategy, by its own trigger: {own}. A run below a "
+        "strategy's trigger is sent whole: its saving is 0."
     )
     if pool.left_out:
         left = ", ".join(f"{k} {v} transcript{'s' if v != 1 else ''}" for k, v in pool.left_out.items())
         out.lines.append(
             f"Left out of the pooled statements and figures: {left} (`--data all` includes them)."
         )
-    for objective in OBJECTIVES:
-        best = _best(rows, objective)
-        if best is not None:
-            out.best.append(best)
+    out.lines += baseline_lines(result, rows)
     totals = strategy_totals(_calls_of(result, rows))
+    means: dict[str, dict[str, tuple[float | None, int]]] = {}
+    if reached == 0 and not (rows["reached_threshold"].fill_null(False).any() if rows.height else False):
+        out.lines.append(
+            "No run reached T: no strategy compressed anything, so none is named best (every figure is "
+            "that of sending everything)."
+        )
+    else:
+        for objective in OBJECTIVES:
+            best = _best(rows, objective)
+            if best is not None:
+                out.best.append(best)
+    sources = run_sources(rows)
+    for column in ("saving_pct_feasible", "cost_saving_pct_feasible"):
+        if column in rows.columns:
+            means[column] = {
+                m.strategy: (m.compressed, m.compressed_runs)
+                for name in _names(rows)
+                if (m := _mean(rows, name, column, sources)) is not None
+            }
     line = fidelity_line(totals)
     if line is not None:
         out.lines.append(line)
-    out.warnings = [*_warnings(result, rows, n, N), *fidelity_warnings(totals)]
+    out.warnings = [*verdict_warnings(result, rows, totals, means, reached, runs), *fidelity_warnings(totals)]
     return out
-
-
-def _warnings(result: ReplayResult, rows: pl.DataFrame, n: int, N: int) -> list[str]:
-    warnings: list[str] = []
-    totals = strategy_totals(_calls_of(result, rows))
-    price = getattr(result, "price", None)
-    costs = [
-        (str(r["strategy"]), r["cost_saving_pct"])
-        for r in totals.iter_rows(named=True)
-        if r.get("cost_saving_pct") is not None
-    ]
-    if price is not None and costs and all(v < 0 for _, v in costs):
-        listed = ", ".join(f"{s} {v:+.1f} %" for s, v in sorted(costs, key=lambda x: -x[1]))
-        warnings.append(
-            f"Every strategy costs more than no compression under this price row ({price.key}, "
-            f"prompt caching counted): pooled cost saving {listed}."
-        )
-    if N and n * 2 < N:
-        warnings.append(f"Only {n} of {N} runs reached T: the pooled savings come from those {n}.")
-    for r in totals.iter_rows(named=True):
-        failed, rounds = int(r.get("summary_errors") or 0), int(r.get("l2_rounds") or 0)
-        if failed:
-            fallback = int(r.get("fallback_summaries") or 0)
-            how = f" ({fallback} of them a fallback text instead of a summary)" if fallback else ""
-            without = r.get("saving_pct_without_failed")
-            rest = f"{without:.1f} %" if without is not None else "nothing"
-            warnings.append(
-                f"{r['strategy']}'s summaries failed {failed} of {rounds} times{how}; its saving "
-                f"over the calls not built on a failed summary is {rest}."
-            )
-        declined, rejected = int(r.get("declined_summaries") or 0), int(r.get("rejected_summaries") or 0)
-        parts = []
-        if declined and rounds:  # a strategy that never summarizes declines by design
-            parts.append(f"{declined} round(s) sent a view above T2 without summarizing")
-        if rejected:
-            parts.append(f"{rejected} summary(ies) not committed (bigger than the span they replace)")
-        if parts:
-            warnings.append(f"{r['strategy']}: " + "; ".join(parts) + ".")
-    for r in rows.filter(pl.col("summary_thrash").fill_null(False)).iter_rows(named=True):
-        streak, window = r["max_consecutive_summaries"], r["max_summaries_in_window"]
-        if streak >= THRASH_CONSECUTIVE:
-            what = f"summarized on {streak} consecutive calls"
-        else:
-            what = f"summarized {window} times within {THRASH_WINDOW} calls"
-        warnings.append(
-            f"{r['strategy']} {what} in run {r['transcript']} (each a summarizer call and a cache rewrite)."
-        )
-    plugins = [e for e in result.errors if e.kind == "plugin"]
-    if plugins:
-        warnings.append(
-            f"{len(plugins)} plugin problem(s): "
-            + "; ".join(dict.fromkeys(str(e.source) for e in plugins[:20]))
-            + " (see Errors and skipped files)."
-        )
-    return warnings
 
 
 def _calls_of(result: ReplayResult, rows: pl.DataFrame) -> pl.DataFrame:
@@ -263,20 +307,25 @@ def _calls_of(result: ReplayResult, rows: pl.DataFrame) -> pl.DataFrame:
 
 
 def per_run_table(result: ReplayResult, data: str | Sequence[str] = "real") -> pl.DataFrame:
-    """The report's per-run statistics: per strategy, runs that reached T (``reached`` of
-    ``runs``), the per-run token saving's median and IQR over all runs (``saving_median_pct``,
-    ``saving_q1_pct``, ``saving_q3_pct``), its median over the runs that reached T
-    (``saving_median_reached_pct``), the pooled saving (``saving_pooled_pct``), and the median,
-    median over the runs that reached T and pooled cost saving with caching (``cost_saving_*_pct``);
-    all in %."""
+    """The report's per-run statistics of the savings over feasible calls, in %: per strategy,
+    ``runs`` (N), ``reached`` (its own trigger fired), ``compressed`` (it compressed at least
+    once); the token saving's mean over the compressed runs and over all runs
+    (``saving_mean_compressed_pct``, ``saving_mean_pct``), its median and IQR over all runs
+    (``saving_median_pct``, ``saving_q1_pct``, ``saving_q3_pct``), its median over the runs that
+    reached the trigger (``saving_median_reached_pct``), the pooled saving
+    (``saving_pooled_pct``); the same means, median and pooled figure of the cost saving with
+    caching (``cost_saving_*_pct``)."""
     summary = result.summary()
     T = result.settings.entry_threshold_tokens
-    tokens = per_run_stats(summary, data=data, threshold=T)
-    cost = per_run_stats(summary, data=data, threshold=T, column="cost_saving_pct")
+    tokens = per_run_stats(summary, data=data, threshold=T, column="saving_pct_feasible")
+    cost = per_run_stats(summary, data=data, threshold=T, column="cost_saving_pct_feasible")
     return tokens.select(
         "strategy",
         "runs",
         "reached",
+        "compressed",
+        pl.col("mean_compressed").alias("saving_mean_compressed_pct"),
+        pl.col("mean").alias("saving_mean_pct"),
         pl.col("median").alias("saving_median_pct"),
         pl.col("q1").alias("saving_q1_pct"),
         pl.col("q3").alias("saving_q3_pct"),
@@ -284,8 +333,9 @@ def per_run_table(result: ReplayResult, data: str | Sequence[str] = "real") -> p
         pl.col("pooled").alias("saving_pooled_pct"),
     ).with_columns(
         cost.select(
+            pl.col("mean_compressed").alias("cost_saving_mean_compressed_pct"),
+            pl.col("mean").alias("cost_saving_mean_pct"),
             pl.col("median").alias("cost_saving_median_pct"),
-            pl.col("median_reached").alias("cost_saving_median_reached_pct"),
             pl.col("pooled").alias("cost_saving_pooled_pct"),
         )
     )
@@ -293,9 +343,10 @@ def per_run_table(result: ReplayResult, data: str | Sequence[str] = "real") -> p
 
 def paired_table(result: ReplayResult, data: str | Sequence[str] = "real") -> list[dict[str, Any]]:
     """The compact "A vs B" table: each strategy against no compression and against each
-    strategy before it, ``{"a", "b", "saving_pct", "cost_usd", "needed_recall"}`` where each
-    measure holds the :class:`~ctxlab.replay.stats.PairedComparison` of ``a − b`` per run (token
-    saving in points, cost with caching in US dollars per run, needed recall)."""
+    strategy before it, ``{"a", "b", "saving_pct_feasible", "cost_usd", "needed_recall"}`` where
+    each measure holds the :class:`~ctxlab.replay.stats.PairedComparison` of ``a − b`` per run
+    (token saving over feasible calls in points, cost with caching in US dollars per run, needed
+    recall; source-balanced and stratified by source with several sources)."""
     summary = result.summary()
     names = [NO_COMPRESSION, *_names(summary)]
     out = []
@@ -309,7 +360,7 @@ def paired_table(result: ReplayResult, data: str | Sequence[str] = "real") -> li
 
 
 #: the measures of the "A vs B" table
-PAIRED_MEASURES = ("saving_pct", "cost_usd", "needed_recall")
+PAIRED_MEASURES = ("saving_pct_feasible", "cost_usd", "needed_recall")
 
 
 def _interval(cmp: Any, fmt: str) -> str:
@@ -331,10 +382,14 @@ def verdict_sections(
     lines = [
         "## Per-run statistics",
         "",
-        f"Over the {pool.label}. `runs`: N; `reached`: n, the runs whose raw request reaches T (the "
-        "others never compress); savings are per run, in %: median and interquartile range "
-        "(`q1`, `q3`) over all N runs, the median over the n runs that reached T, and the pooled "
-        "figure (Σ sent / Σ raw) beside them; the same for the cost saving with prompt caching.",
+        f"Over the {pool.label}. Definitions in this table: `runs`, N; `reached`, the runs where the "
+        "strategy's own trigger fired (for no compression: the uncompressed request reached T); "
+        "`compressed`, the runs it compressed at least once. Every saving is a **per-run saving over "
+        "the feasible calls** (the calls whose uncompressed request fits the window), in %: its mean "
+        "over the compressed runs and over all N runs, its median and interquartile range (`q1`, `q3`) "
+        "over all N runs, its median over the runs that reached the trigger, and the pooled figure "
+        "(Σ sent / Σ raw over the feasible calls of all runs) beside them; the same for the cost "
+        "saving with prompt caching.",
         "",
         table(per_run),
         "",
@@ -342,17 +397,20 @@ def verdict_sections(
         "",
         f"Each row compares A with B on the same runs ({pool.label}): the mean per-run difference "
         f"A − B with its {round(100 * CONFIDENCE)} % percentile-bootstrap interval over runs "
-        "(2,000 resamples, seed 0; `ctxlab.replay.stats`) and, in brackets, the number of paired "
-        "runs. Token saving in percentage points (higher: A saves more), cost with caching in US "
-        "dollars per run (negative: A is cheaper), needed recall over the runs where both summarized "
-        "(`-`: none). In Python: `result.compare(A, B, measure=...)`.",
+        "(2,000 resamples, seed 0; with runs from several sources the mean is source-balanced and "
+        "the bootstrap stratified by source, `ctxlab.replay.stratified`) and, in brackets, the number "
+        "of paired runs. Definitions in this table: Δ saving, the per-run token saving over feasible "
+        "calls in percentage points (higher: A saves more); Δ cost, the cost with caching in US "
+        "dollars per run (negative: A is cheaper); Δ needed recall, the per-run needed recall (each "
+        "run's pooled over its L2 rounds) over the runs where both summarized (`-`: none). An "
+        "interval that holds 0 is no detectable difference. In Python: `result.compare(A, B, measure=...)`.",
         "",
         "| A | B | Δ saving (points) | Δ cost $ per run | Δ needed recall |",
         "|---|---|---|---|---|",
     ]
     for row in paired_table(result, data):
         lines.append(
-            f"| {row['a']} | {row['b']} | {_interval(row['saving_pct'], '{:+.1f}')} | "
+            f"| {row['a']} | {row['b']} | {_interval(row['saving_pct_feasible'], '{:+.1f}')} | "
             f"{_interval(row['cost_usd'], '{:+.4f}')} | {_interval(row['needed_recall'], '{:+.3f}')} |"
         )
     return lines

@@ -16,6 +16,7 @@ from typing import Any
 __all__ = [
     "FIGURES",
     "MEASURES",
+    "NO_WINDOW",
     "SETTING_FLAGS",
     "CliError",
     "Option",
@@ -31,6 +32,7 @@ __all__ = [
     "model_option",
     "option",
     "switch",
+    "window_tokens",
 ]
 
 #: the four numeric settings fields -> (metavar, help) of their ``--summary-*`` flags
@@ -52,6 +54,25 @@ BREAKPOINTS = ("agent", "last", "oracle")
 DEFAULT_BREAKPOINTS = "agent"
 #: ``--figures`` choices: runs that reach T, every run, none
 FIGURES = ("reached", "all", "none")
+#: ``--context-window none``: no window at all (the default is the price row's model's)
+NO_WINDOW = "none"
+
+
+def window_tokens(text: str) -> int | str:
+    """``--context-window``'s value: tokens, or ``none`` (:data:`NO_WINDOW`: no window at all).
+
+    Raises:
+        argparse.ArgumentTypeError: anything else.
+    """
+    value = text.strip().lower()
+    if value in (NO_WINDOW, "off"):
+        return NO_WINDOW
+    try:
+        return int(value.replace(",", "").replace("_", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"invalid window {text!r}: allowed an integer > 0, or none"
+        ) from None
 
 
 class CliError(Exception):
@@ -155,9 +176,18 @@ def add_model_options(p: argparse.ArgumentParser) -> None:
             option(
                 "--context-window",
                 "the provider's input window: a request above it is refused with ContextOverflowError, "
-                "as a live call would be (default: no window)",
-                metavar="TOKENS",
-                type=int,
+                "as a live call would be, and an uncompressed request above it is marked over_window "
+                "(infeasible); none: no window (default: the window of the --price-model row's model, "
+                "from its LangChain profile, when one is known)",
+                metavar="TOKENS|none",
+                type=window_tokens,
+            ),
+            option(
+                "--window",
+                "the same as --context-window",
+                metavar="TOKENS|none",
+                type=window_tokens,
+                dest="context_window",
             ),
             model_option(
                 "--context-window-from",
@@ -217,6 +247,15 @@ def add_measure_options(p: argparse.ArgumentParser) -> None:
                 "reusing the prompt, an upper bound no agent reaches (default: %(default)s)",
                 choices=BREAKPOINTS,
                 default=DEFAULT_BREAKPOINTS,
+            ),
+            option(
+                "--unrecorded-prefix",
+                "the part of every request the recording does not hold (system prompt, tool schemas): "
+                "auto = measured per run from the recorded provider usage (none where nothing is "
+                "recorded), off, or N tokens for every run; added to every strategy's request as one "
+                "labelled block (default: %(default)s)",
+                metavar="auto|off|N",
+                default="auto",
             ),
         ],
     )

@@ -31,6 +31,7 @@ from typing import Any
 
 from ctxlab.cli.options import CliError
 from ctxlab.cli.resolve import (
+    prefix_setting,
     price_row,
     settings_from_args,
     summarizer_from_args,
@@ -239,6 +240,7 @@ def run_replay(args: argparse.Namespace, argv: Sequence[str]) -> int:
     if args.jobs < 1:  # a usage error: before any file is read
         raise CliError(f"--jobs={args.jobs} is invalid: allowed an integer > 0")
     window = window_from_args(args)
+    prefix_setting(args)  # a bad --unrecorded-prefix is a usage error before anything is read
     if args.format is not None:
         from ctxlab.transcripts import available_formats
 
@@ -342,6 +344,7 @@ def _replay_into(
         context_window=window,
         measure=args.measure,
         limit_calls=args.limit_calls,
+        unrecorded_prefix=prefix_setting(args),
         progress=not args.no_progress and sys.stderr.isatty(),
         price_model=price,
         cache_breakpoints=args.cache_breakpoints,
@@ -377,6 +380,7 @@ def _run_parallel(
             plugins_dir=args.plugins_dir,
             measure=args.measure,
             limit_calls=args.limit_calls,
+            unrecorded_prefix=prefix_setting(args),
             context_window=window,
             summarizer_model=args.summarizer_model,
             price_model=price,

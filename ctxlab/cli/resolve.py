@@ -17,10 +17,11 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from ctxlab.cli.options import SETTING_FLAGS, CliError
+from ctxlab.cli.options import NO_WINDOW, SETTING_FLAGS, CliError
 
 __all__ = [
     "load_config",
+    "prefix_setting",
     "price_row",
     "settings_from_args",
     "summarizer_from_args",
@@ -144,20 +145,27 @@ def settings_from_args(args: argparse.Namespace) -> Any:
 
 
 def window_from_args(args: argparse.Namespace) -> Any:
-    """The provider's :class:`~ctxlab.replay.provider.ContextWindow` of ``--context-window`` or
-    ``--context-window-from`` (counted with ``--provider-count``), or ``None``.
+    """The provider's :class:`~ctxlab.replay.provider.ContextWindow` of ``--context-window``
+    (``--window``) or ``--context-window-from`` (counted with ``--provider-count``); ``None`` for
+    ``--context-window none``; else ``"price"``: the window of the price row's model
+    (:func:`ctxlab.replay.building.price_window`, the default).
 
     Raises:
         CliError: both given, a window that is not a positive integer, an unknown profile, or
             tiktoken missing for the tiktoken counter.
     """
+    from ctxlab.replay.building import PRICE_WINDOW
     from ctxlab.replay.provider import ContextWindow, profile_window
 
     tokens, spec = args.context_window, args.context_window_from
     if tokens is not None and spec:
         raise CliError("give --context-window or --context-window-from, not both")
-    if tokens is None and not spec:
+    if tokens == NO_WINDOW:
         return None
+    if tokens is None and not spec:
+        if args.provider_count == "tiktoken":
+            _need_tiktoken()
+        return PRICE_WINDOW
     source = "--context-window"
     if spec:
         try:
@@ -166,13 +174,35 @@ def window_from_args(args: argparse.Namespace) -> Any:
             raise CliError(f"--context-window-from {exc}") from exc
         source = f"profile {spec}"
     if tokens is None or tokens <= 0:
-        raise CliError(f"--context-window={tokens} is invalid: allowed an integer > 0")
+        raise CliError(f"--context-window={tokens} is invalid: allowed an integer > 0, or none")
     try:
         return ContextWindow(int(tokens), counter=args.provider_count, source=source)
+    except ImportError:
+        _need_tiktoken()
+        raise
+
+
+def _need_tiktoken() -> None:
+    try:
+        import tiktoken  # noqa: F401
     except ImportError as exc:
         raise CliError(
             "--provider-count tiktoken needs the tiktoken package (pip install 'ctxlab[lab]')"
         ) from exc
+
+
+def prefix_setting(args: argparse.Namespace) -> str | int:
+    """``--unrecorded-prefix``: ``auto``, ``off`` or tokens (:func:`ctxlab.replay.prefix.parse_prefix_setting`).
+
+    Raises:
+        CliError: anything else.
+    """
+    from ctxlab.replay.prefix import parse_prefix_setting
+
+    try:
+        return parse_prefix_setting(getattr(args, "unrecorded_prefix", "auto"))
+    except ValueError as exc:
+        raise CliError(f"--unrecorded-prefix: {exc}") from exc
 
 
 def price_row(args: argparse.Namespace) -> Any:

@@ -31,7 +31,12 @@ LEVELS = ("L1", "L2")
 #: the run's :class:`~ctxlab.core.settings.CompressionSettings`.  A factory that also names a
 #: keyword parameter ``price`` is given the run's price row (a ``ctxlab.replay.prices.PriceRow``:
 #: ``key``, ``input``, ``cached_input``, ``cache_write``, ``output``, ``caching``; ``None`` when
-#: the caller has none) by :meth:`Strategy.make` (``ars-cache`` optimizes for it).
+#: the caller has none) by :meth:`Strategy.make` (``ars-cache`` optimizes for it).  A factory
+#: naming a keyword parameter ``fixed_request`` is given the run's ``(system message, tool
+#: schemas)``, the part of every request that is not the conversation (the recorded system message
+#: with the replay's unrecorded-prefix block, ``ctxlab.replay.prefix``; ``None`` when the caller
+#: has none), and a replay builds its middleware per run: a foreign middleware whose trigger counts
+#: the messages only (LangChain's) can count the same request as ctxlab's T (R16).
 StrategyFactory: TypeAlias = Callable[[CompressionSettings], Sequence[object] | AgentMiddleware[Any, Any]]
 
 
@@ -115,17 +120,30 @@ class Strategy:
     @property
     def takes_price(self) -> bool:
         """The factory names a ``price`` parameter (it is given the run's price row)."""
+        return "price" in self._parameters()
+
+    @property
+    def takes_fixed_request(self) -> bool:
+        """The factory names a ``fixed_request`` parameter (it is given the run's system message
+        and tool schemas, :data:`StrategyFactory`)."""
+        return "fixed_request" in self._parameters()
+
+    def _parameters(self) -> Mapping[str, Any]:
         try:
-            params = inspect.signature(self.factory).parameters
+            return inspect.signature(self.factory).parameters
         except (TypeError, ValueError):  # a builtin without a signature takes settings only
-            return False
-        return "price" in params
+            return {}
 
     def make(
-        self, settings: CompressionSettings, price: Any = None
+        self, settings: CompressionSettings, price: Any = None, fixed_request: Any = None
     ) -> Sequence[object] | AgentMiddleware[Any, Any]:
         """What the factory makes for ``settings``; ``price`` (the run's price row, or ``None``)
-        is passed as ``price=`` to a factory that :attr:`takes_price` and ignored by others."""
+        is passed as ``price=`` to a factory that :attr:`takes_price`, ``fixed_request`` (the
+        run's ``(system message, tools)``, or ``None``) as ``fixed_request=`` to one that
+        :attr:`takes_fixed_request`; other factories get neither."""
+        kwargs: dict[str, Any] = {}
         if self.takes_price:
-            return self.factory(settings, price=price)  # type: ignore[call-arg]
-        return self.factory(settings)
+            kwargs["price"] = price
+        if self.takes_fixed_request:
+            kwargs["fixed_request"] = fixed_request
+        return self.factory(settings, **kwargs)

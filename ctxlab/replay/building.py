@@ -25,12 +25,17 @@ if TYPE_CHECKING:
 
 __all__ = [
     "OFFLINE_SUMMARIZERS",
+    "PRICE_WINDOW",
+    "STAND_IN",
     "RunFiles",
     "build_middleware",
     "make_summarizer",
     "make_window",
+    "no_window_note",
+    "price_window",
     "strategy_records",
     "summarizer_name",
+    "summarizer_of",
 ]
 
 
@@ -80,6 +85,7 @@ def build_middleware(
     summarizer: Any = None,
     backend: RunFiles | None = None,
     price: Any = None,
+    fixed: Any = None,
 ) -> tuple[str, AgentMiddleware]:
     """A fresh middleware for a strategy name (or the given middleware), and the label of its rows.
 
@@ -99,6 +105,8 @@ def build_middleware(
             :class:`ctxlab.core.builtin.StructuredSummarizer`).
         price: the run's price row, given to a factory that takes one
             (:meth:`~ctxlab.core.strategy.Strategy.make`; ``ars-cache``); ``None``: none.
+        fixed: the run's ``(system message, tool schemas)``, given to a factory that names
+            ``fixed_request`` (the LangChain baseline's trigger counts it); ``None``: none.
 
     Raises:
         KeyError: the strategy name is not registered (the message lists the known names).
@@ -115,7 +123,7 @@ def build_middleware(
             f"unknown strategy {strategy!r}{did_you_mean(strategy, known)}; "
             f"known: {', '.join(sorted(known)) or '(none)'}"
         )
-    made = known[strategy].make(settings, price)
+    made = known[strategy].make(settings, price, fixed)
     if isinstance(made, AgentMiddleware):
         return strategy, made
     if isinstance(made, (list, tuple)):
@@ -198,17 +206,57 @@ def _plugin_provenance(plugins: Any) -> dict[str, Any]:
     return out
 
 
+#: ``context_window="price"``: the window of the price row's model (the default of a replay)
+PRICE_WINDOW = "price"
+
+
+def price_window(price: Any, provider_count: str = "tiktoken") -> ContextWindow | None:
+    """The window of the price row's model, ``provider:model`` of the row, from the installed
+    LangChain provider package's model profile (:func:`ctxlab.replay.provider.profile_window`),
+    counted with ``provider_count``; ``None`` when the row has no key or no profile knows the
+    model (the report then says so: a window must be given in tokens)."""
+    from ctxlab.replay.provider import profile_window
+
+    key = getattr(price, "key", None)
+    if not isinstance(key, str):
+        return None
+    try:
+        tokens = profile_window(key)
+    except ValueError:
+        return None
+    return ContextWindow(tokens, counter=provider_count, source=f"the price row's model {key} (its profile)")
+
+
+def no_window_note(asked: object, price: Any) -> str:
+    """What the provenance says of a replay without a window: why none, when the price row's
+    model's was asked (:data:`PRICE_WINDOW`) and no profile knows it."""
+    if asked == PRICE_WINDOW:
+        return (
+            f"none: the price row's model {getattr(price, 'key', price)} has no window in the installed "
+            "LangChain profiles (give one with --context-window)"
+        )
+    return "none (none asked)"
+
+
 def make_window(
-    context_window: int | ContextWindow | None, provider_count: str = "tiktoken"
+    context_window: int | ContextWindow | str | None, provider_count: str = "tiktoken", price: Any = None
 ) -> ContextWindow | None:
-    """A :class:`ContextWindow` from a number of tokens (counted with ``provider_count``), or
-    the given one; ``None`` stays ``None``.
+    """A :class:`ContextWindow` from a number of tokens (counted with ``provider_count``), the
+    given one, or, for :data:`PRICE_WINDOW` (``"price"``), the window of the price row's model
+    (:func:`price_window`; ``None`` when none is known); ``None`` stays ``None`` (no window).
 
     Raises:
-        ValueError: not a positive integer, or an unknown counter.
+        ValueError: not a positive integer, another string, or an unknown counter.
     """
     if context_window is None or isinstance(context_window, ContextWindow):
         return context_window
+    if isinstance(context_window, str):
+        if context_window != PRICE_WINDOW:
+            raise ValueError(
+                f"context_window={context_window!r} is invalid: allowed tokens, a ContextWindow, "
+                f"{PRICE_WINDOW!r} or None"
+            )
+        return price_window(price, provider_count)
     return ContextWindow(int(context_window), counter=provider_count)
 
 
@@ -261,3 +309,32 @@ def summarizer_name(summarizer_model: str | Any | None) -> str:
         return f"chat model {summarizer_model} (init_chat_model)"
     name = getattr(summarizer_model, "model_name", None) or getattr(summarizer_model, "model", None)
     return f"{type(summarizer_model).__name__}" + (f" {name}" if isinstance(name, str) else "")
+
+
+#: what a summarizer label says of a stand-in (``summarizer_of``): no model wrote the summaries
+STAND_IN = "offline stand-in, not a model"
+
+
+def summarizer_of(mw: AgentMiddleware) -> str:
+    """What writes a middleware's L2 summaries, in words, for the reports: a ctxlab middleware's
+    summarizer (an offline one by class, a chat model by name), a foreign middleware's ``model``
+    (the baselines' offline :class:`OfflineSummaryModel` by its type), ``"the agent's own
+    (recorded)"`` for a middleware that summarizes nothing itself.  An offline summarizer is
+    labelled :data:`STAND_IN`."""
+    if isinstance(mw, CompressionMiddleware):
+        given = getattr(mw, "_summarizer", None)  # what the replay gave it (make_summarizer)
+        return _summarizer_label(given if given is not None else StructuredSummarizer())
+    model = getattr(mw, "model", None)
+    if model is None:
+        return "the agent's own (recorded)" if getattr(mw, "replays_recorded_compactions", False) else "none"
+    return _summarizer_label(model)
+
+
+def _summarizer_label(obj: Any) -> str:
+    kind = type(obj).__name__
+    offline = hasattr(obj, "summarize") and not hasattr(obj, "invoke")
+    llm_type = getattr(obj, "_llm_type", "")
+    if offline or (isinstance(llm_type, str) and llm_type.startswith("ctxlab-offline")):
+        return f"{kind} ({STAND_IN})"
+    name = getattr(obj, "model_name", None) or getattr(obj, "model", None)
+    return f"chat model {name}" if isinstance(name, str) else f"chat model {kind}"

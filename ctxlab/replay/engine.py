@@ -19,25 +19,30 @@ import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypedDict, Unpack
+from typing import TYPE_CHECKING, Any, Unpack
 
 from langchain.agents.middleware.types import AgentMiddleware
-from langchain_core.messages import AIMessage
+from langchain_core.messages import AIMessage, SystemMessage
 
 from ctxlab.core.middleware import CompressionMiddleware
 from ctxlab.core.settings import CompressionSettings
 from ctxlab.replay.building import (
+    PRICE_WINDOW,
     RunFiles,
     build_middleware,
     make_summarizer,
     make_window,
+    no_window_note,
     strategy_records,
     summarizer_name,
+    summarizer_of,
 )
-from ctxlab.replay.cost import BREAKPOINTS, DEFAULT_BREAKPOINTS
+from ctxlab.replay.cost import DEFAULT_BREAKPOINTS
 from ctxlab.replay.hook_failures import hook_failures
 from ctxlab.replay.metrics import IdentifierIndex, make_measure, run_measure
 from ctxlab.replay.names import did_you_mean, safe_name, transcript_labels
+from ctxlab.replay.options import ReplayOptions, check_breakpoints
+from ctxlab.replay.prefix import UnrecordedPrefix, parse_prefix_setting, resolve_prefix, with_prefix
 from ctxlab.replay.provenance import provenance
 from ctxlab.replay.result import ReplayIssue, ReplayResult
 from ctxlab.replay.run_measures import resolve_price
@@ -53,7 +58,7 @@ if TYPE_CHECKING:
     import pluggy
 
     from ctxlab.core.estimation import EstimateCache
-    from ctxlab.replay.prices import PriceRow, PriceTable
+    from ctxlab.replay.prices import PriceRow
     from ctxlab.replay.provider import ContextWindow
 
 logger = logging.getLogger("ctxlab.replay.engine")
@@ -88,59 +93,6 @@ def _progress(total: int, desc: str, enabled: bool, leave: bool = True) -> Any:
     return tqdm(total=total, desc=desc, disable=not enabled, leave=leave, unit=unit, dynamic_ncols=True)
 
 
-class ReplayOptions(TypedDict, total=False):
-    """The keyword arguments :func:`replay` and :func:`replay_many` share (all optional).
-
-    Keys:
-        settings: the five fields (default: the ARS defaults).
-        pm: plugin manager for strategies and formats (default: with entry points).
-        out_dir: offloads and histories go to ``<out_dir>/files/<transcript>/<strategy>`` (a
-            temporary folder when ``None``).
-        format: the transcript format name of files (default: detected per file).
-        summarizer_model: ``"provider:model"`` (``init_chat_model``), a chat model, or an offline
-            summarizer's name (:data:`~ctxlab.replay.building.OFFLINE_SUMMARIZERS`; ``None``: structured).
-        summary_cache: a SQLite file caching the summarizer model's replies
-            (:mod:`ctxlab.replay.summary_cache`; hits and misses in ``result.provenance``);
-            ``None`` (default): no cache.
-        context_window: the provider's window: tokens (counted with ``provider_count``) or a
-            :class:`~ctxlab.replay.provider.ContextWindow`.  A request above it is refused with
-            ``ContextOverflowError`` as a provider would; it is also the model profile's
-            ``max_input_tokens``.  ``None`` (default): no window.
-        provider_count: the provider stand-in's counter, ``"tiktoken"`` (cl100k, default) or
-            ``"char-class"``.
-        measure: the measuring estimator, ``"char-class"`` (default) or ``"tiktoken"``.
-        limit_calls: replay at most this many model calls per run (``None``: all).
-        keep_views: keep every request view in ``result.views`` (and state updates in
-            ``result.updates``).
-        write_views: write every call's raw and sent view into ``<out_dir>/views`` (the call
-            inspector's data, :mod:`ctxlab.replay.views`; needs ``out_dir``). Default: off.
-        progress: progress bars (default: off for :func:`replay`, on for :func:`replay_many`).
-        price_model, prices: the price row of the cost columns, ``"provider:model"`` of the
-            ``prices`` file (default: the shipped table and its default row; see
-            :func:`ctxlab.replay.run_measures.resolve_price`).
-        cache_breakpoints: the breakpoint policy of explicit caching in the cost columns
-            (:data:`ctxlab.replay.cost.BREAKPOINTS`; default ``"agent"``, what an agent can place;
-            ``"oracle"`` is an upper bound).
-    """
-
-    settings: CompressionSettings | None
-    pm: pluggy.PluginManager | None
-    out_dir: str | Path | None
-    format: str | None
-    summarizer_model: str | Any | None
-    summary_cache: str | Path | None
-    context_window: int | ContextWindow | None
-    provider_count: str
-    measure: str
-    limit_calls: int | None
-    keep_views: bool
-    write_views: bool
-    progress: bool
-    price_model: str | PriceRow | None
-    prices: str | Path | PriceTable | None
-    cache_breakpoints: str
-
-
 @dataclass
 class _Batch:
     """What the runs of one call share, resolved from :class:`ReplayOptions` once.  Bounded for any
@@ -164,8 +116,14 @@ class _Batch:
     cache: SummaryCache | None = field(init=False)
     index: IdentifierIndex = field(default_factory=IdentifierIndex)
     cache_breakpoints: str = DEFAULT_BREAKPOINTS
+    prefix_setting: str | int = "auto"
+    no_window: str = "none"  # what the provenance says when there is no window
+    # per transcript label: its unrecorded prefix and the system message that carries it
+    prefixes: dict[str, tuple[UnrecordedPrefix, SystemMessage | None]] = field(default_factory=dict)
     # ctxlab middlewares built once per strategy, each writing to the current run's folder
     built: dict[str, tuple[str, AgentMiddleware, RunFiles]] = field(default_factory=dict)
+    # row label -> what writes its summaries (building.summarizer_of)
+    summarizers: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.meter = make_measure(self.measure)
@@ -176,22 +134,43 @@ class _Batch:
     def of(cls, options: ReplayOptions) -> _Batch:
         """Resolve the options (raises what :func:`replay_many` documents)."""
         pm = options.get("pm")
+        price = resolve_price(options.get("price_model"), options.get("prices"))
         return cls(
             settings=options.get("settings") or CompressionSettings(),
-            price=resolve_price(options.get("price_model"), options.get("prices")),
+            price=price,
             pm=pm if pm is not None else make_lab_manager(load_entrypoints=True),
-            window=make_window(options.get("context_window"), options.get("provider_count", "tiktoken")),
+            window=make_window(
+                options.get("context_window", PRICE_WINDOW), options.get("provider_count", "tiktoken"), price
+            ),
             measure=options.get("measure", "char-class"),
             summarizer_model=options.get("summarizer_model"),
             summary_cache=options.get("summary_cache"),
             limit_calls=options.get("limit_calls"),
             keep_views=options.get("keep_views", False),
             views_dir=Path(out) if options.get("write_views") and (out := options.get("out_dir")) else None,
-            cache_breakpoints=_breakpoints(options.get("cache_breakpoints", DEFAULT_BREAKPOINTS)),
+            cache_breakpoints=check_breakpoints(options.get("cache_breakpoints", DEFAULT_BREAKPOINTS)),
+            prefix_setting=parse_prefix_setting(options.get("unrecorded_prefix", "auto")),
+            no_window=no_window_note(options.get("context_window", PRICE_WINDOW), price),
         )
 
+    def request_prefix(
+        self, transcript: Transcript, label: str
+    ) -> tuple[UnrecordedPrefix, SystemMessage | None]:
+        """The run's unrecorded prefix (:func:`~ctxlab.replay.prefix.resolve_prefix`, measured
+        with the batch's measuring estimator) and the system message every strategy's requests
+        carry (the transcript's, with the prefix block); once per transcript."""
+        known = self.prefixes.get(label)
+        if known is None:
+            prefix = resolve_prefix(self.prefix_setting, transcript, self.meter)
+            first = transcript.messages[0] if transcript.messages else None
+            system = first if isinstance(first, SystemMessage) else None
+            known = self.prefixes[label] = (prefix, with_prefix(system, prefix, self.meter))
+        return known
+
     def cache_stats(self, result: ReplayResult) -> ReplayResult:
-        """``result`` with the summary cache's hits and misses in its provenance (when cached)."""
+        """``result`` with what wrote each strategy's summaries and the summary cache's hits and
+        misses in its provenance."""
+        result.provenance["summarizers"] = dict(self.summarizers)
         if self.cache is not None:
             result.provenance["summary_cache"] = self.cache.stats()
         return result
@@ -202,7 +181,7 @@ class _Batch:
             settings=self.settings,
             measure=self.meter.name,
             strategies=strategies,
-            window=self.window.describe() if self.window is not None else None,
+            window=self.window.describe() if self.window is not None else self.no_window,
             summarizer=summarizer_name(self.summarizer_model),
         )
         record["cost_model"] = {
@@ -223,7 +202,7 @@ class _Batch:
         return result
 
     def middleware(
-        self, strategy: str | AgentMiddleware, files: Path
+        self, strategy: str | AgentMiddleware, files: Path, fixed: tuple[Any, list[Any]] | None = None
     ) -> tuple[str, AgentMiddleware, Path | None]:
         """(row label, middleware, folder of its files) of one run writing to ``files``.
 
@@ -232,7 +211,9 @@ class _Batch:
         thread per run), its caches are keyed by message identity or content, and its files go
         to the run's folder (:class:`~ctxlab.replay.building.RunFiles`).  A strategy registered
         with ``per_run=True`` (plugins keeping a run's state on themselves) and a foreign
-        middleware are built per run.
+        middleware are built per run; ``fixed`` is the run's ``(system message, tools)``, given
+        to a factory that names ``fixed_request`` (:meth:`~ctxlab.core.strategy.Strategy.make`),
+        which is then built per run too.
         """
         if isinstance(strategy, str) and strategy in self.built:
             name, mw, run_files = self.built[strategy]
@@ -245,10 +226,13 @@ class _Batch:
             backend=run_files,
             summarizer=self.summarizer,
             price=self.price,
+            fixed=fixed,
         )
+        self.summarizers.setdefault(name, summarizer_of(mw))
         if not isinstance(mw, CompressionMiddleware) or not isinstance(strategy, str):
             return name, mw, None
-        if not registered_strategies(self.pm)[strategy].per_run:
+        entry = registered_strategies(self.pm)[strategy]
+        if not entry.per_run and not entry.takes_fixed_request:
             self.built[strategy] = (name, mw, run_files)
         return name, mw, run_files.use(files)
 
@@ -259,6 +243,7 @@ class _Batch:
         :func:`~ctxlab.replay.metrics.run_measure` of the batch's measuring estimator per run),
         writing its views to ``views_dir`` when the batch writes views."""
         measure = run_measure(mw, self.measure, self.meter)
+        prefix, system = self.request_prefix(transcript, label)
         log = None
         if self.views_dir is not None:
             log = ViewLog(view_file(self.views_dir, label, name), label, name, measure.message_tokens)
@@ -277,23 +262,13 @@ class _Batch:
                 index=self.index,
                 view_log=log,
                 cache_breakpoints=self.cache_breakpoints,
+                system=system,
+                prefix=prefix,
                 **more,
             )
         finally:
             if log is not None:
                 log.close()
-
-
-def _breakpoints(policy: str) -> str:
-    """A checked breakpoint policy (``"reusable"``: the old name of ``"oracle"``).
-
-    Raises:
-        ValueError: an unknown policy.
-    """
-    policy = "oracle" if policy == "reusable" else policy
-    if policy not in BREAKPOINTS:
-        raise ValueError(f"cache_breakpoints={policy!r} is invalid: allowed one of {BREAKPOINTS}")
-    return policy
 
 
 def replay(
@@ -331,7 +306,8 @@ def replay(
     files = _files_dir(
         options.get("out_dir"), label, strategy if isinstance(strategy, str) else strategy.name
     )
-    name, mw, root = batch.middleware(strategy, files)
+    _, system = batch.request_prefix(transcript, label)
+    name, mw, root = batch.middleware(strategy, files, (system, list(transcript.tools or [])))
     bar = _progress(
         _count_calls(transcript, batch.limit_calls), label, options.get("progress", False), leave=False
     )
@@ -344,6 +320,7 @@ def replay(
     result.measure = batch.measure
     result.files_dir = files
     result.sources[label] = transcript.source
+    result.prefixes[label] = batch.prefixes[label][0].as_dict()
     result.window = batch.window.describe() if batch.window is not None else None
     result.provenance = batch.provenance(strategy_records([strategy], batch.pm, batch.settings, batch.price))
     return batch.cache_stats(result)
@@ -449,7 +426,11 @@ def replay_many(
             result.sources[lab] = t.source
             inner = _progress(_count_calls(t, batch.limit_calls), "calls", progress, leave=False)
             try:
-                name, mw, files = batch.middleware(s, _files_dir(root, lab, sname))
+                prefix, system = batch.request_prefix(t, lab)
+                result.prefixes[lab] = prefix.as_dict()
+                name, mw, files = batch.middleware(
+                    s, _files_dir(root, lab, sname), (system, list(t.tools or []))
+                )
                 with hook_failures(batch.pm, t.source, lab, name) as survived:
                     one = batch.run(t, lab, name, mw, on_call=inner.update, files_root=files)
                 result.extend(one)

@@ -32,6 +32,7 @@ from typing import Any
 
 __all__ = [
     "FALLBACK_TEXTS",
+    "NO_CUTOFF",
     "SUMMARY_OPENINGS",
     "THRASH_CONSECUTIVE",
     "THRASH_COUNT",
@@ -82,6 +83,11 @@ def fallback_of(summary_text: str) -> str | None:
     return body if body in FALLBACK_TEXTS else None
 
 
+#: how ``summary_declined`` opens when a round wanted a summary but found no valid cutoff (R13):
+#: the one kind of decline counted in ``declined_summaries`` (a decision plugin's are by design)
+NO_CUTOFF = "no valid cutoff"
+
+
 def declined_of(stats: Mapping[str, Any], level: str, l2_threshold: float | None) -> str | None:
     """Why a ctxlab round sent a view above T2 without summarizing, or ``None``.
 
@@ -102,7 +108,7 @@ def declined_of(stats: Mapping[str, Any], level: str, l2_threshold: float | None
     if int(stats.get("tokens_after") or 0) <= l2_threshold:
         return None
     if stats.get("no_cutoff"):
-        return f"no valid cutoff: {stats['no_cutoff']}"
+        return f"{NO_CUTOFF}: {stats['no_cutoff']}"
     if "l2_decision" in stats:
         return f"declined: {stats['l2_decision']}"
     return None

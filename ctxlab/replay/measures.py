@@ -23,6 +23,7 @@ from ctxlab.replay.columns import (
     RetentionColumns,
     ToolPairsColumns,
     ViewColumns,
+    WindowColumns,
     measure_columns,
 )
 from ctxlab.replay.cost import DEFAULT_BREAKPOINTS
@@ -36,6 +37,8 @@ from ctxlab.replay.tracking import ViewMeasures, ViewTracker
 
 if TYPE_CHECKING:
     from ctxlab.core.estimation import EstimateCache
+    from ctxlab.replay.prefix import UnrecordedPrefix
+    from ctxlab.replay.provider import ContextWindow
 
 __all__ = [
     "CompressionMeasure",
@@ -46,6 +49,7 @@ __all__ = [
     "RunLabels",
     "ToolPairsMeasure",
     "ViewMeasure",
+    "WindowMeasure",
     "build_row",
     "default_measures",
 ]
@@ -78,18 +82,20 @@ class _PerCall:
 
 class RunLabels(_PerCall):
     """``transcript``, ``strategy``, ``data_provenance`` (the run's, :mod:`ctxlab.replay.sources`),
-    ``call_index``, ``message_index``."""
+    ``transcript_format`` (the loader's format name), ``call_index``, ``message_index``."""
 
     names: tuple[str, ...] = ("run",)
 
-    def __init__(self, data_provenance: str = "real") -> None:
+    def __init__(self, data_provenance: str = "real", transcript_format: str = "") -> None:
         self.data_provenance = data_provenance
+        self.transcript_format = transcript_format
 
     def measure(self, obs: CallObservation, row: dict[str, Any]) -> LabelColumns:
         return {
             "transcript": obs.transcript,
             "strategy": obs.strategy,
             "data_provenance": self.data_provenance,
+            "transcript_format": self.transcript_format,
             "call_index": obs.call_index,
             "message_index": obs.message_index,
         }
@@ -126,6 +132,25 @@ class ViewMeasure(_PerCall):
         }
 
 
+class WindowMeasure(_PerCall):
+    """``over_window``: the uncompressed request (the transcript's messages so far, as
+    ``raw_tokens`` counts them) against the provider's window, counted with the window's own
+    counter (:meth:`ctxlab.replay.provider.ContextWindow.tally`); empty without a window."""
+
+    names: tuple[str, ...] = ("window",)
+
+    def __init__(
+        self, window: ContextWindow | None, system: BaseMessage | None, tools: Sequence[Any]
+    ) -> None:
+        self.tally = window.tally(system, tools) if window is not None else None
+
+    def measure(self, obs: CallObservation, row: dict[str, Any]) -> WindowColumns:
+        if self.tally is None:
+            return {"over_window": None}
+        self.tally.add(obs.arrived)
+        return {"over_window": self.tally.over()}
+
+
 class CompressionMeasure(_PerCall):
     """What the middleware did in the call: its round, summarizer, failures, overflow, time, T/T2."""
 
@@ -153,6 +178,7 @@ class CompressionMeasure(_PerCall):
             "overflow_errors": obs.refusals,
             "overhead_ms": max(0.0, obs.call.seconds * 1000.0),
             "threshold": s.entry_threshold_tokens if s is not None else None,
+            "trigger_reached": obs.trigger_reached,
             "l2_threshold": s.l2_threshold_tokens if s is not None else None,
         }
 
@@ -186,14 +212,21 @@ class ToolPairsMeasure(_PerCall):
 
 class RecordedUsageMeasure(_PerCall):
     """``recorded_input_tokens``: the provider's input tokens of the recorded call, from the
-    recorded answer's ``usage_metadata`` (the loaders put the transcript's own counts there)."""
+    recorded answer's ``usage_metadata`` (the loaders put the transcript's own counts there);
+    ``unrecorded_prefix_tokens``: the run's unrecorded prefix (:mod:`ctxlab.replay.prefix`)."""
 
     names: tuple[str, ...] = ("recorded_usage",)
+
+    def __init__(self, prefix_tokens: int = 0) -> None:
+        self.prefix_tokens = prefix_tokens
 
     def measure(self, obs: CallObservation, row: dict[str, Any]) -> RecordedUsageColumns:
         usage = obs.answer.usage_metadata
         value = usage.get("input_tokens") if usage else None
-        return {"recorded_input_tokens": value if isinstance(value, int) else None}
+        return {
+            "recorded_input_tokens": value if isinstance(value, int) else None,
+            "unrecorded_prefix_tokens": self.prefix_tokens,
+        }
 
 
 class CostFidelityMeasure:
@@ -232,20 +265,28 @@ def default_measures(
     price: PriceRow | None,
     system: BaseMessage | None,
     data_provenance: str = "real",
+    transcript_format: str = "",
+    prefix: UnrecordedPrefix | None = None,
+    window: ContextWindow | None = None,
+    tools: Sequence[Any] = (),
     cache_breakpoints: str = DEFAULT_BREAKPOINTS,
 ) -> list[Measure]:
     """The replay's measures, in the order they fill a row; the cost and fidelity measure only
     with a price row (``None``: those columns stay empty); ``data_provenance``: the run's
-    (:func:`ctxlab.replay.sources.data_provenance`); ``cache_breakpoints``: the breakpoint policy of
-    explicit caching (:data:`ctxlab.replay.cost.BREAKPOINTS`)."""
+    (:func:`ctxlab.replay.sources.data_provenance`); ``prefix``: the run's unrecorded prefix
+    (already in ``system`` and ``base_tokens``; ``None``: none); ``window``: the provider's
+    window the uncompressed request is checked against (``over_window``; ``None``: none) with the
+    request's ``system`` and ``tools``; ``cache_breakpoints``: the breakpoint policy of explicit
+    caching (:data:`ctxlab.replay.cost.BREAKPOINTS`)."""
     view = ViewMeasure(measure, index, base_tokens)
     out: list[Measure] = [
-        RunLabels(data_provenance),
+        RunLabels(data_provenance, transcript_format),
         view,
+        WindowMeasure(window, system, tools),
         CompressionMeasure(),
         RetentionMeasure(view),
         ToolPairsMeasure(),
-        RecordedUsageMeasure(),
+        RecordedUsageMeasure(prefix.tokens if prefix is not None else 0),
     ]
     if price is not None:
         run = RunMeasures(price, measure, system=system, index=index, breakpoint=cache_breakpoints)

@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from langchain.agents.middleware.types import ModelRequest
 from langchain_core.exceptions import ContextOverflowError
@@ -83,6 +83,10 @@ class CallObservation:
         earlier: the identifiers of the transcript messages before this call.
         answered: the tool calls answered before this call, ``(AIMessage id, call id)``.
         settings: the middleware's :class:`CompressionSettings` (``None``: a foreign middleware).
+        trigger_reached: the strategy's own trigger fired in this call: a ctxlab round started
+            (the request reached T), a foreign middleware's ``ctxlab_trigger_reached`` (its own
+            counter reached its trigger; the ``recorded`` strategy: the agent cut the request);
+            ``None``: a foreign middleware that does not say.
     """
 
     transcript: str
@@ -110,6 +114,7 @@ class CallObservation:
     answered: set[tuple[str | None, str]]
     settings: CompressionSettings | None
     where: dict[str, Any] = field(default_factory=dict)
+    trigger_reached: bool | None = None
 
 
 class CallObserver:
@@ -126,6 +131,8 @@ class CallObserver:
         index: the identifier cache (``None``: a fresh one).
         files_root: the folder the middleware's backend writes to (``None``: the middleware's
             ``_ctxlab_files_root`` when it has one).
+        system: the requests' system message instead of the transcript's (the transcript's
+            with the unrecorded prefix, :mod:`ctxlab.replay.prefix`); ``"transcript"``: its own.
     """
 
     def __init__(
@@ -141,10 +148,12 @@ class CallObserver:
         thread_id: str | None = None,
         index: IdentifierIndex | None = None,
         files_root: Path | None = None,
+        system: SystemMessage | Literal["transcript"] | None = "transcript",
     ) -> None:
         self.transcript, self.label, self.strategy, self.result = transcript, label, strategy, result
         self.measure, self.window = measure, window
-        self.system, self.rest, self.offset = _split_system(transcript.messages)
+        recorded_system, self.rest, self.offset = _split_system(transcript.messages)
+        self.system = recorded_system if isinstance(system, str) else system
         self.tools = list(transcript.tools or [])
         self.harness = ModelNodeHarness(
             mw,
@@ -205,6 +214,9 @@ class CallObserver:
             state_before = list(state["messages"]) if self.settings is None else []
             event_before = state.get(EVENT_KEY)
             answer, refusals = _provider_answer(original, self.window)
+            mw = self.harness.middleware
+            if self.settings is None and hasattr(mw, "ctxlab_trigger_reached"):
+                mw.ctxlab_trigger_reached = None  # the middleware says again in this call
             try:
                 with count_summarizer_usage(self.measure) as usage:
                     call = self.harness.call(answer)
@@ -239,6 +251,8 @@ class CallObserver:
                 if feeds_recorded and not found:  # the agent's own compaction entering the view
                     found = _recorded_round(call.views[-1].messages, recorded_seen)
                 level = "L2" if found else level
+                if not found and getattr(self.harness.middleware, "ctxlab_truncated", False):
+                    level = "L1"  # the agent's own truncation: a trimmed view, no new summary
                 failure, fallback = self._foreign_records(found, where)
             elif new_event is not None and level == "L2":  # ARS: the summary is in the new event
                 failure = self._ars_record(new_event, where)
@@ -272,11 +286,22 @@ class CallObserver:
                 answered=answered,
                 settings=self.settings,
                 where=where,
+                trigger_reached=self._trigger_reached(call),
             )
             prev_view = view
             arrived = [original]
             earlier.add(original)  # the recorded answer joins what later calls saw earlier
             call_index += 1
+
+    def _trigger_reached(self, call: ModelCall) -> bool | None:
+        """:attr:`CallObservation.trigger_reached` of ``call``."""
+        if self.settings is not None:
+            return any(
+                isinstance(e, dict) and e.get("type") == EVENT_TYPE and e.get("phase") == "started"
+                for e in call.events
+            )
+        said = getattr(self.harness.middleware, "ctxlab_trigger_reached", None)
+        return said if isinstance(said, bool) else None
 
     def _foreign_records(
         self, found: list[tuple[BaseMessage, dict[str, Any]]], where: dict[str, Any]

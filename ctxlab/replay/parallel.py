@@ -328,8 +328,9 @@ def run_grid(
     plugins_dir: str | os.PathLike[str] | None = None,
     measure: str = "char-class",
     limit_calls: int | None = None,
-    context_window: int | None = None,
+    context_window: Any = "price",
     summarizer_model: str | None = None,
+    unrecorded_prefix: str | int = "auto",
     keep_views: bool = False,
     write_views: bool = False,
     summary_cache: str | None = None,
@@ -352,7 +353,8 @@ def run_grid(
             started here is shut down at the end.
         ray_init: more keyword arguments of ``ray.init`` (e.g. ``{"num_cpus": 2}``).
         out_dir: root of the middlewares' files (a temporary folder when ``None``).
-        format, plugins_dir, measure, limit_calls, context_window, keep_views, write_views: as
+        format, plugins_dir, measure, limit_calls, context_window, unrecorded_prefix, keep_views,
+            write_views: as
             for :func:`~ctxlab.replay.engine.replay_many` (``plugins_dir`` is loaded by every
             worker; the views go to ``out_dir``).
         summary_cache: the SQLite file of the summarizer's reply cache, shared by the workers
@@ -400,6 +402,7 @@ def run_grid(
         "measure": measure,
         "limit_calls": limit_calls,
         "context_window": context_window,
+        "unrecorded_prefix": unrecorded_prefix,
         "summarizer_model": summarizer_model,
         "keep_views": keep_views,
         "write_views": write_views,
@@ -442,6 +445,7 @@ def run_grid(
             summarizer_model=summarizer_model,
             price_model=price_model,
             cache_breakpoints=cache_breakpoints,
+            unrecorded_prefix=unrecorded_prefix,
         )
         merged.files_dir = (root / f"point-{p}" if len(points) > 1 else root) / "files"
         merged.errors.extend(load_errors)
@@ -454,7 +458,10 @@ def run_grid(
 
 
 def _add_cache_stats(merged: ReplayResult, one: ReplayResult) -> None:
-    """Sum a task's summary cache hits and misses into the merged result's provenance."""
+    """Sum a task's summary cache hits and misses into the merged result's provenance, and add
+    what wrote its strategy's summaries (as the serial replay records them)."""
+    if "summarizers" in one.provenance:
+        merged.provenance.setdefault("summarizers", {}).update(one.provenance["summarizers"])
     stats = one.provenance.get("summary_cache")
     if stats:
         total = merged.provenance.setdefault("summary_cache", {"path": stats["path"], "hits": 0, "misses": 0})

@@ -36,7 +36,7 @@ from langchain_core.messages import BaseMessage
 from ctxlab.core.estimation import CharClassEstimator, EstimateCache, split_data_url_images
 from ctxlab.replay.metrics import make_measure
 
-__all__ = ["PROVIDER_COUNTERS", "ByteBound", "ContextWindow", "profile_window"]
+__all__ = ["PROVIDER_COUNTERS", "ByteBound", "ContextWindow", "RequestTally", "profile_window"]
 
 #: the counters a :class:`ContextWindow` can count with
 PROVIDER_COUNTERS = ("tiktoken", "char-class")
@@ -116,9 +116,52 @@ class ContextWindow:
             return
         self.check(system, tools, messages)
 
+    def tally(self, system: BaseMessage | None, tools: Sequence[Any]) -> RequestTally:
+        """A running count of a request that only grows (the uncompressed request of a run, call
+        after call): :meth:`RequestTally.add` its messages, :meth:`RequestTally.over` tells whether
+        it is above the window, counted as :meth:`refuse` counts (exactly only past the byte bound)."""
+        return RequestTally(self, system, list(tools))
+
     def describe(self) -> str:
         """``"24,000 tokens (tiktoken, --context-window)"``: for reports."""
         return f"{self.max_input_tokens:,} tokens ({self.counter}, {self.source})"
+
+
+class RequestTally:
+    """The uncompressed request of a run against a :class:`ContextWindow`, message by message
+    (made by :meth:`ContextWindow.tally`).  Its byte bound is summed as messages arrive; the
+    exact count (the window's counter) is made only once the bound exceeds the window, and then
+    kept up to date.  Values are tokens."""
+
+    def __init__(self, window: ContextWindow, system: BaseMessage | None, tools: list[Any]) -> None:
+        self.window = window
+        self._messages: list[BaseMessage] = []
+        self._system, self._tools = system, tools
+        bound = window._bound
+        self._bound = bound.request_tokens(system, tools, []) if bound is not None else None
+        self._exact: int | None = None
+        self._counted = 0  # messages in self._exact
+
+    def add(self, messages: Sequence[BaseMessage]) -> None:
+        """The request grew by ``messages``."""
+        self._messages.extend(messages)
+        if self._bound is not None and self.window._bound is not None:
+            self._bound += sum(map(self.window._bound.message_tokens, messages))
+
+    def tokens(self) -> int:
+        """The request's exact count under the window's counter."""
+        count = self.window._count
+        if self._exact is None:
+            self._exact = count.request_tokens(self._system, self._tools, [])
+        self._exact += sum(map(count.message_tokens, self._messages[self._counted :]))
+        self._counted = len(self._messages)
+        return self._exact
+
+    def over(self) -> bool:
+        """The request is above the window (a provider would refuse it)."""
+        if self._bound is not None and self._bound <= self.window.max_input_tokens:
+            return False
+        return self.tokens() > self.window.max_input_tokens
 
 
 class ByteBound(CharClassEstimator):

@@ -18,6 +18,14 @@ state (:mod:`ctxlab.replay.runner`), as a run without the agent's own compaction
 had them; a middleware that sets :attr:`RecordedCompactionMiddleware.replays_recorded_compactions`
 gets them.  On a transcript without a recorded compaction ``recorded`` sends everything (the raw
 history).
+
+Cline does not summarize: it **truncates**, leaving a range of its history out of every later
+request (``conversationHistoryDeletedRange``).  The loader marks each message left out with the
+call from which on it was (:data:`ctxlab.transcripts.base.RECORDED_TRUNCATION_KEY`); ``recorded``
+leaves it out from that call on (the call index is the number of recorded answers in the
+request), every other strategy keeps it.  The strategy's own trigger (the replay's "reached T",
+``ctxlab_trigger_reached``) is the agent's: a call whose request the agent cut, by a compaction or
+a truncation.
 """
 
 from __future__ import annotations
@@ -26,11 +34,11 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from langchain.agents.middleware.types import AgentMiddleware, ModelRequest, ModelResponse
-from langchain_core.messages import AnyMessage, BaseMessage
+from langchain_core.messages import AIMessage, AnyMessage, BaseMessage
 
-from ctxlab.transcripts.base import recorded_compaction_of
+from ctxlab.transcripts.base import recorded_compaction_of, recorded_truncation_of
 
-__all__ = ["RECORDED_STRATEGY", "RecordedCompactionMiddleware", "recorded_view_start"]
+__all__ = ["RECORDED_STRATEGY", "RecordedCompactionMiddleware", "recorded_view", "recorded_view_start"]
 
 #: the strategy's registered name
 RECORDED_STRATEGY = "recorded"
@@ -54,14 +62,37 @@ def recorded_view_start(messages: Sequence[BaseMessage]) -> int:
     return latest or 0
 
 
-class RecordedCompactionMiddleware(AgentMiddleware[Any, Any]):
-    """Sends each request from the latest recorded compaction on (see the module docstring).
+def recorded_view(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
+    """What the agent itself sent of ``messages`` (state messages, no system message): from the
+    latest recorded compaction on (:func:`recorded_view_start`), without the messages it had
+    truncated by this call (marked with a ``from_call`` at most the number of recorded answers in
+    ``messages``)."""
+    view = list(messages[recorded_view_start(messages) :])
+    call = sum(1 for m in messages if isinstance(m, AIMessage) and recorded_compaction_of(m) is None)
+    return [m for m in view if not _truncated(m, call)]
 
-    Stateless: one instance serves every run of a batch.
+
+def _truncated(message: BaseMessage, call: int) -> bool:
+    mark = recorded_truncation_of(message)
+    start = mark.get("from_call") if mark is not None else None
+    return isinstance(start, int) and start <= call
+
+
+class RecordedCompactionMiddleware(AgentMiddleware[Any, Any]):
+    """Sends each request as the agent sent it (see the module docstring): from the latest
+    recorded compaction on, without what the agent truncated.
+
+    One instance serves every run of a batch; ``ctxlab_trigger_reached`` is the last call's
+    "the agent cut this request" (read by the replay right after the call).
     """
 
     #: the replay feeds this middleware the messages of recorded compactions
     replays_recorded_compactions = True
+    #: whether the agent's own compaction or truncation cut the last request
+    ctxlab_trigger_reached: bool | None = None
+    #: whether the last request left out messages the agent had truncated (an L1 round of the
+    #: agent's own: a trimmed view, no new summary)
+    ctxlab_truncated: bool = False
 
     @property
     def name(self) -> str:
@@ -69,8 +100,12 @@ class RecordedCompactionMiddleware(AgentMiddleware[Any, Any]):
 
     def _view(self, request: ModelRequest) -> ModelRequest:
         messages: list[AnyMessage] = list(request.messages)
-        start = recorded_view_start(messages)
-        return request.override(messages=messages[start:]) if start else request
+        view = recorded_view(messages)
+        self.ctxlab_trigger_reached = len(view) < len(messages)
+        self.ctxlab_truncated = any(recorded_truncation_of(m) is not None for m in messages) and len(
+            view
+        ) < len(messages[recorded_view_start(messages) :])
+        return request.override(messages=view) if len(view) < len(messages) else request  # type: ignore[arg-type]
 
     def wrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]

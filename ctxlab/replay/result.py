@@ -119,6 +119,8 @@ class ReplayResult:
             measuring estimator; ``files_dir``: where offloads and histories were written;
             ``price``: the price row of the cost columns (:mod:`ctxlab.replay.cost`).
         sources: transcript label -> its file.
+        prefixes: transcript label -> its unrecorded prefix (``tokens``, ``source``, ``calls``,
+            ``off_by``, ``raw_off_by``; :class:`ctxlab.replay.prefix.UnrecordedPrefix`).
         window: the provider's context window description (``None``: no window).
         provenance: what produced the result (:func:`ctxlab.replay.provenance.provenance`),
             set by :func:`~ctxlab.replay.engine.replay_many`.
@@ -137,6 +139,7 @@ class ReplayResult:
     measure: str = "char-class"
     files_dir: Path | None = None
     sources: dict[str, str] = field(default_factory=dict)
+    prefixes: dict[str, dict[str, Any]] = field(default_factory=dict)
     price: PriceRow | None = None
     window: str | None = None
     provenance: dict[str, Any] = field(default_factory=dict)
@@ -152,7 +155,12 @@ class ReplayResult:
         self.offloads.extend(other.offloads)
         self.errors.extend(other.errors)
         self.sources.update(other.sources)
+        self.prefixes.update(other.prefixes)
         self.price = self.price or other.price
+        self.window = self.window or other.window
+        if other.provenance.get("summarizers"):
+            merged = self.provenance.setdefault("summarizers", {})
+            merged.update({k: v for k, v in other.provenance["summarizers"].items() if k not in merged})
         for s in other.strategies:
             if s not in self.strategies:
                 self.strategies.append(s)

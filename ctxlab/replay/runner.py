@@ -33,11 +33,14 @@ from ctxlab.replay.sources import data_provenance
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from typing import Literal
 
     from langchain.agents.middleware.types import AgentMiddleware
+    from langchain_core.messages import SystemMessage
 
     from ctxlab.core.estimation import EstimateCache
     from ctxlab.core.settings import CompressionSettings
+    from ctxlab.replay.prefix import UnrecordedPrefix
     from ctxlab.replay.prices import PriceRow
     from ctxlab.replay.provider import ContextWindow
     from ctxlab.replay.views import ViewLog
@@ -63,6 +66,8 @@ def replay_one(
     index: IdentifierIndex | None = None,
     files_root: Path | None = None,
     view_log: ViewLog | None = None,
+    system: SystemMessage | Literal["transcript"] | None = "transcript",
+    prefix: UnrecordedPrefix | None = None,
     cache_breakpoints: str = DEFAULT_BREAKPOINTS,
 ) -> ReplayResult:
     """Replay ``transcript`` through ``mw``: one row per recorded model call.
@@ -88,6 +93,11 @@ def replay_one(
             records); ``None``: the middleware's ``_ctxlab_files_root`` when it has one.
         view_log: where every call's raw and sent view are written (:mod:`ctxlab.replay.views`);
             ``None``: nowhere.  Not closed here.
+        system: the system message of every request: the transcript's with the unrecorded
+            prefix block (:func:`ctxlab.replay.prefix.with_prefix`); ``"transcript"`` (default):
+            the transcript's own.
+        prefix: the run's unrecorded prefix (its tokens fill ``unrecorded_prefix_tokens``;
+            ``None``: 0).
         cache_breakpoints: the breakpoint policy of explicit caching in the cost columns
             (:data:`ctxlab.replay.cost.BREAKPOINTS`).
 
@@ -109,6 +119,7 @@ def replay_one(
         thread_id=thread_id,
         index=ids,
         files_root=files_root,
+        system=system,
     )
     system = observer.system
     base_tokens = measure.tools_tokens(observer.tools) + (
@@ -121,6 +132,10 @@ def replay_one(
         price=price,
         system=system,
         data_provenance=data_provenance(transcript),
+        transcript_format=transcript.format,
+        prefix=prefix,
+        window=window,
+        tools=observer.tools,
         cache_breakpoints=cache_breakpoints,
     )
     for obs in observer.calls(limit_calls):

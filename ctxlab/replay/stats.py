@@ -37,6 +37,7 @@ from typing import Any
 import polars as pl
 
 from ctxlab.replay.sources import DATA_PROVENANCES
+from ctxlab.replay.stratified import balanced_mean, run_sources
 
 __all__ = [
     "CONFIDENCE",
@@ -49,10 +50,9 @@ __all__ = [
     "bootstrap_mean",
     "comparison_table",
     "paired_comparison",
-    "per_run_stats",
     "per_run_values",
     "pooled_runs",
-    "reached_transcripts",
+    "strategy_names",
     "with_no_compression",
 ]
 
@@ -63,10 +63,12 @@ RESAMPLES = 2000
 SEED = 0
 CONFIDENCE = 0.95
 
-#: the objectives of a verdict: name -> (per-run column of ``summary.csv``, better direction)
+#: the objectives of a verdict: name -> (per-run column of ``summary.csv``, better direction);
+#: the savings are over the calls whose uncompressed request fits the provider's window (a saving
+#: against a request no agent could send is no saving; every call without a window)
 OBJECTIVES: dict[str, tuple[str, str]] = {
-    "tokens": ("saving_pct", "higher"),
-    "dollars with caching": ("cost_saving_pct", "higher"),
+    "tokens": ("saving_pct_feasible", "higher"),
+    "dollars with caching": ("cost_saving_pct_feasible", "higher"),
     "needed recall": ("needed_recall", "higher"),
 }
 
@@ -76,7 +78,11 @@ _UNCOMPRESSED: dict[str, str | float] = {
     "cost_usd": "raw_cost_usd",
     "saving_pct": 0.0,
     "saving_pct_without_failed": 0.0,
+    "saving_pct_feasible": 0.0,
+    "raw_tokens_feasible": "raw_tokens_feasible",
+    "raw_cost_usd_feasible": "raw_cost_usd_feasible",
     "cost_saving_pct": 0.0,
+    "cost_saving_pct_feasible": 0.0,
     "raw_tokens_total": "raw_tokens_total",
     "raw_cost_usd": "raw_cost_usd",
     **dict.fromkeys(
@@ -233,6 +239,9 @@ class PairedComparison:
         low, high: its bootstrap interval at ``confidence`` (``None``: no pair).
         confidence, resamples, seed: how the interval was drawn.
         data: which runs were used (:attr:`PooledRuns.label`).
+        sources: the sources (formats) the pairs come from; with more than one, ``difference`` is
+            the source-balanced mean and the interval a bootstrap stratified by source
+            (:mod:`ctxlab.replay.stratified`), so that no one source carries it.
     """
 
     a: str
@@ -249,6 +258,12 @@ class PairedComparison:
     resamples: int = RESAMPLES
     seed: int = SEED
     data: str = "all runs"
+    sources: int = 1
+
+    @property
+    def holds_zero(self) -> bool:
+        """The interval holds 0: no detectable difference (also when there is no pair)."""
+        return self.low is None or self.high is None or self.low <= 0.0 <= self.high
 
     def as_dict(self) -> dict[str, Any]:
         """The comparison as a flat dict (one row of :func:`comparison_table`)."""
@@ -270,9 +285,11 @@ class PairedComparison:
         pct = round(100 * self.confidence)
         big = max(abs(self.difference), abs(self.low), abs(self.high)) >= 10
         fmt = "{:+,.1f}" if big else "{:+.4f}"
+        strata = f" in {self.sources} sources, source-balanced" if self.sources > 1 else ""
         return (
             f"{self.a} − {self.b} on {self.measure}: {fmt.format(self.difference)} per run "
-            f"({pct} % CI {fmt.format(self.low)} to {fmt.format(self.high)}, {self.runs} runs, {self.data})"
+            f"({pct} % CI {fmt.format(self.low)} to {fmt.format(self.high)}, {self.runs} runs{strata}, "
+            f"{self.data})"
         )
 
 
@@ -286,6 +303,7 @@ def paired_comparison(
     confidence: float = CONFIDENCE,
     resamples: int = RESAMPLES,
     seed: int = SEED,
+    by_source: bool = True,
 ) -> PairedComparison:
     """Compare strategies ``a`` and ``b`` on one per-run column, paired by transcript.
 
@@ -296,6 +314,9 @@ def paired_comparison(
             ``needed_recall``, ``sent_tokens_total``, ...).
         data: which runs (:func:`pooled_runs`; default the real ones).
         confidence, resamples, seed: the bootstrap (module docstring).
+        by_source: with runs from several sources (formats), the source-balanced mean difference
+            and a bootstrap stratified by source (:func:`ctxlab.replay.stratified.balanced_mean`);
+            ``False``: the plain mean over runs.
 
     Returns:
         A :class:`PairedComparison`; a run where either value is empty (``needed_recall`` of a
@@ -313,7 +334,20 @@ def paired_comparison(
     if not pairs:
         return PairedComparison(a, b, measure, 0, dropped, None, None, None, None, None, data=pool.label)
     diffs = [x - y for x, y in pairs]  # type: ignore[operator]
-    mean, low, high = bootstrap_mean(diffs, confidence=confidence, resamples=resamples, seed=seed)
+    runs = [t for t in both if va[t] is not None and vb[t] is not None]
+    sources = run_sources(pool.summary)
+    n_sources = len({sources.get(t, t) for t in runs})
+    if by_source and n_sources > 1:
+        est = balanced_mean(
+            dict(zip(runs, diffs, strict=True)),
+            sources,
+            confidence=confidence,
+            resamples=resamples,
+            seed=seed,
+        )
+        mean, low, high = est.mean, est.low, est.high
+    else:
+        mean, low, high = bootstrap_mean(diffs, confidence=confidence, resamples=resamples, seed=seed)
     return PairedComparison(
         a,
         b,
@@ -329,6 +363,7 @@ def paired_comparison(
         resamples,
         seed,
         pool.label,
+        n_sources if by_source else 1,
     )
 
 
@@ -344,7 +379,7 @@ def comparison_table(
     and each strategy of ``summary``), one row each with ``a``, ``b``, ``measure``, ``runs``,
     ``mean_a``, ``mean_b``, ``difference`` (mean of ``a − b``), ``low``, ``high`` (the bootstrap
     interval, :data:`CONFIDENCE`)."""
-    names = list(strategies) if strategies is not None else _strategies(summary)
+    names = list(strategies) if strategies is not None else strategy_names(summary)
     rows = [
         paired_comparison(summary, a, b, measure, data=data, seed=seed).as_dict()
         for i, a in enumerate(names)
@@ -364,92 +399,9 @@ def comparison_table(
     return pl.DataFrame(rows, schema=schema, orient="row")
 
 
-def _strategies(summary: pl.DataFrame) -> list[str]:
+def strategy_names(summary: pl.DataFrame) -> list[str]:
+    """:data:`NO_COMPRESSION`, then the strategies of ``summary`` in order."""
     return [NO_COMPRESSION, *(str(s) for s in summary["strategy"].unique(maintain_order=True).to_list())]
-
-
-def _quartiles(values: Sequence[float]) -> tuple[float | None, float | None, float | None]:
-    if not values:
-        return None, None, None
-    if len(values) == 1:
-        return values[0], values[0], values[0]
-    q1, q2, q3 = statistics.quantiles(values, n=4, method="inclusive")
-    return q1, q2, q3
-
-
-def per_run_stats(
-    summary: pl.DataFrame,
-    *,
-    data: str | Sequence[str] = "real",
-    threshold: float | None = None,
-    column: str = "saving_pct",
-) -> pl.DataFrame:
-    """Per strategy (:data:`NO_COMPRESSION` first): the per-run distribution of ``column`` beside
-    the pooled figure.
-
-    Columns: ``strategy``; ``runs`` (N); ``reached`` (n: runs whose raw request reaches T);
-    ``median``, ``q1``, ``q3`` (of the per-run ``column`` over all N runs); ``median_reached``,
-    ``q1_reached``, ``q3_reached`` (over the n runs that reached T; the others never compress and
-    are reported apart, never averaged in); ``pooled`` (``saving_pct`` of the pooled sums, for
-    ``column="saving_pct"``; ``cost_saving_pct`` of the pooled costs for ``"cost_saving_pct"``;
-    else empty); ``data`` (the runs used, :func:`pooled_runs`).
-
-    Args:
-        summary: ``summary.csv``'s frame.
-        data: which runs (:func:`pooled_runs`).
-        threshold: T in tokens for the runs whose ``reached_threshold`` is empty (a foreign
-            middleware records no T; the replay's settings give it); ``None``: such a run counts
-            as reaching T when another strategy's run of the same transcript does.
-        column: the per-run column (default ``saving_pct``).
-    """
-    pool = pooled_runs(summary, data)
-    rows = pool.summary
-    reached = reached_transcripts(rows, threshold)
-    out: list[dict[str, Any]] = []
-    for name in _strategies(rows) if rows.height else []:
-        values = per_run_values(rows, name, column)
-        got = [v for v in values.values() if v is not None]
-        at_t = [v for t, v in values.items() if v is not None and t in reached]
-        q1, med, q3 = _quartiles(got)
-        r1, rmed, r3 = _quartiles(at_t)
-        out.append(
-            {
-                "strategy": name,
-                "runs": len(values),
-                "reached": sum(1 for t in values if t in reached),
-                "median": med,
-                "q1": q1,
-                "q3": q3,
-                "median_reached": rmed,
-                "q1_reached": r1,
-                "q3_reached": r3,
-                "pooled": _pooled(rows, name, column),
-                "data": pool.label,
-            }
-        )
-    schema = {
-        "strategy": pl.String,
-        "runs": pl.Int64,
-        "reached": pl.Int64,
-        **{k: pl.Float64 for k in ("median", "q1", "q3", "median_reached", "q1_reached", "q3_reached")},
-        "pooled": pl.Float64,
-        "data": pl.String,
-    }
-    return pl.DataFrame(out, schema=schema, orient="row")
-
-
-def reached_transcripts(summary: pl.DataFrame, threshold: float | None = None) -> set[str]:
-    """The transcripts whose raw request reaches T in some run: a run's ``reached_threshold``,
-    else (a foreign middleware records no T) its ``max_raw_tokens`` against ``threshold``; the
-    raw request is the transcript's, so one run that reaches T is enough."""
-    out: set[str] = set()
-    for row in summary.iter_rows(named=True):
-        flag = row.get("reached_threshold")
-        if flag is None and threshold is not None:
-            flag = (row.get("max_raw_tokens") or 0) >= threshold
-        if flag:
-            out.add(str(row["transcript"]))
-    return out
 
 
 def with_no_compression(frame: pl.DataFrame) -> pl.DataFrame:
@@ -461,7 +413,19 @@ def with_no_compression(frame: pl.DataFrame) -> pl.DataFrame:
         return frame
     keys = ["transcript"] if "transcript" in frame.columns else []
     firsts = frame.unique(keys, keep="first", maintain_order=True) if keys else frame.head(1)
-    same = {"transcript", "data_provenance", "reached_threshold", "transcripts", "calls", "max_raw_tokens"}
+    same = {
+        "transcript",
+        "data_provenance",
+        "transcript_format",
+        "transcripts",
+        "calls",
+        "max_raw_tokens",
+        "infeasible_calls",
+        "infeasible_share",
+        "unrecorded_prefix_tokens",
+        "raw_over_recorded",
+        "recorded_input_tokens_total",
+    }
     exprs: list[pl.Expr] = []
     for name, dtype in frame.schema.items():
         source = _UNCOMPRESSED.get(name)
@@ -481,19 +445,3 @@ def with_no_compression(frame: pl.DataFrame) -> pl.DataFrame:
             value = pl.lit(None)
         exprs.append(value.cast(dtype).alias(name))
     return pl.concat([firsts.select(exprs), frame], how="vertical")
-
-
-def _pooled(rows: pl.DataFrame, strategy: str, column: str) -> float | None:
-    if strategy == NO_COMPRESSION:
-        return 0.0 if column in ("saving_pct", "cost_saving_pct") else None
-    mine = rows.filter(pl.col("strategy") == strategy)
-    pairs = {
-        "saving_pct": ("sent_tokens_total", "raw_tokens_total"),
-        "cost_saving_pct": ("cost_usd", "raw_cost_usd"),
-    }
-    if column not in pairs:
-        return None
-    sent, raw = (mine[c].sum() for c in pairs[column])
-    if raw is None or not raw or sent is None:
-        return None
-    return 100.0 * (1.0 - float(sent) / float(raw))

@@ -27,6 +27,7 @@ name                    id     file
 ``langchain_messages``         LangGraph state / LangSmith run export (``langchain_core.load``)
 ``opencode_storage``           OpenCode JSON storage (a session file with its message/part files)
 ``gemini_cli``          F17    Gemini CLI session JSON (``~/.gemini/tmp/*/chats/session-*.json``)
+``cline_task``                 Cline/Roo task folder: the history with ``ui_messages.json`` (usage, truncation)
 ``anthropic_messages``         Anthropic Messages API list (Cline/Roo ``api_conversation_history.json``)
 ``openai_responses``           OpenAI Responses API item list (``function_call``/``..._output``)
 ``generic_messages``           fallback: message arrays found anywhere in unknown JSON

@@ -101,16 +101,26 @@ def _blocks(path: Path, content: Any, at: str) -> list[dict[str, Any]]:
     return [block for _, block in objects(path, expect(path, content, list, where), where)]
 
 
-def add_anthropic_messages(path: Path, builder: MessageBuilder, messages: list[Any], where: str) -> None:
+def add_anthropic_messages(
+    path: Path,
+    builder: MessageBuilder,
+    messages: list[Any],
+    where: str,
+    spans: list[tuple[int, int]] | None = None,
+) -> None:
     """Append Anthropic Messages API messages to ``builder`` (see the module docstring).
 
-    ``where`` names the list for error places (``""`` for a top-level list).
+    ``where`` names the list for error places (``""`` for a top-level list); ``spans``, when
+    given, receives for each message of the list the ``(start, end)`` of the builder messages it
+    became (a Cline task maps its history indices to them, :mod:`ctxlab.transcripts.cline`).
 
     Raises:
         TranscriptError: at ``key <where>[i]...`` for a message or block that is not an object, or
             a missing or unknown role.
     """
+    starts: list[int] = []
     for at, msg in objects(path, messages, where):
+        starts.append(len(builder.messages))
         role = need(path, msg, "role", str, at)
         content = msg.get("content")
         if role == "system":
@@ -150,6 +160,8 @@ def add_anthropic_messages(path: Path, builder: MessageBuilder, messages: list[A
             _flush_text(builder, pending, result)
         else:
             raise TranscriptError(path, f"key {join_key(at, 'role')}", f"unknown role {role!r}")
+    if spans is not None:
+        spans.extend(zip(starts, [*starts[1:], len(builder.messages)], strict=True))
 
 
 def _text_of(block: dict[str, Any]) -> str:

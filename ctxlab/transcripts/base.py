@@ -38,6 +38,23 @@ SYNTHETIC_KEY = "ctxlab_synthetic"
 RECORDED_COMPACTION_KEY = "ctxlab_recorded_compaction"
 
 
+#: additional_kwargs key marking a message the agent itself **left out** of its requests from some
+#: call on, without a summary in its place (Cline's ``conversationHistoryDeletedRange``: the
+#: history it truncated to fit its window).  The value is a dict: ``from_call`` (the 0-based model
+#: call of the run whose request first leaves it out) and ``source`` (what in the file records it).
+#: A replay's ``recorded`` strategy leaves the message out from that call on; every other
+#: strategy gets it (:mod:`ctxlab.replay.recorded`).
+RECORDED_TRUNCATION_KEY = "ctxlab_recorded_truncation"
+
+
+def recorded_truncation_of(message: object) -> dict[str, Any] | None:
+    """The :data:`RECORDED_TRUNCATION_KEY` mark of ``message``, or ``None`` when the agent never
+    left it out of a request."""
+    kwargs = getattr(message, "additional_kwargs", None)
+    mark = kwargs.get(RECORDED_TRUNCATION_KEY) if isinstance(kwargs, dict) else None
+    return mark if isinstance(mark, dict) else None
+
+
 def recorded_compaction_of(message: object) -> dict[str, Any] | None:
     """The :data:`RECORDED_COMPACTION_KEY` mark of ``message``, or ``None`` when it is not part
     of a recorded compaction."""

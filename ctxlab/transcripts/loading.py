@@ -11,6 +11,7 @@ from langchain_core.messages import SystemMessage
 
 from ctxlab.transcripts._util import warn
 from ctxlab.transcripts.base import Transcript, TranscriptError, TranscriptFormat
+from ctxlab.transcripts.cline import is_task_member
 from ctxlab.transcripts.detection import HOW_TO_NAME_OR_WRITE, Detection, check_regular, detect
 from ctxlab.transcripts.generic import GENERIC_NAME
 from ctxlab.transcripts.opencode_storage import is_storage_member
@@ -138,8 +139,9 @@ def iter_transcript_files(paths: PathLike | Iterable[PathLike]) -> list[Path]:
     """The files to load: files as given, folders walked recursively.
 
     In folders, hidden files and folders (``.*``), ``README*``, ``SOURCES.md``,
-    ``.gitattributes`` and the message and part files of an OpenCode storage (read through its
-    session file) are skipped.  The result is de-duplicated and sorted by path.
+    ``.gitattributes``, the message and part files of an OpenCode storage (read through its
+    session file) and the UI log and metadata of a Cline task (read through its history file)
+    are skipped.  The result is de-duplicated and sorted by path.
 
     Raises:
         FileNotFoundError: a path does not exist.
@@ -155,7 +157,9 @@ def iter_transcript_files(paths: PathLike | Iterable[PathLike]) -> list[Path]:
                 out.update(
                     Path(dirpath) / f
                     for f in filenames
-                    if not _skipped(f) and not is_storage_member(Path(dirpath) / f)
+                    if not _skipped(f)
+                    and not is_storage_member(Path(dirpath) / f)
+                    and not is_task_member(Path(dirpath) / f)
                 )
         elif root.exists() or root.is_symlink():
             out.add(root)  # a file, or a symlink loop or broken symlink that loading names as such

@@ -97,12 +97,17 @@ def plot_cost_per_call(
 
 
 def write_cost_figure(
-    calls: pl.DataFrame, out_dir: str | Path, *, price_label: str | None = None, data: str = "real"
+    calls: pl.DataFrame,
+    out_dir: str | Path,
+    *,
+    price_label: str | None = None,
+    data: str = "real",
+    note: str | None = None,
 ) -> Path | None:
     """Write :data:`COST_FIGURE` (:func:`plot_cost_per_call`) into ``out_dir`` (Agg canvas, 100
     dpi) over the runs ``data`` names (:func:`ctxlab.replay.stats.pooled_runs`, default the real
     ones; the title says which) and return its path; ``None`` when ``calls`` is empty or has no
-    cost (no price row)."""
+    cost (no price row).  ``note``: a line on the figure (what wrote the summaries)."""
     if calls.is_empty() or calls["cost_usd"].is_null().all():
         return None
     out = Path(out_dir)
@@ -110,4 +115,4 @@ def write_cost_figure(
     pool = pooled_runs(calls, data)
     title = f"Cost per call by strategy ({pool.label}, with prompt caching)"
     fig = plot_cost_per_call(pool.summary, price_label=price_label, title=title)
-    return save_png(fig, out / COST_FIGURE)
+    return save_png(fig, out / COST_FIGURE, note)

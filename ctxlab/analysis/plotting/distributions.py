@@ -18,13 +18,8 @@ import polars as pl
 from ctxlab.analysis.plotting.options import Panel, PlotOptions, with_options
 from ctxlab.analysis.plotting.style import STRATEGY_COLORS, fit_margins, font_families, label_text, shorten
 from ctxlab.replay.columns import axis_label, unit
-from ctxlab.replay.stats import (
-    NO_COMPRESSION,
-    per_run_stats,
-    per_run_values,
-    pooled_runs,
-    reached_transcripts,
-)
+from ctxlab.replay.per_run import per_run_stats, reached_runs
+from ctxlab.replay.stats import NO_COMPRESSION, per_run_values, pooled_runs
 from ctxlab.replay.table import summary_frame
 
 if TYPE_CHECKING:
@@ -78,12 +73,12 @@ def plot_savings(
     fig, ax = panel.fig, panel.ax
     fam = font_families()
     rng = random.Random(0)  # the jitter of the points: the same figure every time
-    reached = reached_transcripts(pool.summary, threshold)
     labels = []
     for i, row in enumerate(stats.iter_rows(named=True)):
         name = str(row["strategy"])
         color = "#555555" if name == NO_COMPRESSION else STRATEGY_COLORS[(i - 1) % len(STRATEGY_COLORS)]
         values = per_run_values(pool.summary, name, "saving_pct")
+        reached = reached_runs(pool.summary, name, threshold)
         hit = [v for t, v in values.items() if v is not None and t in reached]
         below = [v for t, v in values.items() if v is not None and t not in reached]
         if hit:

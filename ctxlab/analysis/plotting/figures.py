@@ -90,13 +90,25 @@ def figure_name(*parts: str) -> str:
     return safe_name("__".join(parts), limit=99, empty="figure") + ".png"
 
 
-def save_png(fig: Figure, path: Path) -> Path:
+def save_png(fig: Figure, path: Path, note: str | None = None) -> Path:
     """Render ``fig`` with the Agg canvas to ``path`` as PNG (100 dpi) and return ``path``.  Labels
     go through :func:`~ctxlab.analysis.plotting.style.label_text`, so no glyph is missing (a
-    missing-glyph warning is not silenced: it would be a bug)."""
+    missing-glyph warning is not silenced: it would be a bug).  ``note``: a line written small at
+    the figure's bottom left (the report names what wrote the summaries on every figure)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
     FigureCanvasAgg(fig)
+    if note:
+        fig.text(
+            0.005,
+            0.003,
+            label_text(note),
+            fontsize=7,
+            color="#555555",
+            ha="left",
+            va="bottom",
+            fontfamily=font_families(),
+        )
     fig.savefig(path, dpi=100, pil_kwargs={"compress_level": 3})
     return path
 
@@ -145,6 +157,7 @@ def write_figures(
     settings: Any = None,
     runs: str = "all",
     data: str = "real",
+    note: str | None = None,
 ) -> list[Path]:
     """Write the report's PNGs (Agg canvas) and return their paths:
 
@@ -157,6 +170,7 @@ def write_figures(
     Args:
         runs: ``"all"``: the per-run and per-transcript figures of every run; ``"reached"``: only
             of the runs that reach T (:func:`reaching_runs`), where compression can show.
+        note: a line on every figure (:func:`save_png`): what wrote the summaries.
 
     Raises:
         ValueError: ``runs`` is neither.
@@ -169,7 +183,7 @@ def write_figures(
     if calls.is_empty():
         return paths
     T = getattr(settings, "entry_threshold_tokens", None)
-    paths.append(save_png(plot_savings(calls, data=data, threshold=T), out / "saving_by_strategy.png"))
+    paths.append(save_png(plot_savings(calls, data=data, threshold=T), out / "saving_by_strategy.png", note))
     chosen = (
         reaching_runs(calls, settings)
         if runs == "reached"
@@ -180,10 +194,10 @@ def write_figures(
     )
     for transcript, strategy in chosen:
         fig = budget_png_figure(calls, transcript, strategy, settings)
-        paths.append(save_png(fig, out / "budget" / figure_name(transcript, strategy)))
+        paths.append(save_png(fig, out / "budget" / figure_name(transcript, strategy), note))
     if calls["strategy"].n_unique() > 1:
         (out / "strategies").mkdir(parents=True, exist_ok=True)
         for transcript in dict.fromkeys(t for t, _ in chosen):
             fig = plot_strategies(calls, transcript)
-            paths.append(save_png(fig, out / "strategies" / figure_name(transcript)))
+            paths.append(save_png(fig, out / "strategies" / figure_name(transcript), note))
     return paths

@@ -153,11 +153,14 @@ def plot_frontier(calls_by_price: Mapping[str, pl.DataFrame], **options: Unpack[
     return fig
 
 
-def write_frontier_figure(calls: pl.DataFrame, out_dir: str | Path, *, price_key: str) -> Path | None:
+def write_frontier_figure(
+    calls: pl.DataFrame, out_dir: str | Path, *, price_key: str, note: str | None = None
+) -> Path | None:
     """Write :data:`FRONTIER_FIGURE` (:func:`plot_frontier` of one price row) into ``out_dir`` and
-    return its path; ``None`` when ``calls`` is empty or has no cost (no price row)."""
+    return its path; ``None`` when ``calls`` is empty or has no cost (no price row).  ``note``: a
+    line on the figure (what wrote the summaries)."""
     if calls.is_empty() or calls["cost_usd"].is_null().all():
         return None
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    return save_png(plot_frontier({price_key: calls}), out / FRONTIER_FIGURE)
+    return save_png(plot_frontier({price_key: calls}), out / FRONTIER_FIGURE, note)

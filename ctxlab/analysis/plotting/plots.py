@@ -51,7 +51,8 @@ def plot_budget(
     **options: Unpack[PlotOptions],
 ) -> Figure:
     """Token budget per model call of one run: raw vs sent lines, horizontal T and T2 lines,
-    markers on the calls that ran L1 and L2.
+    markers on the calls that ran L1 and L2, and other markers (each in the legend) on the calls
+    whose summary failed or was a fallback text, was rejected, or was declined.
 
     Args:
         calls: the per-call frame (filtered to one run, or name it with ``transcript``/``strategy``).
@@ -108,19 +109,18 @@ def plot_budget(
     peak = max([*df["raw_tokens"].to_list(), *df["view_tokens"].to_list(), 1])
     top = threshold_lines(ax, T, T2, peak, log)
     size = 60 if len(x) <= 80 else 34  # smaller markers on long runs
-    for level, marker in (("L1", "^"), ("L2", "D")):
-        sel = df.filter(pl.col("level") == level)
+    for label, sel, marker, color in _round_marks(df):
         if sel.height:
             ax.scatter(
                 sel["call_index"].to_list(),
                 sel["view_tokens"].to_list(),
                 marker=marker,
-                s=size,
-                color=COLORS[level],
+                s=size * (1.5 if marker == "X" else 1.0),
+                color=color,
                 edgecolor="black",
                 linewidth=0.6,
-                zorder=5,
-                label=f"{level} call ({sel.height})",
+                zorder=6 if marker != "^" else 5,
+                label=f"{label} ({sel.height})",
             )
     tokens_axis(ax, log)
     if log:
@@ -133,6 +133,33 @@ def plot_budget(
     if x:
         ax.set_xlim(min(x) - 0.5, max(x) + 0.5)
     return panel.close(run.title())
+
+
+def _null(df: pl.DataFrame, column: str) -> pl.Expr:
+    return pl.col(column).is_null() if column in df.columns else pl.lit(True)
+
+
+def _round_marks(df: pl.DataFrame) -> list[tuple[str, pl.DataFrame, str, str]]:
+    """The calls of a run's compression rounds by what came of them, each with its marker and
+    colour (``ctxlab.replay.failures``): L1 rounds; L2 rounds with a summary; failed or fallback
+    summaries (the summarizer failed, or a foreign middleware committed its canned text); rejected
+    summaries (not committed: bigger than their span); declined summaries (a round that wanted a
+    summary and sent a view above T2 without one)."""
+    failed = ~(_null(df, "summary_error") & _null(df, "summary_fallback"))
+    rejected = ~_null(df, "summary_rejected")
+    declined = ~_null(df, "summary_declined")
+    return [
+        ("L1 call", df.filter((pl.col("level") == "L1") & ~rejected & ~declined), "^", COLORS["L1"]),
+        ("L2 call", df.filter((pl.col("level") == "L2") & ~failed), "D", COLORS["L2"]),
+        ("failed or fallback summary", df.filter(failed), "X", COLORS["failed"]),
+        ("rejected summary (not committed)", df.filter(rejected & ~failed), "s", COLORS["rejected"]),
+        (
+            "declined summary (above T2, none made)",
+            df.filter(declined & ~rejected & ~failed),
+            "v",
+            COLORS["declined"],
+        ),
+    ]
 
 
 @with_options(PlotOptions)

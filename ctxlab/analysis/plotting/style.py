@@ -67,6 +67,9 @@ COLORS = {
     "T2": "#d62728",
     "L1": "#ff7f0e",
     "L2": "#d62728",
+    "failed": "#000000",
+    "rejected": "#bcbd22",
+    "declined": "#17becf",
 }
 PART_COLORS = {
     "system": "#8c8c8c",

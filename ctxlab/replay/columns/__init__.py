@@ -21,10 +21,10 @@ column".
 
 from __future__ import annotations
 
-from ctxlab.replay.columns.calls import (
-    CALL_REGISTRY,
+from ctxlab.replay.columns.calls import CALL_REGISTRY, VIEW_PARTS
+from ctxlab.replay.columns.registry import UNITS, CallColumn, RunColumn
+from ctxlab.replay.columns.rows import (
     MEASURE_TYPES,
-    VIEW_PARTS,
     CallRow,
     CompressionColumns,
     CostColumns,
@@ -34,8 +34,8 @@ from ctxlab.replay.columns.calls import (
     RetentionColumns,
     ToolPairsColumns,
     ViewColumns,
+    WindowColumns,
 )
-from ctxlab.replay.columns.registry import UNITS, CallColumn, RunColumn
 from ctxlab.replay.columns.runs import RUN_REGISTRY
 
 __all__ = [
@@ -56,6 +56,7 @@ __all__ = [
     "RunColumn",
     "ToolPairsColumns",
     "ViewColumns",
+    "WindowColumns",
     "axis_label",
     "column",
     "columns_markdown",
@@ -68,8 +69,11 @@ __all__ = [
 REPORT_DEFINITIONS: tuple[str, ...] = (
     "data_provenance",
     "raw_tokens",
+    "unrecorded_prefix_tokens",
+    "over_window",
     "view_tokens",
     "saving_pct",
+    "reached_threshold",
     "level",
     "cutoff_index",
     "overhead_ms",

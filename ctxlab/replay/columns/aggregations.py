@@ -8,6 +8,8 @@ import polars as pl
 __all__ = [
     "cost",
     "count",
+    "feasible",
+    "feasible_cost",
     "in_window",
     "ok",
     "ok_cost",
@@ -60,6 +62,24 @@ def valid() -> pl.Expr:
 def ok(column: str) -> pl.Expr:
     """The sum over the valid calls (:func:`valid`)."""
     return pl.col(column).filter(valid()).sum()
+
+
+def feasible(column: str, *, nullable: bool = False) -> pl.Expr:
+    """The sum over the calls whose uncompressed request fits the window (every call without a
+    window); with ``nullable``, empty when every value is."""
+    fits = ~pl.col("over_window").fill_null(False)
+    kept = pl.col(column).filter(fits)
+    if nullable:
+        return pl.when(kept.is_not_null().any()).then(kept.sum()).otherwise(None)
+    return kept.sum()
+
+
+def feasible_cost() -> pl.Expr:
+    """:func:`cost` over the calls whose uncompressed request fits the window."""
+    fits = ~pl.col("over_window").fill_null(False)
+    return (
+        feasible("cost_usd", nullable=True) + pl.col("summarizer_cost_usd").filter(fits).fill_null(0.0).sum()
+    )
 
 
 def cost() -> pl.Expr:

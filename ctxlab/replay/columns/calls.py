@@ -1,33 +1,19 @@
-"""The per-call columns (``calls.parquet``), in the frame's order, and the typed row :class:`CallRow`.
+"""The per-call columns (``calls.parquet``), in the frame's order.
 
 A column is one :class:`~ctxlab.replay.columns.registry.CallColumn` entry here plus one field of
-:class:`CallRow` (in its measure's TypedDict; ``tests/test_columns.py`` fails when they drift); the measure named in the
-entry computes it (:mod:`ctxlab.replay.measures`).
+:class:`~ctxlab.replay.columns.rows.CallRow` (in its measure's TypedDict,
+:mod:`ctxlab.replay.columns.rows`; ``tests/test_columns.py`` fails when they drift); the measure
+named in the entry computes it (:mod:`ctxlab.replay.measures`).
 """
 
 from __future__ import annotations
-
-from typing import TypedDict
 
 import polars as pl
 
 from ctxlab.replay.columns import definitions as d
 from ctxlab.replay.columns.registry import CallColumn
 
-__all__ = [
-    "CALL_REGISTRY",
-    "MEASURE_TYPES",
-    "VIEW_PARTS",
-    "CallRow",
-    "CompressionColumns",
-    "CostColumns",
-    "FidelityColumns",
-    "LabelColumns",
-    "RecordedUsageColumns",
-    "RetentionColumns",
-    "ToolPairsColumns",
-    "ViewColumns",
-]
+__all__ = ["CALL_REGISTRY", "VIEW_PARTS"]
 
 #: the parts a view is split into (columns ``view_<part>_tokens``)
 VIEW_PARTS = ("system", "user", "assistant", "tool", "summary")
@@ -54,6 +40,13 @@ CALL_REGISTRY: tuple[CallColumn, ...] = (
         "run",
         detail=d.DATA_PROVENANCE,
     ),
+    CallColumn(
+        "transcript_format",
+        _Str,
+        "label",
+        "the format (the agent) that wrote the transcript: the source the verdicts group and weight runs by",
+        "run",
+    ),
     CallColumn("call_index", _Int, "index", "the model call's position in the run (0-based)", "run"),
     CallColumn(
         "message_index", _Int, "index", "the recorded assistant message's position in the transcript", "run"
@@ -67,6 +60,16 @@ CALL_REGISTRY: tuple[CallColumn, ...] = (
         for p in VIEW_PARTS
     ),
     CallColumn("view_messages", _Int, "messages", "messages in the view sent", "view"),
+    CallColumn(
+        "over_window",
+        _Bool,
+        "flag",
+        "the uncompressed request is above the provider's context window: no agent could have sent it, "
+        "so the no-compression baseline of this call is infeasible (empty: no window)",
+        "window",
+        nullable=True,
+        detail=d.OVER_WINDOW,
+    ),
     CallColumn(
         "level", _Str, "label", "the call's compression level: none, L1 or L2", "compression", detail=d.LEVEL
     ),
@@ -191,6 +194,16 @@ CALL_REGISTRY: tuple[CallColumn, ...] = (
         _Float,
         "tokens",
         "T, the entry threshold (empty: a foreign middleware)",
+        "compression",
+        nullable=True,
+    ),
+    CallColumn(
+        "trigger_reached",
+        _Bool,
+        "flag",
+        "the strategy's own trigger fired in this call: a ctxlab round started (the request reached T), "
+        "LangChain's or DeepAgents' counter reached its trigger, the agent itself cut the request "
+        "(recorded); empty: a foreign middleware that does not say",
         "compression",
         nullable=True,
     ),
@@ -365,136 +378,12 @@ CALL_REGISTRY: tuple[CallColumn, ...] = (
         "recorded_usage",
         nullable=True,
     ),
+    CallColumn(
+        "unrecorded_prefix_tokens",
+        _Int,
+        "tokens",
+        "the unrecorded prefix added to every request of the run, in raw_tokens and view_tokens (0: none)",
+        "recorded_usage",
+        detail=d.UNRECORDED_PREFIX,
+    ),
 )
-
-
-# The typed row: one TypedDict per measure (what its ``measure()`` returns, checked by mypy), and
-# CallRow, all of them.  A column's Python type is declared once, in its measure's TypedDict;
-# tests/test_columns.py checks each against the registry (keys, dtype, nullable).
-
-
-class LabelColumns(TypedDict):
-    """The ``run`` measure's columns."""
-
-    transcript: str
-    strategy: str
-    data_provenance: str
-    call_index: int
-    message_index: int
-
-
-class ViewColumns(TypedDict):
-    """The ``view`` measure's columns."""
-
-    raw_tokens: int
-    view_tokens: int
-    view_system_tokens: int
-    view_user_tokens: int
-    view_assistant_tokens: int
-    view_tool_tokens: int
-    view_summary_tokens: int
-    view_messages: int
-    cache_reusable_tokens: int
-    cache_reusable_share: float | None
-
-
-class CompressionColumns(TypedDict):
-    """The ``compression`` measure's columns."""
-
-    level: str
-    cutoff_index: int | None
-    state_cutoff_index: int | None
-    offloaded: int
-    truncated_args: int
-    summarizer_calls: int
-    summarizer_input_tokens: int
-    summarizer_output_tokens: int
-    summary_error: str | None
-    summary_fallback: str | None
-    summary_declined: str | None
-    summary_rejected: str | None
-    after_failed_summary: bool
-    forced_by_overflow: bool
-    overflow_errors: int
-    overhead_ms: float
-    threshold: float | None
-    l2_threshold: float | None
-
-
-class RetentionColumns(TypedDict):
-    """The ``retention`` measure's column."""
-
-    retention: float | None
-
-
-class ToolPairsColumns(TypedDict):
-    """The ``tool_pairs`` measure's columns."""
-
-    unmatched_tool_pairs: int
-    rejected_reason: str | None
-
-
-class CostColumns(TypedDict):
-    """The ``cost`` measure's columns (filled when the run is over)."""
-
-    output_tokens: int | None
-    cache_read_tokens: int | None
-    cache_write_tokens: int | None
-    cost_usd: float | None
-    summarizer_cost_usd: float | None
-    raw_cost_usd: float | None
-    cost_read_usd: float | None
-    cost_write_usd: float | None
-    cost_uncached_usd: float | None
-    cost_output_usd: float | None
-    raw_cost_read_usd: float | None
-    raw_cost_write_usd: float | None
-
-
-class FidelityColumns(TypedDict):
-    """The ``fidelity`` measure's columns (filled when the run is over)."""
-
-    span_identifiers: int | None
-    span_carried: int | None
-    needed_identifiers: int | None
-    needed_carried: int | None
-    probes: int | None
-    probes_passed: int | None
-    dump_probes_passed: int | None
-    recent_probes_passed: int | None
-    summary_tokens: int | None
-
-
-class RecordedUsageColumns(TypedDict):
-    """The ``recorded_usage`` measure's column."""
-
-    recorded_input_tokens: int | None
-
-
-class CallRow(
-    LabelColumns,
-    ViewColumns,
-    CompressionColumns,
-    RetentionColumns,
-    ToolPairsColumns,
-    CostColumns,
-    FidelityColumns,
-    RecordedUsageColumns,
-):
-    """One model call of a replay: every column of :data:`CALL_REGISTRY`, each typed by its dtype
-    (``| None`` where the column is nullable; ``None`` is an empty cell), as the columns of its
-    measure (the frame's column order is the registry's).  The definitions and units are the
-    registry's (``docs/columns.md``)."""
-
-
-#: each measure's typed columns (:attr:`CallColumn.measure` -> its TypedDict)
-MEASURE_TYPES: dict[str, type] = {
-    "run": LabelColumns,
-    "view": ViewColumns,
-    "compression": CompressionColumns,
-    "retention": RetentionColumns,
-    "tool_pairs": ToolPairsColumns,
-    "cost": CostColumns,
-    "fidelity": FidelityColumns,
-    "recorded_usage": RecordedUsageColumns,
-}

@@ -4,8 +4,16 @@
 from __future__ import annotations
 
 RAW_TOKENS = (
-    "estimate of the uncompressed request of this call: system message + tool schemas + "
-    "every transcript message before this call"
+    "estimate of the uncompressed request of this call: system message (with the unrecorded "
+    "prefix, when one is added) + tool schemas + every transcript message before this call"
+)
+UNRECORDED_PREFIX = (
+    "the part of every request the recording does not hold (system prompt, tool schemas, injected "
+    "context), added to every strategy's request as one labelled block of the system message, which "
+    "no strategy compresses; with --unrecorded-prefix auto (default) the median over the run's calls "
+    "before any recorded compaction of recorded input tokens (cache reads and writes included) minus "
+    "the replay's estimate of the same request, 0 where no call records its usage "
+    "(ctxlab.replay.prefix; per run with its source in run.json)"
 )
 VIEW_TOKENS = (
     "estimate of what the strategy actually sent (system + tools + view messages); "
@@ -145,4 +153,21 @@ REJECTED_REASON = (
     "unmatched_tool_pairs > 0), over_window (the request sent is above the provider's window). Such calls "
     "are counted per strategy (rejected_calls), warned about, and left out of the savings over valid calls "
     "(saving_pct_without_failed, cost_saving_pct_without_failed)"
+)
+TRIGGER_REACHED = (
+    "per call, whether the strategy's own trigger fired, counted the way the strategy counts: a ctxlab "
+    "middleware (ars, ars-cache, hybrid, masking, ...) when its estimate of the request (system message "
+    "with the unrecorded prefix, tool schemas, messages: R16) reached T and a round started; "
+    "langchain-summarization and deepagents-summarization when their own counter reached their trigger "
+    "(the same T, counted over the same request); recorded when the agent itself cut the request "
+    "(its own compaction or truncation). Per run, reached_threshold: the trigger fired in some call. "
+    "A run whose trigger never fired is sent whole by that strategy"
+)
+OVER_WINDOW = (
+    "per call, whether the uncompressed request (raw_tokens' request, counted by the provider "
+    "stand-in's counter) is above the provider's context window (the price row's model's by default, "
+    "or --context-window). No agent could have sent it: the no-compression baseline of that call is "
+    "infeasible, and a saving against it is a saving against an impossible request. Per run: "
+    "infeasible_calls and infeasible_share; saving_pct_feasible and cost_saving_pct_feasible are "
+    "the savings over the calls whose uncompressed request fits (the headlines use them)"
 )

@@ -21,6 +21,7 @@ UNITS: dict[str, str] = {
     "ms": "ms",  # milliseconds of wall time
     "usd": "US dollars",  # under the run's price row
     "share": "share",  # in [0, 1]
+    "ratio": "×",  # one quantity over another, any value >= 0
     "percent": "%",
 }
 

@@ -12,8 +12,10 @@ import polars as pl
 
 from ctxlab.replay.columns import aggregations as a
 from ctxlab.replay.columns import definitions as d
+from ctxlab.replay.columns.feasible import FEASIBLE_RUN_COLUMNS
 from ctxlab.replay.columns.registry import RunColumn
-from ctxlab.replay.failures import THRASH_CONSECUTIVE, THRASH_COUNT, THRASH_WINDOW
+from ctxlab.replay.columns.runs_cost import COST_AND_FIDELITY
+from ctxlab.replay.failures import NO_CUTOFF, THRASH_CONSECUTIVE, THRASH_COUNT, THRASH_WINDOW
 
 __all__ = ["RUN_REGISTRY"]
 
@@ -23,6 +25,7 @@ _Int, _Str, _Float, _Len, _Bool = pl.Int64, pl.String, pl.Float64, pl.UInt32, pl
 # the aggregations the entries are made of (ctxlab.replay.columns.aggregations)
 _sum, _sum_or_null, _count, _streak, _in_window = a.sum_of, a.sum_or_null, a.count, a.streak, a.in_window
 _saving, _ok, _cost, _pooled, _valid, _ok_cost = a.saving, a.ok, a.cost, a.pooled, a.valid, a.ok_cost
+_feasible, _feasible_cost = a.feasible, a.feasible_cost
 
 _RATIO = "ratio of the pooled sums"
 
@@ -73,16 +76,34 @@ RUN_REGISTRY: tuple[RunColumn, ...] = (
         over_runs="distinct values",
     ),
     RunColumn(
+        "transcript_format",
+        _Str,
+        "label",
+        "the format (agent) of the transcripts (several: joined by commas)",
+        "run",
+        ("transcript_format",),
+        "distinct values",
+        expr=lambda: pl.col("transcript_format").unique().sort().str.join(", "),
+        over_runs="distinct values",
+    ),
+    RunColumn(
         "reached_threshold",
         _Bool,
         "flag",
-        "the run's largest raw request reaches T (empty: a foreign middleware, no T recorded)",
-        "view",
-        ("raw_tokens", "threshold"),
-        "max raw_tokens >= T",
-        expr=lambda: pl.col("raw_tokens").max() >= pl.col("threshold").max(),
+        "the strategy's own trigger fired in some call of the run (trigger_reached; empty: a foreign "
+        "middleware that does not say)",
+        "compression",
+        ("trigger_reached",),
+        "any",
+        expr=lambda: (
+            pl.when(pl.col("trigger_reached").is_not_null().any())
+            .then(pl.col("trigger_reached").fill_null(False).any())
+            .otherwise(None)
+        ),
         scope="summary",
         over_runs="-",
+        detail=d.TRIGGER_REACHED,
+        heading="reached_threshold, trigger_reached",
     ),
     RunColumn(
         "calls", _Len, "count", "model calls replayed", "run", (), "count", expr=pl.len, over_runs="count"
@@ -131,6 +152,7 @@ RUN_REGISTRY: tuple[RunColumn, ...] = (
         _RATIO,
         expr=lambda: _saving(_ok("view_tokens"), _ok("raw_tokens")),
     ),
+    *FEASIBLE_RUN_COLUMNS,
     RunColumn(
         "l1_rounds",
         _Int,
@@ -176,11 +198,15 @@ RUN_REGISTRY: tuple[RunColumn, ...] = (
         "declined_summaries",
         _Int,
         "count",
-        "ctxlab rounds that sent a view above T2 without summarizing",
+        "ctxlab rounds that wanted a summary but found no valid cutoff and sent a view above T2 (R13); "
+        "a decision plugin's declines (hybrid's masking rounds, ars-cache's 'does not pay') are the "
+        "strategy's design and not counted",
         "compression",
         ("summary_declined",),
         "count",
-        expr=lambda: _count(pl.col("summary_declined").is_not_null()),
+        expr=lambda: _count(
+            pl.col("summary_declined").cast(pl.String).str.starts_with(NO_CUTOFF).fill_null(False)
+        ),
     ),
     RunColumn(
         "rejected_summaries",
@@ -342,139 +368,7 @@ RUN_REGISTRY: tuple[RunColumn, ...] = (
         "count",
         expr=lambda: _count(pl.col("rejected_reason").is_not_null()),
     ),
-    RunColumn(
-        "cost_usd",
-        _Float,
-        "usd",
-        "Σ cost_usd + Σ summarizer_cost_usd (empty: no price row)",
-        "cost",
-        ("cost_usd", "summarizer_cost_usd"),
-        "sum",
-        expr=_cost,
-    ),
-    RunColumn(
-        "summarizer_cost_usd",
-        _Float,
-        "usd",
-        "Σ summarizer_cost_usd",
-        "cost",
-        ("summarizer_cost_usd",),
-        "sum",
-        expr=lambda: _sum_or_null("summarizer_cost_usd"),
-    ),
-    RunColumn(
-        "raw_cost_usd",
-        _Float,
-        "usd",
-        "Σ raw_cost_usd",
-        "cost",
-        ("raw_cost_usd",),
-        "sum",
-        expr=lambda: _sum_or_null("raw_cost_usd"),
-    ),
-    RunColumn(
-        "cost_saving_pct",
-        _Float,
-        "percent",
-        "100 × (1 − cost_usd / raw_cost_usd) of the run",
-        "cost",
-        ("cost_usd", "summarizer_cost_usd", "raw_cost_usd"),
-        _RATIO,
-        expr=lambda: _saving(_cost(), _sum_or_null("raw_cost_usd")),
-    ),
-    RunColumn(
-        "cost_saving_pct_without_failed",
-        _Float,
-        "percent",
-        "cost_saving_pct over the valid calls: not built on a failed summary, not rejected by the provider",
-        "cost",
-        ("cost_usd", "summarizer_cost_usd", "raw_cost_usd", "after_failed_summary", "rejected_reason"),
-        _RATIO,
-        expr=lambda: _saving(_ok_cost(), pl.col("raw_cost_usd").filter(_valid()).sum()),
-    ),
-    *(
-        RunColumn(
-            name,
-            _Float,
-            "usd",
-            f"Σ {name}",
-            "cost",
-            (name,),
-            "sum",
-            expr=lambda name=name: _sum_or_null(name),  # type: ignore[misc]
-        )
-        for name in (
-            "cost_read_usd",
-            "cost_write_usd",
-            "cost_uncached_usd",
-            "cost_output_usd",
-            "raw_cost_read_usd",
-            "raw_cost_write_usd",
-        )
-    ),
-    RunColumn(
-        "span_recall",
-        _Float,
-        "share",
-        "Σ span_carried / Σ span_identifiers over the L2 rounds",
-        "fidelity",
-        ("span_carried", "span_identifiers"),
-        "pooled ratio",
-        expr=lambda: _pooled("span_carried", "span_identifiers"),
-        detail=d.SPAN_RECALL,
-    ),
-    RunColumn(
-        "needed_recall",
-        _Float,
-        "share",
-        "Σ needed_carried / Σ needed_identifiers over the L2 rounds",
-        "fidelity",
-        ("needed_carried", "needed_identifiers"),
-        "pooled ratio",
-        expr=lambda: _pooled("needed_carried", "needed_identifiers"),
-        detail=d.NEEDED_RECALL,
-    ),
-    RunColumn(
-        "probe_pass_rate",
-        _Float,
-        "share",
-        "Σ probes_passed / Σ probes over the L2 rounds (empty: no probe)",
-        "fidelity",
-        ("probes_passed", "probes"),
-        "pooled ratio",
-        expr=lambda: _pooled("probes_passed", "probes"),
-        label="probe pass rate",
-    ),
-    RunColumn(
-        "dump_probe_pass_rate",
-        _Float,
-        "share",
-        "Σ dump_probes_passed / Σ probes: the identifier-dump floor on the same rounds and probes",
-        "fidelity",
-        ("dump_probes_passed", "probes"),
-        "pooled ratio",
-        expr=lambda: _pooled("dump_probes_passed", "probes"),
-    ),
-    RunColumn(
-        "recent_probe_pass_rate",
-        _Float,
-        "share",
-        "Σ recent_probes_passed / Σ probes: the keep-recent floor on the same rounds and probes",
-        "fidelity",
-        ("recent_probes_passed", "probes"),
-        "pooled ratio",
-        expr=lambda: _pooled("recent_probes_passed", "probes"),
-    ),
-    RunColumn(
-        "mean_summary_tokens",
-        _Float,
-        "tokens",
-        "mean summary_tokens over the L2 rounds (empty: none)",
-        "fidelity",
-        ("summary_tokens",),
-        "mean",
-        expr=lambda: pl.col("summary_tokens").mean(),
-    ),
+    *COST_AND_FIDELITY,
     RunColumn(
         "recorded_input_tokens_total",
         _Int,
@@ -484,5 +378,30 @@ RUN_REGISTRY: tuple[RunColumn, ...] = (
         ("recorded_input_tokens",),
         "sum",
         expr=lambda: _sum_or_null("recorded_input_tokens"),
+    ),
+    RunColumn(
+        "unrecorded_prefix_tokens",
+        _Int,
+        "tokens",
+        "the unrecorded prefix added to every request (0: none; ctxlab.replay.prefix)",
+        "recorded_usage",
+        ("unrecorded_prefix_tokens",),
+        "max",
+        expr=lambda: pl.col("unrecorded_prefix_tokens").max(),
+        scope="summary",
+        over_runs="-",
+    ),
+    RunColumn(
+        "raw_over_recorded",
+        _Float,
+        "ratio",
+        "median over the calls with recorded usage of raw_tokens / recorded_input_tokens (1: the raw "
+        "estimate is the provider's count; empty: nothing recorded)",
+        "recorded_usage",
+        ("raw_tokens", "recorded_input_tokens"),
+        "median ratio",
+        expr=lambda: (pl.col("raw_tokens") / pl.col("recorded_input_tokens")).median(),
+        scope="summary",
+        over_runs="-",
     ),
 )

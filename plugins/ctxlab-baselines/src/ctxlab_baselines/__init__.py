@@ -15,7 +15,16 @@ drives as LangGraph would (``before_model`` then ``wrap_model_call``):
 
 Settings mapping (ARS → baseline): trigger ``("tokens", T)`` with ``T = summary_threshold × 1024``;
 keep ``("messages", summary_keep_messages)`` (at least 1: both refuse 0).  Each uses its own
-default token counter (``count_tokens_approximately``) and prompt.  LangChain keeps its
+default token counter (``count_tokens_approximately``) and prompt.  T counts what ARS's T counts,
+the whole request (spec R16): DeepAgents counts the system message, the tool schemas and the
+messages itself; LangChain's trigger counts the state messages only, so the replay gives the
+factory the run's fixed part (``fixed_request``: the system message, with the unrecorded prefix
+of :mod:`ctxlab.replay.prefix`, and the tool schemas), counted once with LangChain's counter and
+added to its trigger's count (its trimming and cutoff are unchanged).  Both report whether their
+trigger fired on the last call (``ctxlab_trigger_reached``, read by the replay's "reached T").
+DeepAgents names its history file ``/conversation_history/session_<id>.md`` with a random id;
+here the id is derived from the LangGraph thread (the replay's thread is its transcript's label),
+so two identical replays write identical summaries and rows.  LangChain keeps its
 default ``trim_tokens_to_summarize=4000``; DeepAgents uses what ``create_summarization_middleware``
 uses: no trimming, and the argument-truncation settings of ``compute_summarization_defaults`` for
 a model without a profile (from 20 messages on, outside the last 20).  DeepAgents gets a
@@ -33,6 +42,7 @@ module-level hook, :func:`ctxlab_register_strategies`, registers the two strateg
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import shutil
@@ -60,6 +70,7 @@ __all__ = [
     "OfflineSummaryModel",
     "ctxlab_register_strategies",
     "deepagents_summarization",
+    "fixed_tokens",
     "langchain_summarization",
     "parse_prompt_messages",
 ]
@@ -162,14 +173,66 @@ def _trigger_keep(settings: CompressionSettings) -> tuple[tuple[str, int], tuple
     return ("tokens", settings.entry_threshold_tokens), ("messages", max(1, settings.summary_keep_messages))
 
 
+def fixed_tokens(fixed_request: Any) -> int:
+    """LangChain's approximate count (``count_tokens_approximately``) of a request's fixed part,
+    ``(system message or None, tool schemas)``; 0 for ``None``."""
+    from langchain_core.messages.utils import count_tokens_approximately
+
+    if not fixed_request:
+        return 0
+    system, tools = fixed_request
+    messages = [system] if system is not None else []
+    if not messages and not tools:
+        return 0
+    return int(count_tokens_approximately(messages, tools=list(tools or []) or None))
+
+
+def _thread_session(state: Any) -> str | None:
+    """The DeepAgents session id of the current LangGraph thread (``None``: no thread), kept in
+    the state once set, as DeepAgents keeps its random one."""
+    from deepagents.middleware.summarization import SUMMARIZATION_SESSION_ID_KEY
+    from langgraph.config import get_config
+
+    existing = state.get(SUMMARIZATION_SESSION_ID_KEY) if hasattr(state, "get") else None
+    if isinstance(existing, str) and existing:
+        return existing
+    try:
+        thread = (get_config().get("configurable") or {}).get("thread_id")
+    except RuntimeError:  # outside a runnable context
+        return None
+    if thread is None:
+        return None
+    return "session_" + hashlib.sha256(str(thread).encode("utf-8")).hexdigest()[:32]
+
+
 def langchain_summarization(
-    settings: CompressionSettings | None = None, *, model: BaseChatModel | None = None
+    settings: CompressionSettings | None = None,
+    *,
+    model: BaseChatModel | None = None,
+    fixed_request: Any = None,
 ) -> Any:
-    """LangChain's ``SummarizationMiddleware`` with the ARS trigger and keep (module docstring)."""
+    """LangChain's ``SummarizationMiddleware`` with the ARS trigger and keep (module docstring);
+    ``fixed_request``: the run's ``(system message, tool schemas)``, counted in the trigger."""
     from langchain.agents.middleware import SummarizationMiddleware
 
+    class LangChainSummarization(SummarizationMiddleware):
+        """LangChain's middleware whose trigger also counts the request's fixed part."""
+
+        ctxlab_trigger_reached: bool | None = None
+
+        @property
+        def name(self) -> str:
+            return "SummarizationMiddleware"
+
+        def _should_summarize(self, messages: list[Any], total_tokens: int) -> bool:
+            fired = bool(super()._should_summarize(messages, total_tokens + self.ctxlab_fixed_tokens))
+            self.ctxlab_trigger_reached = fired
+            return fired
+
     trigger, keep = _trigger_keep(settings or CompressionSettings())
-    return SummarizationMiddleware(model=model or OfflineSummaryModel(), trigger=trigger, keep=keep)
+    mw = LangChainSummarization(model=model or OfflineSummaryModel(), trigger=trigger, keep=keep)
+    mw.ctxlab_fixed_tokens = fixed_tokens(fixed_request)
+    return mw
 
 
 def deepagents_summarization(
@@ -177,6 +240,23 @@ def deepagents_summarization(
 ) -> Any:
     """DeepAgents' ``SummarizationMiddleware`` with the ARS trigger and keep (module docstring)."""
     from deepagents.middleware.summarization import SummarizationMiddleware, compute_summarization_defaults
+
+    class DeepAgentsSummarization(SummarizationMiddleware):  # type: ignore[misc, valid-type]
+        """DeepAgents' middleware with a history name of the thread and its trigger reported."""
+
+        ctxlab_trigger_reached: bool | None = None
+
+        @property
+        def name(self) -> str:
+            return "SummarizationMiddleware"
+
+        def _get_session_id(self, state: Any) -> str:
+            return _thread_session(state) or str(super()._get_session_id(state))
+
+        def _should_summarize(self, messages: list[Any], total_tokens: int) -> bool:
+            fired = bool(super()._should_summarize(messages, total_tokens))
+            self.ctxlab_trigger_reached = fired
+            return fired
 
     model = model or OfflineSummaryModel()
     tmp: str | None = None
@@ -186,7 +266,7 @@ def deepagents_summarization(
         tmp = tempfile.mkdtemp(prefix="ctxlab-deepagents-")
         backend = FilesystemBackend(root_dir=tmp, virtual_mode=True)
     trigger, keep = _trigger_keep(settings or CompressionSettings())
-    mw = SummarizationMiddleware(
+    mw = DeepAgentsSummarization(
         model=model,
         backend=backend,
         trigger=trigger,

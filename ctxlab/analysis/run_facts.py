@@ -1,0 +1,131 @@
+"""The facts an executive summary states before its verdicts (:mod:`ctxlab.analysis.verdicts`):
+what wrote the summaries (:func:`summarizer_lines`, and :func:`summarizer_note`, the line every
+figure carries), the provider's window and the calls whose no-compression baseline is infeasible,
+the unrecorded prefix per source (where nothing is recorded, said so) and the sources the runs
+come from (:func:`baseline_lines`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import polars as pl
+
+from ctxlab.replay.building import STAND_IN
+from ctxlab.replay.stratified import run_sources
+
+if TYPE_CHECKING:
+    from ctxlab.replay import ReplayResult
+
+__all__ = ["baseline_lines", "summarizer_lines", "summarizer_note"]
+
+
+def summarizer_lines(result: ReplayResult) -> list[str]:
+    """What wrote each strategy's summaries (``result.provenance["summarizers"]``, else the
+    batch's summarizer), strategies with the same one grouped; the line is bold when an offline
+    stand-in wrote some."""
+    by: dict[str, list[str]] = {}
+    known = result.provenance.get("summarizers") or {}
+    for name in result.strategies:
+        by.setdefault(
+            str(known.get(name) or result.provenance.get("summarizer") or "not recorded"), []
+        ).append(name)
+    if not by:
+        return []
+    parts = "; ".join(f"{', '.join(names)}: {what}" for what, names in by.items())
+    if any(STAND_IN in what or what.startswith("offline") for what in by):
+        return [f"**Summaries written by an offline stand-in, not a model** — {parts}."]
+    return [f"Summaries written by: {parts}."]
+
+
+def summarizer_note(result: ReplayResult) -> str:
+    """One short line for every figure: what wrote the summaries (``"summaries: offline stand-ins,
+    not a model: StructuredSummarizer (ars, hybrid); ..."``)."""
+    by: dict[str, list[str]] = {}
+    known = result.provenance.get("summarizers") or {}
+    for name in result.strategies:
+        what = str(known.get(name) or result.provenance.get("summarizer") or "not recorded")
+        by.setdefault(what.replace(f" ({STAND_IN})", ""), []).append(name)
+    stand_in = any(STAND_IN in str(v) or str(v).startswith("offline") for v in known.values()) or (
+        not known and str(result.provenance.get("summarizer") or "").startswith("offline")
+    )
+    parts = "; ".join(f"{what} ({', '.join(names)})" for what, names in by.items())
+    return ("summaries: offline stand-ins, not a model: " if stand_in else "summaries: ") + parts
+
+
+def baseline_lines(result: ReplayResult, rows: pl.DataFrame) -> list[str]:
+    """The window, the infeasible baseline, the unrecorded prefix per source and the sources."""
+    lines: list[str] = []
+    firsts = rows.unique("transcript", keep="first", maintain_order=True) if rows.height else rows
+    if result.window:
+        bad = (
+            firsts.filter(pl.col("infeasible_calls") > 0)
+            if "infeasible_calls" in firsts.columns
+            else firsts.head(0)
+        )
+        calls = int(firsts["calls"].sum()) if firsts.height else 0
+        over = int(bad["infeasible_calls"].sum()) if bad.height else 0
+        if over:
+            lines.append(
+                f"**No compression is infeasible on {over:,} of {calls:,} calls** ({bad.height} runs): their "
+                f"uncompressed request is above the provider's window ({result.window}), a request no agent "
+                "could send. Savings are over the feasible calls; `infeasible_share` per run beside them."
+            )
+        else:
+            lines.append(f"Every uncompressed request fits the provider's window ({result.window}).")
+    else:
+        lines.append(
+            f"No provider window ({result.provenance.get('context_window') or 'none given'}): no request was "
+            "checked against one."
+        )
+    lines += _prefix_lines(result, firsts)
+    sources = run_sources(rows)
+    counts: dict[str, int] = {}
+    for s in sources.values():
+        counts[s] = counts.get(s, 0) + 1
+    if len(counts) > 1:
+        listed = ", ".join(f"{s} {n}" for s, n in sorted(counts.items(), key=lambda x: -x[1]))
+        lines.append(
+            f"Runs by source (format): {listed}. The verdicts weigh every source alike (source-balanced "
+            "means; intervals from a bootstrap stratified by source)."
+        )
+    return lines
+
+
+def _prefix_lines(result: ReplayResult, firsts: pl.DataFrame) -> list[str]:
+    """The unrecorded prefix per source: measured (median tokens, runs), given, off, or nothing
+    recorded (said so per source)."""
+    if not result.prefixes or not firsts.height:
+        return []
+    by: dict[str, dict[str, list[int]]] = {}
+    for t, fmt in firsts.select("transcript", "transcript_format").iter_rows():
+        p = result.prefixes.get(str(t))
+        if p is None:
+            continue
+        by.setdefault(str(fmt), {}).setdefault(str(p["source"]), []).append(int(p["tokens"]))
+    measured, nothing, other = [], [], []
+    for fmt, kinds in sorted(by.items()):
+        for source, tokens in kinds.items():
+            tokens.sort()
+            mid = tokens[len(tokens) // 2]
+            if source == "recorded usage":
+                measured.append(f"{fmt} ({len(tokens)} runs, median {mid:,} tokens)")
+            elif source == "nothing recorded":
+                nothing.append(f"{fmt} ({len(tokens)} runs)")
+            else:
+                other.append(f"{fmt} ({len(tokens)} runs: {source}, {mid:,} tokens)")
+    parts = []
+    if measured:
+        parts.append("measured from the recorded usage for " + ", ".join(measured))
+    if other:
+        parts.append(", ".join(other))
+    if nothing:
+        parts.append(
+            "**nothing recorded** for "
+            + ", ".join(nothing)
+            + ": their requests hold only what the file holds (a system prompt or tools the agent sent and "
+            "the file lacks are missing from them)"
+        )
+    return [
+        "Unrecorded prefix (the part of every request the recording does not hold): " + "; ".join(parts) + "."
+    ]

@@ -1,0 +1,64 @@
+"""The per-run columns of the provider's window (issue 27): how many calls' uncompressed request
+is above it (their no-compression baseline is infeasible) and the token saving over the others,
+spliced into :data:`ctxlab.replay.columns.runs.RUN_REGISTRY` after ``saving_pct_without_failed``."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from ctxlab.replay.columns import aggregations as a
+from ctxlab.replay.columns.registry import RunColumn
+
+__all__ = ["FEASIBLE_RUN_COLUMNS"]
+
+_Int, _Float = pl.Int64, pl.Float64
+_RATIO = "ratio of the pooled sums"
+_count, _feasible, _saving = a.count, a.feasible, a.saving
+
+#: the window's per-run columns, in ``summary.csv``'s order
+FEASIBLE_RUN_COLUMNS: tuple[RunColumn, ...] = (
+    RunColumn(
+        "infeasible_calls",
+        _Int,
+        "count",
+        "calls whose uncompressed request is above the provider's window (over_window; 0 without a window)",
+        "window",
+        ("over_window",),
+        "count",
+        expr=lambda: _count(pl.col("over_window").fill_null(False)),
+    ),
+    RunColumn(
+        "infeasible_share",
+        _Float,
+        "share",
+        "infeasible_calls / calls: the share of calls whose no-compression baseline no agent could send "
+        "(empty: no window)",
+        "window",
+        ("over_window",),
+        "mean",
+        expr=lambda: pl.col("over_window").cast(pl.Float64).mean(),
+    ),
+    RunColumn(
+        "raw_tokens_feasible",
+        _Int,
+        "tokens",
+        "Σ raw_tokens over the calls whose uncompressed request fits the window (raw_tokens_total "
+        "without a window)",
+        "window",
+        ("raw_tokens", "over_window"),
+        "sum",
+        expr=lambda: _feasible("raw_tokens"),
+    ),
+    RunColumn(
+        "saving_pct_feasible",
+        _Float,
+        "percent",
+        "saving_pct over the calls whose uncompressed request fits the window (all calls without a "
+        "window; empty when none fits)",
+        "window",
+        ("view_tokens", "raw_tokens", "over_window"),
+        _RATIO,
+        expr=lambda: _saving(_feasible("view_tokens"), _feasible("raw_tokens")),
+        label="tokens saved over feasible calls (% of raw)",
+    ),
+)

@@ -1,0 +1,292 @@
+"""The unrecorded prefix: the part of every request that an agent's log does not hold.
+
+Most agent logs record the conversation but not what the agent put in front of it on every call:
+its system prompt, its tool schemas, the context it injects.  A replay that sends only what the
+file holds sends requests no agent ever sent (a Claude Code request is above 18,000 tokens from
+its first call; its log holds a few dozen).  Where a transcript records the provider's usage per
+call (``AIMessage.usage_metadata["input_tokens"]``, cached input included: the loaders'
+convention, :func:`ctxlab.transcripts._util.usage_metadata`), the size of that missing part is
+measured here and added back to every strategy's request as **one labelled, incompressible
+block** at the end of the system message (:func:`with_prefix`), so that every trigger (ctxlab's
+own estimate of system message + tools + messages, DeepAgents' counter, LangChain's with the
+baselines' request count), the provider stand-in's window and the cost columns see it.
+
+The estimate (:func:`estimate_prefix`) is the **median** over the run's calls of ``recorded
+input tokens − the replay's estimate of the same request`` (the uncompressed request, in the
+measuring estimator's tokens), over the calls before any recorded compaction or truncation (after
+one the agent sent less than the file holds) and with a recorded count.  The median is robust to
+the odd call whose recorded count is off (a retry, a sub-agent's call), and the difference
+absorbs a constant tokenizer offset along with the missing text.  A prefix is never negative: a
+run whose estimate is above its recorded counts gets none.
+
+``ctxlab replay/compare --unrecorded-prefix auto|off|N`` (:func:`resolve_prefix`): ``auto``
+(default) measures it where usage is recorded and adds nothing elsewhere; ``off`` never adds it;
+``N`` adds N tokens to every run.  The value and its source are recorded per run
+(``run.json``, the per-call column ``unrecorded_prefix_tokens``); a run whose corrected estimate
+stays more than :data:`OFF_BY` × from its recorded tokens on its median call is named in a warning
+(:attr:`UnrecordedPrefix.off_by`).
+
+The block (:func:`prefix_text`) is a label followed by filler words whose count under the
+measuring estimator is the prefix exactly; the filler (common three-letter words) counts about the
+same under cl100k (the provider stand-in) and under LangChain's ``count_tokens_approximately``
+(within a few per cent), so foreign counters see about the same size.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from langchain_core.messages import AIMessage, SystemMessage
+
+from ctxlab.transcripts.base import recorded_compaction_of, recorded_truncation_of
+
+if TYPE_CHECKING:
+    from ctxlab.core.estimation import EstimateCache
+    from ctxlab.transcripts.base import Transcript
+
+__all__ = [
+    "OFF_BY",
+    "PREFIX_KEY",
+    "PREFIX_SETTINGS",
+    "UnrecordedPrefix",
+    "estimate_prefix",
+    "parse_prefix_setting",
+    "prefix_text",
+    "recorded_pairs",
+    "resolve_prefix",
+    "with_prefix",
+]
+
+#: ``SystemMessage.additional_kwargs`` key marking the system message that carries the block
+#: (``{"tokens": N, "source": ...}``), for the inspector and the tests
+PREFIX_KEY = "ctxlab_unrecorded_prefix"
+#: the named settings of ``--unrecorded-prefix`` (besides a number of tokens)
+PREFIX_SETTINGS = ("auto", "off")
+#: a run whose corrected estimate is more than this many times above or below its recorded input
+#: tokens (on its median call) is named in a warning
+OFF_BY = 1.5
+
+_LABEL = (
+    "[ctxlab: the unrecorded prefix. The recording does not hold about {n:,} tokens of every request "
+    "(system prompt, tool schemas, injected context; {source}). These words stand in for them, so "
+    "that triggers, the context window and costs see a request of the size the agent sent. They are "
+    "not part of the conversation and no strategy may compress them.]\n"
+)
+_WORDS = (" the", " and", " for", " you", " not", " are", " but", " can", " all", " one", " was", " has")
+
+
+@dataclass(frozen=True)
+class UnrecordedPrefix:
+    """The prefix added to every request of one run.
+
+    Attributes:
+        tokens: its size in the measuring estimator's tokens (0: none added).
+        source: ``"recorded usage"`` (measured), ``"--unrecorded-prefix"`` (given), ``"off"``
+            (not asked), ``"nothing recorded"`` (``auto`` on a run without recorded usage).
+        calls: the calls with recorded usage the measure rests on (0: none).
+        off_by: the corrected estimate over the recorded input tokens on the median of those
+            calls (``None``: nothing recorded); outside ``[1 / OFF_BY, OFF_BY]`` the run is warned about.
+        raw_off_by: the same ratio without the prefix (before the correction).
+    """
+
+    tokens: int
+    source: str
+    calls: int = 0
+    off_by: float | None = None
+    raw_off_by: float | None = None
+
+    @property
+    def stays_off(self) -> bool:
+        """The corrected estimate is still more than :data:`OFF_BY` × from the recorded tokens."""
+        return self.off_by is not None and not (1.0 / OFF_BY <= self.off_by <= OFF_BY)
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready: ``tokens``, ``source``, ``calls``, ``off_by``, ``raw_off_by``."""
+        return {
+            "tokens": self.tokens,
+            "source": self.source,
+            "calls": self.calls,
+            "off_by": self.off_by,
+            "raw_off_by": self.raw_off_by,
+        }
+
+
+def parse_prefix_setting(value: str | int | None) -> str | int:
+    """``"auto"``, ``"off"`` or a number of tokens >= 0 from ``--unrecorded-prefix`` (``None``: auto).
+
+    Raises:
+        ValueError: anything else (the message names the allowed values).
+    """
+    if value is None:
+        return "auto"
+    if isinstance(value, bool):
+        raise ValueError(
+            f"unrecorded prefix {value!r} is invalid: allowed auto, off or a number of tokens >= 0"
+        )
+    if isinstance(value, int):
+        if value < 0:
+            raise ValueError(
+                f"unrecorded prefix {value} is invalid: allowed auto, off or a number of tokens >= 0"
+            )
+        return value
+    text = str(value).strip().lower()
+    if text in PREFIX_SETTINGS:
+        return text
+    try:
+        n = int(text.replace(",", "").replace("_", ""))
+    except ValueError:
+        n = -1
+    if n < 0:
+        raise ValueError(
+            f"unrecorded prefix {value!r} is invalid: allowed auto, off or a number of tokens >= 0"
+        )
+    return n
+
+
+def _recorded_input(message: AIMessage) -> int | None:
+    usage = message.usage_metadata
+    value = usage.get("input_tokens") if usage else None
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+def recorded_pairs(transcript: Transcript, meter: EstimateCache) -> list[tuple[int, int]]:
+    """``(estimate, recorded)`` per call of ``transcript`` with recorded input tokens, before any
+    recorded compaction or truncation: the replay's estimate of the uncompressed request (system
+    message, tool schemas and the messages before the call, as the ``raw_tokens`` column counts
+    it, in ``meter``'s tokens) and the provider's recorded input tokens."""
+    messages = list(transcript.messages)
+    system = messages[0] if messages and isinstance(messages[0], SystemMessage) else None
+    rest = messages[1:] if system is not None else messages
+    total = meter.tools_tokens(list(transcript.tools or [])) + (
+        meter.message_tokens(system) if system is not None else 0
+    )
+    out: list[tuple[int, int]] = []
+    call = 0
+    truncated_from = min(
+        (
+            int(m["from_call"])
+            for m in map(recorded_truncation_of, rest)
+            if m and isinstance(m.get("from_call"), int)
+        ),
+        default=None,
+    )
+    for message in rest:
+        if recorded_compaction_of(message) is not None:
+            break  # after the agent's own compaction it sent less than the file holds
+        if isinstance(message, AIMessage):
+            if truncated_from is not None and call >= truncated_from:
+                break
+            recorded = _recorded_input(message)
+            if recorded is not None:
+                out.append((total, recorded))
+            call += 1
+        total += meter.message_tokens(message)
+    return out
+
+
+def estimate_prefix(transcript: Transcript, meter: EstimateCache) -> UnrecordedPrefix:
+    """The run's unrecorded prefix measured from its recorded usage (module docstring); a prefix
+    of 0 with source ``"nothing recorded"`` when no call records its input tokens."""
+    pairs = recorded_pairs(transcript, meter)
+    if not pairs:
+        return UnrecordedPrefix(0, "nothing recorded")
+    tokens = max(0, round(statistics.median(r - e for e, r in pairs)))
+    return UnrecordedPrefix(
+        tokens,
+        "recorded usage",
+        len(pairs),
+        off_by=_median_ratio(pairs, tokens),
+        raw_off_by=_median_ratio(pairs, 0),
+    )
+
+
+def _median_ratio(pairs: list[tuple[int, int]], prefix: int) -> float:
+    return float(statistics.median((e + prefix) / r for e, r in pairs))
+
+
+def resolve_prefix(setting: str | int, transcript: Transcript, meter: EstimateCache) -> UnrecordedPrefix:
+    """The prefix of one run under ``--unrecorded-prefix`` (:func:`parse_prefix_setting`):
+    ``"auto"`` measures it (:func:`estimate_prefix`), ``"off"`` adds none, a number adds that many
+    tokens (the recorded usage, when there is some, still gives :attr:`UnrecordedPrefix.off_by`).
+
+    Raises:
+        ValueError: an invalid setting.
+    """
+    setting = parse_prefix_setting(setting)
+    if setting == "auto":
+        return estimate_prefix(transcript, meter)
+    measured = recorded_pairs(transcript, meter)
+    if setting == "off":
+        ratio = _median_ratio(measured, 0) if measured else None
+        return UnrecordedPrefix(0, "off", len(measured), off_by=ratio, raw_off_by=ratio)
+    n = int(setting)
+    return UnrecordedPrefix(
+        n,
+        "--unrecorded-prefix",
+        len(measured),
+        off_by=_median_ratio(measured, n) if measured else None,
+        raw_off_by=_median_ratio(measured, 0) if measured else None,
+    )
+
+
+def prefix_text(tokens: int, meter: EstimateCache, source: str = "measured from the recorded usage") -> str:
+    """The labelled block standing in for ``tokens`` unrecorded tokens: the label, then filler
+    words, so that ``meter`` counts the system message text block ``tokens`` more than without it
+    (as exactly as a word allows; a label longer than ``tokens`` is the whole block).
+
+    Raises:
+        ValueError: ``tokens`` < 1.
+    """
+    if tokens < 1:
+        raise ValueError(f"tokens={tokens} is invalid: allowed an integer >= 1")
+    label = _LABEL.format(n=tokens, source=source)
+
+    def count(words: int) -> int:
+        return meter.message_tokens(
+            SystemMessage([{"type": "text", "text": _text(label, words)}])
+        ) - meter.message_tokens(SystemMessage([]))
+
+    lo, hi = 0, max(1, tokens)
+    while count(hi) < tokens:  # the filler's tokens per word is about 1; widen when it is less
+        hi *= 2
+    while lo < hi:  # the fewest words reaching the count
+        mid = (lo + hi) // 2
+        if count(mid) < tokens:
+            lo = mid + 1
+        else:
+            hi = mid
+    return _text(label, lo)
+
+
+def _text(label: str, words: int) -> str:
+    filler = "".join(_WORDS[i % len(_WORDS)] for i in range(words))
+    return label + filler
+
+
+def with_prefix(
+    system: SystemMessage | None, prefix: UnrecordedPrefix, meter: EstimateCache
+) -> SystemMessage | None:
+    """``system`` with the prefix block appended as its last text block (a new ``SystemMessage``
+    when there is none), marked ``additional_kwargs[PREFIX_KEY]``; ``system`` itself when the
+    prefix is 0.  The block is part of the system message, which no strategy compresses (R9)."""
+    if prefix.tokens <= 0:
+        return system
+    source = {
+        "recorded usage": f"measured from the recorded usage of {prefix.calls} calls",
+        "--unrecorded-prefix": "given with --unrecorded-prefix",
+    }.get(prefix.source, prefix.source)
+    # a new system message brings its own framing (MESSAGE_OVERHEAD): the block is that much smaller
+    framing = meter.message_tokens(SystemMessage([])) if system is None else 0
+    block = {"type": "text", "text": prefix_text(max(1, prefix.tokens - framing), meter, source)}
+    mark = {PREFIX_KEY: {"tokens": prefix.tokens, "source": prefix.source}}
+    if system is None:
+        return SystemMessage([block], additional_kwargs=mark)
+    content = system.content
+    blocks: list[Any] = [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
+    if isinstance(content, str) and not content:
+        blocks = []
+    return system.model_copy(
+        update={"content": [*blocks, block], "additional_kwargs": {**system.additional_kwargs, **mark}}
+    )

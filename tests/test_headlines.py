@@ -1,0 +1,208 @@
+"""Headlines that hold (issue 27): every mean names its population, no winner inside the noise,
+no "best" when nothing reached T, sources weighed alike, warnings that say what each strategy
+did, and baselines that give the same rows twice."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from ctxlab import CompressionSettings
+from ctxlab.analysis.verdict_warnings import grouped
+from ctxlab.analysis.verdicts import executive_summary
+from ctxlab.replay import CALL_COLUMNS, ReplayResult, replay_many, strategies
+from ctxlab.replay.strategies import make_lab_manager
+from ctxlab.replay.stratified import balanced_mean
+from ctxlab.replay.table import summary_frame
+
+RAW = Path(__file__).resolve().parents[2] / "shared" / "transcripts" / "raw"
+KATY = RAW / "swe-agent" / "trajectories" / "demonstrations" / "ctf" / "crypto" / "katy.traj"
+
+
+def call(
+    transcript: str, strategy: str, saving: float, *, fmt: str = "claude_code", acted: bool = True
+) -> dict:
+    """One call of a run whose request is 1,000 tokens; ``saving`` % of it not sent."""
+    row = dict.fromkeys(CALL_COLUMNS)
+    row.update(
+        transcript=transcript,
+        strategy=strategy,
+        data_provenance="real",
+        transcript_format=fmt,
+        call_index=0,
+        message_index=1,
+        raw_tokens=1000,
+        view_tokens=round(1000 * (1 - saving / 100)),
+        view_messages=1,
+        level="L2" if acted else "none",
+        offloaded=0,
+        truncated_args=0,
+        summarizer_calls=0,
+        summarizer_input_tokens=0,
+        summarizer_output_tokens=0,
+        after_failed_summary=False,
+        forced_by_overflow=False,
+        overflow_errors=0,
+        overhead_ms=1.0,
+        cache_reusable_tokens=0,
+        threshold=500.0,
+        l2_threshold=200.0,
+        trigger_reached=acted,
+        unmatched_tool_pairs=0,
+        unrecorded_prefix_tokens=0,
+    )
+    return row
+
+
+def tokens_line(result: ReplayResult) -> str:
+    return next(b.line() for b in executive_summary(result).best if b.objective == "tokens")
+
+
+def test_an_interval_holding_zero_names_no_winner() -> None:
+    rng = random.Random(3)
+    rows = []
+    for i in range(12):  # a and b save the same on average: the paired interval holds 0
+        base = rng.uniform(20, 40)
+        rows += [call(f"r{i}", "a", base + rng.gauss(0, 4)), call(f"r{i}", "b", base + rng.gauss(0, 4))]
+    line = tokens_line(ReplayResult(rows=rows, strategies=["a", "b"]))
+    assert "**no detectable difference** between" in line and "Best for" not in line
+    assert "95 % CI -" in line  # the interval, holding 0, is printed
+    # a real gap: a winner, its interval beside it
+    rows = [c for i in range(12) for c in (call(f"r{i}", "a", 50 + i % 3), call(f"r{i}", "b", 30 + i % 3))]
+    line = tokens_line(ReplayResult(rows=rows, strategies=["a", "b"]))
+    assert line.startswith("Best for tokens: **a**") and "vs b: +20.0 points per run" in line
+
+
+def test_means_are_over_the_compressed_runs_beside_all_runs() -> None:
+    rows = [call(f"r{i}", "a", 50.0 if i < 2 else 0.0, acted=i < 2) for i in range(10)]
+    line = tokens_line(ReplayResult(rows=rows, strategies=["a"]))
+    # two runs of ten: the interval against no compression holds 0, and the line says both means
+    assert "no detectable difference" in line
+    assert "a 50.0 % over the 2 run(s) it compressed; 10.0 % over all 10 runs" in line
+
+
+def test_no_best_line_when_no_run_reached_t() -> None:
+    rows = [
+        c
+        for i in range(3)
+        for c in (call(f"r{i}", "a", 0.0, acted=False), call(f"r{i}", "b", 0.0, acted=False))
+    ]
+    summary = executive_summary(ReplayResult(rows=rows, strategies=["a", "b"]))
+    assert summary.best == []
+    assert any(line.startswith("No run reached T: no strategy compressed anything") for line in summary.lines)
+    assert not any("Best for" in line for line in summary.plain())
+
+
+def test_a_one_source_folder_is_weighed_and_warned_about() -> None:
+    """20 runs of one ShareGPT-like source where a wins big, 3 Claude Code runs where b wins: the
+    plain mean says a, the source-balanced one says neither carries it alone."""
+    rows = []
+    for i in range(20):
+        rows += [call(f"s{i}", "a", 60.0 + i % 2, fmt="sharegpt"), call(f"s{i}", "b", 20.0, fmt="sharegpt")]
+    for i in range(3):
+        rows += [
+            call(f"c{i}", "a", 10.0 + i, fmt="claude_code"),
+            call(f"c{i}", "b", 40.0 + i, fmt="claude_code"),
+        ]
+    result = ReplayResult(rows=rows, strategies=["a", "b"])
+    summary = executive_summary(result)
+    warning = next(w for w in summary.warnings if w.startswith("One source holds most of the runs"))
+    assert "sharegpt has 20 of 23 (87 %)" in warning
+    assert any(
+        line.startswith("Runs by source (format): sharegpt 20, claude_code 3") for line in summary.lines
+    )
+    line = tokens_line(result)
+    # a − b: +40.5 on the ShareGPT runs, −30 on the Claude Code runs: balanced +5.25, not the plain +31.3
+    assert "over 2 sources" in line and "in 2 sources, stratified" in line
+    cmp = next(b for b in summary.best if b.objective == "tokens").versus
+    assert cmp is not None and cmp.difference == pytest.approx((40.5 - 30.0) / 2, abs=0.05)
+
+
+def test_the_stratified_interval_is_seeded_and_keeps_each_source() -> None:
+    values = {f"s{i}": float(i) for i in range(20)} | {"c0": 100.0, "c1": 110.0}
+    sources = {t: ("big" if t.startswith("s") else "small") for t in values}
+    one = balanced_mean(values, sources)
+    assert one == balanced_mean(values, sources)  # seeded
+    assert one.mean == pytest.approx((9.5 + 105.0) / 2) and one.plain == pytest.approx(
+        sum(values.values()) / 22
+    )
+    assert one.low < one.mean < one.high and one.sources == 2 and one.runs == 22
+
+
+def test_pooled_and_per_run_figures_that_disagree_in_sign_are_warned_about() -> None:
+    """One long run saves, many short ones lose: pooled positive, the mean per run negative."""
+    rows = [call("long", "a", 40.0)]
+    rows[0].update(raw_tokens=100_000, view_tokens=60_000)
+    rows += [call(f"short{i}", "a", -20.0) for i in range(5)]
+    warnings = executive_summary(ReplayResult(rows=rows, strategies=["a"])).warnings
+    assert any(
+        w.startswith("a: the pooled token saving is +37.1 %")
+        and "over the 6 run(s) it compressed is -10.0 %" in w
+        for w in warnings
+    ), warnings
+
+
+def test_designed_declines_are_not_declined_summaries() -> None:
+    rows = [call("r0", "hybrid", 30.0), call("r1", "hybrid", 30.0), call("r2", "hybrid", 30.0)]
+    rows[0]["summary_declined"] = "declined: hybrid: masking is enough (9000 tokens < T = 16384)"
+    rows[1]["summary_declined"] = "no valid cutoff: 3 messages, keep 10"
+    summary = summary_frame(pl.DataFrame(rows, schema={c: None for c in CALL_COLUMNS}, orient="row"))
+    assert summary["declined_summaries"].to_list() == [0, 1, 0]
+    warnings = executive_summary(ReplayResult(rows=rows, strategies=["hybrid"])).warnings
+    assert any("hybrid: 1 round(s) found no valid cutoff" in w for w in warnings)
+
+
+def test_repeated_warnings_are_one_line_with_a_count() -> None:
+    names = ["ars", "ars-fast", "hybrid"]
+    assert grouped(["ars: 19 rounds.", "hybrid: 3 rounds.", "ars-fast: 19 rounds."], names) == [
+        "ars and ars-fast: 19 rounds.",
+        "hybrid: 3 rounds.",
+    ]
+    assert grouped(["ars thrashed in 2 run(s): a.", "ars-fast thrashed in 2 run(s): a."], names) == [
+        "ars and ars-fast thrashed in 2 run(s): a."
+    ]
+    assert grouped(["x thrashed.", "y failed.", "x thrashed.", "x thrashed."]) == [
+        "x thrashed (×3).",
+        "y failed.",
+    ]
+
+
+def test_every_built_in_strategy_gives_the_same_rows_twice() -> None:
+    """Two identical serial replays: identical rows (wall time aside), summaries and history
+    names for every registered strategy, DeepAgents' included."""
+    assert KATY.is_file(), f"shared transcript missing: {KATY}"
+    names = sorted(strategies(make_lab_manager(load_entrypoints=True)))
+    assert {"deepagents-summarization", "langchain-summarization", "recorded", "ars", "hybrid"} <= set(names)
+    settings = CompressionSettings(summary_threshold=2, summary_keep_messages=4)
+
+    def run() -> tuple[list[dict], list[dict]]:
+        r = replay_many([KATY], names, settings=settings, progress=False, limit_calls=12)
+        assert not r.errors, r.errors
+        rows = [{k: v for k, v in row.items() if k != "overhead_ms"} for row in r.rows]
+        return rows, [
+            {k: s.get(k) for k in ("strategy", "call_index", "text", "file_path")} for s in r.summaries
+        ]
+
+    first, second = run(), run()
+    assert first[1] == second[1]
+    assert first[0] == second[0]
+    deep = [s for s in first[1] if s["strategy"] == "deepagents-summarization"]
+    assert deep and all(s["file_path"] and "session_" in s["file_path"] for s in deep)
+
+
+def test_a_run_still_off_its_recorded_tokens_is_named() -> None:
+    rows = [call("r0", "a", 30.0), call("r1", "a", 30.0)]
+    result = ReplayResult(rows=rows, strategies=["a"])
+    result.prefixes = {
+        "r0": {"tokens": 0, "source": "recorded usage", "calls": 9, "off_by": 3.02, "raw_off_by": 3.02},
+        "r1": {"tokens": 18_000, "source": "recorded usage", "calls": 9, "off_by": 1.01, "raw_off_by": 0.1},
+    }
+    warnings = executive_summary(result).warnings
+    assert [w for w in warnings if "stays more than 1.5×" in w] == [
+        "1 run(s) whose estimate stays more than 1.5× from the recorded input tokens after the unrecorded-prefix "
+        "correction (estimate / recorded on the median call): r0 (3.02×); their raw requests are not what the "
+        "agent sent."
+    ]
