@@ -120,7 +120,7 @@ class ReplayOptions(TypedDict, total=False):
             :func:`ctxlab.replay.run_measures.resolve_price`).
         cache_breakpoints: the breakpoint policy of explicit caching in the cost columns
             (:data:`ctxlab.replay.cost.BREAKPOINTS`; default ``"agent"``, what an agent can place;
-            ``"oracle"`` is an upper bound).
+            ``"oracle"``: for comparison only).
     """
 
     settings: CompressionSettings | None
