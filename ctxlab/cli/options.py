@@ -244,7 +244,7 @@ def add_measure_options(p: argparse.ArgumentParser) -> None:
                 "columns: agent = after the system message and tools, on the last message and 20 and 40 "
                 "messages before it, as an agent can; last = on the last message only; oracle = where "
                 "the next call stops "
-                "reusing the prompt, an upper bound no agent reaches (default: %(default)s)",
+                "reusing the prompt, which no agent can know, for comparison (default: %(default)s)",
                 choices=BREAKPOINTS,
                 default=DEFAULT_BREAKPOINTS,
             ),

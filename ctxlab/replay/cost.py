@@ -44,10 +44,13 @@ the cache as it was.
         (:func:`agent_breakpoints`), so that the lookback covers the last 60 blocks.
     ``last``
         one breakpoint on the last message, with no bound on the lookback.
-    ``oracle`` (an upper bound only; ``"reusable"`` is its old name)
+    ``oracle`` (for comparison only; ``"reusable"`` is its old name, the cost columns' placement
+    before issue 28)
         one breakpoint at the end of the *reusable prefix*: the part of this request that the next
         call of the same kind repeats (nothing is written when nothing is reused), no bound on the
-        lookback.  No agent knows the next call: it is the least an ideal cache user would pay.
+        lookback.  No agent knows the next call.  With one breakpoint it is the cheapest placement
+        (nothing written that is not read); the agent's four breakpoints can beat it when a long
+        system prefix outlives a compaction.
 
     An entry lives ``ttl_seconds`` after its last write or read (Anthropic: 5 minutes by default).
     A request whose input is above a long-context tier of the row (``PriceRow.tiers``) is priced
@@ -387,7 +390,7 @@ def price_run(
             docstring): ``"agent"`` (default, :func:`agent_breakpoints`, hits looked up at most
             :data:`LOOKBACK_BLOCKS` blocks before a breakpoint); ``"last"`` one on the last
             message; ``"oracle"`` (``"reusable"`` is its old name) one at the end of the prefix the
-            next call of the same kind repeats — an upper bound no agent can reach.
+            next call of the same kind repeats — no agent can place it; for comparison only.
 
     Raises:
         ValueError: an unknown ``breakpoint``.

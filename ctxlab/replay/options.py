@@ -52,7 +52,7 @@ class ReplayOptions(TypedDict, total=False):
             :func:`ctxlab.replay.run_measures.resolve_price`).
         cache_breakpoints: the breakpoint policy of explicit caching in the cost columns
             (:data:`ctxlab.replay.cost.BREAKPOINTS`; default ``"agent"``, what an agent can place;
-            ``"oracle"`` is an upper bound).
+            ``"oracle"``: for comparison only).
         unrecorded_prefix: ``"auto"`` (default), ``"off"`` or a number of tokens: the part of
             every request the recording does not hold, added to every strategy's request as one
             labelled block of the system message (:mod:`ctxlab.replay.prefix`); per run in

@@ -126,7 +126,7 @@ class RunMeasures:
         system: the system message of the run (available to every call, for fidelity).
         index: the run's identifier cache (a fresh one when ``None``).
         breakpoint: the breakpoint policy of explicit caching (:data:`ctxlab.replay.cost.BREAKPOINTS`,
-            default ``"agent"``: what an agent can place; ``"oracle"`` is an upper bound).
+            default ``"agent"``: what an agent can place; ``"oracle"``: for comparison only).
     """
 
     def __init__(

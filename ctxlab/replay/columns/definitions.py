@@ -63,7 +63,7 @@ COST_USD = (
     "family's prompt caching (OpenAI: automatic prefix caching from 1,024 tokens in 128-token steps; "
     "Anthropic: the four breakpoints an agent can place, after the system message and tool schemas, on "
     "the last message and 20 and 40 messages before it (the oracle placement at the end of what the next "
-    "call repeats is only an upper bound, --cache-breakpoints oracle), hits looked up at most 20 blocks "
+    "call repeats, which no agent can know, is for comparison only: --cache-breakpoints oracle), hits looked up at most 20 blocks "
     "before a breakpoint, the prefix up to the last breakpoint written at the cache-write price and read "
     "at the cached price while it lives 5 minutes, calls assumed within it "
     "since transcripts carry no timestamps; Gemini/DeepSeek: implicit caching, every eligible prefix "
