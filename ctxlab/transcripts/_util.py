@@ -12,6 +12,8 @@ import re
 import warnings
 from collections import Counter
 from collections.abc import Iterator, MutableMapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -55,15 +57,19 @@ def check_text_bytes(path: Path, raw: bytes, *, head_only: bool = False) -> str:
     end is not an error (it is decoded with replacement).
     """
     if not raw.strip():
-        raise TranscriptError(path, "byte 0", "empty file")
+        raise TranscriptError(path, "byte 0", "empty file", kind="not_text")
     nul = raw.find(b"\x00")
     if nul >= 0:
-        raise TranscriptError(path, f"byte {nul}", "binary file (NUL byte), not a text transcript")
+        raise TranscriptError(
+            path, f"byte {nul}", "binary file (NUL byte), not a text transcript", kind="not_text"
+        )
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         if not head_only or exc.start < len(raw) - 4:
-            raise TranscriptError(path, f"byte {exc.start}", "binary file (not valid UTF-8)") from exc
+            raise TranscriptError(
+                path, f"byte {exc.start}", "binary file (not valid UTF-8)", kind="not_text"
+            ) from exc
         return raw.decode("utf-8", errors="replace")
 
 
@@ -87,21 +93,62 @@ def json_decode_error(path: Path, text: str, exc: json.JSONDecodeError) -> Trans
     return TranscriptError(path, json_error_where(exc), f"{problem}: {exc.msg}")
 
 
+#: set (``lenient_lines(True)``) while loading for ``--keep-going``: a bad line in the middle of a
+#: JSON-lines file is then left out with a warning instead of failing the whole file
+_LENIENT_LINES: ContextVar[bool] = ContextVar("ctxlab_lenient_lines", default=False)
+
+
+@contextmanager
+def lenient_lines(on: bool = True) -> Iterator[None]:
+    """Within the block, :func:`iter_jsonl` leaves out (and warns about) every line that is not
+    JSON instead of raising (what ``ctxlab replay --keep-going`` asks for: one bad line never
+    loses a whole file)."""
+    token = _LENIENT_LINES.set(on)
+    try:
+        yield
+    finally:
+        _LENIENT_LINES.reset(token)
+
+
+def _cut_off(line: str, exc: json.JSONDecodeError) -> bool:
+    """A line that ends inside a JSON value (what a log cut mid-write looks like)."""
+    return exc.msg.startswith("Unterminated string") or exc.pos >= len(line.rstrip()) - 1
+
+
 def iter_jsonl(path: Path, text: str) -> Iterator[tuple[int, Any]]:
     """Yield ``(line number, value)`` for every non-blank line (1-based line numbers).
 
+    **Partial logs**: a *last* line cut off inside a JSON value (a live agent's log, or one whose
+    agent crashed mid-write) is left out with a :class:`TranscriptWarning` naming the file and
+    the line; every complete line before it is yielded.  Inside :func:`lenient_lines` any line
+    that is not JSON is left out so (with a warning each).
+
     Raises:
-        TranscriptError: a line that is not JSON (``line N column C``).
+        TranscriptError: any other line that is not JSON (``line N column C``).
     """
-    for lineno, line in enumerate(split_lines(text), 1):
+    lines = split_lines(text)
+    last = max((i for i, line in enumerate(lines) if line.strip()), default=-1)
+    kept = 0
+    for lineno, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
-            yield lineno, json.loads(line)
+            value = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise TranscriptError(
-                path, f"line {lineno} column {exc.colno}", f"invalid JSON line: {exc.msg}"
-            ) from exc
+            cut = lineno - 1 == last and _cut_off(line, exc)
+            if not (cut or _LENIENT_LINES.get()):
+                raise TranscriptError(
+                    path, f"line {lineno} column {exc.colno}", f"invalid JSON line: {exc.msg}"
+                ) from exc
+            what = "cut off mid-line (a partial log: a live or crashed agent's)" if cut else "invalid JSON"
+            warn(
+                path,
+                f"line {lineno}: {what}: {exc.msg} at column {exc.colno} of {len(line)}; "
+                f"left out ({kept} complete line(s) before it kept)",
+            )
+            continue
+        kept += 1
+        yield lineno, value
 
 
 def split_lines(text: str) -> list[str]:
