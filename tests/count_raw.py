@@ -193,9 +193,28 @@ def count_tau_bench(path: Path) -> dict[str, dict[str, int]]:
 # --- F7 Claude Code ---------------------------------------------------------------------------
 
 
+def _claude_side_runs(path: Path) -> dict[str, list[dict[str, Any]]]:
+    """The message lines of each sub-agent side file of the session ``path``
+    (``<session>/subagents/agent-<id>.jsonl``), keyed ``agent-<agentId>``; the compaction call's
+    file (``agent-acompact-*``) is not a run."""
+    folder = path.with_suffix("") / "subagents"
+    out: dict[str, list[dict[str, Any]]] = {}
+    for f in sorted(folder.glob("agent-*.jsonl")) if folder.is_dir() else []:
+        if f.name.startswith("agent-acompact-"):
+            continue
+        recs = [json.loads(x) for x in f.read_text(encoding="utf-8").split("\n") if x.strip()]
+        msgs = [
+            e for e in recs if e.get("type") in ("user", "assistant") and isinstance(e.get("message"), dict)
+        ]
+        out[f"agent-{msgs[0]['agentId']}"] = msgs
+    return out
+
+
 def count_claude_code(path: Path) -> dict[str, dict[str, int]]:
-    """The main run, then one run per sub-agent (``isSidechain`` lines, ``agent_progress``
-    messages), keyed ``agent-<agentId>``."""
+    """The main run, then one run per sub-agent, keyed ``agent-<agentId>``: its side file when
+    the session folder has one, else its ``isSidechain`` lines and ``agent_progress`` messages
+    (the main file's copy).  ``<synthetic>`` assistant lines are messages (kept, marked)."""
+    side = _claude_side_runs(path)
     lines: dict[str, list[dict[str, Any]]] = {path.name: []}
     for line in path.read_text(encoding="utf-8").split("\n"):
         if not line.strip():
@@ -210,6 +229,7 @@ def count_claude_code(path: Path) -> dict[str, dict[str, int]]:
         elif e.get("type") in ("user", "assistant") and isinstance(e.get("message"), dict):
             key = f"agent-{e.get('agentId') or 'sidechain'}" if e.get("isSidechain") else path.name
             lines.setdefault(key, []).append(e)
+    lines.update(side)  # the side file is the run; the in-file copy is not a second one
     runs = {key: _count_claude_lines(run) for key, run in lines.items() if run}
     if list(runs) == [k for k in lines if k.startswith("agent-") and lines[k]] and len(runs) == 1:
         return {path.name: next(iter(runs.values()))}  # a sub-agent's own file: a single-run file
@@ -667,6 +687,15 @@ def count_opencode_storage(path: Path) -> dict[str, dict[str, int]]:
     return {path.name: counts(n, calls, results)}
 
 
+def _claude_member(path: Path) -> bool:
+    """A side file of a Claude Code session folder whose main file is there (read with it)."""
+    session = path.parent.parent
+    return (
+        path.parent.name in ("subagents", "tool-results")
+        and session.with_name(session.name + ".jsonl").is_file()
+    )
+
+
 def _storage_member(rel: str) -> bool:
     """A message or part file of the OpenCode storage fixture (counted through its session)."""
     return rel.startswith(("opencode-storage/storage/message/", "opencode-storage/storage/part/"))
@@ -705,6 +734,9 @@ COUNTERS = [
     ("litellm-text-mode/", ".json", "litellm_log", count_litellm),
     ("anthropic-messages/", ".json", "anthropic_messages", count_anthropic),
     ("openai-responses/", ".json", "openai_responses", count_responses),
+    ("claude-code-session/", ".jsonl", "claude_code", count_claude_code),
+    ("claude-code-microcompact/", ".jsonl", "claude_code", count_claude_code),
+    ("claude-code-synthetic/", ".jsonl", "claude_code", count_claude_code),
 ]
 
 #: the counted sets: name -> folder
@@ -720,7 +752,7 @@ def count_all(root: Path = RAW) -> dict[str, Any]:
         if "__pycache__" in path.parts:
             continue
         rel = path.relative_to(root).as_posix()
-        if _storage_member(rel):
+        if _storage_member(rel) or _claude_member(path):
             continue
         for prefix, suffix, fmt, counter in COUNTERS:
             if rel.startswith(prefix) and rel.endswith(suffix):

@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 from langchain.agents.middleware.types import AgentMiddleware
-from langchain_core.messages import AIMessage
 
 from ctxlab.core.middleware import CompressionMiddleware
 from ctxlab.core.settings import CompressionSettings
@@ -46,7 +45,7 @@ from ctxlab.replay.strategies import strategies as registered_strategies
 from ctxlab.replay.summary_cache import SummaryCache, attach_cache
 from ctxlab.replay.views import ViewLog, view_file
 from ctxlab.transcripts import load_many, load_transcripts
-from ctxlab.transcripts.base import Transcript
+from ctxlab.transcripts.base import Transcript, is_model_call
 
 if TYPE_CHECKING:
     import pluggy
@@ -75,7 +74,7 @@ __all__ = [
 
 
 def _count_calls(transcript: Transcript, limit_calls: int | None) -> int:
-    n = sum(1 for m in transcript.messages if isinstance(m, AIMessage))
+    n = sum(1 for m in transcript.messages if is_model_call(m))
     return min(n, limit_calls) if limit_calls is not None else n
 
 

@@ -13,6 +13,12 @@ first starts is the strategy's L2 round (``level`` ``L2``, the agent's summary i
 summaries; :mod:`ctxlab.replay.observer`); ``recorded_input_tokens`` beside ``view_tokens`` shows
 the provider's count of what was sent.
 
+**Recorded microcompactions** (Claude Code's ``microcompact_boundary``: old tool results cleared
+without a summary, :data:`ctxlab.transcripts.base.RECORDED_MICROCOMPACTION_KEY`): from the first
+request after the boundary on, each cleared result is sent as the agent sent it, its content
+replaced by the agent's placeholder (``[Old tool result content cleared]``); the request before
+the boundary still holds it.  :func:`recorded_view` applies both.
+
 Other strategies never see a recorded compaction's messages: the replay leaves them out of the
 state (:mod:`ctxlab.replay.runner`), as a run without the agent's own compaction would not have
 had them; a middleware that sets :attr:`RecordedCompactionMiddleware.replays_recorded_compactions`
@@ -26,11 +32,11 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from langchain.agents.middleware.types import AgentMiddleware, ModelRequest, ModelResponse
-from langchain_core.messages import AnyMessage, BaseMessage
+from langchain_core.messages import AnyMessage, BaseMessage, ToolMessage
 
-from ctxlab.transcripts.base import recorded_compaction_of
+from ctxlab.transcripts.base import recorded_compaction_of, recorded_microcompaction_of
 
-__all__ = ["RECORDED_STRATEGY", "RecordedCompactionMiddleware", "recorded_view_start"]
+__all__ = ["RECORDED_STRATEGY", "RecordedCompactionMiddleware", "recorded_view", "recorded_view_start"]
 
 #: the strategy's registered name
 RECORDED_STRATEGY = "recorded"
@@ -54,6 +60,25 @@ def recorded_view_start(messages: Sequence[BaseMessage]) -> int:
     return latest or 0
 
 
+def recorded_view(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
+    """What the agent sent for a request holding ``messages`` (state messages, no system
+    message): from :func:`recorded_view_start` on, each tool result a recorded microcompaction
+    had cleared by then (its boundary's ``after`` message is in ``messages``) replaced by a copy
+    holding the agent's placeholder (``additional_kwargs["ctxlab_cleared"] = True``)."""
+    view = list(messages[recorded_view_start(messages) :])
+    ids = {m.id for m in messages if m.id is not None}
+    for i, m in enumerate(view):
+        mark = recorded_microcompaction_of(m)
+        if mark is not None and isinstance(m, ToolMessage) and mark.get("after") in ids:
+            view[i] = m.model_copy(
+                update={
+                    "content": str(mark.get("placeholder") or "[Old tool result content cleared]"),
+                    "additional_kwargs": {**m.additional_kwargs, "ctxlab_cleared": True},
+                }
+            )
+    return view
+
+
 class RecordedCompactionMiddleware(AgentMiddleware[Any, Any]):
     """Sends each request from the latest recorded compaction on (see the module docstring).
 
@@ -69,8 +94,10 @@ class RecordedCompactionMiddleware(AgentMiddleware[Any, Any]):
 
     def _view(self, request: ModelRequest) -> ModelRequest:
         messages: list[AnyMessage] = list(request.messages)
-        start = recorded_view_start(messages)
-        return request.override(messages=messages[start:]) if start else request
+        view = recorded_view(messages)
+        if len(view) == len(messages) and all(a is b for a, b in zip(view, messages, strict=True)):
+            return request
+        return request.override(messages=view)  # type: ignore[arg-type]
 
     def wrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]

@@ -143,7 +143,7 @@ def iter_jsonl(path: Path, text: str) -> Iterator[tuple[int, Any]]:
             what = "cut off mid-line (a partial log: a live or crashed agent's)" if cut else "invalid JSON"
             warn(
                 path,
-                f"line {lineno}: {what}: {exc.msg} at column {exc.colno} of {len(line)}; "
+                f"line {lineno}: {what}: {exc.msg} (column {exc.colno} of {len(line)}); "
                 f"left out ({kept} complete line(s) before it kept)",
             )
             continue
