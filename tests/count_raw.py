@@ -408,22 +408,128 @@ def count_responses(path: Path) -> dict[str, dict[str, int]]:
 # --- F15 Aider chat history -------------------------------------------------------------------
 
 
+AIDER_UI = (
+    "Tokens:", "Cost:", "Applied edit to ", "Did not apply edit", "Commit ", "Committing ",
+    "You can use /undo", "No changes made to git", "Edit the files?", "Attempt to fix ", "Create new file?",
+    "Allow edits to ", "Run shell command", "The LLM did not conform", "https://aider.chat", "Warning: ",
+    "^C again to exit",
+)  # fmt: skip
+
+
+def _aider_ui(line: str) -> bool:
+    """A console line only the user sees (Aider prints it, sends it to no model)."""
+    line = line.strip()
+    return (
+        line.startswith(AIDER_UI)
+        or (line.startswith("Add ") and " to the chat?" in line)
+        or bool(re.fullmatch(r"Added \d+ lines? of output to the chat\.?", line))
+        or bool(re.fullmatch(r"Only \d+ reflections allowed, stopping\.?", line))
+    )
+
+
+def _aider_sent(lines: list[str]) -> bool:
+    """Whether a console block after a reply sent the model anything (an observation)."""
+    if any(re.fullmatch(r"Only \d+ reflections allowed, stopping\.?", x.strip()) for x in lines):
+        return False
+    for k, x in enumerate(lines):
+        nxt = lines[k + 1].strip() if k + 1 < len(lines) else ""
+        lone = x.strip() and " " not in x.strip() and _aider_ui(nxt) and "?" in nxt
+        if x.strip() and not _aider_ui(x) and not lone:
+            return True
+    return False
+
+
+def _aider_blocks(text: str) -> list[tuple[str, list[str]]]:
+    """(kind, lines): session / user (#### lines) / console (> lines) / reply; a blank line ends a
+    user block; lines inside a fence of a reply are the reply's; a reply run that follows a
+    console block and runs into the next console line (no blank line, last line ending with two
+    spaces) is that console message's continuation."""
+    out: list[tuple[str, list[str]]] = []
+    fence = False
+    for raw in text.split("\n"):
+        kind = out[-1][0] if out else None
+        if kind == "reply" and fence and not raw.startswith("# aider chat started at"):
+            out[-1][1].append(raw)
+            fence = not raw.lstrip().startswith("```")
+            continue
+        fence = False
+        if raw.startswith("# aider chat started at"):
+            out.append(("session", [raw]))
+        elif raw == "####" or raw.startswith("#### "):
+            line = raw[5:].removesuffix("  ")
+            if kind == "user":
+                out[-1][1].append(line)
+            else:
+                out.append(("user", [line]))
+        elif raw == ">" or raw.startswith("> "):
+            line = raw[2:].removesuffix("  ")
+            if kind == "reply" and len(out) > 1 and out[-2][0] == "console" and out[-1][1][-1].endswith("  "):
+                out[-2][1].extend(out.pop()[1])
+                kind = "console"
+            if kind == "console":
+                out[-1][1].append(line)
+            else:
+                out.append(("console", [line]))
+        elif not raw.strip():
+            if kind == "reply":
+                out[-1][1].append(raw)
+            elif kind == "user":
+                out.append(("gap", []))
+        else:
+            if kind != "reply":
+                out.append(("reply", []))
+            out[-1][1].append(raw)
+            fence = raw.lstrip().startswith("```")
+    return [b for b in out if b[0] != "gap"]
+
+
 def count_aider(path: Path) -> dict[str, dict[str, int]]:
     """Sessions split at /clear; user text (not /commands but /ask ...), replies, and console
-    blocks after a reply (or an added /run output) as observations."""
-    runs: list[tuple[str, list[str]]] = []  # (run key, kinds of its messages: H, A, O)
-    cur: list[str] = []
+    blocks after a reply (or an added /run output) that hold anything but Aider's own lines as
+    observations.  An architect's reply re-sent as the next user input is an editor run of its
+    own (its key ``<run>.editor<k>``), and the architect run then gets Aider's two made-up turns
+    ("I made those changes to the files." / "Ok.")."""
+    runs: list[tuple[str, list[str], list[list[str]]]] = []  # (key, kinds H/A/O, editor runs' kinds)
     session, part = 0, 0
-    kind = None  # kind of the current block
+    cur: list[str] = []
+    editors: list[list[str]] = []
+    editor: list[str] | None = None
     prev = "start"
-    fence = False
+    last_reply = ""
 
-    def close(k: str | None, text: list[str]) -> None:
-        nonlocal cur, prev, part
-        if k is None:
-            return
-        body = "\n".join(text)
-        if k == "user":
+    def plain(lines: list[str]) -> str:
+        return "\n".join(x.rstrip() for x in "\n".join(lines).split("\n")).strip()
+
+    def close_editor() -> None:
+        nonlocal editor
+        if editor is not None:
+            cur.extend(["H", "A"])
+        editor = None
+
+    def close_run() -> None:
+        close_editor()
+        runs.append((f"session{session}" + (f".{part + 1}" if part else ""), list(cur), list(editors)))
+
+    for kind, lines in _aider_blocks(path.read_text(encoding="utf-8")):
+        target = editor if editor is not None else cur
+        if kind == "session":
+            close_run()
+            cur, editors, prev, last_reply = [], [], "start", ""
+            session, part = session + 1, 0
+        elif kind == "user":
+            body = "\n".join(lines).strip("\n")
+            if (
+                editor is None
+                and prev in ("reply", "console")
+                and cur
+                and cur[-1] == "A"
+                and plain(lines) == last_reply
+            ):
+                editor = ["H"]
+                editors.append(editor)
+                prev = "user"
+                continue
+            close_editor()
             cmd = re.match(r"/(\w+)\s*(.*)", body, re.S) if body.startswith("/") else None
             if body.startswith("!"):
                 prev = "cmd:run"
@@ -431,8 +537,8 @@ def count_aider(path: Path) -> dict[str, dict[str, int]]:
                 cur.append("H")
                 prev = "user"
             elif cmd.group(1) in ("clear", "reset"):
-                runs.append((f"session{session}" + (f".{part + 1}" if part else ""), cur))
-                cur = []
+                close_run()
+                cur, editors = [], []
                 part += 1
                 prev = "cmd"
             elif cmd.group(1) in ("ask", "code", "architect", "context") and cmd.group(2).strip():
@@ -440,50 +546,30 @@ def count_aider(path: Path) -> dict[str, dict[str, int]]:
                 prev = "user"
             else:
                 prev = "cmd:" + cmd.group(1)
-        elif k == "reply":
-            cur.append("A")
+        elif kind == "reply":
+            target.append("A")
+            if editor is None:
+                last_reply = plain(lines)
             prev = "reply"
-        elif k == "console":
+        else:
+            body = "\n".join(lines)
             added = re.search(
                 r"(?m)^(Add .* to the chat\?.*:\s*y|Added \d+ lines? of output to the chat)", body
             )
-            if prev == "reply" or (prev in ("cmd:run", "cmd:test") and added):
-                cur.append("O")
+            if (prev == "reply" and _aider_sent(lines)) or (prev in ("cmd:run", "cmd:test") and added):
+                target.append("O")
                 prev = "obs"
-
-    text: list[str] = []
-    for raw in path.read_text(encoding="utf-8").split("\n"):
-        if kind == "reply" and fence:
-            fence = not raw.lstrip().startswith("```")
-            continue
-        if raw.startswith("# aider chat started at"):
-            close(kind, text)
-            runs.append((f"session{session}" + (f".{part + 1}" if part else ""), cur))
-            cur, kind, text, prev = [], None, [], "start"
-            session, part = session + 1, 0
-        elif raw == "####" or raw.startswith("#### "):
-            if kind != "user":
-                close(kind, text)
-                kind, text = "user", []
-            text.append(raw[5:].removesuffix("  "))
-        elif raw == ">" or raw.startswith("> "):
-            if kind != "console":
-                close(kind, text)
-                kind, text = "console", []
-            text.append(raw[2:])
-        elif not raw.strip():
-            if kind == "user":
-                close(kind, text)
-                kind, text = None, []
-        else:
-            if kind != "reply":
-                close(kind, text)
-                kind, text = "reply", []
-            fence = raw.lstrip().startswith("```")
-    close(kind, text)
-    runs.append((f"session{session}" + (f".{part + 1}" if part else ""), cur))
-    runs = [(key, r) for key, r in runs if r]
-    return {(path.name if len(runs) == 1 else key): counts(len(r), [], [], r.count("O")) for key, r in runs}
+            elif prev == "reply":
+                prev = "console"
+    close_run()
+    found = [(key, r, eds) for key, r, eds in runs if r]
+    out = {}
+    for key, r, eds in found:
+        name = path.name if len(found) == 1 else key
+        out[name] = counts(len(r), [], [], r.count("O"))
+        for k, e in enumerate(eds, 1):
+            out[f"{name}.editor{k}"] = counts(len(e), [], [], e.count("O"))
+    return out
 
 
 # --- Gemini CLI sessions ----------------------------------------------------------------------
@@ -718,6 +804,7 @@ COUNTERS = [
     # wild/
     ("codex-cli/", ".jsonl", "codex_rollout", count_codex),
     ("aider/", ".md", "aider_history", count_aider),
+    ("aider-architect/", ".md", "aider_history", count_aider),
     # incoming/ (the second batch, read where it is: ../shared is not ours to move)
     ("claude-code-compaction/", ".jsonl", "claude_code", count_claude_code),
     ("gemini-cli-empty/", ".jsonl", "gemini_cli", count_gemini),

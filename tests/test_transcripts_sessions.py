@@ -249,3 +249,62 @@ def test_folder_with_non_transcripts_skips_and_lists_them(tmp_path: Path) -> Non
     # named one by one, a file that is not a transcript is an error
     runs, errors = load_many([folder / "notes.txt"])
     assert runs == [] and errors[0].kind == "unknown_format"
+
+
+# --- Aider architect mode ------------------------------------------------------------------------------
+
+AIDER = DATA / "aider-architect" / ".aider.chat.history.md"
+
+
+def test_aider_architect_and_editor_are_separate_linked_runs() -> None:
+    arch, ed1, ed2 = _quiet(load_transcripts, AIDER)
+    assert (arch.metadata["role"], ed1.metadata["role"], ed2.metadata["role"]) == (
+        "architect",
+        "editor",
+        "editor",
+    )
+    assert arch.metadata["editor_runs"] == [ed1.run_id, ed2.run_id]
+    plans = [m for m in arch.messages if isinstance(m, AIMessage) and is_model_call(m)]
+    for ed, plan in zip((ed1, ed2), plans, strict=True):
+        # the editor's own request: the architect's plan, re-sent; not a message the user typed
+        assert ed.metadata["parent_run"] == arch.run_id and ed.metadata["parent_message"] == plan.id
+        assert ed.messages[0].additional_kwargs["aider_plan_of"] == plan.id
+        assert ed.messages[0].content == plan.content
+    typed = [m for m in arch.messages if m.type == "human" and not m.additional_kwargs.get(SYNTHETIC_KEY)]
+    assert [m.content for m in typed] == [
+        "make SuitableRepoNotFound class",
+        "catch SuitableRepoNotFound not `FileNotFoundError`",
+    ]
+    # Aider's own turns after each editor run: in the architect's history, no model call
+    made_up = [m.content for m in arch.messages if m.additional_kwargs.get(SYNTHETIC_KEY)]
+    assert made_up == ["I made those changes to the files.", "Ok."] * 2
+    assert arch.model == "claude-3-5-sonnet-20241022" and ed1.model == "claude-3-5-sonnet-20241022"
+    # console lines the model never saw are out; the lint output it was sent is an observation
+    text = "\n".join(str(m.content) for t in (arch, ed1, ed2) for m in t.messages)
+    assert not any(s in text for s in ("Applied edit", "Commit c17d57c", "Tokens:", "Edit the files?"))
+    assert [ed2.messages[i].content.splitlines()[0] for i in ed2.observations] == [
+        "# Fix any errors below, if possible."
+    ]
+    # the Tokens lines are each call's recorded usage (Aider rounds above 1,000: "5.1k")
+    assert [m.usage_metadata["input_tokens"] for m in plans] == [5100, 9600]  # type: ignore[index]
+    calls = [m for m in ed2.messages if is_model_call(m)]
+    assert [m.usage_metadata["input_tokens"] for m in calls] == [7500, 7800]  # type: ignore[index]
+
+
+def test_aider_editor_calls_replay_their_own_request() -> None:
+    arch, ed1, _ = _quiet(load_transcripts, AIDER)
+    a = replay(arch, "recorded", keep_views=True, measure="tiktoken")
+    e = replay(ed1, "recorded", keep_views=True, measure="tiktoken")
+    assert len(a.rows) == 2 and len(e.rows) == 1  # one row per model call ("Ok." is none)
+    [view] = [v.messages for k, v in e.views.items()]
+    assert [m.content for m in view] == [ed1.messages[0].content]  # the plan alone, no architect history
+    # the architect's next request holds its whole history, the plan among it; the editor's not
+    assert e.rows[0]["view_tokens"] < a.rows[1]["view_tokens"] - a.rows[0]["view_tokens"]
+    assert e.rows[0]["recorded_input_tokens"] == 2900
+
+
+def test_aider_history_is_found_in_a_folder_though_hidden(tmp_path: Path) -> None:
+    shutil.copy(AIDER, tmp_path)
+    (tmp_path / ".env").write_text("KEY=1\n")  # other hidden files stay skipped
+    runs, errors = _quiet(load_many, tmp_path)
+    assert errors == [] and [r.run_id for r in runs][0] == ".aider.chat.history.md"

@@ -164,8 +164,13 @@ def load_transcripts(
     return _load(Path(path), format, available_formats(pm))
 
 
+#: hidden file names that are transcripts (Aider writes its history to a hidden file)
+HIDDEN_TRANSCRIPTS = frozenset({".aider.chat.history.md"})
+
+
 def _skipped(name: str) -> bool:
-    return name.startswith(".") or name in SKIP_NAMES or name.upper().startswith("README")
+    hidden = name.startswith(".") and name not in HIDDEN_TRANSCRIPTS
+    return hidden or name in SKIP_NAMES or name.upper().startswith("README")
 
 
 def _walk(root: Path) -> set[Path]:
@@ -189,7 +194,7 @@ def _without_members(files: set[Path]) -> set[Path]:
 def iter_transcript_files(paths: PathLike | Iterable[PathLike]) -> list[Path]:
     """The files to load: files as given, folders walked recursively.
 
-    In folders, hidden files and folders (``.*``), ``README*``, ``SOURCES.md``,
+    In folders, hidden files and folders (``.*``, but Aider's ``.aider.chat.history.md``), ``README*``, ``SOURCES.md``,
     ``.gitattributes`` and the message and part files of an OpenCode storage (read through its
     session file) are skipped.  The side files of a Claude Code session (``<session>/subagents/``,
     ``<session>/tool-results/``) are left out when the session's main file is among the files
