@@ -743,6 +743,25 @@ def count_langsmith(path: Path) -> dict[str, dict[str, int]]:
     return out
 
 
+def count_langgraph_trace(path: Path) -> dict[str, dict[str, int]]:
+    """A LangSmith export of LangGraph traces (one run per line): per trace, the root run's
+    ``outputs.messages`` (the graph's final state) is the conversation; node outputs and model
+    calls are parts of it."""
+    runs = [json.loads(x) for x in path.read_text(encoding="utf-8").split("\n") if x.strip()]
+    roots = [r for r in runs if r.get("parent_run_id") is None]
+    out = {}
+    for root in roots:
+        msgs = root["outputs"]["messages"]
+        calls: list[str] = []
+        results = []
+        for m in msgs:
+            calls += [tc["id"] for tc in m["kwargs"].get("tool_calls") or []]
+            if m["id"][-1] == "ToolMessage":
+                results.append((m["kwargs"]["tool_call_id"], set(calls)))
+        out[path.name if len(roots) == 1 else f"trace-{root['trace_id']}"] = counts(len(msgs), calls, results)
+    return out
+
+
 # --- OpenCode JSON storage --------------------------------------------------------------------
 
 
@@ -816,6 +835,7 @@ COUNTERS = [
     ("cline/", ".json", "anthropic_messages", count_anthropic),
     ("openhands-resolver/", ".jsonl", "openhands_resolver", count_openhands_resolver),
     ("langsmith/", ".jsonl", "langchain_messages", count_langsmith),
+    ("langgraph/", ".jsonl", "langchain_messages", count_langgraph_trace),
     ("opencode-storage/storage/session/", ".json", "opencode_storage", count_opencode_storage),
     ("gemini-cli/", ".json", "gemini_cli", count_gemini),
     ("litellm-text-mode/", ".json", "litellm_log", count_litellm),

@@ -108,7 +108,7 @@ def test_sets_are_fully_counted() -> None:
             and not (s == "data" and p.parent.name == "subagents")  # read with their session file
         )
         assert found == sorted(ALL_COUNTS[s]), f"{s}: rerun tests/count_raw.py"
-    assert [len(ALL_COUNTS[s]) for s in NEW_SETS] == [2, 5, 13]
+    assert [len(ALL_COUNTS[s]) for s in NEW_SETS] == [2, 5, 14]
     assert EMPTY_FILES == [("incoming", "gemini-cli-empty/entire-cli_ec-38b74f08e3_2_full.jsonl")]
 
 

@@ -307,4 +307,54 @@ def test_aider_history_is_found_in_a_folder_though_hidden(tmp_path: Path) -> Non
     shutil.copy(AIDER, tmp_path)
     (tmp_path / ".env").write_text("KEY=1\n")  # other hidden files stay skipped
     runs, errors = _quiet(load_many, tmp_path)
-    assert errors == [] and [r.run_id for r in runs][0] == ".aider.chat.history.md"
+    assert errors == [] and [r.run_id for r in runs] == [
+        ".aider.chat.history.md",
+        *(f".aider.chat.history.md.editor{k}" for k in (1, 2)),
+    ]
+
+
+# --- LangGraph / LangSmith traces ----------------------------------------------------------------------
+
+TRACE = DATA / "langgraph" / "tau-bench-task48-trial1.trace.jsonl"
+
+
+def test_langgraph_trace_loads_as_one_run() -> None:
+    runs = _lines(TRACE)
+    [root] = [r for r in runs if r["parent_run_id"] is None]
+    nodes = [r for r in runs if r["run_type"] == "chain" and r["parent_run_id"] == root["id"]]
+    assert len(nodes) > 5  # every node's output is a message list of its own
+    [t] = _quiet(load_transcripts, TRACE)
+    assert t.run_id == TRACE.name and t.metadata["trace_id"] == root["trace_id"]
+    assert [m.text for m in t.messages] == [m["kwargs"]["content"] for m in root["outputs"]["messages"]]
+    assert t.model == "gpt-4o"
+
+
+def test_langgraph_sub_agent_with_its_own_model_calls_is_its_own_run(tmp_path: Path) -> None:
+    from langchain_core.load import dumpd
+    from langchain_core.messages import AIMessage as AI
+    from langchain_core.messages import HumanMessage as Human
+
+    runs = _lines(TRACE)
+    root = runs[0]
+    tools_node = next(r for r in runs if r["name"] == "tools")
+    ask = [dumpd(Human("Which flights leave JFK tomorrow?", id="s1"))]
+    answer = dumpd(AI("HAT069 and HAT083.", id="s2"))
+    sub = [
+        {"id": "sub", "trace_id": root["trace_id"], "parent_run_id": tools_node["id"], "name": "researcher",
+         "run_type": "chain", "inputs": {"messages": ask}, "outputs": {"messages": [*ask, answer]}},
+        {"id": "sub-llm", "trace_id": root["trace_id"], "parent_run_id": "sub", "name": "researcher",
+         "run_type": "llm", "inputs": {"messages": [ask]}, "outputs": {"generations": [[{"message": answer}]]}},
+    ]  # fmt: skip
+    other = [{**r, "trace_id": "t2", "id": f"t2-{r['id']}"} for r in runs[:3]]  # a second trace
+    other[0]["parent_run_id"] = None
+    f = tmp_path / "export.jsonl"
+    f.write_text("".join(json.dumps(x) + "\n" for x in [*runs, *sub, *other]))
+    main, researcher, second = _quiet(load_transcripts, f)
+    assert main.run_id == f"trace-{root['trace_id']}" and second.run_id == "trace-t2"
+    assert researcher.metadata["parent_run"] == main.run_id and main.metadata["sub_agent_runs"] == [
+        researcher.run_id
+    ]
+    assert [m.text for m in researcher.messages] == [
+        "Which flights leave JFK tomorrow?",
+        "HAT069 and HAT083.",
+    ]
