@@ -762,6 +762,183 @@ def count_langgraph_trace(path: Path) -> dict[str, dict[str, int]]:
     return out
 
 
+# --- issue 29: Gemini contents, headless streams, ATIF, PydanticAI, smolagents, SpecStory -----
+
+
+def count_gemini_contents(path: Path) -> dict[str, dict[str, int]]:
+    """A model content is one message (its functionCall parts its calls, made-up ids when they
+    have none); a user content gives a result per functionResponse (its id, else the earliest
+    unanswered call of its name) and one message when it has text."""
+    n = 0
+    calls: list[str] = []
+    pending: list[tuple[str, str]] = []
+    results = []
+    for i, c in enumerate(json.loads(path.read_text(encoding="utf-8"))):
+        if c["role"] == "model":
+            n += 1
+            for j, p in enumerate(c["parts"]):
+                if "functionCall" in p:
+                    cid = p["functionCall"].get("id") or f"call{i}.{j}"
+                    calls.append(cid)
+                    pending.append((cid, p["functionCall"]["name"]))
+            continue
+        for p in c["parts"]:
+            if "functionResponse" in p:
+                fr = p["functionResponse"]
+                rid = fr.get("id") or next((cid for cid, name in pending if name == fr["name"]), "none")
+                pending = [x for x in pending if x[0] != rid]
+                n += 1
+                results.append((rid, set(calls)))
+        n += any("text" in p and not p.get("thought") for p in c["parts"])
+    return {path.name: counts(n, calls, results)}
+
+
+def count_claude_stream(path: Path) -> dict[str, dict[str, int]]:
+    """Message lines with ``parent_tool_use_id`` null are the main run, the others the sub-agent
+    run of that Task call (``agent-<id>``); counted as Claude Code session lines are."""
+    runs: dict[str, list[dict[str, Any]]] = {path.name: []}
+    for x in (json.loads(line) for line in path.read_text(encoding="utf-8").split("\n") if line.strip()):
+        if x["type"] in ("user", "assistant"):
+            key = f"agent-{x['parent_tool_use_id']}" if x.get("parent_tool_use_id") else path.name
+            runs.setdefault(key, []).append(x)
+    return {key: _count_claude_lines(r) for key, r in runs.items() if r}
+
+
+def count_codex_exec(path: Path) -> dict[str, dict[str, int]]:
+    """Completed items in order: text items open (or join) a model message; a tool item joins
+    it unless a result came since (then it opens a new one) and adds its result."""
+    n = 0
+    calls: list[str] = []
+    results = []
+    open_msg = False
+    since_result = False
+    for line in path.read_text(encoding="utf-8").split("\n"):
+        if not line.strip() or (x := json.loads(line))["type"] != "item.completed":
+            continue
+        item = x["item"]
+        if item["type"] in ("agent_message", "reasoning"):
+            if not open_msg or since_result:
+                n += 1
+                open_msg, since_result = True, False
+        elif item["type"] in ("command_execution", "mcp_tool_call", "file_change", "web_search"):
+            if not open_msg or since_result:
+                n += 1
+                open_msg, since_result = True, False
+            cid = f"{item['id']}@{len(calls)}"
+            calls.append(cid)
+            n += 1
+            results.append((cid, set(calls)))
+            since_result = True
+    return {path.name: counts(n, calls, results)}
+
+
+def count_pydantic_ai(path: Path) -> dict[str, dict[str, int]]:
+    n = 0
+    calls: list[str] = []
+    results = []
+    system = False
+    for msg in json.loads(path.read_text(encoding="utf-8")):
+        if msg["kind"] == "response":
+            n += 1
+            calls += [p["tool_call_id"] for p in msg["parts"] if p["part_kind"] == "tool-call"]
+            continue
+        for p in msg["parts"]:
+            if p["part_kind"] == "system-prompt":
+                n += not system
+                system = True
+            elif p["part_kind"] == "user-prompt":
+                n += 1
+            elif p["part_kind"] in ("tool-return", "retry-prompt"):
+                n += 1
+                if p["part_kind"] == "tool-return" or p.get("tool_name"):
+                    results.append((p["tool_call_id"], set(calls)))
+    return {path.name: counts(n, calls, results)}
+
+
+def count_smolagents(path: Path) -> dict[str, dict[str, int]]:
+    """System prompt, tasks, one model message per action/planning step, plus its observations
+    and error as user text."""
+    n = obs = 0
+    for step in json.loads(path.read_text(encoding="utf-8")):
+        if "system_prompt" in step or ("task" in step and "step_number" not in step) or "plan" in step:
+            n += 1
+        elif "step_number" in step:
+            extra = (step.get("observations") is not None) + (step.get("error") is not None)
+            n += 1 + extra
+            obs += extra
+    return {path.name: counts(n, [], [], obs)}
+
+
+def count_atif(path: Path) -> dict[str, dict[str, int]]:
+    """One message per system/user step; per agent step one message, its calls when a result
+    names one (else the step is text mode: no calls), and a message per result."""
+    n = obs = 0
+    calls: list[str] = []
+    results = []
+    for step in json.loads(path.read_text(encoding="utf-8"))["steps"]:
+        n += 1
+        if step["source"] != "agent":
+            continue
+        res = (step.get("observation") or {}).get("results") or []
+        if any(r.get("source_call_id") for r in res):
+            calls += [c["tool_call_id"] for c in step.get("tool_calls") or []]
+        for r in res:
+            n += 1
+            if r.get("source_call_id"):
+                results.append((r["source_call_id"], set(calls)))
+            else:
+                obs += 1
+    return {path.name: counts(n, calls, results, obs)}
+
+
+def count_specstory(path: Path) -> dict[str, dict[str, int]]:
+    """Sections between ``---`` lines; a user section is a message; in agent sections each text
+    run opens a model message unless no tool result came since, each tool use joins the open
+    model message unless a result came since and adds its result."""
+    n = 0
+    calls: list[str] = []
+    results = []
+    speaker = None
+    open_msg = False
+    since_result = False
+    text = path.read_text(encoding="utf-8")
+    for sec in re.split(r"\n---\n", text):
+        sec = sec.strip()
+        head = re.match(r"_\*\*(User|Agent|Assistant)[^*]*\*\*_", sec)
+        if head:
+            speaker = "user" if head.group(1) == "User" else "agent"
+            sec = sec[head.end() :].strip()
+            open_msg = False
+        if not sec or speaker is None:
+            continue
+        if speaker == "user":
+            n += 1
+            continue
+        for tool in re.finditer(
+            r"<tool-use\b[\s\S]*?</tool-use>|(?P<text>[^<][\s\S]*?)(?=<tool-use\b|\Z)", sec
+        ):
+            if tool.group("text") is not None:
+                if not tool.group("text").strip():
+                    continue
+                if not open_msg or since_result:
+                    n += 1
+                    open_msg, since_result = True, False
+                continue
+            if not open_msg or since_result:
+                n += 1
+                open_msg, since_result = True, False
+            calls.append(f"c{len(calls)}")
+            n += 1
+            results.append((calls[-1], set(calls)))
+            since_result = True
+    return {path.name: counts(n, calls, results)}
+
+
+def count_gemini_json_output(path: Path) -> dict[str, dict[str, int]]:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return {path.name: counts(1, [], [])} if data.get("response") else {}
+
+
 # --- OpenCode JSON storage --------------------------------------------------------------------
 
 
@@ -844,6 +1021,15 @@ COUNTERS = [
     ("claude-code-session/", ".jsonl", "claude_code", count_claude_code),
     ("claude-code-microcompact/", ".jsonl", "claude_code", count_claude_code),
     ("claude-code-synthetic/", ".jsonl", "claude_code", count_claude_code),
+    ("gemini-contents/", ".json", "gemini_contents", count_gemini_contents),
+    ("claude-stream-json/", ".jsonl", "claude_stream_json", count_claude_stream),
+    ("codex-exec-json/", ".jsonl", "codex_exec_json", count_codex_exec),
+    ("pydantic-ai/", ".json", "pydantic_ai", count_pydantic_ai),
+    ("openai-agents/", ".json", "openai_responses", count_responses),
+    ("smolagents/", ".json", "smolagents_memory", count_smolagents),
+    ("atif/", ".json", "atif", count_atif),
+    ("specstory/", ".md", "specstory_md", count_specstory),
+    ("gemini-json-output/", ".json", "gemini_json_output", count_gemini_json_output),
 ]
 
 #: the counted sets: name -> folder

@@ -42,6 +42,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+if __package__ in (None, ""):  # run as a script: the repository root holds the tools package
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from tools import derive_formats
+
 #: the fixtures' folder: ``tests/data`` of the repository
 HERE = Path(__file__).resolve().parents[1] / "tests" / "data"
 SHARED = (HERE.parents[1] / ".." / "shared" / "transcripts").resolve()
@@ -337,6 +342,7 @@ def main(argv: list[str]) -> int:
         OUT_LANGSMITH: langsmith_runs().encode("utf-8"),
         OUT_LANGGRAPH: langgraph_trace().encode("utf-8"),
         **opencode_storage(),
+        **derive_formats.outputs(),
     }
     if "--check" in argv:
         stale = [str(p) for p, data in outputs.items() if not p.is_file() or p.read_bytes() != data]
