@@ -902,7 +902,7 @@ def count_specstory(path: Path) -> dict[str, dict[str, int]]:
     open_msg = False
     since_result = False
     text = path.read_text(encoding="utf-8")
-    for sec in re.split(r"\n---\n", text):
+    for sec in re.split(r"\n---\n|\n(?=_\*\*(?:User|Agent|Assistant)\b)", text):
         sec = sec.strip()
         head = re.match(r"_\*\*(User|Agent|Assistant)[^*]*\*\*_", sec)
         if head:

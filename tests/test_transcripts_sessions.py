@@ -358,3 +358,27 @@ def test_langgraph_sub_agent_with_its_own_model_calls_is_its_own_run(tmp_path: P
         "Which flights leave JFK tomorrow?",
         "HAT069 and HAT083.",
     ]
+
+
+# --- what a loader cannot place is said ----------------------------------------------------------------
+
+
+def test_claude_code_odd_session_folder_is_said(tmp_path: Path) -> None:
+    folder = tmp_path / "project"
+    shutil.copytree(SESSION.parent, folder)
+    main = folder / SESSION.name
+    lines = _lines(main)
+    boundary = {"type": "system", "subtype": "microcompact_boundary", "uuid": "m1", "sessionId": "s",
+                "microcompactMetadata": {"trigger": "auto", "compactedToolIds": ["toolu_not_here", "toolu_gone"]}}  # fmt: skip
+    main.write_text("".join(json.dumps(x) + "\n" for x in [*lines[:12], boundary, *lines[12:]]))
+    side = folder / SESSION.stem / "subagents" / SIDE.name
+    side.write_text("{broken\n" + side.read_text())
+    with pytest.warns(TranscriptWarning) as said:
+        runs = load_transcripts(main)
+    text = [str(w.message) for w in said]
+    assert any("microcompact_boundary clears 2 tool result(s), 2 of them not in the run" in x for x in text)
+    assert any(
+        f"sub-agent file {SIDE.name}:" in x and "the main file's copy of it is used" in x for x in text
+    )
+    # the main file's copy stands in (it lacks the sub-agent's text: the warning says why)
+    assert [r.run_id for r in runs] == [SESSION.name, "agent-a51f8d5"] and len(runs[1].messages) == 10

@@ -43,7 +43,8 @@ _TAGS = re.compile(r"</?(details|summary)>")
 
 
 def sections(text: str) -> list[str]:
-    """The text between ``---`` lines (fenced code blocks are not split)."""
+    """The text between ``---`` lines, a speaker line also opening a section (fenced code blocks
+    are not split)."""
     out: list[list[str]] = [[]]
     fence = False
     for line in split_lines(text):
@@ -51,6 +52,8 @@ def sections(text: str) -> list[str]:
             fence = not fence
         if line.strip() == "---" and not fence:
             out.append([])
+        elif not fence and _SPEAKER.match(line.strip()) and any(x.strip() for x in out[-1]):
+            out.append([line])  # a speaker line opens a section even without a --- before it
         else:
             out[-1].append(line)
     return ["\n".join(s).strip("\n") for s in out]
