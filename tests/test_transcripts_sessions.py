@@ -382,3 +382,21 @@ def test_claude_code_odd_session_folder_is_said(tmp_path: Path) -> None:
     )
     # the main file's copy stands in (it lacks the sub-agent's text: the warning says why)
     assert [r.run_id for r in runs] == [SESSION.name, "agent-a51f8d5"] and len(runs[1].messages) == 10
+
+
+def test_cli_replays_a_folder_with_a_cut_log_and_non_transcripts(tmp_path: Path, capsys: Any) -> None:
+    from ctxlab.cli.main import main
+
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    data = SYNTHETIC.read_bytes()
+    (folder / "live.jsonl").write_bytes(data[: data.index(b"\n", 20_000) + 200])  # cut mid-line
+    (folder / "analyse.py").write_text("print(1)\n")
+    (folder / "results.json").write_text('{"score": 1}')
+    out = tmp_path / "out"
+    code = main(["replay", str(folder), "--no-progress", "--no-figures", "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    assert "live.jsonl: line" in err and "cut off mid-line" in err
+    assert "skipped 2 file(s) that are not transcripts: analyse.py, results.json" in err
+    assert "failure" not in err
