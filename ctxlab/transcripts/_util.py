@@ -11,15 +11,18 @@ import json
 import re
 import warnings
 from collections import Counter
-from collections.abc import Iterator, MutableMapping, Sequence
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import MutableMapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from ctxlab.transcripts._checks import as_dict, expect, join_key, need, optional_objects
+
+# reading JSON lines lives in _jsonl; the loaders import it from here
+from ctxlab.transcripts._jsonl import iter_jsonl as iter_jsonl
+from ctxlab.transcripts._jsonl import lenient_lines as lenient_lines
+from ctxlab.transcripts._jsonl import split_lines as split_lines
 from ctxlab.transcripts.base import (
     OBSERVATION_KEY,
     RECORDED_COMPACTION_KEY,
@@ -91,76 +94,6 @@ def json_decode_error(path: Path, text: str, exc: json.JSONDecodeError) -> Trans
     truncated = exc.pos >= len(text.rstrip()) - 1 or exc.msg.startswith("Unterminated string")
     problem = "invalid JSON (truncated file?)" if truncated else "invalid JSON"
     return TranscriptError(path, json_error_where(exc), f"{problem}: {exc.msg}")
-
-
-#: set (``lenient_lines(True)``) while loading for ``--keep-going``: a bad line in the middle of a
-#: JSON-lines file is then left out with a warning instead of failing the whole file
-_LENIENT_LINES: ContextVar[bool] = ContextVar("ctxlab_lenient_lines", default=False)
-
-
-@contextmanager
-def lenient_lines(on: bool = True) -> Iterator[None]:
-    """Within the block, :func:`iter_jsonl` leaves out (and warns about) every line that is not
-    JSON instead of raising (what ``ctxlab replay --keep-going`` asks for: one bad line never
-    loses a whole file)."""
-    token = _LENIENT_LINES.set(on)
-    try:
-        yield
-    finally:
-        _LENIENT_LINES.reset(token)
-
-
-def _cut_off(line: str, exc: json.JSONDecodeError) -> bool:
-    """A line that ends inside a JSON value (what a log cut mid-write looks like)."""
-    return exc.msg.startswith("Unterminated string") or exc.pos >= len(line.rstrip()) - 1
-
-
-def iter_jsonl(path: Path, text: str) -> Iterator[tuple[int, Any]]:
-    """Yield ``(line number, value)`` for every non-blank line (1-based line numbers).
-
-    **Partial logs**: a *last* line cut off inside a JSON value (a live agent's log, or one whose
-    agent crashed mid-write) is left out with a :class:`TranscriptWarning` naming the file and
-    the line; every complete line before it is yielded.  Inside :func:`lenient_lines` any line
-    that is not JSON is left out so (with a warning each).
-
-    Raises:
-        TranscriptError: any other line that is not JSON (``line N column C``).
-    """
-    lines = split_lines(text)
-    last = max((i for i, line in enumerate(lines) if line.strip()), default=-1)
-    kept = 0
-    for lineno, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            value = json.loads(line)
-        except json.JSONDecodeError as exc:
-            cut = lineno - 1 == last and _cut_off(line, exc)
-            if not (cut or _LENIENT_LINES.get()):
-                raise TranscriptError(
-                    path, f"line {lineno} column {exc.colno}", f"invalid JSON line: {exc.msg}"
-                ) from exc
-            what = "cut off mid-line (a partial log: a live or crashed agent's)" if cut else "invalid JSON"
-            warn(
-                path,
-                f"line {lineno}: {what}: {exc.msg} (column {exc.colno} of {len(line)}); "
-                f"left out ({kept} complete line(s) before it kept)",
-            )
-            continue
-        kept += 1
-        yield lineno, value
-
-
-def split_lines(text: str) -> list[str]:
-    """Lines split on ``\n`` only (``\r\n`` tolerated).
-
-    Unlike ``str.splitlines`` this keeps U+2028, U+0085, form feeds ... inside a line, which JSON
-    strings may contain unescaped.
-    """
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    return [line[:-1] if line.endswith("\r") else line for line in lines]
 
 
 def warn(path: Path | str, message: str, metadata: MutableMapping[str, Any] | None = None) -> None:
