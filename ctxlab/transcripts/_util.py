@@ -60,7 +60,7 @@ def check_text_bytes(path: Path, raw: bytes, *, head_only: bool = False) -> str:
     end is not an error (it is decoded with replacement).
     """
     if not raw.strip():
-        raise TranscriptError(path, "byte 0", "empty file", kind="not_text")
+        raise TranscriptError(path, "byte 0", "empty file")  # a log that got nothing: a failure
     nul = raw.find(b"\x00")
     if nul >= 0:
         raise TranscriptError(

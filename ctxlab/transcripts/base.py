@@ -86,7 +86,7 @@ class TranscriptError(ValueError):
     ``path`` names the file and ``where`` the place (``"line 12"``, ``"key history[3].content"``).
     ``kind`` says what went wrong: ``"invalid"`` (a file of a known format, or JSON, that is
     broken: the default), ``"unknown_format"`` (no format recognises the file) or ``"not_text"``
-    (an empty or binary file).  :func:`ctxlab.transcripts.load_many` skips and lists the files of
+    (a binary file).  :func:`ctxlab.transcripts.load_many` skips and lists the files of
     the last two kinds found by walking a folder (they are not transcripts) instead of failing.
     """
 

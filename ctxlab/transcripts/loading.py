@@ -233,8 +233,8 @@ def load_many(
 
     **Files that are not transcripts**, found by walking a folder, are not failures: a file with
     an extension in :data:`NOT_TRANSCRIPT_SUFFIXES` (``.py``, ``.csv``, images ...) is not read;
-    a file no format recognises (``results.json``, a ``.txt`` of notes), an empty or binary file
-    and a Claude Code compaction call's file are read and refused.  Each is appended to
+    a file no format recognises (``results.json``, a ``.txt`` of notes), a binary file and a
+    Claude Code compaction call's file are read and refused.  Each is appended to
     ``skipped`` (a :class:`TranscriptError` naming it and why) and all of them are said in one
     :class:`TranscriptWarning`.  A file named in ``paths`` itself is always loaded, and its
     refusal is an error.
