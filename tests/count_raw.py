@@ -934,6 +934,32 @@ def count_specstory(path: Path) -> dict[str, dict[str, int]]:
     return {path.name: counts(n, calls, results)}
 
 
+def count_openhands_v1(path: Path) -> dict[str, dict[str, int]]:
+    """A conversation folder: its events/ files in name order; the action events of one
+    llm_response_id are one model message, every observation / error / rejection a result."""
+    events = [
+        json.loads(f.read_text(encoding="utf-8")) for f in sorted((path.parent / "events").glob("*.json"))
+    ]
+    n = 0
+    calls: list[str] = []
+    results = []
+    last_response = None
+    for e in events:
+        if e["kind"] == "ActionEvent":
+            if e.get("llm_response_id") is None or e["llm_response_id"] != last_response:
+                n += 1
+            last_response = e.get("llm_response_id")
+            calls.append(e["tool_call"]["id"])
+            continue
+        last_response = None
+        if e["kind"] in ("SystemPromptEvent", "MessageEvent"):
+            n += 1
+        elif e["kind"] in ("ObservationEvent", "AgentErrorEvent", "UserRejectObservation"):
+            n += 1
+            results.append((e["tool_call_id"], set(calls)))
+    return {path.parent.name: counts(n, calls, results)}
+
+
 def count_gemini_json_output(path: Path) -> dict[str, dict[str, int]]:
     data = json.loads(path.read_text(encoding="utf-8"))
     return {path.name: counts(1, [], [])} if data.get("response") else {}
@@ -1030,6 +1056,7 @@ COUNTERS = [
     ("atif/", ".json", "atif", count_atif),
     ("specstory/", ".md", "specstory_md", count_specstory),
     ("gemini-json-output/", ".json", "gemini_json_output", count_gemini_json_output),
+    ("openhands-v1/", "base_state.json", "openhands_v1", count_openhands_v1),
 ]
 
 #: the counted sets: name -> folder
@@ -1045,7 +1072,11 @@ def count_all(root: Path = RAW) -> dict[str, Any]:
         if "__pycache__" in path.parts:
             continue
         rel = path.relative_to(root).as_posix()
-        if _storage_member(rel) or _claude_member(path):
+        if (
+            _storage_member(rel)
+            or _claude_member(path)
+            or (path.parent.name == "events" and "openhands-v1" in rel)
+        ):
             continue
         for prefix, suffix, fmt, counter in COUNTERS:
             if rel.startswith(prefix) and rel.endswith(suffix):

@@ -80,6 +80,7 @@ ALL_FORMATS = FORMATS_WITH_IDS | {
     "pydantic_ai",
     "smolagents_memory",
     "specstory_md",
+    "openhands_v1",
 }
 
 

@@ -326,3 +326,35 @@ def test_gemini_json_output(tmp_path: Path) -> None:
     failed = {"error": {"type": "ApiError", "message": "quota"}, "stats": data["stats"]}
     with pytest.raises(TranscriptError, match="no conversation"):
         load_transcripts(_write(tmp_path, "failed.json", failed))
+
+
+# --- OpenHands V1 conversation folders ------------------------------------------------------------------
+
+
+def test_openhands_v1_folder(tmp_path: Path) -> None:
+    import shutil
+
+    from ctxlab.transcripts import load_many
+
+    conv = DATA / "openhands-v1" / "conv-task48"
+    [t] = _quiet(conv / "base_state.json")
+    traj = _tau()
+    roles = {"system": SystemMessage, "user": HumanMessage, "assistant": AIMessage, "tool": ToolMessage}
+    assert [type(m) for m in t.messages] == [roles[m["role"]] for m in traj] and t.run_id == "conv-task48"
+    assert [m.tool_call_id for m in t.messages if isinstance(m, ToolMessage)] == [
+        m["tool_call_id"] for m in traj if m["role"] == "tool"
+    ]
+    # a folder walk reads the event files through base_state.json; an odd folder is said
+    work = tmp_path / "conv"
+    shutil.copytree(conv, work)
+    events = sorted((work / "events").glob("*.json"))
+    events[-1].unlink()  # the last observation never written: its call is unanswered
+    cond = {"id": "c", "kind": "Condensation", "source": "agent", "forgotten_event_ids": [], "summary": "s"}
+    (work / "events" / "event-99999-c.json").write_text(json.dumps(cond))
+    with pytest.warns(TranscriptWarning) as said:
+        runs, errors = load_many(tmp_path)
+    text = " | ".join(str(w.message) for w in said)
+    assert errors == [] and len(runs) == 1
+    assert (
+        "1 condensation(s) recorded but not replayed" in text and "1 call(s) without an observation" in text
+    )

@@ -339,9 +339,52 @@ def gemini_json_output() -> dict[Path, bytes]:
     return {HERE / "gemini-json-output" / "headless-final-report.json": _json(data)}
 
 
+def openhands_v1() -> dict[Path, bytes]:
+    """τ-bench task 48 trial 1 as an OpenHands V1 conversation folder: ``base_state.json`` and one
+    event file per event (system prompt, messages, an action event per call sharing its
+    response's ``llm_response_id``, an observation per result), ids made up (``evt-<n>``)."""
+    conv = HERE / "openhands-v1" / "conv-task48"
+    events: list[dict[str, Any]] = []
+
+    def add(kind: str, source: str, **fields: Any) -> None:
+        events.append({"id": f"evt-{len(events):03d}", "timestamp": f"2025-09-01T10:00:{len(events):02d}",
+                       "source": source, "kind": kind, **fields})  # fmt: skip
+
+    for k, m in enumerate(_tau()):
+        if m["role"] == "system":
+            add("SystemPromptEvent", "agent", system_prompt={"type": "text", "text": m["content"]}, tools=[])
+        elif m["role"] == "user":
+            add(
+                "MessageEvent",
+                "user",
+                llm_message={"role": "user", "content": [{"type": "text", "text": m["content"]}]},
+            )
+        elif m["role"] == "assistant" and not m.get("tool_calls"):
+            add(
+                "MessageEvent",
+                "agent",
+                llm_message={"role": "assistant", "content": [{"type": "text", "text": m["content"]}]},
+            )
+        elif m["role"] == "assistant":
+            for j, c in enumerate(m["tool_calls"]):
+                thought = [{"type": "text", "text": m["content"]}] if m.get("content") and j == 0 else []
+                add("ActionEvent", "agent", thought=thought, tool_name=c["function"]["name"], tool_call_id=c["id"],
+                    tool_call={"id": c["id"], "name": c["function"]["name"], "arguments": c["function"]["arguments"],
+                               "origin": "completion"},
+                    llm_response_id=f"resp-{k}", action={"kind": "MCPToolAction", "data": json.loads(c["function"]["arguments"])})  # fmt: skip
+        elif m["role"] == "tool":
+            add("ObservationEvent", "environment", tool_name=m["name"], tool_call_id=m["tool_call_id"],
+                observation={"kind": "MCPToolObservation", "content": [{"type": "text", "text": m["content"]}], "is_error": False})  # fmt: skip
+    out = {conv / "base_state.json": _json({"id": "conv-task48", "agent": {"kind": "Agent", "llm": {"model": "gpt-4o"}},
+                                            "execution_status": "finished"})}  # fmt: skip
+    for n, e in enumerate(events):
+        out[conv / "events" / f"event-{n:05d}-{e['id']}.json"] = _json(e)
+    return out
+
+
 def outputs() -> dict[Path, bytes]:
     out: dict[Path, bytes] = {}
     for fn in (gemini_contents, claude_stream, codex_exec, pydantic_ai, openai_agents, smolagents, atif, specstory,
-               gemini_json_output):  # fmt: skip
+               gemini_json_output, openhands_v1):  # fmt: skip
         out.update(fn())
     return out

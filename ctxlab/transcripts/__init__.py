@@ -37,6 +37,7 @@ name                    id     file
 ``pydantic_ai``                PydanticAI message history (``ModelMessagesTypeAdapter``)
 ``smolagents_memory``          smolagents ``agent.memory`` steps (text mode)
 ``specstory_md``               SpecStory Markdown export (Cursor, Claude Code, Copilot)
+``openhands_v1``               OpenHands V1 conversation (``base_state.json`` + ``events/``)
 ``generic_messages``           fallback: message arrays found anywhere in unknown JSON
 ======================  =====  ==============================================================
 

@@ -16,6 +16,7 @@ from ctxlab.transcripts.claude_code import session_main_of
 from ctxlab.transcripts.detection import HOW_TO_NAME_OR_WRITE, Detection, check_regular, detect
 from ctxlab.transcripts.generic import GENERIC_NAME
 from ctxlab.transcripts.opencode_storage import is_storage_member
+from ctxlab.transcripts.openhands_v1 import is_event_member
 from ctxlab.transcripts.registry import available_formats
 
 __all__ = ["NOT_TRANSCRIPT_SUFFIXES", "SKIP_NAMES", "iter_transcript_files", "load_many", "load_transcripts"]
@@ -180,7 +181,9 @@ def _walk(root: Path) -> set[Path]:
         found.update(
             Path(dirpath) / f
             for f in filenames
-            if not _skipped(f) and not is_storage_member(Path(dirpath) / f)
+            if not _skipped(f)
+            and not is_storage_member(Path(dirpath) / f)
+            and not is_event_member(Path(dirpath) / f)
         )
     return found
 
@@ -195,8 +198,9 @@ def iter_transcript_files(paths: PathLike | Iterable[PathLike]) -> list[Path]:
     """The files to load: files as given, folders walked recursively.
 
     In folders, hidden files and folders (``.*``, but Aider's ``.aider.chat.history.md``), ``README*``, ``SOURCES.md``,
-    ``.gitattributes`` and the message and part files of an OpenCode storage (read through its
-    session file) are skipped.  The side files of a Claude Code session (``<session>/subagents/``,
+    ``.gitattributes``, the message and part files of an OpenCode storage (read through its
+    session file) and the event files of an OpenHands V1 conversation (read through its
+    ``base_state.json``) are skipped.  The side files of a Claude Code session (``<session>/subagents/``,
     ``<session>/tool-results/``) are left out when the session's main file is among the files
     (it reads them).  The result is de-duplicated and sorted by path.
 
