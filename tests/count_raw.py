@@ -193,9 +193,28 @@ def count_tau_bench(path: Path) -> dict[str, dict[str, int]]:
 # --- F7 Claude Code ---------------------------------------------------------------------------
 
 
+def _claude_side_runs(path: Path) -> dict[str, list[dict[str, Any]]]:
+    """The message lines of each sub-agent side file of the session ``path``
+    (``<session>/subagents/agent-<id>.jsonl``), keyed ``agent-<agentId>``; the compaction call's
+    file (``agent-acompact-*``) is not a run."""
+    folder = path.with_suffix("") / "subagents"
+    out: dict[str, list[dict[str, Any]]] = {}
+    for f in sorted(folder.glob("agent-*.jsonl")) if folder.is_dir() else []:
+        if f.name.startswith("agent-acompact-"):
+            continue
+        recs = [json.loads(x) for x in f.read_text(encoding="utf-8").split("\n") if x.strip()]
+        msgs = [
+            e for e in recs if e.get("type") in ("user", "assistant") and isinstance(e.get("message"), dict)
+        ]
+        out[f"agent-{msgs[0]['agentId']}"] = msgs
+    return out
+
+
 def count_claude_code(path: Path) -> dict[str, dict[str, int]]:
-    """The main run, then one run per sub-agent (``isSidechain`` lines, ``agent_progress``
-    messages), keyed ``agent-<agentId>``."""
+    """The main run, then one run per sub-agent, keyed ``agent-<agentId>``: its side file when
+    the session folder has one, else its ``isSidechain`` lines and ``agent_progress`` messages
+    (the main file's copy).  ``<synthetic>`` assistant lines are messages (kept, marked)."""
+    side = _claude_side_runs(path)
     lines: dict[str, list[dict[str, Any]]] = {path.name: []}
     for line in path.read_text(encoding="utf-8").split("\n"):
         if not line.strip():
@@ -210,6 +229,7 @@ def count_claude_code(path: Path) -> dict[str, dict[str, int]]:
         elif e.get("type") in ("user", "assistant") and isinstance(e.get("message"), dict):
             key = f"agent-{e.get('agentId') or 'sidechain'}" if e.get("isSidechain") else path.name
             lines.setdefault(key, []).append(e)
+    lines.update(side)  # the side file is the run; the in-file copy is not a second one
     runs = {key: _count_claude_lines(run) for key, run in lines.items() if run}
     if list(runs) == [k for k in lines if k.startswith("agent-") and lines[k]] and len(runs) == 1:
         return {path.name: next(iter(runs.values()))}  # a sub-agent's own file: a single-run file
@@ -388,22 +408,128 @@ def count_responses(path: Path) -> dict[str, dict[str, int]]:
 # --- F15 Aider chat history -------------------------------------------------------------------
 
 
+AIDER_UI = (
+    "Tokens:", "Cost:", "Applied edit to ", "Did not apply edit", "Commit ", "Committing ",
+    "You can use /undo", "No changes made to git", "Edit the files?", "Attempt to fix ", "Create new file?",
+    "Allow edits to ", "Run shell command", "The LLM did not conform", "https://aider.chat", "Warning: ",
+    "^C again to exit",
+)  # fmt: skip
+
+
+def _aider_ui(line: str) -> bool:
+    """A console line only the user sees (Aider prints it, sends it to no model)."""
+    line = line.strip()
+    return (
+        line.startswith(AIDER_UI)
+        or (line.startswith("Add ") and " to the chat?" in line)
+        or bool(re.fullmatch(r"Added \d+ lines? of output to the chat\.?", line))
+        or bool(re.fullmatch(r"Only \d+ reflections allowed, stopping\.?", line))
+    )
+
+
+def _aider_sent(lines: list[str]) -> bool:
+    """Whether a console block after a reply sent the model anything (an observation)."""
+    if any(re.fullmatch(r"Only \d+ reflections allowed, stopping\.?", x.strip()) for x in lines):
+        return False
+    for k, x in enumerate(lines):
+        nxt = lines[k + 1].strip() if k + 1 < len(lines) else ""
+        lone = x.strip() and " " not in x.strip() and _aider_ui(nxt) and "?" in nxt
+        if x.strip() and not _aider_ui(x) and not lone:
+            return True
+    return False
+
+
+def _aider_blocks(text: str) -> list[tuple[str, list[str]]]:
+    """(kind, lines): session / user (#### lines) / console (> lines) / reply; a blank line ends a
+    user block; lines inside a fence of a reply are the reply's; a reply run that follows a
+    console block and runs into the next console line (no blank line, last line ending with two
+    spaces) is that console message's continuation."""
+    out: list[tuple[str, list[str]]] = []
+    fence = False
+    for raw in text.split("\n"):
+        kind = out[-1][0] if out else None
+        if kind == "reply" and fence and not raw.startswith("# aider chat started at"):
+            out[-1][1].append(raw)
+            fence = not raw.lstrip().startswith("```")
+            continue
+        fence = False
+        if raw.startswith("# aider chat started at"):
+            out.append(("session", [raw]))
+        elif raw == "####" or raw.startswith("#### "):
+            line = raw[5:].removesuffix("  ")
+            if kind == "user":
+                out[-1][1].append(line)
+            else:
+                out.append(("user", [line]))
+        elif raw == ">" or raw.startswith("> "):
+            line = raw[2:].removesuffix("  ")
+            if kind == "reply" and len(out) > 1 and out[-2][0] == "console" and out[-1][1][-1].endswith("  "):
+                out[-2][1].extend(out.pop()[1])
+                kind = "console"
+            if kind == "console":
+                out[-1][1].append(line)
+            else:
+                out.append(("console", [line]))
+        elif not raw.strip():
+            if kind == "reply":
+                out[-1][1].append(raw)
+            elif kind == "user":
+                out.append(("gap", []))
+        else:
+            if kind != "reply":
+                out.append(("reply", []))
+            out[-1][1].append(raw)
+            fence = raw.lstrip().startswith("```")
+    return [b for b in out if b[0] != "gap"]
+
+
 def count_aider(path: Path) -> dict[str, dict[str, int]]:
     """Sessions split at /clear; user text (not /commands but /ask ...), replies, and console
-    blocks after a reply (or an added /run output) as observations."""
-    runs: list[tuple[str, list[str]]] = []  # (run key, kinds of its messages: H, A, O)
-    cur: list[str] = []
+    blocks after a reply (or an added /run output) that hold anything but Aider's own lines as
+    observations.  An architect's reply re-sent as the next user input is an editor run of its
+    own (its key ``<run>.editor<k>``), and the architect run then gets Aider's two made-up turns
+    ("I made those changes to the files." / "Ok.")."""
+    runs: list[tuple[str, list[str], list[list[str]]]] = []  # (key, kinds H/A/O, editor runs' kinds)
     session, part = 0, 0
-    kind = None  # kind of the current block
+    cur: list[str] = []
+    editors: list[list[str]] = []
+    editor: list[str] | None = None
     prev = "start"
-    fence = False
+    last_reply = ""
 
-    def close(k: str | None, text: list[str]) -> None:
-        nonlocal cur, prev, part
-        if k is None:
-            return
-        body = "\n".join(text)
-        if k == "user":
+    def plain(lines: list[str]) -> str:
+        return "\n".join(x.rstrip() for x in "\n".join(lines).split("\n")).strip()
+
+    def close_editor() -> None:
+        nonlocal editor
+        if editor is not None:
+            cur.extend(["H", "A"])
+        editor = None
+
+    def close_run() -> None:
+        close_editor()
+        runs.append((f"session{session}" + (f".{part + 1}" if part else ""), list(cur), list(editors)))
+
+    for kind, lines in _aider_blocks(path.read_text(encoding="utf-8")):
+        target = editor if editor is not None else cur
+        if kind == "session":
+            close_run()
+            cur, editors, prev, last_reply = [], [], "start", ""
+            session, part = session + 1, 0
+        elif kind == "user":
+            body = "\n".join(lines).strip("\n")
+            if (
+                editor is None
+                and prev in ("reply", "console")
+                and cur
+                and cur[-1] == "A"
+                and plain(lines) == last_reply
+            ):
+                editor = ["H"]
+                editors.append(editor)
+                prev = "user"
+                continue
+            close_editor()
             cmd = re.match(r"/(\w+)\s*(.*)", body, re.S) if body.startswith("/") else None
             if body.startswith("!"):
                 prev = "cmd:run"
@@ -411,8 +537,8 @@ def count_aider(path: Path) -> dict[str, dict[str, int]]:
                 cur.append("H")
                 prev = "user"
             elif cmd.group(1) in ("clear", "reset"):
-                runs.append((f"session{session}" + (f".{part + 1}" if part else ""), cur))
-                cur = []
+                close_run()
+                cur, editors = [], []
                 part += 1
                 prev = "cmd"
             elif cmd.group(1) in ("ask", "code", "architect", "context") and cmd.group(2).strip():
@@ -420,50 +546,30 @@ def count_aider(path: Path) -> dict[str, dict[str, int]]:
                 prev = "user"
             else:
                 prev = "cmd:" + cmd.group(1)
-        elif k == "reply":
-            cur.append("A")
+        elif kind == "reply":
+            target.append("A")
+            if editor is None:
+                last_reply = plain(lines)
             prev = "reply"
-        elif k == "console":
+        else:
+            body = "\n".join(lines)
             added = re.search(
                 r"(?m)^(Add .* to the chat\?.*:\s*y|Added \d+ lines? of output to the chat)", body
             )
-            if prev == "reply" or (prev in ("cmd:run", "cmd:test") and added):
-                cur.append("O")
+            if (prev == "reply" and _aider_sent(lines)) or (prev in ("cmd:run", "cmd:test") and added):
+                target.append("O")
                 prev = "obs"
-
-    text: list[str] = []
-    for raw in path.read_text(encoding="utf-8").split("\n"):
-        if kind == "reply" and fence:
-            fence = not raw.lstrip().startswith("```")
-            continue
-        if raw.startswith("# aider chat started at"):
-            close(kind, text)
-            runs.append((f"session{session}" + (f".{part + 1}" if part else ""), cur))
-            cur, kind, text, prev = [], None, [], "start"
-            session, part = session + 1, 0
-        elif raw == "####" or raw.startswith("#### "):
-            if kind != "user":
-                close(kind, text)
-                kind, text = "user", []
-            text.append(raw[5:].removesuffix("  "))
-        elif raw == ">" or raw.startswith("> "):
-            if kind != "console":
-                close(kind, text)
-                kind, text = "console", []
-            text.append(raw[2:])
-        elif not raw.strip():
-            if kind == "user":
-                close(kind, text)
-                kind, text = None, []
-        else:
-            if kind != "reply":
-                close(kind, text)
-                kind, text = "reply", []
-            fence = raw.lstrip().startswith("```")
-    close(kind, text)
-    runs.append((f"session{session}" + (f".{part + 1}" if part else ""), cur))
-    runs = [(key, r) for key, r in runs if r]
-    return {(path.name if len(runs) == 1 else key): counts(len(r), [], [], r.count("O")) for key, r in runs}
+            elif prev == "reply":
+                prev = "console"
+    close_run()
+    found = [(key, r, eds) for key, r, eds in runs if r]
+    out = {}
+    for key, r, eds in found:
+        name = path.name if len(found) == 1 else key
+        out[name] = counts(len(r), [], [], r.count("O"))
+        for k, e in enumerate(eds, 1):
+            out[f"{name}.editor{k}"] = counts(len(e), [], [], e.count("O"))
+    return out
 
 
 # --- Gemini CLI sessions ----------------------------------------------------------------------
@@ -637,6 +743,228 @@ def count_langsmith(path: Path) -> dict[str, dict[str, int]]:
     return out
 
 
+def count_langgraph_trace(path: Path) -> dict[str, dict[str, int]]:
+    """A LangSmith export of LangGraph traces (one run per line): per trace, the root run's
+    ``outputs.messages`` (the graph's final state) is the conversation; node outputs and model
+    calls are parts of it."""
+    runs = [json.loads(x) for x in path.read_text(encoding="utf-8").split("\n") if x.strip()]
+    roots = [r for r in runs if r.get("parent_run_id") is None]
+    out = {}
+    for root in roots:
+        msgs = root["outputs"]["messages"]
+        calls: list[str] = []
+        results = []
+        for m in msgs:
+            calls += [tc["id"] for tc in m["kwargs"].get("tool_calls") or []]
+            if m["id"][-1] == "ToolMessage":
+                results.append((m["kwargs"]["tool_call_id"], set(calls)))
+        out[path.name if len(roots) == 1 else f"trace-{root['trace_id']}"] = counts(len(msgs), calls, results)
+    return out
+
+
+# --- issue 29: Gemini contents, headless streams, ATIF, PydanticAI, smolagents, SpecStory -----
+
+
+def count_gemini_contents(path: Path) -> dict[str, dict[str, int]]:
+    """A model content is one message (its functionCall parts its calls, made-up ids when they
+    have none); a user content gives a result per functionResponse (its id, else the earliest
+    unanswered call of its name) and one message when it has text."""
+    n = 0
+    calls: list[str] = []
+    pending: list[tuple[str, str]] = []
+    results = []
+    for i, c in enumerate(json.loads(path.read_text(encoding="utf-8"))):
+        if c["role"] == "model":
+            n += 1
+            for j, p in enumerate(c["parts"]):
+                if "functionCall" in p:
+                    cid = p["functionCall"].get("id") or f"call{i}.{j}"
+                    calls.append(cid)
+                    pending.append((cid, p["functionCall"]["name"]))
+            continue
+        for p in c["parts"]:
+            if "functionResponse" in p:
+                fr = p["functionResponse"]
+                rid = fr.get("id") or next((cid for cid, name in pending if name == fr["name"]), "none")
+                pending = [x for x in pending if x[0] != rid]
+                n += 1
+                results.append((rid, set(calls)))
+        n += any("text" in p and not p.get("thought") for p in c["parts"])
+    return {path.name: counts(n, calls, results)}
+
+
+def count_claude_stream(path: Path) -> dict[str, dict[str, int]]:
+    """Message lines with ``parent_tool_use_id`` null are the main run, the others the sub-agent
+    run of that Task call (``agent-<id>``); counted as Claude Code session lines are."""
+    runs: dict[str, list[dict[str, Any]]] = {path.name: []}
+    for x in (json.loads(line) for line in path.read_text(encoding="utf-8").split("\n") if line.strip()):
+        if x["type"] in ("user", "assistant"):
+            key = f"agent-{x['parent_tool_use_id']}" if x.get("parent_tool_use_id") else path.name
+            runs.setdefault(key, []).append(x)
+    return {key: _count_claude_lines(r) for key, r in runs.items() if r}
+
+
+def count_codex_exec(path: Path) -> dict[str, dict[str, int]]:
+    """Completed items in order: text items open (or join) a model message; a tool item joins
+    it unless a result came since (then it opens a new one) and adds its result."""
+    n = 0
+    calls: list[str] = []
+    results = []
+    open_msg = False
+    since_result = False
+    for line in path.read_text(encoding="utf-8").split("\n"):
+        if not line.strip() or (x := json.loads(line))["type"] != "item.completed":
+            continue
+        item = x["item"]
+        if item["type"] in ("agent_message", "reasoning"):
+            if not open_msg or since_result:
+                n += 1
+                open_msg, since_result = True, False
+        elif item["type"] in ("command_execution", "mcp_tool_call", "file_change", "web_search"):
+            if not open_msg or since_result:
+                n += 1
+                open_msg, since_result = True, False
+            cid = f"{item['id']}@{len(calls)}"
+            calls.append(cid)
+            n += 1
+            results.append((cid, set(calls)))
+            since_result = True
+    return {path.name: counts(n, calls, results)}
+
+
+def count_pydantic_ai(path: Path) -> dict[str, dict[str, int]]:
+    n = 0
+    calls: list[str] = []
+    results = []
+    system = False
+    for msg in json.loads(path.read_text(encoding="utf-8")):
+        if msg["kind"] == "response":
+            n += 1
+            calls += [p["tool_call_id"] for p in msg["parts"] if p["part_kind"] == "tool-call"]
+            continue
+        for p in msg["parts"]:
+            if p["part_kind"] == "system-prompt":
+                n += not system
+                system = True
+            elif p["part_kind"] == "user-prompt":
+                n += 1
+            elif p["part_kind"] in ("tool-return", "retry-prompt"):
+                n += 1
+                if p["part_kind"] == "tool-return" or p.get("tool_name"):
+                    results.append((p["tool_call_id"], set(calls)))
+    return {path.name: counts(n, calls, results)}
+
+
+def count_smolagents(path: Path) -> dict[str, dict[str, int]]:
+    """System prompt, tasks, one model message per action/planning step, plus its observations
+    and error as user text."""
+    n = obs = 0
+    for step in json.loads(path.read_text(encoding="utf-8")):
+        if "system_prompt" in step or ("task" in step and "step_number" not in step) or "plan" in step:
+            n += 1
+        elif "step_number" in step:
+            extra = (step.get("observations") is not None) + (step.get("error") is not None)
+            n += 1 + extra
+            obs += extra
+    return {path.name: counts(n, [], [], obs)}
+
+
+def count_atif(path: Path) -> dict[str, dict[str, int]]:
+    """One message per system/user step; per agent step one message, its calls when a result
+    names one (else the step is text mode: no calls), and a message per result."""
+    n = obs = 0
+    calls: list[str] = []
+    results = []
+    for step in json.loads(path.read_text(encoding="utf-8"))["steps"]:
+        n += 1
+        if step["source"] != "agent":
+            continue
+        res = (step.get("observation") or {}).get("results") or []
+        if any(r.get("source_call_id") for r in res):
+            calls += [c["tool_call_id"] for c in step.get("tool_calls") or []]
+        for r in res:
+            n += 1
+            if r.get("source_call_id"):
+                results.append((r["source_call_id"], set(calls)))
+            else:
+                obs += 1
+    return {path.name: counts(n, calls, results, obs)}
+
+
+def count_specstory(path: Path) -> dict[str, dict[str, int]]:
+    """Sections between ``---`` lines; a user section is a message; in agent sections each text
+    run opens a model message unless no tool result came since, each tool use joins the open
+    model message unless a result came since and adds its result."""
+    n = 0
+    calls: list[str] = []
+    results = []
+    speaker = None
+    open_msg = False
+    since_result = False
+    text = path.read_text(encoding="utf-8")
+    for sec in re.split(r"\n---\n|\n(?=_\*\*(?:User|Agent|Assistant)\b)", text):
+        sec = sec.strip()
+        head = re.match(r"_\*\*(User|Agent|Assistant)[^*]*\*\*_", sec)
+        if head:
+            speaker = "user" if head.group(1) == "User" else "agent"
+            sec = sec[head.end() :].strip()
+            open_msg = False
+        if not sec or speaker is None:
+            continue
+        if speaker == "user":
+            n += 1
+            continue
+        for tool in re.finditer(
+            r"<tool-use\b[\s\S]*?</tool-use>|(?P<text>[^<][\s\S]*?)(?=<tool-use\b|\Z)", sec
+        ):
+            if tool.group("text") is not None:
+                if not tool.group("text").strip():
+                    continue
+                if not open_msg or since_result:
+                    n += 1
+                    open_msg, since_result = True, False
+                continue
+            if not open_msg or since_result:
+                n += 1
+                open_msg, since_result = True, False
+            calls.append(f"c{len(calls)}")
+            n += 1
+            results.append((calls[-1], set(calls)))
+            since_result = True
+    return {path.name: counts(n, calls, results)}
+
+
+def count_openhands_v1(path: Path) -> dict[str, dict[str, int]]:
+    """A conversation folder: its events/ files in name order; the action events of one
+    llm_response_id are one model message, every observation / error / rejection a result."""
+    events = [
+        json.loads(f.read_text(encoding="utf-8")) for f in sorted((path.parent / "events").glob("*.json"))
+    ]
+    n = 0
+    calls: list[str] = []
+    results = []
+    last_response = None
+    for e in events:
+        if e["kind"] == "ActionEvent":
+            if e.get("llm_response_id") is None or e["llm_response_id"] != last_response:
+                n += 1
+            last_response = e.get("llm_response_id")
+            calls.append(e["tool_call"]["id"])
+            continue
+        last_response = None
+        if e["kind"] in ("SystemPromptEvent", "MessageEvent"):
+            n += 1
+        elif e["kind"] in ("ObservationEvent", "AgentErrorEvent", "UserRejectObservation"):
+            n += 1
+            results.append((e["tool_call_id"], set(calls)))
+    return {path.parent.name: counts(n, calls, results)}
+
+
+def count_gemini_json_output(path: Path) -> dict[str, dict[str, int]]:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return {path.name: counts(1, [], [])} if data.get("response") else {}
+
+
 # --- OpenCode JSON storage --------------------------------------------------------------------
 
 
@@ -665,6 +993,15 @@ def count_opencode_storage(path: Path) -> dict[str, dict[str, int]]:
             calls.append(p["callID"])
             results.append((p["callID"], set(calls)))
     return {path.name: counts(n, calls, results)}
+
+
+def _claude_member(path: Path) -> bool:
+    """A side file of a Claude Code session folder whose main file is there (read with it)."""
+    session = path.parent.parent
+    return (
+        path.parent.name in ("subagents", "tool-results")
+        and session.with_name(session.name + ".jsonl").is_file()
+    )
 
 
 def _storage_member(rel: str) -> bool:
@@ -698,6 +1035,7 @@ COUNTERS = [
     # wild/
     ("codex-cli/", ".jsonl", "codex_rollout", count_codex),
     ("aider/", ".md", "aider_history", count_aider),
+    ("aider-architect/", ".md", "aider_history", count_aider),
     # incoming/ (the second batch, read where it is: ../shared is not ours to move)
     ("claude-code-compaction/", ".jsonl", "claude_code", count_claude_code),
     ("gemini-cli-empty/", ".jsonl", "gemini_cli", count_gemini),
@@ -710,11 +1048,25 @@ COUNTERS = [
     ("cline-task/", "/api_conversation_history.json", "cline_task", count_cline_task),
     ("openhands-resolver/", ".jsonl", "openhands_resolver", count_openhands_resolver),
     ("langsmith/", ".jsonl", "langchain_messages", count_langsmith),
+    ("langgraph/", ".jsonl", "langchain_messages", count_langgraph_trace),
     ("opencode-storage/storage/session/", ".json", "opencode_storage", count_opencode_storage),
     ("gemini-cli/", ".json", "gemini_cli", count_gemini),
     ("litellm-text-mode/", ".json", "litellm_log", count_litellm),
     ("anthropic-messages/", ".json", "anthropic_messages", count_anthropic),
     ("openai-responses/", ".json", "openai_responses", count_responses),
+    ("claude-code-session/", ".jsonl", "claude_code", count_claude_code),
+    ("claude-code-microcompact/", ".jsonl", "claude_code", count_claude_code),
+    ("claude-code-synthetic/", ".jsonl", "claude_code", count_claude_code),
+    ("gemini-contents/", ".json", "gemini_contents", count_gemini_contents),
+    ("claude-stream-json/", ".jsonl", "claude_stream_json", count_claude_stream),
+    ("codex-exec-json/", ".jsonl", "codex_exec_json", count_codex_exec),
+    ("pydantic-ai/", ".json", "pydantic_ai", count_pydantic_ai),
+    ("openai-agents/", ".json", "openai_responses", count_responses),
+    ("smolagents/", ".json", "smolagents_memory", count_smolagents),
+    ("atif/", ".json", "atif", count_atif),
+    ("specstory/", ".md", "specstory_md", count_specstory),
+    ("gemini-json-output/", ".json", "gemini_json_output", count_gemini_json_output),
+    ("openhands-v1/", "base_state.json", "openhands_v1", count_openhands_v1),
 ]
 
 #: the counted sets: name -> folder
@@ -730,7 +1082,11 @@ def count_all(root: Path = RAW) -> dict[str, Any]:
         if "__pycache__" in path.parts:
             continue
         rel = path.relative_to(root).as_posix()
-        if _storage_member(rel):
+        if (
+            _storage_member(rel)
+            or _claude_member(path)
+            or (path.parent.name == "events" and "openhands-v1" in rel)
+        ):
             continue
         for prefix, suffix, fmt, counter in COUNTERS:
             if rel.startswith(prefix) and rel.endswith(suffix):

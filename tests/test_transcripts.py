@@ -72,6 +72,16 @@ ALL_FORMATS = FORMATS_WITH_IDS | {
     "langchain_messages",
     "opencode_storage",
     "generic_messages",
+    # issue 29
+    "gemini_contents",
+    "claude_stream_json",
+    "codex_exec_json",
+    "gemini_json_output",
+    "atif",
+    "pydantic_ai",
+    "smolagents_memory",
+    "specstory_md",
+    "openhands_v1",
 }
 
 

@@ -320,7 +320,9 @@ def test_claude_code_sub_agent_lines_are_their_own_runs(tmp_path: Path) -> None:
     ]
     f = tmp_path / "session.jsonl"
     f.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
-    main, ag1, ag2 = _quiet_load(f)
+    # ag1's lines name no Task call (no progress line, no Task result naming it): said, not hidden
+    with pytest.warns(TranscriptWarning, match=r"session\.jsonl: sub-agent ag1: no Task call .* names it"):
+        main, ag1, ag2 = load_transcripts(f)
     assert [type(m).__name__ for m in main.messages] == [
         "HumanMessage",
         "AIMessage",

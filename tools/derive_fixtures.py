@@ -29,6 +29,12 @@ are what this script writes::
 * ``langsmith/tau-bench-task48-trial1.runs.jsonl`` -- τ-bench run (task 48, trial 1) as a
   LangSmith export of its chat-model runs (one line per call: prompt and answer serialized with
   ``langchain_core.load.dumpd``).
+* ``langgraph/tau-bench-task48-trial1.trace.jsonl`` -- the same τ-bench run as a LangSmith export
+  of one LangGraph trace: the root ``LangGraph`` chain run (its output: the whole conversation),
+  one ``agent`` node run per model call (input: the state so far, output: the new AIMessage)
+  with its ``ChatOpenAI`` llm run (prompt and answer), one ``tools`` node run per tool step
+  (output: the ToolMessages) with a ``tool`` run per call; ``trace_id``/``parent_run_id``/
+  ``dotted_order`` as LangSmith writes them, ids made up (UUID5 of their place).
 * ``opencode-storage/storage/`` -- that Anthropic list as OpenCode's JSON storage (a session
   file, a file per message and a file per part).
 * ``openai-responses/rollout-019b7f94.items.json`` -- the OpenAI Responses API items of the Codex
@@ -43,6 +49,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+if __package__ in (None, ""):  # run as a script: the repository root holds the tools package
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from tools import derive_formats
+
 #: the fixtures' folder: ``tests/data`` of the repository
 HERE = Path(__file__).resolve().parents[1] / "tests" / "data"
 SHARED = (HERE.parents[1] / ".." / "shared" / "transcripts").resolve()
@@ -54,6 +65,7 @@ INSPECT = SHARED / "incoming/inspect-ai/2025-05-12T20-27-36-04-00_browser.json"
 OUT_CLINE = HERE / "cline" / "coverage-test-fix.cline.json"
 TAU = SHARED / "raw/tau-bench/historical_trajectories/gpt-4o-airline.json"
 OUT_LANGSMITH = HERE / "langsmith" / "tau-bench-task48-trial1.runs.jsonl"
+OUT_LANGGRAPH = HERE / "langgraph" / "tau-bench-task48-trial1.trace.jsonl"
 OUT_OPENCODE = HERE / "opencode-storage" / "storage"
 OUT_EVAL = HERE / "inspect-eval" / "2025-05-12T20-27-36-04-00_browser.eval"
 OUT_CLINE_TASK = HERE / "cline-task"
@@ -275,6 +287,72 @@ def langsmith_runs() -> str:
     return "".join(json.dumps(x, ensure_ascii=False, sort_keys=True) + "\n" for x in lines)
 
 
+def langgraph_trace() -> str:
+    """τ-bench run task 48 trial 1 as one LangGraph trace exported from LangSmith (see the module
+    docstring): one JSON line per run, parents before children."""
+    import uuid
+
+    from langchain_core.load import dumpd
+    from langchain_core.messages import convert_to_messages
+
+    run = next(
+        r for r in json.loads(TAU.read_text(encoding="utf-8")) if (r["task_id"], r["trial"]) == (48, 1)
+    )
+    messages = convert_to_messages(run["traj"])
+    ns = uuid.UUID("6f1d3c2e-8a54-4c1b-9d7e-2b0f4a6c8e10")
+    root = str(uuid.uuid5(ns, "root"))
+    lines: list[dict[str, Any]] = []
+
+    def add(name: str, kind: str, parent: str | None, order: str, **fields: Any) -> str:
+        rid = str(uuid.uuid5(ns, order))
+        lines.append(
+            {
+                "id": rid,
+                "trace_id": root,
+                "parent_run_id": parent,
+                "dotted_order": order,
+                "name": name,
+                "run_type": kind,
+                **fields,
+            }
+        )
+        return rid
+
+    first = [dumpd(m) for m in messages[:1]]
+    add("LangGraph", "chain", None, "root", inputs={"messages": first},
+        outputs={"messages": [dumpd(m) for m in messages]})  # fmt: skip
+    lines[0]["id"] = root
+    step = 0
+    k = 1
+    while k < len(messages):
+        step += 1
+        order = f"root.{step:03d}"
+        if messages[k].type == "ai":
+            msg = messages[k]
+            node = add("agent", "chain", root, order, inputs={"messages": [dumpd(m) for m in messages[:k]]},
+                       outputs={"messages": [dumpd(msg)]})  # fmt: skip
+            add("ChatOpenAI", "llm", node, f"{order}.001",
+                inputs={"messages": [[dumpd(m) for m in messages[:k]]]},
+                outputs={"generations": [[{"text": msg.text, "type": "ChatGeneration", "message": dumpd(msg)}]],
+                         "llm_output": {"model_name": "gpt-4o"}})  # fmt: skip
+            k += 1
+            continue
+        j = k
+        while j < len(messages) and messages[j].type == "tool":
+            j += 1
+        if j == k:  # a user turn: the graph's input, not a node's output
+            k += 1
+            continue
+        results = messages[k:j]
+        node = add("tools", "chain", root, order, inputs={"messages": [dumpd(m) for m in messages[:k]]},
+                   outputs={"messages": [dumpd(m) for m in results]})  # fmt: skip
+        for n, res in enumerate(results, 1):
+            add(str(getattr(res, "name", None) or "tool"), "tool", node, f"{order}.{n:03d}",
+                inputs={"input": ""}, outputs={"output": res.text})  # fmt: skip
+        k = j
+    return "".join(json.dumps(x, ensure_ascii=False, sort_keys=True) + "\n" for x in lines)
+
+
 def opencode_storage() -> dict[Path, bytes]:
     """The Anthropic list above as OpenCode's JSON storage (``Storage.write`` keys of OpenCode's
     ``session/message-v2``): ``session/<project>/<session>.json``, a ``message/<session>/`` file
@@ -358,8 +436,10 @@ def main(argv: list[str]) -> int:
         OUT_CLINE: render(cline_messages()).encode("utf-8"),
         OUT_EVAL: inspect_eval(),
         OUT_LANGSMITH: langsmith_runs().encode("utf-8"),
+        OUT_LANGGRAPH: langgraph_trace().encode("utf-8"),
         **opencode_storage(),
         **cline_task(),
+        **derive_formats.outputs(),
     }
     if "--check" in argv:
         stale = [str(p) for p, data in outputs.items() if not p.is_file() or p.read_bytes() != data]

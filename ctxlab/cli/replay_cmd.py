@@ -137,10 +137,15 @@ def _paths(args: argparse.Namespace) -> list[str]:
     return paths
 
 
-def load(paths: Sequence[str], fmt: str | None, pm: Any) -> tuple[list[Any], list[Any]]:
+def load(
+    paths: Sequence[str], fmt: str | None, pm: Any, *, lenient: bool = False
+) -> tuple[list[Any], list[Any]]:
     """Every transcript under ``paths`` and the load problems (:class:`~ctxlab.replay.ReplayIssue`,
     ``kind="load"``): a path that does not exist, a path under which no transcript was found,
-    each file that could not be loaded.  Loader warnings are printed as ``ctxlab: warning:``."""
+    each file that could not be loaded.  Loader warnings are printed as ``ctxlab: warning:``
+    (among them the list of files in folders that are not transcripts: skipped, not problems).
+    ``lenient`` (``--keep-going``): a JSON-lines file's bad lines are left out with a warning
+    instead of failing the file."""
     from ctxlab.replay import ReplayIssue
     from ctxlab.transcripts import load_many
 
@@ -153,7 +158,7 @@ def load(paths: Sequence[str], fmt: str | None, pm: Any) -> tuple[list[Any], lis
             if not Path(p).exists() and not Path(p).is_symlink():  # loading names a link loop as such
                 problems.append(ReplayIssue(kind="load", source=p, problem=f"no such file or folder: {p}"))
                 continue
-            loaded, errors = load_many([p], format=fmt, pm=pm)
+            loaded, errors = load_many([p], format=fmt, pm=pm, lenient=lenient)
             problems.extend(ReplayIssue.from_transcript_error(e) for e in errors)
             if not loaded and not errors:
                 problems.append(ReplayIssue(kind="load", source=p, problem=f"no transcripts found under {p}"))
@@ -264,7 +269,7 @@ def run_replay(args: argparse.Namespace, argv: Sequence[str]) -> int:
     if out.exists() and not out.is_dir():
         raise CliError(f"--out {out}: exists and is not a folder")
 
-    transcripts, problems = load(_paths(args), args.format, pm)
+    transcripts, problems = load(_paths(args), args.format, pm, lenient=args.keep_going)
     if not transcripts:
         return _fail(problems, "nothing to replay; nothing written")
     if problems and not args.keep_going:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Unpack
 
 from langchain.agents.middleware.types import AgentMiddleware
-from langchain_core.messages import AIMessage, SystemMessage
+from langchain_core.messages import SystemMessage
 
 from ctxlab.core.middleware import CompressionMiddleware
 from ctxlab.core.settings import CompressionSettings
@@ -52,7 +52,7 @@ from ctxlab.replay.strategies import strategies as registered_strategies
 from ctxlab.replay.summary_cache import SummaryCache, attach_cache
 from ctxlab.replay.views import ViewLog, view_file
 from ctxlab.transcripts import load_many, load_transcripts
-from ctxlab.transcripts.base import Transcript
+from ctxlab.transcripts.base import Transcript, is_model_call
 
 if TYPE_CHECKING:
     import pluggy
@@ -82,7 +82,7 @@ __all__ = [
 
 
 def _count_calls(transcript: Transcript, limit_calls: int | None) -> int:
-    n = sum(1 for m in transcript.messages if isinstance(m, AIMessage))
+    n = sum(1 for m in transcript.messages if is_model_call(m))
     return min(n, limit_calls) if limit_calls is not None else n
 
 

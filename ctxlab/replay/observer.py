@@ -2,7 +2,8 @@
 and records what each model call did (:class:`CallObservation`), for the measures
 (:mod:`ctxlab.replay.measures`) to turn into the call's columns.
 
-For each model call of a transcript (each ``AIMessage``), the transcript messages recorded since
+For each model call of a transcript (each ``AIMessage`` a model produced: one marked as made up,
+``SYNTHETIC_KEY``, is no call and joins no request), the transcript messages recorded since
 the previous call join the state (the system message is not a state message: it goes to
 ``ModelRequest.system_message``), and a :class:`~ctxlab.replay.harness.ModelNodeHarness` runs the
 middleware as LangGraph's model node would, the model answering with the recorded ``AIMessage``
@@ -42,7 +43,7 @@ from ctxlab.replay.metrics import IdentifierIndex, RequestView
 from ctxlab.replay.models import ReplayModel
 from ctxlab.replay.names import thread_id_for
 from ctxlab.replay.usage import SummarizerUsage, count_summarizer_usage
-from ctxlab.transcripts.base import recorded_compaction_of
+from ctxlab.transcripts.base import is_model_call, recorded_compaction_of
 
 if TYPE_CHECKING:
     from langchain.agents.middleware.types import AgentMiddleware
@@ -195,6 +196,8 @@ class CallObserver:
         for pos, original in enumerate(self.rest):
             if not feeds_recorded and recorded_compaction_of(original) is not None:
                 continue
+            if isinstance(original, AIMessage) and not is_model_call(original):
+                continue  # made up by the agent (Claude Code's <synthetic>): no call, in no request
             if original.id is None:  # add_messages would give it a random id: make it stable
                 original = original.model_copy(update={"id": f"{self.transcript.run_id}-{pos + self.offset}"})
             if not isinstance(original, AIMessage):

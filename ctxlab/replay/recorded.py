@@ -13,6 +13,13 @@ first starts is the strategy's L2 round (``level`` ``L2``, the agent's summary i
 summaries; :mod:`ctxlab.replay.observer`); ``recorded_input_tokens`` beside ``view_tokens`` shows
 the provider's count of what was sent.
 
+**Recorded microcompactions** (Claude Code's ``microcompact_boundary``: old tool results cleared
+without a summary, :data:`ctxlab.transcripts.base.RECORDED_MICROCOMPACTION_KEY`): from the first
+request after the boundary on, each cleared result is sent as the agent sent it, its content
+replaced by the agent's placeholder (``[Old tool result content cleared]``); the request before
+the boundary still holds it.  :func:`recorded_view` applies both (and Cline's truncation, below);
+a call sending a cleared result is the agent's own L1 round.
+
 Other strategies never see a recorded compaction's messages: the replay leaves them out of the
 state (:mod:`ctxlab.replay.runner`), as a run without the agent's own compaction would not have
 had them; a middleware that sets :attr:`RecordedCompactionMiddleware.replays_recorded_compactions`
@@ -34,9 +41,14 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from langchain.agents.middleware.types import AgentMiddleware, ModelRequest, ModelResponse
-from langchain_core.messages import AIMessage, AnyMessage, BaseMessage
+from langchain_core.messages import AnyMessage, BaseMessage, ToolMessage
 
-from ctxlab.transcripts.base import recorded_compaction_of, recorded_truncation_of
+from ctxlab.transcripts.base import (
+    is_model_call,
+    recorded_compaction_of,
+    recorded_microcompaction_of,
+    recorded_truncation_of,
+)
 
 __all__ = ["RECORDED_STRATEGY", "RecordedCompactionMiddleware", "recorded_view", "recorded_view_start"]
 
@@ -66,10 +78,22 @@ def recorded_view(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
     """What the agent itself sent of ``messages`` (state messages, no system message): from the
     latest recorded compaction on (:func:`recorded_view_start`), without the messages it had
     truncated by this call (marked with a ``from_call`` at most the number of recorded answers in
-    ``messages``)."""
-    view = list(messages[recorded_view_start(messages) :])
-    call = sum(1 for m in messages if isinstance(m, AIMessage) and recorded_compaction_of(m) is None)
-    return [m for m in view if not _truncated(m, call)]
+    ``messages``), and each tool result a recorded microcompaction had cleared by then (its
+    boundary's ``after`` message is in ``messages``) replaced by a copy holding the agent's
+    placeholder (``additional_kwargs["ctxlab_cleared"] = True``)."""
+    call = sum(1 for m in messages if is_model_call(m) and recorded_compaction_of(m) is None)
+    view = [m for m in messages[recorded_view_start(messages) :] if not _truncated(m, call)]
+    ids = {m.id for m in messages if m.id is not None}
+    for i, m in enumerate(view):
+        mark = recorded_microcompaction_of(m)
+        if mark is not None and isinstance(m, ToolMessage) and mark.get("after") in ids:
+            view[i] = m.model_copy(
+                update={
+                    "content": str(mark.get("placeholder") or "[Old tool result content cleared]"),
+                    "additional_kwargs": {**m.additional_kwargs, "ctxlab_cleared": True},
+                }
+            )
+    return view
 
 
 def _truncated(message: BaseMessage, call: int) -> bool:
@@ -101,11 +125,16 @@ class RecordedCompactionMiddleware(AgentMiddleware[Any, Any]):
     def _view(self, request: ModelRequest) -> ModelRequest:
         messages: list[AnyMessage] = list(request.messages)
         view = recorded_view(messages)
-        self.ctxlab_trigger_reached = len(view) < len(messages)
-        self.ctxlab_truncated = any(recorded_truncation_of(m) is not None for m in messages) and len(
-            view
-        ) < len(messages[recorded_view_start(messages) :])
-        return request.override(messages=view) if len(view) < len(messages) else request  # type: ignore[arg-type]
+        cleared = any(m.additional_kwargs.get("ctxlab_cleared") for m in view)
+        self.ctxlab_trigger_reached = len(view) < len(messages) or cleared
+        # the agent's own L1: messages it truncated or tool results it cleared, no new summary
+        self.ctxlab_truncated = cleared or (
+            any(recorded_truncation_of(m) is not None for m in messages)
+            and len(view) < len(messages[recorded_view_start(messages) :])
+        )
+        if len(view) == len(messages) and all(a is b for a, b in zip(view, messages, strict=True)):
+            return request
+        return request.override(messages=view)  # type: ignore[arg-type]
 
     def wrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]

@@ -12,7 +12,7 @@ name                    id     file
 ``openai_chat``         F4     OpenAI chat message list (incl. legacy ``function_call``)
 ``litellm_log``         F5     LiteLLM completion log (prompt + response of one call)
 ``tau_bench``           F6     τ-bench trajectory list (one run per entry)
-``claude_code``         F7/16  Claude Code session JSONL (sub-agents as linked runs)
+``claude_code``         F7/16  Claude Code session JSONL / folder (sub-agent files as linked runs)
 ``deer_flow``           F9     DeerFlow 1.x SSE replay
 ``agent_tars_events``   F10    Agent TARS / Tarko event stream
 ``agent_tars_request``  F11    Agent TARS LLM request snapshot
@@ -30,6 +30,15 @@ name                    id     file
 ``cline_task``                 Cline/Roo task folder: the history with ``ui_messages.json`` (usage, truncation)
 ``anthropic_messages``         Anthropic Messages API list (Cline/Roo ``api_conversation_history.json``)
 ``openai_responses``           OpenAI Responses API item list (``function_call``/``..._output``)
+``gemini_contents``            Gemini API ``contents`` (Gemini CLI ``/chat save`` checkpoints)
+``claude_stream_json``         ``claude -p --output-format stream-json``
+``codex_exec_json``            ``codex exec --json`` events
+``gemini_json_output``         ``gemini --output-format json`` (the final reply only)
+``atif``                       Harbor / Terminal-Bench ATIF ``trajectory.json``
+``pydantic_ai``                PydanticAI message history (``ModelMessagesTypeAdapter``)
+``smolagents_memory``          smolagents ``agent.memory`` steps (text mode)
+``specstory_md``               SpecStory Markdown export (Cursor, Claude Code, Copilot)
+``openhands_v1``               OpenHands V1 conversation (``base_state.json`` + ``events/``)
 ``generic_messages``           fallback: message arrays found anywhere in unknown JSON
 ======================  =====  ==============================================================
 

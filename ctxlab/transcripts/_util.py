@@ -11,13 +11,18 @@ import json
 import re
 import warnings
 from collections import Counter
-from collections.abc import Iterator, MutableMapping, Sequence
+from collections.abc import MutableMapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from ctxlab.transcripts._checks import as_dict, expect, join_key, need, optional_objects
+
+# reading JSON lines lives in _jsonl; the loaders import it from here
+from ctxlab.transcripts._jsonl import iter_jsonl as iter_jsonl
+from ctxlab.transcripts._jsonl import lenient_lines as lenient_lines
+from ctxlab.transcripts._jsonl import split_lines as split_lines
 from ctxlab.transcripts.base import (
     OBSERVATION_KEY,
     RECORDED_COMPACTION_KEY,
@@ -55,15 +60,19 @@ def check_text_bytes(path: Path, raw: bytes, *, head_only: bool = False) -> str:
     end is not an error (it is decoded with replacement).
     """
     if not raw.strip():
-        raise TranscriptError(path, "byte 0", "empty file")
+        raise TranscriptError(path, "byte 0", "empty file")  # a log that got nothing: a failure
     nul = raw.find(b"\x00")
     if nul >= 0:
-        raise TranscriptError(path, f"byte {nul}", "binary file (NUL byte), not a text transcript")
+        raise TranscriptError(
+            path, f"byte {nul}", "binary file (NUL byte), not a text transcript", kind="not_text"
+        )
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         if not head_only or exc.start < len(raw) - 4:
-            raise TranscriptError(path, f"byte {exc.start}", "binary file (not valid UTF-8)") from exc
+            raise TranscriptError(
+                path, f"byte {exc.start}", "binary file (not valid UTF-8)", kind="not_text"
+            ) from exc
         return raw.decode("utf-8", errors="replace")
 
 
@@ -85,35 +94,6 @@ def json_decode_error(path: Path, text: str, exc: json.JSONDecodeError) -> Trans
     truncated = exc.pos >= len(text.rstrip()) - 1 or exc.msg.startswith("Unterminated string")
     problem = "invalid JSON (truncated file?)" if truncated else "invalid JSON"
     return TranscriptError(path, json_error_where(exc), f"{problem}: {exc.msg}")
-
-
-def iter_jsonl(path: Path, text: str) -> Iterator[tuple[int, Any]]:
-    """Yield ``(line number, value)`` for every non-blank line (1-based line numbers).
-
-    Raises:
-        TranscriptError: a line that is not JSON (``line N column C``).
-    """
-    for lineno, line in enumerate(split_lines(text), 1):
-        if not line.strip():
-            continue
-        try:
-            yield lineno, json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise TranscriptError(
-                path, f"line {lineno} column {exc.colno}", f"invalid JSON line: {exc.msg}"
-            ) from exc
-
-
-def split_lines(text: str) -> list[str]:
-    """Lines split on ``\n`` only (``\r\n`` tolerated).
-
-    Unlike ``str.splitlines`` this keeps U+2028, U+0085, form feeds ... inside a line, which JSON
-    strings may contain unescaped.
-    """
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    return [line[:-1] if line.endswith("\r") else line for line in lines]
 
 
 def warn(path: Path | str, message: str, metadata: MutableMapping[str, Any] | None = None) -> None:

@@ -18,13 +18,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage
 
 # additional_kwargs key marking a text observation (a tool result recorded as a user message);
 # its one home is ctxlab.core.marks, re-exported here for the loaders
 from ctxlab.core.marks import OBSERVATION_KEY as OBSERVATION_KEY
 
-#: additional_kwargs key marking a message the loader added (the file does not record it)
+#: additional_kwargs key marking a message no model produced: the loader added it (the file does not
+#: record it), or the agent made it up (Claude Code's ``<synthetic>`` assistant messages).  A
+#: marked ``AIMessage`` is not a model call (:func:`is_model_call`): a replay makes no row for it
+#: and sends it in no request.
 SYNTHETIC_KEY = "ctxlab_synthetic"
 
 #: additional_kwargs key marking a message of a **recorded compaction**: what the agent itself put
@@ -55,6 +58,31 @@ def recorded_truncation_of(message: object) -> dict[str, Any] | None:
     return mark if isinstance(mark, dict) else None
 
 
+#: additional_kwargs key marking a tool result that the agent **cleared** from its context without
+#: a summary (Claude Code's ``microcompact_boundary``: old tool results replaced by a short
+#: placeholder).  The value is a dict: ``index`` (0 for the file's first such boundary),
+#: ``trigger``, ``pre_tokens``, ``tokens_saved`` (the agent's counts, or ``None``), ``line`` (of
+#: the boundary), ``after`` (the id of the last message before the boundary: every request holding
+#: it was sent with this result cleared) and ``placeholder`` (the text the agent sent instead).
+#: The loaded message keeps its content (other strategies replay the run as if the agent had not
+#: cleared it); the ``recorded`` strategy sends the placeholder (:mod:`ctxlab.replay.recorded`).
+RECORDED_MICROCOMPACTION_KEY = "ctxlab_recorded_microcompaction"
+
+
+def recorded_microcompaction_of(message: object) -> dict[str, Any] | None:
+    """The :data:`RECORDED_MICROCOMPACTION_KEY` mark of ``message``, or ``None``."""
+    kwargs = getattr(message, "additional_kwargs", None)
+    mark = kwargs.get(RECORDED_MICROCOMPACTION_KEY) if isinstance(kwargs, dict) else None
+    return mark if isinstance(mark, dict) else None
+
+
+def is_model_call(message: object) -> bool:
+    """An ``AIMessage`` that a model produced: a replay runs one model call for it.  An AIMessage
+    marked :data:`SYNTHETIC_KEY` (made up by the agent or the loader, e.g. Claude Code's
+    ``<synthetic>`` "No response requested." or API-error stand-ins) is not a model call."""
+    return isinstance(message, AIMessage) and not message.additional_kwargs.get(SYNTHETIC_KEY)
+
+
 def recorded_compaction_of(message: object) -> dict[str, Any] | None:
     """The :data:`RECORDED_COMPACTION_KEY` mark of ``message``, or ``None`` when it is not part
     of a recorded compaction."""
@@ -73,12 +101,17 @@ class TranscriptError(ValueError):
     """A file is not a valid transcript of its format, or of any known format.
 
     ``path`` names the file and ``where`` the place (``"line 12"``, ``"key history[3].content"``).
+    ``kind`` says what went wrong: ``"invalid"`` (a file of a known format, or JSON, that is
+    broken: the default), ``"unknown_format"`` (no format recognises the file) or ``"not_text"``
+    (a binary file).  :func:`ctxlab.transcripts.load_many` skips and lists the files of
+    the last two kinds found by walking a folder (they are not transcripts) instead of failing.
     """
 
-    def __init__(self, path: str | Path, where: str, problem: str) -> None:
+    def __init__(self, path: str | Path, where: str, problem: str, *, kind: str = "invalid") -> None:
         self.path = str(path)
         self.where = where
         self.problem = problem
+        self.kind = kind
         super().__init__(f"{self.path}: {where}: {problem}" if where else f"{self.path}: {problem}")
 
 

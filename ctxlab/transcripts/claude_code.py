@@ -1,4 +1,4 @@
-"""Claude Code session JSONL (SOURCES.md format **F7**), one event per line.
+"""Claude Code sessions (SOURCES.md format **F7**): a session JSONL file and its side files.
 
 Shape: each line has ``type`` in ``user``/``assistant``/``queue-operation``/``system``/...;
 common fields ``uuid``, ``parentUuid``, ``sessionId``, ``timestamp``, ``cwd``, ``version``,
@@ -8,7 +8,14 @@ and ``id``; user ``content`` is a string or blocks, tool results being
 ``tool_result{tool_use_id, content, is_error}``.  One streamed assistant turn spans several lines
 sharing ``message.id``.
 
-Conversion:
+**A session folder is one unit** (Claude Code 2.1): the main file ``<project>/<session>.jsonl``
+and, beside it, ``<project>/<session>/subagents/agent-<id>.jsonl`` (a Task sub-agent's whole run),
+``<project>/<session>/subagents/agent-acompact-<id>.jsonl`` (the request Claude Code sent to
+summarise the session when it compacted it: not an agent run) and ``<project>/<session>/
+tool-results/`` (tool outputs Claude Code saved to disk).  Loading the main file reads its side
+files; :func:`ctxlab.transcripts.load_many` does not load them again (:func:`session_main_of`).
+
+Conversion (:mod:`ctxlab.transcripts.claude_code_lines` reads the lines):
 
 * assistant lines sharing ``message.id`` are merged into one AIMessage (text and tool_use in
   order; a later line of the same id is merged even when tool results came in between, so the
@@ -17,79 +24,96 @@ Conversion:
 * a user line with string content -> HumanMessage (``is_meta`` kept for hook feedback etc.);
   with blocks, each ``tool_result`` -> ToolMessage (``status="error"`` when ``is_error``) and each
   run of other blocks -> one HumanMessage, in source order.
+* **synthetic turns**: an assistant line whose model is ``<synthetic>`` (Claude Code's stand-in
+  for an API error, "Prompt is too long", "No response requested.") is kept as an AIMessage
+  marked ``additional_kwargs[SYNTHETIC_KEY] = True`` with no usage: it is not a model call
+  (:func:`ctxlab.transcripts.base.is_model_call`; a replay makes no row for it and sends it in no
+  request).  ``metadata["synthetic_messages"]`` counts them.
 * other line types (``queue-operation``, ``system``, ``summary``, ...) are not messages; they are
   counted in ``metadata["skipped_events"]``.
 * **recorded compaction**: a ``system`` line with ``subtype: "compact_boundary"``
   (``compactMetadata{trigger, preTokens}``) marks where Claude Code compacted; the next user line
   with ``isCompactSummary: true`` holds the summary it continued from.  That HumanMessage is
   marked ``additional_kwargs[RECORDED_COMPACTION_KEY] = {index, trigger, pre_tokens, source,
-  line}`` (:data:`ctxlab.transcripts.base.RECORDED_COMPACTION_KEY`); ``metadata["compactions"]``
-  counts the boundaries.
-* **sub-agents**: lines with ``isSidechain: true`` (a Task sub-agent's turns, which never reached
-  the main model) and the nested ``data.message`` of ``progress`` lines with ``data.type:
-  "agent_progress"`` are loaded as their own runs, one per ``agentId`` (``run_id``
-  ``agent-<agentId>``, ``agent-sidechain`` without one), after the main run; each has
-  ``metadata["parent_run"]`` (the main run's id), ``agent_id`` and ``parent_tool_call_id`` (the
-  ``parentToolUseID`` of its progress lines, the main run's Task call), and the main run lists
-  them in ``metadata["sub_agent_runs"]``.  A file holding only one sub-agent's lines (Claude
-  Code's ``subagents/agent-<id>.jsonl``) is that run, named as a single-run file.
+  line}``; ``metadata["compactions"]`` counts the boundaries.  The compaction call's own file
+  (``agent-acompact-*``) is counted in ``metadata["compaction_calls"]``, never a run; loaded by
+  itself it is refused (``TranscriptError`` of kind ``"not_a_run"``).
+* **microcompaction**: a ``system`` line with ``subtype: "microcompact_boundary"``
+  (``microcompactMetadata{trigger, preTokens, tokensSaved, compactedToolIds}``) cleared the
+  results of those tool calls from every later request (Claude Code sends
+  ``[Old tool result content cleared]`` instead).  Each cleared ToolMessage keeps its content and
+  is marked ``additional_kwargs[RECORDED_MICROCOMPACTION_KEY]`` (:mod:`ctxlab.transcripts.base`),
+  which the ``recorded`` strategy replays; ``metadata["microcompactions"]`` counts the
+  boundaries.  Ids the run does not hold are said in a warning.
+* **sub-agents**: a sub-agent's run is its side file when there is one; otherwise the lines with
+  ``isSidechain: true`` and the nested ``data.message`` of ``progress`` lines with ``data.type:
+  "agent_progress"`` (the main file's copy, which lacks the sub-agent's text blocks and its last
+  call) -- never both.  One run per ``agentId`` (``run_id`` ``agent-<agentId>``,
+  ``agent-sidechain`` without one), after the main run, with ``metadata["parent_run"]`` (the main
+  run's id), ``agent_id``, ``parent_tool_call_id`` (the main run's Task call: the
+  ``parentToolUseID`` of the progress lines, else the Task result naming the agent in
+  ``toolUseResult.agentId``) and ``file`` (where its messages came from); ``source`` is the main
+  file (the unit).  The main run lists them in ``metadata["sub_agent_runs"]``.  A file holding
+  only one sub-agent's lines, loaded by itself, is that run, named as a single-run file.
 * **usage**: each AIMessage gets the provider's counts of its call as ``usage_metadata`` (the
   ``usage`` of the turn's last streamed line; input = ``input_tokens`` + cache reads + cache
   writes, with ``input_token_details``).
 
-Results whose ``tool_use_id`` has no earlier call are kept as they are (orphans are possible
-in resumed or compacted sessions).  Errors: ``line N`` for a bad line, ``line N, key
-message.content`` for a bad shape.
+A cut-off last line (a live or crashed session) is left out with a warning; results whose
+``tool_use_id`` has no earlier call are kept as they are (orphans are possible in resumed or
+compacted sessions).  Errors: ``line N`` for a bad line, ``line N, key message.content`` for a bad
+shape.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from ctxlab.transcripts._util import (
-    HEAD_BYTES,
-    MessageBuilder,
-    iter_jsonl,
-    read_text,
-    split_lines,
-    text_content,
-    tool_call,
-    usage_metadata,
+from ctxlab.transcripts._util import HEAD_BYTES, split_lines, warn
+from ctxlab.transcripts.base import Transcript, TranscriptError
+from ctxlab.transcripts.claude_code_lines import (
+    COMPACTION_AGENT_PREFIX,
+    EVENT_TYPES,
+    Lines,
+    Run,
+    is_message_line,
+    looks_like_event,
+    parse,
 )
-from ctxlab.transcripts.base import RECORDED_COMPACTION_KEY, Transcript, TranscriptError
+
+__all__ = ["FORMAT", "ClaudeCodeFormat", "session_main_of"]
 
 _TYPE = re.compile(
     r'"type"\s*:\s*"(user|assistant|queue-operation|summary|system|file-history-snapshot|progress)"'
 )
 
 
-#: line types of a Claude Code session file (only user/assistant lines become messages)
-EVENT_TYPES = frozenset(
-    {"user", "assistant", "queue-operation", "summary", "system", "file-history-snapshot", "progress"}
-)
-_ID_KEYS = ("sessionId", "uuid", "parentUuid", "leafUuid", "messageId")
+def session_main_of(path: Path) -> Path | None:
+    """The main file of the session folder ``path`` belongs to (``<dir>/<session>.jsonl`` for
+    ``<dir>/<session>/subagents/*`` and ``<dir>/<session>/tool-results/*``), when it exists."""
+    if len(path.parts) < 3 or path.parent.name not in ("subagents", "tool-results"):
+        return None
+    session = path.parent.parent
+    main = session.with_name(session.name + ".jsonl")
+    return main if main.is_file() else None
 
 
-def _looks_like_event(obj: Any) -> bool:
-    """A session line: an object with a string ``type`` and one of the session's id keys."""
-    return isinstance(obj, dict) and isinstance(obj.get("type"), str) and any(k in obj for k in _ID_KEYS)
+def side_files(main: Path) -> list[Path]:
+    """The sub-agent and compaction-call files of the session ``main``, sorted by name."""
+    folder = main.with_suffix("") / "subagents"
+    return sorted(folder.glob("agent-*.jsonl")) if folder.is_dir() else []
 
 
-def _is_message_line(obj: Any) -> bool:
-    return (
-        _looks_like_event(obj)
-        and obj.get("type") in ("user", "assistant")
-        and isinstance(obj.get("message"), dict)
-    )
+def is_compaction_call_file(path: Path) -> bool:
+    return path.name.startswith(f"agent-{COMPACTION_AGENT_PREFIX}")
 
 
 class ClaudeCodeFormat:
     name = "claude_code"
-    description = "Claude Code session JSONL (F7): Anthropic content blocks, tool_use/tool_result"
+    description = "Claude Code session JSONL (F7) with its sub-agent files: Anthropic content blocks"
 
     def sniff(self, path: Path, head: str) -> bool:
         """True when the first complete lines are session lines and one of them is a message
@@ -102,12 +126,12 @@ class ClaudeCodeFormat:
             if line.strip():
                 try:
                     objs.append(json.loads(line))
-                except (json.JSONDecodeError, RecursionError):  # not a line of ours (or absurdly deep)
+                except (json.JSONDecodeError, RecursionError):  # not a line of ours (or cut off)
                     break
         if objs:
-            if not all(_looks_like_event(o) for o in objs):
+            if not all(looks_like_event(o) for o in objs):
                 return False
-            return any(_is_message_line(o) for o in objs) or all(o["type"] in EVENT_TYPES for o in objs)
+            return any(is_message_line(o) for o in objs) or all(o["type"] in EVENT_TYPES for o in objs)
         line = head.lstrip().split("\n", 1)[0]  # one line longer than the head
         return (
             line.startswith("{")
@@ -116,192 +140,95 @@ class ClaudeCodeFormat:
         )
 
     def match_line(self, obj: Any) -> bool:
-        return _looks_like_event(obj)
+        return looks_like_event(obj)
 
     def load(self, path: Path) -> list[Transcript]:
         path = Path(path)
-        runs: dict[str | None, _Run] = {None: _Run()}  # None: the main run; else a sub-agent's id
-        skipped: Counter[str] = Counter()
-        session: dict[str, Any] = {}
-        boundary: dict[str, Any] | None = None  # the last compact_boundary not yet followed
-        compactions = 0
-        for lineno, ev in iter_jsonl(path, read_text(path)):
-            if not isinstance(ev, dict):
-                raise TranscriptError(path, f"line {lineno}", "expected a JSON object")
-            kind = ev.get("type")
-            for key in ("sessionId", "cwd", "version", "gitBranch"):
-                if key not in session and ev.get(key):
-                    session[key] = ev[key]
-            if kind == "system" and ev.get("subtype") == "compact_boundary":
-                raw_meta = ev.get("compactMetadata")
-                meta: dict[str, Any] = raw_meta if isinstance(raw_meta, dict) else {}
-                boundary = {
-                    "index": compactions,
-                    "trigger": meta.get("trigger"),
-                    "pre_tokens": meta.get("preTokens"),
-                    "source": "compact_boundary",
-                    "line": lineno,
-                }
-                compactions += 1
-                skipped["system:compact_boundary"] += 1
-                continue
-            data = ev.get("data")
-            if kind == "progress" and isinstance(data, dict) and data.get("type") == "agent_progress":
-                inner = data.get("message")
-                agent = str(data.get("agentId") or ev.get("parentToolUseID") or "agent")
-                run = runs.setdefault(agent, _Run(parent_call=ev.get("parentToolUseID")))
-                if (
-                    isinstance(inner, dict)
-                    and inner.get("type") in ("user", "assistant")
-                    and isinstance(inner.get("message"), dict)
-                ):
-                    run.add(path, lineno, inner, {}, "data.message.")
-                    continue
-                skipped["progress:agent_progress"] += 1
-                continue
-            if kind not in ("user", "assistant") or not isinstance(ev.get("message"), dict):
-                skipped[str(kind)] += 1
-                continue
-            flags: dict[str, Any] = {"is_meta": True} if ev.get("isMeta") else {}
-            if ev.get("isSidechain"):  # a sub-agent's line: never sent to the main model
-                agent = str(ev.get("agentId") or "sidechain")
-                runs.setdefault(agent, _Run()).add(path, lineno, ev, flags, "")
-                continue
-            if ev.get("isCompactSummary"):
-                mark = boundary or {"index": compactions, "trigger": None, "pre_tokens": None}
-                flags[RECORDED_COMPACTION_KEY] = {**mark, "source": "isCompactSummary"}
-                if boundary is None:
-                    compactions += 1
-                boundary = None
-            runs[None].add(path, lineno, ev, flags, "")
-        main = runs.pop(None)
-        subs = [(str(key), f"agent-{key}", run) for key, run in runs.items() if run.entries]
-        if not main.entries and len(subs) == 1 and not runs[subs[0][0]].parent_call:
-            # a sub-agent's own file (Claude Code's subagents/agent-<id>.jsonl): its one run
-            agent_id, _, run = subs[0]
-            sub_model = run.models.most_common(1)[0][0] if run.models else None
-            meta = {**session, "skipped_events": dict(skipped), "agent_id": agent_id, "parent_run": None}
-            return [run.build(path, path.name, self.name, sub_model, meta)]
-        if not main.entries:
+        lines = parse(path)
+        if lines.is_compaction_call or (is_compaction_call_file(path) and not lines.runs[None].entries):
+            raise TranscriptError(
+                path,
+                "",
+                "a Claude Code compaction call (agent-acompact-*): the request that summarised a "
+                "session, not an agent run; load the session's main file",
+                kind="not_a_run",
+            )
+        main = lines.runs.pop(None)
+        subs = {agent: run for agent, run in lines.runs.items() if agent is not None and run.has_messages}
+        if not main.has_messages and len(subs) == 1:
+            [(agent_id, run)] = subs.items()
+            if not run.parent_call:  # a sub-agent's own file (subagents/agent-<id>.jsonl): its one run
+                meta = {**lines.session, "skipped_events": dict(lines.skipped), "agent_id": agent_id}
+                return [_built(path, run, path.name, self.name, run.model, {**meta, "parent_run": None})]
+        if not main.has_messages:
             raise TranscriptError(path, "line 1", "no user or assistant messages in the session")
-        model = main.models.most_common(1)[0][0] if main.models else None
+        compaction_calls, files = self._side_runs(path, subs, lines)
+        model = main.model
         run_meta = {
-            **session,
-            "skipped_events": dict(skipped),
-            "compactions": compactions,
-            "sub_agent_runs": [run_id for _, run_id, _ in subs],
+            **lines.session,
+            "skipped_events": dict(lines.skipped),
+            "compactions": lines.compactions,
+            "compaction_calls": compaction_calls,
+            "sub_agent_runs": [f"agent-{agent}" for agent in subs],
         }
-        out = [main.build(path, path.name, self.name, model, run_meta)]
-        for agent_id, run_id, run in subs:
+        if lines.microcompactions:
+            run_meta["microcompactions"] = lines.microcompactions
+        out = [_built(path, main, path.name, self.name, model, run_meta)]
+        for agent_id, run in subs.items():
             sub_meta = {
-                **session,
+                **lines.session,
                 "parent_run": path.name,
                 "agent_id": agent_id,
-                "parent_tool_call_id": run.parent_call,
+                "parent_tool_call_id": run.parent_call or lines.task_links.get(agent_id),
+                "file": str(files.get(agent_id, path)),
             }
-            sub_model = run.models.most_common(1)[0][0] if run.models else model
-            out.append(run.build(path, run_id, self.name, sub_model, sub_meta))
+            out.append(_built(path, run, f"agent-{agent_id}", self.name, run.model or model, sub_meta))
         return out
 
-
-class _Run:
-    """The entries of one run of a session file (the main run, or one sub-agent's)."""
-
-    def __init__(self, parent_call: Any = None) -> None:
-        self.entries: list[dict[str, Any]] = []
-        self.last_ai: dict[str, Any] | None = None
-        self.models: Counter[str] = Counter()
-        self.parent_call = parent_call if isinstance(parent_call, str) else None
-
-    def add(self, path: Path, lineno: int, ev: dict[str, Any], flags: dict[str, Any], key: str) -> None:
-        """Add one ``user``/``assistant`` line (``key`` prefixes error places)."""
-        msg = ev["message"]
-        content = msg.get("content")
-        if not isinstance(content, (str, list)):
-            raise TranscriptError(
-                path, f"line {lineno}, key {key}message.content", "expected a string or a list of blocks"
-            )
-        if ev.get("type") == "assistant":
-            mid = msg.get("id")
-            if isinstance(msg.get("model"), str) and msg["model"] != "<synthetic>":
-                self.models[msg["model"]] += 1
-            if self.last_ai is None or not mid or self.last_ai["mid"] != mid:
-                self.last_ai = {"kind": "ai", "mid": mid, "blocks": [], "calls": [], "flags": flags}
-                self.entries.append(self.last_ai)
-            if isinstance(msg.get("usage"), dict):  # streamed lines repeat it; the last is final
-                self.last_ai["usage"] = msg["usage"]
-            blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
-            for j, block in enumerate(blocks):
-                _check_block(path, block, lineno, j)
-                if block.get("type") == "tool_use":
-                    self.last_ai["calls"].append(
-                        tool_call(block.get("name"), block.get("input"), block.get("id"))
+    def _side_runs(self, path: Path, subs: dict[str, Run], lines: Lines) -> tuple[int, dict[str, Path]]:
+        """Put each sub-agent side file's run in ``subs`` in place of the main file's copy (or
+        beside the runs found in the main file); return the number of compaction-call files and
+        the file of each side run."""
+        compaction_calls = 0
+        files: dict[str, Path] = {}
+        for f in side_files(path):
+            if is_compaction_call_file(f):
+                compaction_calls += 1
+                continue
+            try:
+                side = parse(f)
+            except TranscriptError as exc:
+                warn(path, f"sub-agent file {f.name}: {exc}; the main file's copy of it is used")
+                continue
+            if side.is_compaction_call:
+                compaction_calls += 1
+                continue
+            found = {a: r for a, r in side.runs.items() if a is not None and r.has_messages}
+            if side.runs[None].has_messages:
+                warn(path, f"sub-agent file {f.name}: lines without isSidechain left out")
+            for agent, run in found.items():
+                copy = subs.get(agent)
+                run.parent_call = run.parent_call or (copy.parent_call if copy else None)
+                if copy is not None and not copy.in_file_copy:
+                    warn(
+                        path,
+                        f"sub-agent {agent}: sidechain lines in the main file and {f.name}; the file is used",
                     )
-                else:
-                    self.last_ai["blocks"].append(block)
-            return
-        if isinstance(content, str):
-            self.entries.append({"kind": "human", "content": content, "flags": flags})
-            return
-        pending: list[Any] = []
-        for j, block in enumerate(content):
-            _check_block(path, block, lineno, j)
-            if block.get("type") == "tool_result":
-                if pending:
-                    self.entries.append({"kind": "human", "content": pending, "flags": flags})
-                    pending = []
-                self.entries.append(
-                    {
-                        "kind": "tool",
-                        "content": block.get("content"),
-                        "id": block.get("tool_use_id"),
-                        "error": bool(block.get("is_error")),
-                        "flags": flags,
-                    }
-                )
-            else:
-                pending.append(block)
-        if pending:
-            self.entries.append({"kind": "human", "content": pending, "flags": flags})
-
-    def build(self, path: Path, run_id: str, fmt: str, model: str | None, meta: dict[str, Any]) -> Transcript:
-        b = MessageBuilder(run_id)
-        for e in self.entries:
-            if e["kind"] == "ai":
-                b.ai(_ai_content(e["blocks"]), e["calls"], usage=_usage(e.get("usage")), **e["flags"])
-            elif e["kind"] == "human":
-                b.human(e["content"], **e["flags"])
-            else:
-                b.tool(e["content"], e["id"], error=e["error"], **e["flags"])
-        return b.transcript(path, fmt, model=model, metadata=meta)
+                subs[agent] = run
+                files[agent] = f
+        for agent, run in subs.items():
+            if not (run.parent_call or lines.task_links.get(agent)):
+                warn(path, f"sub-agent {agent}: no Task call of the main run names it (not linked)")
+        return compaction_calls, files
 
 
-def _usage(raw: Any) -> dict[str, Any] | None:
-    """Anthropic ``usage`` as ``usage_metadata``: the input is ``input_tokens`` plus the cached
-    parts (``cache_read_input_tokens``, ``cache_creation_input_tokens``), as langchain-anthropic
-    counts it."""
-    if not isinstance(raw, dict):
-        return None
-    read, created = raw.get("cache_read_input_tokens"), raw.get("cache_creation_input_tokens")
-    given = raw.get("input_tokens")
-    total = None
-    if isinstance(given, int) and not isinstance(given, bool):
-        total = given + sum(v for v in (read, created) if isinstance(v, int) and not isinstance(v, bool))
-    return usage_metadata(total, raw.get("output_tokens"), cache_read=read, cache_creation=created)
-
-
-def _check_block(path: Path, block: Any, lineno: int, j: int) -> None:
-    if not isinstance(block, dict):
-        raise TranscriptError(
-            path, f"line {lineno}, key message.content[{j}]", "expected a content block object"
-        )
-
-
-def _ai_content(blocks: list[dict[str, Any]]) -> str | list[Any]:
-    """One text block -> its text; no blocks -> ""; otherwise the list of blocks."""
-    if not blocks:
-        return ""
-    return text_content(blocks)
+def _built(
+    path: Path, run: Run, run_id: str, fmt: str, model: str | None, meta: dict[str, Any]
+) -> Transcript:
+    t, doubts = run.build(path, run_id, fmt, model, meta)
+    for doubt in doubts:
+        warn(path, f"{run_id}: {doubt}", t.metadata)
+    return t
 
 
 FORMAT = ClaudeCodeFormat()

@@ -136,7 +136,7 @@ def _ask(fmt: TranscriptFormat, what: str, path: Path, problems: list[str], *arg
 
 def _unknown(path: Path, where: str, problem: str, problems: list[str]) -> TranscriptError:
     extra = f" (detection errors: {'; '.join(problems)})" if problems else ""
-    return TranscriptError(path, where, f"{problem}; {HOW_TO_NAME_OR_WRITE}{extra}")
+    return TranscriptError(path, where, f"{problem}; {HOW_TO_NAME_OR_WRITE}{extra}", kind="unknown_format")
 
 
 def _by_shape(formats: dict[str, TranscriptFormat], path: Path, problems: list[str]) -> Detection:
@@ -153,7 +153,9 @@ def _by_shape(formats: dict[str, TranscriptFormat], path: Path, problems: list[s
         try:
             first = json.loads(first_line)
         except json.JSONDecodeError as exc2:
-            raise TranscriptError(path, "line 1", f"neither JSON nor JSON lines: {exc2.msg}") from exc2
+            raise TranscriptError(
+                path, "line 1", f"neither JSON nor JSON lines: {exc2.msg}", kind="unknown_format"
+            ) from exc2
         for fmt in formats.values():
             if hasattr(fmt, "match_line") and _ask(fmt, "match_line", path, problems, first):
                 return Detection(fmt, "line", problems=problems)

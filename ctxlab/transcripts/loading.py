@@ -3,29 +3,64 @@
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Iterable
 from pathlib import Path
 
 import pluggy
 from langchain_core.messages import SystemMessage
 
-from ctxlab.transcripts._util import warn
-from ctxlab.transcripts.base import Transcript, TranscriptError, TranscriptFormat
+from ctxlab.transcripts._util import lenient_lines, warn
+from ctxlab.transcripts.base import Transcript, TranscriptError, TranscriptFormat, TranscriptWarning
+from ctxlab.transcripts.claude_code import session_main_of
 from ctxlab.transcripts.cline import is_task_member
 from ctxlab.transcripts.detection import HOW_TO_NAME_OR_WRITE, Detection, check_regular, detect
 from ctxlab.transcripts.generic import GENERIC_NAME
 from ctxlab.transcripts.opencode_storage import is_storage_member
+from ctxlab.transcripts.openhands_v1 import is_event_member
 from ctxlab.transcripts.registry import available_formats
 
-__all__ = ["SKIP_NAMES", "iter_transcript_files", "load_many", "load_transcripts"]
+__all__ = ["NOT_TRANSCRIPT_SUFFIXES", "SKIP_NAMES", "iter_transcript_files", "load_many", "load_transcripts"]
 
 #: file names never loaded when walking folders (besides hidden files and README*)
 SKIP_NAMES = frozenset({"SOURCES.md", ".gitattributes"})
+
+#: extensions of files that are never transcripts (code, configuration, media, archives, tables):
+#: in a folder walk they are skipped and listed without being read
+NOT_TRANSCRIPT_SUFFIXES = frozenset(
+    {
+        ".py", ".pyc", ".pyi", ".ipynb", ".js", ".mjs", ".ts", ".tsx", ".jsx", ".sh", ".bash", ".ps1",
+        ".go", ".rs", ".java", ".c", ".h", ".cpp", ".rb", ".toml", ".ini", ".cfg", ".lock", ".yaml",
+        ".yml", ".csv", ".tsv", ".parquet", ".arrow", ".png", ".jpg", ".jpeg", ".gif", ".webp",
+        ".svg", ".ico", ".pdf", ".gz", ".tgz", ".bz2", ".xz", ".zst", ".zip", ".tar", ".whl",
+        ".html", ".css", ".db", ".sqlite", ".log", ".diff", ".patch",
+    }
+)  # fmt: skip
+
+#: TranscriptError kinds that mean "not a transcript" (skipped and listed in a folder walk)
+NOT_TRANSCRIPT_KINDS = frozenset({"unknown_format", "not_text", "not_a_run"})
 
 PathLike = str | os.PathLike[str]
 
 
 def _run_loader(fmt: TranscriptFormat, path: Path, data: object = None) -> list[Transcript]:
+    """``fmt`` loads ``path``; every :class:`TranscriptWarning` said on the way (by the loader or
+    the helpers it used: a cut-off line, a dropped record) is also kept in each run's
+    ``metadata["warnings"]``."""
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        result = _call_loader(fmt, path, data)
+    for w in said:
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno, source=w.source)
+        if issubclass(w.category, TranscriptWarning):
+            for t in result:
+                kept = t.metadata.setdefault("warnings", [])
+                if str(w.message) not in kept:
+                    kept.append(str(w.message))
+    return _without_empty_runs(path, fmt.name, result)
+
+
+def _call_loader(fmt: TranscriptFormat, path: Path, data: object) -> list[Transcript]:
     try:
         if data is not None and hasattr(fmt, "load_json"):
             result = fmt.load_json(data, path)
@@ -43,7 +78,7 @@ def _run_loader(fmt: TranscriptFormat, path: Path, data: object = None) -> list[
         )
     if not result:
         raise TranscriptError(path, "", f"no transcripts in file ({fmt.name})")
-    return _without_empty_runs(path, fmt.name, result)
+    return result
 
 
 def _is_empty(t: Transcript) -> bool:
@@ -131,17 +166,46 @@ def load_transcripts(
     return _load(Path(path), format, available_formats(pm))
 
 
+#: hidden file names that are transcripts (Aider writes its history to a hidden file)
+HIDDEN_TRANSCRIPTS = frozenset({".aider.chat.history.md"})
+
+
 def _skipped(name: str) -> bool:
-    return name.startswith(".") or name in SKIP_NAMES or name.upper().startswith("README")
+    hidden = name.startswith(".") and name not in HIDDEN_TRANSCRIPTS
+    return hidden or name in SKIP_NAMES or name.upper().startswith("README")
+
+
+def _walk(root: Path) -> set[Path]:
+    found: set[Path] = set()
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+        found.update(
+            Path(dirpath) / f
+            for f in filenames
+            if not _skipped(f)
+            and not is_storage_member(Path(dirpath) / f)
+            and not is_event_member(Path(dirpath) / f)
+            and not is_task_member(Path(dirpath) / f)
+        )
+    return found
+
+
+def _without_members(files: set[Path]) -> set[Path]:
+    """Leave out the side files of a Claude Code session whose main file is loaded too (it reads
+    them: :func:`ctxlab.transcripts.claude_code.session_main_of`)."""
+    return {f for f in files if session_main_of(f) not in files}
 
 
 def iter_transcript_files(paths: PathLike | Iterable[PathLike]) -> list[Path]:
     """The files to load: files as given, folders walked recursively.
 
-    In folders, hidden files and folders (``.*``), ``README*``, ``SOURCES.md``,
-    ``.gitattributes``, the message and part files of an OpenCode storage (read through its
-    session file) and the UI log and metadata of a Cline task (read through its history file)
-    are skipped.  The result is de-duplicated and sorted by path.
+    In folders, hidden files and folders (``.*``, but Aider's ``.aider.chat.history.md``),
+    ``README*``, ``SOURCES.md``, ``.gitattributes``, the message and part files of an OpenCode
+    storage (read through its session file), the UI log and metadata of a Cline task (read
+    through its history file) and the event files of an OpenHands V1 conversation (read through
+    its ``base_state.json``) are skipped.  The side files of a Claude Code session
+    (``<session>/subagents/``, ``<session>/tool-results/``) are left out when the session's main
+    file is among the files (it reads them).  The result is de-duplicated and sorted by path.
 
     Raises:
         FileNotFoundError: a path does not exist.
@@ -152,20 +216,12 @@ def iter_transcript_files(paths: PathLike | Iterable[PathLike]) -> list[Path]:
     for p in paths:
         root = Path(p)
         if root.is_dir():
-            for dirpath, dirnames, filenames in os.walk(root):
-                dirnames[:] = [d for d in dirnames if not d.startswith(".")]
-                out.update(
-                    Path(dirpath) / f
-                    for f in filenames
-                    if not _skipped(f)
-                    and not is_storage_member(Path(dirpath) / f)
-                    and not is_task_member(Path(dirpath) / f)
-                )
+            out.update(_walk(root))
         elif root.exists() or root.is_symlink():
             out.add(root)  # a file, or a symlink loop or broken symlink that loading names as such
         else:
             raise FileNotFoundError(f"no such file or folder: {root}")
-    return sorted(out, key=lambda q: q.as_posix())
+    return sorted(_without_members(out), key=lambda q: q.as_posix())
 
 
 def load_many(
@@ -173,12 +229,26 @@ def load_many(
     *,
     format: str | None = None,
     pm: pluggy.PluginManager | None = None,
+    skipped: list[TranscriptError] | None = None,
+    lenient: bool = False,
 ) -> tuple[list[Transcript], list[TranscriptError]]:
     """Load every transcript file under ``paths`` (see :func:`iter_transcript_files`).
 
     A file that fails is reported in the error list and skipped; one bad file (or a missing
     path) never raises.  Warnings (:class:`ctxlab.transcripts.TranscriptWarning`) are emitted as
     for :func:`load_transcripts` and kept in each transcript's ``metadata["warnings"]``.
+
+    **Files that are not transcripts**, found by walking a folder, are not failures: a file with
+    an extension in :data:`NOT_TRANSCRIPT_SUFFIXES` (``.py``, ``.csv``, images ...) is not read;
+    a file no format recognises (``results.json``, a ``.txt`` of notes), a binary file and a
+    Claude Code compaction call's file are read and refused.  Each is appended to
+    ``skipped`` (a :class:`TranscriptError` naming it and why) and all of them are said in one
+    :class:`TranscriptWarning`.  A file named in ``paths`` itself is always loaded, and its
+    refusal is an error.
+
+    Args:
+        lenient: leave out a JSON-lines file's bad lines with a warning each instead of failing
+            the file (``ctxlab replay --keep-going``); a cut-off *last* line is always left out so.
 
     Returns:
         ``(transcripts in file order, errors in file order)``: the files of ``paths[0]`` first
@@ -187,23 +257,39 @@ def load_many(
         their rows in this order.
     """
     formats = available_formats(pm)
-    if isinstance(paths, (str, os.PathLike)):
-        paths = [paths]
-    files: list[Path] = []
+    paths = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
+    files: list[tuple[Path, bool]] = []  # (file, found by walking a folder)
     errors: list[TranscriptError] = []
     for p in paths:
         try:
-            files.extend(sorted(iter_transcript_files([p]), key=lambda q: q.as_posix()))
+            walked = Path(p).is_dir()
+            files.extend((f, walked) for f in iter_transcript_files([p]))
         except OSError as exc:
             errors.append(TranscriptError(os.fspath(p), "", f"no such file or folder ({exc})"))
     transcripts: list[Transcript] = []
-    for f in dict.fromkeys(files):  # the order of paths, each file once
-        try:
-            transcripts.extend(_load(f, format, formats))
-        except TranscriptError as exc:
-            errors.append(exc)
-        except OSError as exc:
-            errors.append(TranscriptError(f, "", f"cannot read file: {exc}"))
-        except (RecursionError, MemoryError, ValueError) as exc:  # one bad file never stops the batch
-            errors.append(TranscriptError(f, "", f"cannot load: {type(exc).__name__}: {exc}"))
+    not_transcripts: list[TranscriptError] = []
+    with lenient_lines(lenient):
+        for f, walked in dict.fromkeys(files):  # the order of paths, each file once
+            if walked and f.suffix.lower() in NOT_TRANSCRIPT_SUFFIXES:
+                not_transcripts.append(
+                    TranscriptError(f, "", f"not a transcript ({f.suffix} file): skipped", kind="not_text")
+                )
+                continue
+            try:
+                transcripts.extend(_load(f, format, formats))
+            except TranscriptError as exc:
+                (not_transcripts if walked and exc.kind in NOT_TRANSCRIPT_KINDS else errors).append(exc)
+            except OSError as exc:
+                errors.append(TranscriptError(f, "", f"cannot read file: {exc}"))
+            except (RecursionError, MemoryError, ValueError) as exc:  # one bad file never stops the batch
+                errors.append(TranscriptError(f, "", f"cannot load: {type(exc).__name__}: {exc}"))
+    if not_transcripts:
+        names = ", ".join(Path(e.path).name for e in not_transcripts[:10])
+        more = f" and {len(not_transcripts) - 10} more" if len(not_transcripts) > 10 else ""
+        warn(
+            os.fspath(paths[0]) if len(paths) == 1 else "load_many",
+            f"skipped {len(not_transcripts)} file(s) that are not transcripts: {names}{more}",
+        )
+    if skipped is not None:
+        skipped.extend(not_transcripts)
     return transcripts, errors
