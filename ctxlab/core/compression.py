@@ -211,8 +211,8 @@ def compression_round(inp: RoundInput) -> Generator[Effect, Any, tuple[Any, Roun
     stats["summarizer"] = None
     forced = False
     started = False
-    sent_l1_view = False
-    # the provider's own overflow error (R12: it is what propagates) and the estimate it refused
+    # the provider's own overflow error (R12: it is what propagates) and the estimate of the view
+    # it refused (the effective messages below T, the L1 view above)
     overflow_error: BaseException | None = None
     overflowed_tokens: int | None = None
 
@@ -288,7 +288,6 @@ def compression_round(inp: RoundInput) -> Generator[Effect, Any, tuple[Any, Roun
             if forced:
                 break
             try:
-                sent_l1_view = True
                 response = yield CallModel(view1, inp.scans)
             except ContextOverflowError as exc:
                 logger.warning("context overflow after L1 (%s tokens): forcing L2", est1)
@@ -325,9 +324,15 @@ def compression_round(inp: RoundInput) -> Generator[Effect, Any, tuple[Any, Roun
                     )
                     stats["level"] = "L1"
                     summary_msg, local, prefix, kept, est2 = None, 0, [], alt, alt_tokens
-            if overflow_error is not None and summary_msg is None and sent_l1_view and est2 >= est1:
-                # R12/R13: the L1 view overflowed and nothing smaller could be built (no summary,
-                # nothing to trim): the request that overflowed is not sent again
+            if (
+                overflow_error is not None
+                and summary_msg is None
+                and overflowed_tokens is not None
+                and est2 >= overflowed_tokens
+            ):
+                # R12/R13: the view that overflowed (the L1 view, or below T the effective
+                # messages) and nothing smaller could be built (no summary, nothing to trim):
+                # the request that overflowed is not sent again (issue 30: below T too)
                 raise overflow_error
             try:
                 response = yield CallModel([*prefix, *kept], inp.scans)

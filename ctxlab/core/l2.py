@@ -132,7 +132,7 @@ def plan_l2(
     language = summary_language_of(s.summary_language, s.summary_prompt, eff)
     empty = build_summary_message(eff, local, SummaryResult(text=""), path, language, global_cut)
     floor = inp.estimates.message_tokens(empty)
-    if span <= floor:
+    if span < floor:  # smaller, as the message says: an equal span may still be summarized (issue 30)
         stats["summary_rejected"] = (
             f"not summarized: the span of {span} tokens is smaller than an empty summary message ({floor} tokens)"
         )
