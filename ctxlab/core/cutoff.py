@@ -18,6 +18,7 @@ from typing import TypedDict
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
+from ctxlab.core.files import writable_text
 from ctxlab.core.marks import (
     history_path_of,
     is_summary_message,
@@ -278,12 +279,16 @@ def build_summary_message(
             parts.append(framing.earlier_history.format(path=earlier).strip())
     if latest:
         parts.append(f"{framing.latest_request}\n{latest}")
-    text = "\n\n".join(p for p in parts if p)
+    # sent to the model on every later call: text UTF-8 cannot encode (a lone surrogate) is
+    # escaped as in the history file (issue 30)
+    text = writable_text("\n\n".join(p for p in parts if p))
     digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:12]
     return HumanMessage(
         content=text,
         id=f"ctxlab-summary-{global_cut}-{digest}",
-        additional_kwargs=summary_kwargs(body, latest, file_path or earlier),
+        additional_kwargs=summary_kwargs(
+            writable_text(body), writable_text(latest) if latest else latest, file_path or earlier
+        ),
     )
 
 

@@ -14,6 +14,7 @@ from typing import Any, NamedTuple, cast
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
+from ctxlab.core.files import writable_text
 from ctxlab.core.identity import ContentMemo, content_prefix, is_prefix
 from ctxlab.core.marks import OBSERVATION_KEY, is_user_request
 
@@ -230,16 +231,25 @@ def valid_cut_positions(messages: Sequence[BaseMessage]) -> list[bool]:
 def late_result_observation(message: ToolMessage) -> HumanMessage:
     """A ToolMessage whose call is not in the view, as a text observation (same id): a
     ``HumanMessage`` marked :data:`ctxlab.core.marks.OBSERVATION_KEY` that names the tool and the
-    call id before the result's own content (text and image blocks kept)."""
+    call id before the result's own content (text and image blocks kept; text UTF-8 cannot
+    encode escaped as in files, :func:`ctxlab.core.files.writable_text`)."""
     head = (
         f"[ctxlab: result of the earlier tool call {message.name or 'tool'} (id {message.tool_call_id}); "
         "the call itself is in the summarized part of the conversation]"
     )
     content: str | list[str | dict[Any, Any]]
     if isinstance(message.content, str):
-        content = f"{head}\n{message.content}"
+        content = writable_text(f"{head}\n{message.content}")
     else:
-        content = [{"type": "text", "text": head}, *message.content]
+        content = [
+            {"type": "text", "text": head},
+            *(
+                {**b, "text": writable_text(b["text"])}
+                if isinstance(b, dict) and isinstance(b.get("text"), str)
+                else b
+                for b in message.content
+            ),
+        ]
     return HumanMessage(content=content, id=message.id, additional_kwargs={OBSERVATION_KEY: True})
 
 

@@ -30,6 +30,7 @@ from langchain_core.exceptions import ContextOverflowError
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from ctxlab.core.estimation import estimate_text_tokens
+from ctxlab.core.files import writable_text
 from ctxlab.core.marks import SUMMARIZER_ROLE_METADATA, is_observation, is_summary_message
 from ctxlab.core.messages import message_text
 
@@ -411,7 +412,8 @@ class LLMSummarizer:
         blocks = [render_message(m) for m in job.messages]
         sizes = [estimate_text_tokens(b) for b in blocks]
         if sum(sizes) <= room:
-            text = job.prompt.replace("{messages}", "\n\n".join(blocks))
+            # what is sent is escaped as the history file is (lone surrogates, issue 30)
+            text = writable_text(job.prompt.replace("{messages}", "\n\n".join(blocks)))
             return self._account(result, text, (yield text))
         piece_room = max(64, int(room * PIECE_SHARE))
         queue: deque[tuple[str, int]] = deque()
@@ -438,7 +440,7 @@ class LLMSummarizer:
                 first, *rest = split_text(piece, max(16, avail))
                 queue.extendleft((p, estimate_text_tokens(p)) for p in reversed(rest))
                 chunk.append(first)
-            text = fold_prompt(job, chunk, running)
+            text = writable_text(fold_prompt(job, chunk, running))
             running = self._account(result, text, (yield text))
         return running or ""
 
