@@ -9,8 +9,8 @@ content: unknown block types count their JSON length.  The parts, one job each:
   (:func:`estimate_text_tokens`, :func:`char_class_tokens`, :func:`features`, the constants
   :data:`SHORT_WEIGHTS` / :data:`LONG_WEIGHTS` / :data:`COEFFICIENTS`, fitted by
   ``tools/calibrate.py``);
-* :mod:`~ctxlab.core.estimation.images` — images by size with OpenAI's tile rule
-  (:func:`estimate_image_tokens`), data-URL images inside texts;
+* :mod:`~ctxlab.core.estimation.images` — image blocks by size with OpenAI's tile rule
+  (:func:`estimate_image_tokens`; a data URL inside a text is text);
 * :mod:`~ctxlab.core.estimation.framing` — what a message and the tool schemas cost around
   their text: :class:`CharClassEstimator` (the ARS default) and :class:`TokenizerEstimator`
   (exact text counts with a tokenizer such as a ``tiktoken.Encoding``, same framing);
@@ -48,7 +48,7 @@ from ctxlab.core.estimation.framing import (
     TokenizerEstimator,
     content_tokens,
 )
-from ctxlab.core.estimation.images import UNKNOWN_IMAGE_TOKENS, estimate_image_tokens, split_data_url_images
+from ctxlab.core.estimation.images import UNKNOWN_IMAGE_TOKENS, estimate_image_tokens
 
 __all__ = [
     "BLOCK",
@@ -75,5 +75,4 @@ __all__ = [
     "features",
     "long_features",
     "short_features",
-    "split_data_url_images",
 ]

@@ -26,8 +26,8 @@ two tiers:
 **Monotone** (issue 20): every weight is non-negative, a block's class codes and pairs do not
 change when text is appended, and the short-tier floor keeps the step from the short to the long
 tier from going down; so appending text never lowers the estimate (the exact default;
-``tests/test_estimation_monotone.py``).  The one exception is a data-URL image that an appended
-character completes: it then counts as an image (R16), not as base64 text.
+``tests/test_estimation_monotone.py``).  A data URL inside a text is text, as providers tokenize
+it (issue 30): only an image *block* counts as an image (:mod:`ctxlab.core.estimation.images`).
 
 The sums are taken in C: a table maps every byte (or pair code) to its weight
 (``bytes.translate``) and ``zlib.adler32`` adds them up — its low half is ``1 + Σ bytes mod
@@ -45,9 +45,8 @@ scripts, Chinese documentation mixed with English), every class weighted equally
 issue 20, when every pair of a block came to be counted.  The *held-out* split, from disjoint sources, is never
 fitted on: ``ctxlab bench`` reports it, ``tests/test_estimation_heldout.py`` checks every class
 within ±10 %.  ``char_class_tokens(text) == max(1, round(Σ COEFFICIENTS[WEIGHTS[k]] × v))`` over
-``features(text).items()`` for a non-empty text without data-URL images, or the short-tier floor
-above when that is larger.  Data-URL images in a
-long text count as images (:mod:`ctxlab.core.estimation.images`); a short text is never split.
+``features(text).items()`` for a non-empty text, or the short-tier floor above when that is
+larger.
 
 The public names (those without a leading underscore, :data:`CJK_GROUPS` aside) are listed once, in
 the ``__all__`` of :mod:`ctxlab.core.estimation`, which re-exports them.
@@ -56,8 +55,6 @@ the ``__all__`` of :mod:`ctxlab.core.estimation`, which re-exports them.
 from __future__ import annotations
 
 from zlib import adler32
-
-from ctxlab.core.estimation.images import split_data_url_images
 
 #: non-ASCII characters by the UTF-8 lead byte range ``(first, last)`` of their script group
 GROUPS: dict[str, tuple[int, int]] = {
@@ -366,9 +363,8 @@ def char_class_tokens(text: str, stride: int = 1, sample_from: int = 0) -> int:
 
     Exact counts by default (:func:`estimate_text_tokens`); ``stride`` > 1 counts the bytes of a
     long block of ``sample_from`` bytes or more on one 256-byte window in every ``stride`` (the
-    ``ctxlab-fast-estimator`` plugin).  Data-URL images in a long text count as images
-    (:func:`~ctxlab.core.estimation.images.estimate_image_tokens`); the text around them is
-    estimated as a text of its own.
+    ``ctxlab-fast-estimator`` plugin).  A data URL in the text is text, as providers count it
+    (issue 30).
     """
     u = text.encode("utf-8", "surrogatepass")
     if len(u) <= SHORT_BYTES:
@@ -376,10 +372,6 @@ def char_class_tokens(text: str, stride: int = 1, sample_from: int = 0) -> int:
             return 0
         s = (adler32(u.translate(_SHORT_TABLE)) & 0xFFFF) - 1
         return round(s / UNIT) if s >= UNIT else 1
-    if "data:image/" in text:
-        rest, images = split_data_url_images(text)
-        if images:
-            return char_class_tokens(rest, stride, sample_from) + images
     # never below the short tier's estimate of the first SHORT_BYTES bytes: appending text never
     # lowers the estimate across the tier boundary (issue 20)
     floor = _short_units(u[:SHORT_BYTES])
@@ -409,7 +401,7 @@ def estimate_text_tokens(
     (see the module docstring); at least 1 for a non-empty text, 0 for an empty one.  Equal to
     ``char_class_tokens(text)``; the short tier is inlined (one Python call per short text).
 
-    Data-URL images embedded in a long text are counted as images, not as base64 text.
+    A data URL embedded in a text is counted as the text it is (issue 30: providers tokenize it).
     """
     u = text.encode("utf-8", "surrogatepass")
     if len(u) > SHORT_BYTES:

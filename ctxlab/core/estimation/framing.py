@@ -24,7 +24,7 @@ from typing import Any, Protocol
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from ctxlab.core.estimation.charclass import estimate_text_tokens
-from ctxlab.core.estimation.images import UNKNOWN_IMAGE_TOKENS, estimate_image_tokens, split_data_url_images
+from ctxlab.core.estimation.images import UNKNOWN_IMAGE_TOKENS, estimate_image_tokens
 
 __all__ = [
     "MESSAGE_OVERHEAD",
@@ -174,9 +174,9 @@ class TokenizerEstimator(CharClassEstimator):
     """Exact text counts with a tokenizer, framed like :class:`CharClassEstimator`.
 
     A text costs ``len(encoding.encode_ordinary(text))`` (special-token text such as
-    ``<|endoftext|>`` counts as ordinary text, never refused) plus its data-URL images by size
-    (:func:`~ctxlab.core.estimation.images.split_data_url_images`); the framing (overhead, tool
-    calls, ``tool_use`` blocks counted once, image blocks by size) is the default estimator's.
+    ``<|endoftext|>`` counts as ordinary text, never refused; a data URL in a text is text, as
+    providers count it); the framing (overhead, tool calls, ``tool_use`` blocks counted once,
+    image blocks by size) is the default estimator's.
 
     Args:
         encoding: the tokenizer, e.g. ``tiktoken.get_encoding("cl100k_base")``.
@@ -192,8 +192,7 @@ class TokenizerEstimator(CharClassEstimator):
         self.name = name or f"tokenizer-{encoding.name}"
 
     def text_tokens(self, text: str) -> int:
-        """Exact tokens of ``text``; data-URL images inside it count as images (0 for ``""``)."""
+        """Exact tokens of ``text`` (0 for ``""``); a data URL inside it is text (issue 30)."""
         if not text:
             return 0
-        text, images = split_data_url_images(text)
-        return len(self.encoding.encode_ordinary(text)) + images
+        return len(self.encoding.encode_ordinary(text))
