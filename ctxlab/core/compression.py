@@ -111,12 +111,17 @@ class ModelLimits(NamedTuple):
     """What the round needs to know of the models, read only when a step needs it.
 
     Attributes:
-        capacity_tokens: the main model's ``max_input_tokens`` (a positive int), ``None`` if unknown.
+        capacity_tokens: the input the main model accepts (tokens): its ``max_input_tokens`` (a
+            positive int) less the reply's reserve; ``None`` if unknown.
         summarizer_budget: tokens one summarizer input may use.
+        reserve_tokens: the reply's reserve of the request (``max_tokens`` /
+            ``max_output_tokens`` of the request or the model; tokens), 0 when unknown.  The
+            window is input plus reply (issue 30).
     """
 
     capacity_tokens: int | None
     summarizer_budget: int
+    reserve_tokens: int = 0
 
 
 @dataclass
@@ -171,6 +176,11 @@ class RoundInput:
     def summarizer_budget(self) -> int:
         """Tokens one summarizer input may use (:class:`ModelLimits`)."""
         return self._limits.summarizer_budget
+
+    @property
+    def reserve_tokens(self) -> int:
+        """The reply's reserve of the request (tokens; 0 when unknown, :class:`ModelLimits`)."""
+        return self._limits.reserve_tokens
 
 
 def compression_round(inp: RoundInput) -> Generator[Effect, Any, tuple[Any, RoundUpdate | None]]:
@@ -234,7 +244,8 @@ def compression_round(inp: RoundInput) -> Generator[Effect, Any, tuple[Any, Roun
                 error=f"{type(exc).__name__}: {exc}",
             )
 
-    # R3: below the entry threshold T the effective messages go as they are
+    # R3: below the entry threshold T the effective messages go as they are (the model's limits
+    # are not read: seed, 入口阈值未达到时，中间件直接调用主模型)
     if est0 < s.entry_threshold_tokens:
         try:
             response = yield CallModel(eff, inp.scans)
@@ -302,13 +313,18 @@ def compression_round(inp: RoundInput) -> Generator[Effect, Any, tuple[Any, Roun
         if not started:
             started = True
             emit("started")  # R14: overflow-forced round that began below T
-        # R12: the view is trimmed to the model's capacity; after an overflow, toward the retry
+        # R12: the view is trimmed to the model's capacity (its input's share of the window: the
+        # reply's reserve is not the input's, issue 30); after an overflow, toward the retry
         # target (the capacity may be unknown or wrong).  ``local`` is the cutoff in ``eff``: the
         # view is [summary, *kept tail] (L2) or the whole L1 view (``local`` 0, no summary).
         local = plan.local if summary_msg is not None and plan is not None else 0
         target = inp.capacity_tokens
+        if target is not None:
+            stats["capacity_tokens"] = target
+        if inp.reserve_tokens:
+            stats["reply_reserve_tokens"] = inp.reserve_tokens
         if overflowed_tokens is not None:
-            target = _retry_target(stats, inp.capacity_tokens, overflowed_tokens, overflow_error)
+            target = _retry_target(stats, inp, overflowed_tokens, overflow_error)
         kept = view1[local:]
         while True:
             prefix: list[BaseMessage] = [summary_msg] if summary_msg is not None else []
@@ -343,7 +359,7 @@ def compression_round(inp: RoundInput) -> Generator[Effect, Any, tuple[Any, Roun
                 forced = True
                 stats["overflow"] = str(exc)
                 overflow_error = exc
-                target = _retry_target(stats, inp.capacity_tokens, est2, exc)
+                target = _retry_target(stats, inp, est2, exc)
         stats["tokens_after"] = est2
         replaced = written_back(kept, view1[local:], eff[local:])
         stats["tail_trimmed"] = len(replaced)
@@ -387,19 +403,19 @@ def _level(stats: RoundStats) -> Level | None:
     return None if level is None or level == "none" else level
 
 
-def _retry_target(
-    stats: RoundStats, capacity: int | None, overflowed: int, error: BaseException | None
-) -> int:
+def _retry_target(stats: RoundStats, inp: RoundInput, overflowed: int, error: BaseException | None) -> int:
     """The size the retry after an overflow aims at (R12, :func:`ctxlab.core.overflow.retry_target`:
-    a share of the ``overflowed`` estimate, the model's ``capacity``, the window the provider's
-    ``error`` states), recorded in the event's stats (tokens)."""
+    a share of the ``overflowed`` estimate, the model's input capacity, the window the provider's
+    ``error`` states, each less the reply's reserve), recorded in the event's stats (tokens)."""
     stated = read_overflow(error) if error is not None else None
-    target = retry_target(overflowed, capacity, stated)
+    target = retry_target(overflowed, inp.capacity_tokens, stated, inp.reserve_tokens)
     stats["retry_target_tokens"], stats["retry_target_from"] = target
     if stated is not None:
         window: OverflowWindowStats = {"provider": stated.provider, "window_tokens": stated.window_tokens}
         if stated.counted_tokens is not None:
             window["counted_tokens"] = stated.counted_tokens
+        if stated.reserve_tokens is not None:
+            window["reserve_tokens"] = stated.reserve_tokens
         stats["overflow_window"] = window
     return target.tokens
 
