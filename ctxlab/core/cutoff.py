@@ -26,7 +26,7 @@ from ctxlab.core.marks import (
     summary_body_of,
     summary_kwargs,
 )
-from ctxlab.core.messages import last_human_index, message_text
+from ctxlab.core.messages import last_human_index, message_text, request_digest
 from ctxlab.core.prompts import SummaryFraming, framing_for
 from ctxlab.core.summarize import LATEST_REQUEST_CHARS, SummaryResult
 
@@ -56,8 +56,11 @@ class SummarizationEvent(TypedDict):
             none), which the cutoff follows when messages are removed.
         first_kept_id: the id of the state message at the cutoff (``None`` if it has none, or
             nothing is kept).  With ``last_summarized_id`` it anchors the event to this state:
-            an event neither of whose messages is in a state is not that state's
-            (:func:`ctxlab.core.messages.resolve_cutoff`, issue 24).
+            an event neither of whose messages is in a state is not that state's, or the state
+            was rewound past it (:func:`ctxlab.core.messages.resolve_cutoff`, issues 24, 30).
+        last_summarized_digest: when the last summarized message is a user request, a digest
+            of its content (:func:`ctxlab.core.messages.request_digest`): the request edited in
+            place is sent again (issue 30); ``None`` otherwise.
     """
 
     cutoff_index: int
@@ -66,6 +69,7 @@ class SummarizationEvent(TypedDict):
     summary_error: str | None
     last_summarized_id: str | None
     first_kept_id: str | None
+    last_summarized_digest: str | None
 
 
 def summarization_event(
@@ -84,6 +88,7 @@ def summarization_event(
         "summary_error": error,
         "last_summarized_id": state_messages[global_cut - 1].id if global_cut > 0 else None,
         "first_kept_id": state_messages[global_cut].id if global_cut < len(state_messages) else None,
+        "last_summarized_digest": request_digest(state_messages[global_cut - 1]) if global_cut > 0 else None,
     }
 
 

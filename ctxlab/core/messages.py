@@ -6,6 +6,7 @@ Shapes: message lists are ``list[BaseMessage]``; indices are positions in that l
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import threading
@@ -29,6 +30,7 @@ __all__ = [
     "last_human_index",
     "late_result_observation",
     "message_text",
+    "request_digest",
     "resolve_cutoff",
     "sendable_view",
     "tool_pair_spans",
@@ -87,22 +89,43 @@ def _joined_text(message: BaseMessage | Any, *, with_reasoning: bool, block_char
     return "\n".join(parts)
 
 
+def request_digest(message: BaseMessage) -> str | None:
+    """A short digest (16 hex) of a user request's content, else ``None``: what an event records
+    of its last summarized message when that is a user request, so that the request edited in
+    place (replaced by id, as LangGraph's "edit a message" does) is told from the one summarized."""
+    if not is_user_request(message):
+        return None
+    content = message.content
+    text = content if isinstance(content, str) else json.dumps(content, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
 def resolve_cutoff(state_messages: Sequence[BaseMessage], event: Mapping[str, Any] | None) -> int | None:
     """Where the kept part of ``state_messages`` starts under ``event`` (R11), or ``None`` when
     ``event`` is not a usable summarization event (not a dict, no summary message, a cutoff that
-    is not an int ``>= 0``, or an event made for another state): then there is no summary yet.
+    is not an int ``>= 0``) or no longer describes this state: then there is no summary yet.
 
     The stored ``cutoff_index`` is a position; an event ctxlab wrote also names two anchors,
     ``last_summarized_id`` (the message just before the cutoff) and ``first_kept_id`` (the one at
-    it).  When the position no longer agrees with them, the cutoff follows them: right after the
-    last summarized message when a state message carries its id (another component removed
-    messages: a trimming node, a rewind), else at the first kept message when one carries its id.
-    When neither anchor is in the state and the cutoff lies past its end, the event was made for
-    another state (a sub-agent or harness that copied its parent's keys, issue 24): it is
-    ignored, with a warning, so it neither hides this state's messages nor feeds another
-    thread's summary to the model or the summarizer.  Otherwise a cutoff past the end of the
-    state is clamped to ``len(state_messages)``: the summary is kept and nothing it covers is
-    sent again.
+    it), and, when the last summarized message is a user request, ``last_summarized_digest``
+    (:func:`request_digest`).  The rule never hides a message added after the summary (messages
+    are only ever appended: LangGraph's ``add_messages`` puts a new id at the end):
+
+    1. No anchor at all (an event from before anchors, or messages without ids): the position,
+       clamped to ``len(state_messages)``; nothing can be told about removals.
+    2. The anchors are where the position says (and the digest matches): the position.
+    3. The last summarized message is in the state at ``i``: right after it (``i + 1``) — other
+       messages were removed before it (a trimming node) or after it (an undo of the kept
+       turn); what follows it is kept or new.  If it is a user request edited in place since
+       (its digest differs), at it (``i``): the edited request is sent after the summary.
+    4. Else the first kept message is in the state at ``j``: at it (``j``) — summarized messages
+       were removed, the kept part is intact.
+    5. Else neither is in the state: the event is dropped, with a warning.  Either it was made for
+       another state (a sub-agent or harness that copied its parent's keys, issue 24), or the
+       history was rewound past the summary (an undo, a rewind, an edit-and-resend that removed
+       the last summarized message and everything after it, issue 30): the summary may describe
+       turns that no longer exist, and trusting its position would hide what was added since.
+       The state's own messages are sent; a later round summarizes them afresh.
     """
     if not isinstance(event, Mapping) or event.get("summary_message") is None:
         return None
@@ -114,32 +137,36 @@ def resolve_cutoff(state_messages: Sequence[BaseMessage], event: Mapping[str, An
     last = last if isinstance(last, str) else None
     first = first if isinstance(first, str) else None
     if last is None and first is None:
-        return min(cutoff, n)  # no anchor (an event from before anchors): the position alone
+        return min(cutoff, n)  # rule 1: no anchor, the position alone
+    digest = event.get("last_summarized_digest")
+    digest = digest if isinstance(digest, str) else None
+
+    def edited(message: BaseMessage) -> bool:
+        return digest is not None and request_digest(message) != digest
+
     if (last is None or (0 < cutoff <= n and state_messages[cutoff - 1].id == last)) and (
         first is None or (cutoff < n and state_messages[cutoff].id == first)
-    ):
-        return cutoff
+    ):  # rule 2
+        return cutoff - 1 if last is not None and edited(state_messages[cutoff - 1]) else cutoff
     found_first = None
     for i in range(n - 1, -1, -1):
         mid = state_messages[i].id
-        if last is not None and mid == last:
-            return i + 1
+        if last is not None and mid == last:  # rule 3
+            return i if edited(state_messages[i]) else i + 1
         if first is not None and mid == first and found_first is None:
             found_first = i
-    if found_first is not None:
+    if found_first is not None:  # rule 4
         return found_first
-    if cutoff > n:
-        logger.warning(
-            "ignoring a _summarization_event made for another state: cutoff %s is past the end of "
-            "the %s state messages and neither its last summarized message (%s) nor its first kept "
-            "message (%s) is among them",
-            cutoff,
-            n,
-            last,
-            first,
-        )
-        return None
-    return cutoff
+    logger.warning(  # rule 5
+        "ignoring a _summarization_event that no longer describes this state: neither its last "
+        "summarized message (%s) nor its first kept message (%s) is among the %s state messages "
+        "(%s); the state's own messages are sent",
+        last,
+        first,
+        n,
+        "made for another state" if cutoff > n else "the history was rewound past the summary",
+    )
+    return None
 
 
 def effective_messages(
