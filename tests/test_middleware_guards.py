@@ -10,8 +10,6 @@ Real parts: the middleware's own round driven through ``ctxlab.replay.ModelNodeH
 
 from __future__ import annotations
 
-import re
-
 import pytest
 from langchain_core.exceptions import ContextOverflowError
 from langchain_core.messages import AIMessage, HumanMessage
@@ -95,7 +93,9 @@ def test_a_span_equal_to_an_empty_summary_is_summarized(mw_kit, tmp_path, mode):
     # spec: R8, R10 — "an L2 whose span is smaller than an empty summary message is not
     # attempted": with every message at 60 tokens, a one-message span equals the empty summary
     # (60 tokens) and is summarized; the summary (60 tokens) is not bigger, so it is committed
-    settings = CompressionSettings(summary_threshold=0.1, summary_keep_messages=1, summary_l2_trigger_ratio=0.4)
+    settings = CompressionSettings(
+        summary_threshold=0.1, summary_keep_messages=1, summary_l2_trigger_ratio=0.4
+    )
     summarizer = mw_kit.FakeSummarizer()
     mw = CompressionMiddleware(
         settings=settings, backend=mw_kit.backend(tmp_path), summarizer=summarizer, plugins=[FlatEstimate(60)]
@@ -111,7 +111,9 @@ def test_a_span_equal_to_an_empty_summary_is_summarized(mw_kit, tmp_path, mode):
 
 def test_a_span_smaller_than_an_empty_summary_is_not_summarized(mw_kit, tmp_path, mode):
     # the counterpart: a span of 59 tokens against an empty summary of 60 is declined
-    settings = CompressionSettings(summary_threshold=0.1, summary_keep_messages=1, summary_l2_trigger_ratio=0.4)
+    settings = CompressionSettings(
+        summary_threshold=0.1, summary_keep_messages=1, summary_l2_trigger_ratio=0.4
+    )
 
     class Smaller(FlatEstimate):
         @hookimpl

@@ -95,7 +95,9 @@ def test_a_shared_window_without_the_reserve_has_the_known_reserve_taken_off():
     # still has to fit in it; Gemini's limit is the input's alone
     anthropic = read_overflow("prompt is too long: 9000 tokens > 6000 maximum")
     assert retry_target(8000, None, anthropic, RESERVE).tokens == int(3000 * 8000 / 9000)
-    gemini = read_overflow("The input token count (9000) exceeds the maximum number of tokens allowed (6000).")
+    gemini = read_overflow(
+        "The input token count (9000) exceeds the maximum number of tokens allowed (6000)."
+    )
     assert retry_target(8000, None, gemini, RESERVE).tokens == int(6000 * 8000 / 9000)
     # a reserve the error states is not taken off twice
     vllm = read_overflow(WORDINGS["vllm"](6000, 3000, 7000))
@@ -150,7 +152,9 @@ def results_history(kit) -> list:
 
 #: L1 leaves ~900-token results whole (limit 2,000); nothing can be cut (keep 20): the retry is the
 #: L1 view trimmed toward the retry target
-SETTINGS = CompressionSettings(summary_threshold=100, summary_keep_messages=20, summary_tool_result_token_limit=2000)
+SETTINGS = CompressionSettings(
+    summary_threshold=100, summary_keep_messages=20, summary_tool_result_token_limit=2000
+)
 
 
 @pytest.mark.parametrize("wording", ["vllm", "anthropic", "unstated"])
@@ -194,10 +198,14 @@ class ReserveSetter(AgentMiddleware):
         self.reserve = reserve
 
     def wrap_model_call(self, request, handler):
-        return handler(request.override(model_settings={**request.model_settings, "max_tokens": self.reserve}))
+        return handler(
+            request.override(model_settings={**request.model_settings, "max_tokens": self.reserve})
+        )
 
     async def awrap_model_call(self, request, handler):
-        return await handler(request.override(model_settings={**request.model_settings, "max_tokens": self.reserve}))
+        return await handler(
+            request.override(model_settings={**request.model_settings, "max_tokens": self.reserve})
+        )
 
 
 class VllmLikeModel(BaseChatModel):

@@ -40,7 +40,11 @@ EXAMPLES = int(os.environ.get("MW_HYPOTHESIS_EXAMPLES", "60"))
 PROPS = settings(
     max_examples=EXAMPLES,
     deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture],
+    suppress_health_check=[
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+        HealthCheck.function_scoped_fixture,
+    ],
 )
 
 
@@ -131,10 +135,21 @@ class History:
         for _ in range(tools):
             cid = self.next_id("c")
             out.append(
-                AIMessage("", id=self.next_id("a"), tool_calls=[{"name": "grep", "args": {"q": cid}, "id": cid}])
+                AIMessage(
+                    "", id=self.next_id("a"), tool_calls=[{"name": "grep", "args": {"q": cid}, "id": cid}]
+                )
             )
-            out.append(ToolMessage(kit.fill(size * 2, f"FACT-R{self.n} result", seed=self.n), tool_call_id=cid, name="grep", id=self.next_id("t")))
-        out.append(AIMessage(kit.fill(size // 2, f"FACT-R{self.n} answer", seed=self.n), id=self.next_id("a")))
+            out.append(
+                ToolMessage(
+                    kit.fill(size * 2, f"FACT-R{self.n} result", seed=self.n),
+                    tool_call_id=cid,
+                    name="grep",
+                    id=self.next_id("t"),
+                )
+            )
+        out.append(
+            AIMessage(kit.fill(size // 2, f"FACT-R{self.n} answer", seed=self.n), id=self.next_id("a"))
+        )
         return out
 
 
@@ -166,7 +181,9 @@ def apply(op, where, k, d, hist: History, size: int) -> None:
         d.append(*hist.turn(size, 0)[:1])
     elif op == "edit":  # edit a user request in place (same id), drop what followed, resend it
         i = humans[where % len(humans)]
-        edited = state[i].model_copy(update={"content": f"FACT-EDIT{hist.next_id('e')} " + d.mw_kit.fill(size, seed=i)})
+        edited = state[i].model_copy(
+            update={"content": f"FACT-EDIT{hist.next_id('e')} " + d.mw_kit.fill(size, seed=i)}
+        )
         d.state["messages"] = [*state[:i], edited]
     elif op == "prune":  # another middleware: RemoveMessage for the oldest messages
         d.state["messages"] = state[min(len(state) - 1, where % max(1, len(state) // 2) + 1) :]
@@ -183,15 +200,22 @@ def apply(op, where, k, d, hist: History, size: int) -> None:
     size=st.sampled_from([300, 700, 1200]),
     mode=st.sampled_from(["sync", "async"]),
 )
-def test_every_message_added_after_the_last_summary_is_in_the_next_view(mw_kit, ops, keep, threshold, size, mode):
+def test_every_message_added_after_the_last_summary_is_in_the_next_view(
+    mw_kit, ops, keep, threshold, size, mode
+):
     # spec: R11 — whatever a host did to the history between rounds, a message added (or edited)
     # after the last committed summary is in the next view, unless that very round summarizes it
     hist = History(mw_kit)
     settings_ = CompressionSettings(
-        summary_threshold=threshold, summary_keep_messages=keep, summary_tool_result_token_limit=150, summary_l2_trigger_ratio=0.5
+        summary_threshold=threshold,
+        summary_keep_messages=keep,
+        summary_tool_result_token_limit=150,
+        summary_l2_trigger_ratio=0.5,
     )
     with tempfile.TemporaryDirectory() as root:
-        mw = CompressionMiddleware(settings=settings_, backend=mw_kit.backend(root), summarizer=mw_kit.FakeSummarizer())
+        mw = CompressionMiddleware(
+            settings=settings_, backend=mw_kit.backend(root), summarizer=mw_kit.FakeSummarizer()
+        )
         initial = [m for _ in range(3) for m in hist.turn(size, 1)]
         d = mw_kit.Driver(mw, initial, mode=mode)
         d.mw_kit = mw_kit
@@ -212,7 +236,12 @@ def test_every_message_added_after_the_last_summary_is_in_the_next_view(mw_kit, 
             committed = (rec["update"] or {}).get("_summarization_event")
             behind = {m.id for m in state[: committed["cutoff_index"]]} if committed else set()
             hidden = [i for i in new if i not in view_ids and i not in behind]
-            assert hidden == [], (op, hidden, [m.id for m in state], d.state.get("_summarization_event", {}).get("cutoff_index"))
+            assert hidden == [], (
+                op,
+                hidden,
+                [m.id for m in state],
+                d.state.get("_summarization_event", {}).get("cutoff_index"),
+            )
             # no tool result is sent without its call (an orphan becomes an observation)
             _counts, orphans = mw_kit_positional(rec["calls"][-1]["messages"])
             assert orphans == []
@@ -254,11 +283,16 @@ class Recorder(BaseChatModel):
         self.received.append(list(messages))
         last = next(m for m in reversed(messages) if isinstance(m, HumanMessage))
         words = " ".join(str(last.content).split()[:2])
-        return ChatResult(generations=[ChatGeneration(message=AIMessage(f"reply {len(self.received)}: {words}"))])
+        return ChatResult(
+            generations=[ChatGeneration(message=AIMessage(f"reply {len(self.received)}: {words}"))]
+        )
 
 
 SETTINGS = CompressionSettings(
-    summary_threshold=1, summary_keep_messages=2, summary_tool_result_token_limit=200, summary_l2_trigger_ratio=0.5
+    summary_threshold=1,
+    summary_keep_messages=2,
+    summary_tool_result_token_limit=200,
+    summary_l2_trigger_ratio=0.5,
 )
 
 
@@ -268,7 +302,9 @@ def run(agent, inputs, config, mode):
 
 def make_agent(kit, tmp_path, *extra: AgentMiddleware):
     model = Recorder()
-    mw = CompressionMiddleware(settings=SETTINGS, backend=kit.backend(tmp_path), summarizer=kit.FakeSummarizer())
+    mw = CompressionMiddleware(
+        settings=SETTINGS, backend=kit.backend(tmp_path), summarizer=kit.FakeSummarizer()
+    )
     agent = create_agent(model=model, tools=[], middleware=[*extra, mw], checkpointer=InMemorySaver())
     return agent, model
 
@@ -276,7 +312,12 @@ def make_agent(kit, tmp_path, *extra: AgentMiddleware):
 def summarized_thread(kit, agent, config, mode, turns: int = 6):
     """Run ``turns`` user requests of ~400 tokens: the thread gets an L2 summary."""
     for i in range(turns):
-        run(agent, {"messages": [HumanMessage(kit.fill(1600, f"FACT-T{i} request", seed=i), id=f"u{i}")]}, config, mode)
+        run(
+            agent,
+            {"messages": [HumanMessage(kit.fill(1600, f"FACT-T{i} request", seed=i), id=f"u{i}")]},
+            config,
+            mode,
+        )
     event = agent.get_state(config).values.get("_summarization_event")
     assert event is not None and event["cutoff_index"] > 2
     return event
@@ -295,7 +336,9 @@ def test_undo_across_a_summary_in_a_real_agent(mw_kit, tmp_path, mode):
     state = agent.get_state(config).values["messages"]
     cut = event["cutoff_index"]
     agent.update_state(config, {"messages": [RemoveMessage(id=m.id) for m in state[cut - 1 :]]})
-    run(agent, {"messages": [HumanMessage("FACT-NEW after the undo, list the files", id="new")]}, config, mode)
+    run(
+        agent, {"messages": [HumanMessage("FACT-NEW after the undo, list the files", id="new")]}, config, mode
+    )
     assert sees(model, "FACT-NEW after the undo")
     assert model.received[-1][-1].id == "new"
 

@@ -1028,7 +1028,9 @@ def test_forced_round_without_cutoff_retries_the_l1_view_once(mw_kit, tmp_path, 
     # error propagates with failed.  (Nothing to shrink: tests/test_middleware_guards.py.)
     settings = NO_CUT.replace(summary_threshold=4)
     msgs = conversation(mw_kit, n=3, chars=1500)
-    msgs += mw_kit.tool_pair("c1", "read_log", mw_kit.fill(3000, "FACT-LOG", seed=8), ai_id="a9", tool_id="t9")
+    msgs += mw_kit.tool_pair(
+        "c1", "read_log", mw_kit.fill(3000, "FACT-LOG", seed=8), ai_id="a9", tool_id="t9"
+    )
     mw, summ = make_mw(mw_kit, tmp_path, settings=settings)
     ok = mw_kit.Driver(mw, msgs, mode=mode).round(overflow=lambda n, view, system: n == 1)
     assert ok["exc"] is None and [c["raised"] for c in ok["calls"]] == ["overflow", None]

@@ -113,12 +113,19 @@ def test_a_screenshot_in_text_is_offloaded_in_a_real_agent_loop(mw_kit, tmp_path
             self.received.append(list(messages))
             if isinstance(messages[-1], ToolMessage):
                 return ChatResult(generations=[ChatGeneration(message=AIMessage("The page shows a form."))])
-            call = {"name": "screenshot", "args": {"url": "https://example.org"}, "id": "s1", "type": "tool_call"}
+            call = {
+                "name": "screenshot",
+                "args": {"url": "https://example.org"},
+                "id": "s1",
+                "type": "tool_call",
+            }
             return ChatResult(generations=[ChatGeneration(message=AIMessage("", tool_calls=[call]))])
 
     model = Model()
     settings = CompressionSettings(summary_threshold=8, summary_keep_messages=4, summary_l2_trigger_ratio=0.9)
-    mw = CompressionMiddleware(settings=settings, backend=mw_kit.backend(tmp_path), summarizer=mw_kit.FakeSummarizer())
+    mw = CompressionMiddleware(
+        settings=settings, backend=mw_kit.backend(tmp_path), summarizer=mw_kit.FakeSummarizer()
+    )
     agent = create_agent(model=model, tools=[screenshot], middleware=[mw], checkpointer=InMemorySaver())
     config = {"configurable": {"thread_id": "shot"}}
     inputs = {"messages": [HumanMessage("Open example.org and describe it.")]}
@@ -191,7 +198,10 @@ def test_lone_surrogates_are_escaped_in_preview_summary_request_and_history(mw_k
 
     summarizer = StrictSummarizer()
     settings = CompressionSettings(
-        summary_threshold=1, summary_keep_messages=2, summary_tool_result_token_limit=200, summary_l2_trigger_ratio=0.3
+        summary_threshold=1,
+        summary_keep_messages=2,
+        summary_tool_result_token_limit=200,
+        summary_l2_trigger_ratio=0.3,
     )
     mw = CompressionMiddleware(settings=settings, backend=mw_kit.backend(tmp_path), summarizer=summarizer)
     check = StrictScripted()
@@ -214,8 +224,13 @@ def test_lone_surrogates_are_escaped_in_preview_summary_request_and_history(mw_k
 def test_the_preview_of_an_offloaded_result_escapes_lone_surrogates(mw_kit, tmp_path, mode):
     # spec: R6 — the preview replaces the body in the view, so it is sent: escaped like the file
     listing = "caf\udce9.txt\n" + mw_kit.fill(6000, "FACT-LIST", 4)
-    msgs = [HumanMessage("FACT-TASK list", id="h0"), *mw_kit.tool_pair("c1", "ls", listing, ai_id="a1", tool_id="t1")]
-    settings = CompressionSettings(summary_threshold=1, summary_keep_messages=4, summary_tool_result_token_limit=200)
+    msgs = [
+        HumanMessage("FACT-TASK list", id="h0"),
+        *mw_kit.tool_pair("c1", "ls", listing, ai_id="a1", tool_id="t1"),
+    ]
+    settings = CompressionSettings(
+        summary_threshold=1, summary_keep_messages=4, summary_tool_result_token_limit=200
+    )
     mw = CompressionMiddleware(settings=settings, backend=mw_kit.backend(tmp_path))
     check = StrictScripted()
     rec = mw_kit.Driver(mw, msgs, mode=mode).round(overflow=check)
@@ -238,7 +253,9 @@ def test_a_late_result_observation_escapes_lone_surrogates(mw_kit, tmp_path, mod
         ],
     ]
     settings = CompressionSettings(summary_threshold=1, summary_keep_messages=2, summary_l2_trigger_ratio=0.3)
-    mw = CompressionMiddleware(settings=settings, backend=mw_kit.backend(tmp_path), summarizer=mw_kit.FakeSummarizer())
+    mw = CompressionMiddleware(
+        settings=settings, backend=mw_kit.backend(tmp_path), summarizer=mw_kit.FakeSummarizer()
+    )
     check = StrictScripted()
     d = mw_kit.Driver(mw, msgs, mode=mode)
     rec = d.round(overflow=check)

@@ -29,6 +29,7 @@ from ctxlab.core.marks import (
 from ctxlab.core.messages import last_human_index, message_text, request_digest
 from ctxlab.core.prompts import SummaryFraming, framing_for
 from ctxlab.core.summarize import LATEST_REQUEST_CHARS, SummaryResult
+from ctxlab.core.toolcalls import CALL_BLOCKS, RESULT_BLOCKS
 
 __all__ = [
     "CutoffContext",
@@ -217,6 +218,13 @@ def _history_entry(message: BaseMessage, position: int) -> str:
             elif block.get("type") == "text" and isinstance(block.get("text"), str):
                 out.append(_fenced(block["text"]))
             else:
+                kind = str(block.get("type"))
+                if kind in CALL_BLOCKS:  # a call carried as a block: named like tool_calls (issue 30)
+                    out.append(
+                        f"tool call {block.get('name')} · id={block.get(CALL_BLOCKS[kind][0])} ({kind}):\n"
+                    )
+                elif kind in RESULT_BLOCKS:
+                    out.append(f"tool result · id={block.get(RESULT_BLOCKS[kind][0])} ({kind}):\n")
                 out.append(_fenced(json.dumps(block, ensure_ascii=False, default=str)))
     if isinstance(message, AIMessage):
         for tc in message.tool_calls:

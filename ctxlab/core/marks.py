@@ -33,6 +33,8 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
 
+from ctxlab.core.toolcalls import is_result_message
+
 __all__ = [
     "HISTORY_PATH_KEY",
     "LATEST_REQUEST_KEY",
@@ -98,14 +100,21 @@ def is_observation(message: object) -> bool:
 
 
 def is_tool_result(message: object) -> bool:
-    """A tool result: a ``ToolMessage`` or a text observation (:func:`is_observation`)."""
-    return isinstance(message, ToolMessage) or is_observation(message)
+    """A tool result: a ``ToolMessage``, a text observation (:func:`is_observation`), or a message
+    of result blocks only (Anthropic ``tool_result``, OpenAI Responses ``function_call_output``:
+    :func:`ctxlab.core.toolcalls.is_result_message`)."""
+    return isinstance(message, ToolMessage) or is_observation(message) or is_result_message(message)
 
 
 def is_user_request(message: object) -> bool:
-    """A user request: a ``HumanMessage`` that is neither a summary nor a text observation."""
+    """A user request: a ``HumanMessage`` that is neither a summary, nor a text observation, nor
+    a message of tool result blocks only (the shape Anthropic and OpenAI Responses give a tool
+    result: :func:`ctxlab.core.toolcalls.is_result_message`)."""
     return (
-        isinstance(message, HumanMessage) and not is_summary_message(message) and not is_observation(message)
+        isinstance(message, HumanMessage)
+        and not is_summary_message(message)
+        and not is_observation(message)
+        and not is_result_message(message)
     )
 
 

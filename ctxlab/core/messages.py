@@ -1,5 +1,6 @@
 """Message helpers: text of a message, effective messages, tool-call pairing (spec R9, R11), the
-view as sent (no orphan tool result).
+view as sent (no orphan tool result).  What a call and a result are — ``tool_calls``, content
+blocks of Anthropic and OpenAI Responses, ToolMessages — is :mod:`ctxlab.core.toolcalls`.
 
 Shapes: message lists are ``list[BaseMessage]``; indices are positions in that list.
 """
@@ -11,13 +12,21 @@ import json
 import logging
 import threading
 from collections.abc import Mapping, Sequence
-from typing import Any, NamedTuple, cast
+from typing import Any, NamedTuple
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from ctxlab.core.files import writable_text
 from ctxlab.core.identity import ContentMemo, content_prefix, is_prefix
 from ctxlab.core.marks import OBSERVATION_KEY, is_user_request
+from ctxlab.core.toolcalls import (
+    CALL_BLOCKS,
+    RESULT_BLOCKS,
+    answered_call_ids,
+    is_result_message,
+    issued_call_ids,
+    result_block_text,
+)
 
 logger = logging.getLogger("ctxlab.core.messages")
 
@@ -28,6 +37,7 @@ __all__ = [
     "full_output_text",
     "issued_call_ids",
     "last_human_index",
+    "late_result_blocks",
     "late_result_observation",
     "message_text",
     "request_digest",
@@ -42,9 +52,11 @@ def message_text(message: BaseMessage | Any, *, with_reasoning: bool = False) ->
     """The readable text of a message: str content, or its text blocks joined by newlines.
 
     Image blocks become ``[image]``; reasoning/thinking blocks are dropped unless
-    ``with_reasoning``; any other block (an embedded resource, a JSON or file block) is its JSON,
-    cut to 2,000 characters (:func:`full_output_text` keeps it whole).  Never returns base64
-    image data.
+    ``with_reasoning``; a tool result block (Anthropic ``tool_result``, OpenAI Responses
+    ``function_call_output``) is its output's text; a call block (``tool_use``, ``tool_call``,
+    ``function_call``) is left out, as ``tool_calls`` are; any other block (an embedded
+    resource, a JSON or file block) is its JSON, cut to 2,000 characters
+    (:func:`full_output_text` keeps it whole).  Never returns base64 image data.
     """
     return _joined_text(message, with_reasoning=with_reasoning, block_chars=BLOCK_CHARS)
 
@@ -79,8 +91,10 @@ def _joined_text(message: BaseMessage | Any, *, with_reasoning: bool, block_char
             elif kind in ("reasoning", "thinking"):
                 if with_reasoning:
                     parts.append(str(block.get(kind, "")))
-            elif kind == "redacted_thinking":
+            elif kind == "redacted_thinking" or kind in CALL_BLOCKS:
                 continue
+            elif kind in RESULT_BLOCKS:
+                parts.append(result_block_text(block))
             elif "text" in block and (block_chars is not None or len(block) <= 2):
                 parts.append(str(block["text"]))
             else:
@@ -96,7 +110,11 @@ def request_digest(message: BaseMessage) -> str | None:
     if not is_user_request(message):
         return None
     content = message.content
-    text = content if isinstance(content, str) else json.dumps(content, sort_keys=True, ensure_ascii=False, default=str)
+    text = (
+        content
+        if isinstance(content, str)
+        else json.dumps(content, sort_keys=True, ensure_ascii=False, default=str)
+    )
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
@@ -188,27 +206,18 @@ def effective_messages(
     return [summary, *state_messages[cutoff:]]
 
 
-def issued_call_ids(message: BaseMessage) -> list[str]:
-    """The tool-call ids an AIMessage issues: its ``tool_calls`` and its ``invalid_tool_calls``
-    (a malformed call LangChain could not parse is still sent to the provider —
-    langchain-openai and langchain-anthropic serialize it — so the result that answers it pairs
-    with it, R3/R9).  Empty for any other message and for calls without an id."""
-    if not isinstance(message, AIMessage):
-        return []
-    calls = [*message.tool_calls, *message.invalid_tool_calls]
-    return [cid for tc in calls if isinstance(cid := tc.get("id"), str)]
-
-
 def tool_pair_spans(messages: Sequence[BaseMessage]) -> list[tuple[int, int]]:
-    """(call index, last result index) for every tool call answered later in ``messages``
-    (a call is an entry of ``tool_calls`` or of ``invalid_tool_calls``: :func:`issued_call_ids`).
+    """(call index, last result index) for every tool call answered later in ``messages`` (a
+    call and a result in any of their shapes: :mod:`ctxlab.core.toolcalls` — ``tool_calls``,
+    ``invalid_tool_calls``, ``tool_use``/``tool_call``/``function_call`` blocks; ToolMessages,
+    ``tool_result``/``function_call_output`` blocks).
 
-    A ToolMessage answers the nearest earlier AIMessage that issued its ``tool_call_id`` — what
-    providers check, and the only reading that holds when ids are reused across turns
-    (``read_file:0`` in every response, as some providers and proxies emit).  A call whose result
-    never arrives (a dead call) yields no span, so it never blocks a cutoff; a ToolMessage with no
-    earlier call yields no span either.  Error and rejection results (``status="error"``) close a
-    call like any result; several results for one call all belong to its span.
+    A result answers the nearest earlier AIMessage that issued its call id — what providers
+    check, and the only reading that holds when ids are reused across turns (``read_file:0`` in
+    every response, as some providers and proxies emit).  A call whose result never arrives (a
+    dead call) yields no span, so it never blocks a cutoff; a result with no earlier call yields
+    no span either.  Error and rejection results (``status="error"``) close a call like any
+    result; several results for one call all belong to its span.
     """
     issuer: dict[str, int] = {}
     last_result: dict[tuple[int, str], int] = {}
@@ -216,10 +225,10 @@ def tool_pair_spans(messages: Sequence[BaseMessage]) -> list[tuple[int, int]]:
         if isinstance(m, AIMessage):
             for cid in issued_call_ids(m):
                 issuer[cid] = i
-        elif isinstance(m, ToolMessage):
-            owner = issuer.get(m.tool_call_id)
+        for cid in answered_call_ids(m):
+            owner = issuer.get(cid)
             if owner is not None:
-                last_result[(owner, m.tool_call_id)] = i
+                last_result[(owner, cid)] = i
     return [(owner, j) for (owner, _cid), j in last_result.items()]
 
 
@@ -243,14 +252,17 @@ def valid_cut_positions(messages: Sequence[BaseMessage]) -> list[bool]:
     """``ok[c]`` for ``c`` in ``0..len(messages)``: may a cutoff go before ``messages[c]``?
 
     Invalid when the cut separates a tool call from any of its results (R9: parallel calls,
-    interleaved results of several AIMessages, out-of-order results, ids reused across turns), or
-    when the kept part would open with a ToolMessage or a SystemMessage (a provider rejects those
-    right after the summary).  Linear in the number of messages.
+    interleaved results of several AIMessages, out-of-order results, ids reused across turns,
+    calls and results in any shape of :mod:`ctxlab.core.toolcalls`), or when the kept part would
+    open with a result message (a ToolMessage, a user message of tool results only) or a
+    SystemMessage (a provider rejects those right after the summary).  Linear in the number of
+    messages.
     """
     n = len(messages)
     inside = _inside_pairs(messages)
     return [
-        not inside[c] and not (c < n and isinstance(messages[c], (ToolMessage, SystemMessage)))
+        not inside[c]
+        and not (c < n and (isinstance(messages[c], SystemMessage) or is_result_message(messages[c])))
         for c in range(n + 1)
     ]
 
@@ -359,26 +371,55 @@ class ScanMemory:
 
 
 def _scan_orphans(view: list[BaseMessage], start: int, issuer: set[str]) -> list[int]:
-    """Indices ``>= start`` of the ToolMessages of ``view`` whose call id no earlier AIMessage
-    issued; ``issuer`` holds the ids issued by ``view[:start]`` and is extended in place."""
+    """Indices ``>= start`` of the messages of ``view`` that answer a call id no earlier AIMessage
+    issued (a ToolMessage, or a message with such a result block: :mod:`ctxlab.core.toolcalls`);
+    ``issuer`` holds the ids issued by ``view[:start]`` and is extended in place."""
     orphans: list[int] = []
     for i in range(start, len(view)):
         m = view[i]
         if isinstance(m, AIMessage):
             issuer.update(issued_call_ids(m))
-        elif isinstance(m, ToolMessage) and m.tool_call_id not in issuer:
+        elif any(cid not in issuer for cid in answered_call_ids(m)):
             orphans.append(i)
     return orphans
 
 
+def late_result_blocks(message: BaseMessage, late: set[str]) -> HumanMessage | BaseMessage:
+    """A message whose result blocks answering the call ids ``late`` have no call in the view:
+    each such block becomes a text block that names the call id before the result's text (an
+    Anthropic ``tool_result`` or OpenAI Responses ``function_call_output`` without its call is
+    rejected like a ToolMessage without its call).  A message left with no result block is a
+    text observation (a ``HumanMessage`` marked :data:`ctxlab.core.marks.OBSERVATION_KEY`, same
+    id); one that still answers calls in the view keeps its type.  Text is escaped as in files."""
+    content: list[Any] = []
+    paired = False
+    for b in message.content if isinstance(message.content, list) else []:
+        keys = RESULT_BLOCKS.get(str(b.get("type"))) if isinstance(b, dict) else None
+        if not isinstance(b, dict) or keys is None or (cid := b.get(keys[0])) not in late:
+            paired = paired or keys is not None
+            content.append(b)
+            continue
+        head = (
+            f"[ctxlab: result of the earlier tool call (id {cid}); the call itself is in the "
+            "summarized part of the conversation]"
+        )
+        content.append({"type": "text", "text": writable_text(f"{head}\n{result_block_text(b)}")})
+    if paired:
+        return message.model_copy(update={"content": content})
+    return HumanMessage(content=content, id=message.id, additional_kwargs={OBSERVATION_KEY: True})
+
+
 def sendable_view(view: list[BaseMessage], memory: ScanMemory | None = None) -> list[BaseMessage]:
-    """``view`` as a provider accepts it: no ToolMessage without an earlier call in the view.
+    """``view`` as a provider accepts it: no tool result without an earlier call in the view (a
+    ToolMessage, or a ``tool_result`` / ``function_call_output`` block: :mod:`ctxlab.core.toolcalls`).
 
     A result that arrives after its call went behind the cutoff (a call still unanswered at the
     cutoff does not block it) would be such an orphan.  It becomes a text observation
-    (:func:`late_result_observation`, same id) in its place, or right after the tool-call pair
-    it would split (a message between a call and its results is rejected too).  Returns ``view``
-    itself when it has no orphan (the usual case), else a new list; never edits a message.
+    (:func:`late_result_observation`, :func:`late_result_blocks`; same id) in its place, or right
+    after the tool-call pair it would split (a message between a call and its results is
+    rejected too); a message that also answers calls in the view keeps its place, its late
+    result blocks turned to text.  Returns ``view`` itself when it has no orphan (the usual
+    case), else a new list; never edits a message.
 
     ``memory``: the caller's :class:`ScanMemory` (a middleware's own); a view that extends one it
     remembers (the history grew) then scans only the new messages plus one C-speed comparison of
@@ -388,15 +429,30 @@ def sendable_view(view: list[BaseMessage], memory: ScanMemory | None = None) -> 
     orphans = memory.find_orphans(view) if memory is not None else _scan_orphans(view, 0, set())
     if not orphans:
         return view
-    skip = set(orphans)
+    fixed: dict[int, BaseMessage] = {}
+    issued: set[str] = set()
+    pending = set(orphans)
+    for i, m in enumerate(view):  # which results of each orphan are late, where it stands
+        if isinstance(m, AIMessage):
+            issued.update(issued_call_ids(m))
+        elif i in pending:
+            if isinstance(m, ToolMessage):
+                fixed[i] = late_result_observation(m)
+            else:
+                fixed[i] = late_result_blocks(m, {c for c in answered_call_ids(m) if c not in issued})
+    moved = [i for i in orphans if not answered_call_ids(fixed[i])]  # observations now
+    view = [fixed.get(i, m) for i, m in enumerate(view)]
+    if not moved:
+        return view
+    skip = set(moved)
     rest = [m for i, m in enumerate(view) if i not in skip]
     inside = _inside_pairs(rest)
     at: dict[int, list[BaseMessage]] = {}
-    for i in orphans:
-        pos = i - sum(1 for j in orphans if j < i)  # its position among the other messages
+    for i in moved:
+        pos = i - sum(1 for j in moved if j < i)  # its position among the other messages
         while inside[pos]:
             pos += 1
-        at.setdefault(pos, []).append(late_result_observation(cast(ToolMessage, view[i])))
+        at.setdefault(pos, []).append(view[i])
     out: list[BaseMessage] = []
     for pos in range(len(rest) + 1):
         out.extend(at.get(pos, []))

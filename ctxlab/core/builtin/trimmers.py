@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from ctxlab.core.estimation import estimate_text_tokens
 from ctxlab.core.files import LARGE_TOOL_RESULTS_DIR, FileWriteError, safe_stem
@@ -30,6 +30,7 @@ from ctxlab.core.l1 import (
 )
 from ctxlab.core.marks import (
     OFFLOAD_MARKER,
+    is_observation,
     is_tool_result,
     offload_kwargs,
     offloaded_path_of,
@@ -37,6 +38,7 @@ from ctxlab.core.marks import (
 )
 from ctxlab.core.messages import full_output_text
 from ctxlab.core.settings import ARG_TRUNCATE_CHARS, CompressionSettings
+from ctxlab.core.toolcalls import CALL_BLOCKS, RESULT_BLOCKS, result_block_text, result_blocks
 
 logger = logging.getLogger("ctxlab.core.l1")
 
@@ -56,8 +58,8 @@ __all__ = [
 TRUNCATED_TOOLS = frozenset({"write_file", "edit_file"})
 #: content blocks of an AIMessage that carry a tool call, and the key of their arguments:
 #: Anthropic ``tool_use``, LangChain v1 ``tool_call`` (``output_version="v1"``), OpenAI Responses
-#: ``function_call`` (JSON text)
-CALL_BLOCK_ARGUMENTS = {"tool_use": "input", "tool_call": "args", "function_call": "arguments"}
+#: ``function_call`` (JSON text); :data:`ctxlab.core.toolcalls.CALL_BLOCKS` is their one home
+CALL_BLOCK_ARGUMENTS = {kind: keys[1] for kind, keys in CALL_BLOCKS.items()}
 #: the name :func:`bound_arguments` reports for arguments that are unparsable JSON text
 RAW_ARGUMENTS = "<arguments>"
 #: offloaded (and argument-truncated) copies remembered per trimmer (a long run reuses them on
@@ -261,11 +263,12 @@ def _rebuilt(items: list[Any], edit: Callable[[Any], Any]) -> list[Any] | None:
 
 @dataclass
 class _Offloaded:
-    """A remembered offload: the view copy, its report entry and the full text it saved."""
+    """A remembered offload: the view copy, its report entries and the full texts it saved
+    (one for a ToolMessage, one per offloaded result block of a block-format message)."""
 
     copy: BaseMessage
-    entry: OffloadRecord
-    text: str
+    entries: list[OffloadRecord]
+    texts: list[str]
 
 
 class ToolResultOffload:
@@ -334,9 +337,10 @@ class ToolResultOffload:
             if memo is not None and _saved_again(memo, ctx):
                 marked.append(i)
                 view[i] = memo.copy
-                report.offloaded.append(memo.entry)
+                report.offloaded.extend(memo.entries)
                 continue
-            new = self._offload(m, ctx, report)
+            blocks = not isinstance(m, ToolMessage) and not is_observation(m)
+            new = self._offload_blocks(m, ctx, report) if blocks else self._offload(m, ctx, report)
             if new is not None:
                 view[i] = new
             if new is not None or ctx.estimate(m) > ctx.token_limit:
@@ -413,7 +417,75 @@ class ToolResultOffload:
         }
         report.offloaded.append(entry)
         if path is not None:  # a failed write is tried again next time
-            self._memo.put(m, _Offloaded(new, entry, text), ctx.token_limit)
+            self._memo.put(m, _Offloaded(new, [entry], [text]), ctx.token_limit)
+        return new
+
+    def _offload_blocks(self, m: BaseMessage, ctx: TrimContext, report: TrimReport) -> BaseMessage | None:
+        """R6 for results carried as content blocks (issue 30: Anthropic ``tool_result``, OpenAI
+        Responses ``function_call_output``, in a user message): each result block whose text
+        exceeds the token limit is written to its own file and its output replaced by the path
+        and a preview within the limit (images of a list output stay beside it); the block keeps
+        its type and call id, so the result still pairs with its call.  ``None`` when nothing
+        was offloaded or the copy would not be smaller."""
+        before = ctx.estimate(m)
+        if before <= ctx.token_limit or not isinstance(m.content, list):
+            return None
+        content = list(m.content)
+        entries: list[OffloadRecord] = []
+        texts: list[str] = []
+        for i, cid, block in result_blocks(m):
+            text = result_block_text(block)
+            tokens = estimate_text_tokens(text)
+            if tokens <= ctx.token_limit:
+                continue
+            tool = block.get("name") if isinstance(block.get("name"), str) else block.get("type")
+            try:
+                path: str | None = ctx.save_tool_result(str(tool), text)
+            except FileWriteError as exc:
+                logger.warning("offload of a %s result failed: %s", tool, exc.detail)
+                report.errors.append(str(exc))
+                path = None
+            headers = _headers(text, tokens, path)
+            preview = next(_replacements(text, ctx.token_limit, headers), headers[-1])
+            key = RESULT_BLOCKS[str(block["type"])][1]
+            output = block.get(key)
+            images = (
+                [
+                    b
+                    for b in output
+                    if isinstance(b, dict) and b.get("type") in ("image", "image_url", "input_image")
+                ]
+                if isinstance(output, list)
+                else []
+            )
+            content[i] = {**block, key: _with_images(preview, images)}
+            entries.append(
+                {
+                    "path": path,
+                    "tool": str(tool),
+                    "chars": len(text),
+                    "tokens_before": tokens,
+                    "tokens_after": estimate_text_tokens(preview),
+                    "message_id": m.id,
+                    "tool_call_id": cid,
+                }
+            )
+            if path is not None:
+                texts.append(text)
+        if not entries:
+            return None
+        saved = next((e for e in entries if e["path"] is not None), None)
+        kwargs = (
+            {**m.additional_kwargs, **offload_kwargs(saved["path"], saved["chars"])}
+            if saved is not None and saved["path"] is not None
+            else m.additional_kwargs
+        )
+        new = m.model_copy(update={"content": content, "additional_kwargs": kwargs})
+        if ctx.estimate(new) >= before:
+            return None
+        report.offloaded.extend(entries)
+        if all(e["path"] is not None for e in entries):  # a failed write is tried again next time
+            self._memo.put(m, _Offloaded(new, entries, texts), ctx.token_limit)
         return new
 
 
@@ -451,9 +523,12 @@ def _replacements(text: str, budget: int, headers: list[str]) -> Iterator[str]:
 
 
 def _saved_again(memo: _Offloaded, ctx: TrimContext) -> bool:
-    """Make sure the file of a remembered copy exists in this request's file scope (R6, R17)."""
+    """Make sure the files of a remembered copy exist in this request's file scope (R6, R17)."""
     try:
-        return ctx.save_tool_result(memo.entry["tool"] or "observation", memo.text) == memo.entry["path"]
+        return all(
+            ctx.save_tool_result(entry["tool"] or "observation", text) == entry["path"]
+            for entry, text in zip(memo.entries, memo.texts, strict=True)
+        )
     except FileWriteError:
         return False
 

@@ -25,6 +25,7 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from ctxlab.core.estimation.charclass import estimate_text_tokens
 from ctxlab.core.estimation.images import UNKNOWN_IMAGE_TOKENS, estimate_image_tokens
+from ctxlab.core.toolcalls import CALL_BLOCKS
 
 __all__ = [
     "MESSAGE_OVERHEAD",
@@ -38,8 +39,8 @@ __all__ = [
 
 #: tokens per message for role and framing (OpenAI's chat format costs ~3-4)
 MESSAGE_OVERHEAD = 4
-#: content blocks that repeat an entry of ``AIMessage.tool_calls`` (Anthropic, LangChain v1)
-_CALL_BLOCKS = ("tool_use", "tool_call")
+#: tokens of a result block's framing around its output and call id (type, keys)
+RESULT_FRAMING = 4
 #: ``AIMessage.additional_kwargs`` keys whose value is sent back to the provider on the next
 #: request: ``reasoning_content`` (DeepSeek, Kimi, Qwen and other OpenAI-compatible APIs require
 #: it back), ``reasoning`` (an OpenAI Responses reasoning item, langchain-openai's v0 output),
@@ -87,6 +88,16 @@ def _block_tokens(block: Any, text_tokens: Callable[[str], int] = estimate_text_
     if kind == "redacted_thinking":
         data = block.get("data")
         return text_tokens(data) if isinstance(data, str) and data else 100
+    if kind in ("tool_result", "function_call_output"):
+        # a tool result carried as a block (Anthropic, OpenAI Responses): its output as content
+        # (text as text, images by size), plus the call id that pairs it
+        output = block.get("content" if kind == "tool_result" else "output")
+        cid = block.get("tool_use_id" if kind == "tool_result" else "call_id")
+        return (
+            RESULT_FRAMING
+            + content_tokens(output, text_tokens)
+            + (text_tokens(cid) if isinstance(cid, str) else 0)
+        )
     return text_tokens(json.dumps(block, ensure_ascii=False, default=str))
 
 
@@ -118,13 +129,17 @@ class CharClassEstimator:
         text_tokens = self.text_tokens
         content = message.content
         if isinstance(message, AIMessage) and message.tool_calls and isinstance(content, list):
-            # a provider-format tool_use block or a LangChain v1 tool_call block repeats a tool
-            # call (a provider receives it once): count the call once
+            # a provider-format tool_use or function_call block, or a LangChain v1 tool_call
+            # block, repeats a tool call (a provider receives it once): count the call once
             ids = {tc.get("id") for tc in message.tool_calls}
             content = [
                 b
                 for b in content
-                if not (isinstance(b, dict) and b.get("type") in _CALL_BLOCKS and b.get("id") in ids)
+                if not (
+                    isinstance(b, dict)
+                    and str(b.get("type")) in CALL_BLOCKS
+                    and b.get(CALL_BLOCKS[str(b.get("type"))][0]) in ids
+                )
             ]
         n = MESSAGE_OVERHEAD + content_tokens(content, text_tokens)
         if isinstance(message, AIMessage):
