@@ -47,6 +47,7 @@ from ctxlab.core.estimation.framing import (
     Tokenizer,
     TokenizerEstimator,
     content_tokens,
+    reasoning_tokens,
 )
 from ctxlab.core.estimation.images import UNKNOWN_IMAGE_TOKENS, estimate_image_tokens
 
@@ -73,6 +74,7 @@ __all__ = [
     "estimate_image_tokens",
     "estimate_text_tokens",
     "features",
+    "reasoning_tokens",
     "long_features",
     "short_features",
 ]

@@ -2,8 +2,8 @@
 
 :class:`CharClassEstimator` (the ARS default) counts a message as a fixed per-message overhead
 (:data:`MESSAGE_OVERHEAD`), its content (text blocks as text, images by size, reasoning and
-thinking blocks with everything sent back with them — signatures, encrypted content —, unknown
-blocks by their JSON), each tool call's name and JSON arguments (``invalid_tool_calls`` by their
+thinking blocks by the providers' rules — :func:`reasoning_tokens`: the text, encrypted payloads
+by the reasoning they hold, signatures not —, unknown blocks by their JSON), each tool call's name and JSON arguments (``invalid_tool_calls`` by their
 raw argument text), the reasoning an AIMessage sends back in ``additional_kwargs``
 (:data:`SENT_BACK_KWARGS`), and the name of a ToolMessage.  Text goes
 through one replaceable function, :attr:`CharClassEstimator.text_tokens`: the character classes
@@ -34,6 +34,7 @@ __all__ = [
     "Tokenizer",
     "TokenizerEstimator",
     "content_tokens",
+    "reasoning_tokens",
     "sent_back_kwargs",
 ]
 
@@ -46,6 +47,60 @@ RESULT_FRAMING = 4
 #: it back), ``reasoning`` (an OpenAI Responses reasoning item, langchain-openai's v0 output),
 #: ``reasoning_details`` (OpenRouter)
 SENT_BACK_KWARGS = ("reasoning_content", "reasoning", "reasoning_details")
+
+
+#: characters of an encrypted reasoning payload per token of the reasoning it holds: ciphertext is
+#: about as long as the plaintext, base64 adds a third, and reasoning text runs ~4 bytes a token
+#: (5.3 characters); 5 errs on the safe side
+ENCRYPTED_CHARS_PER_TOKEN = 5
+#: tokens of the framing of one reasoning item or thinking block
+REASONING_FRAMING = 2
+#: keys of a reasoning value whose text is the reasoning the model reads back (Anthropic
+#: ``thinking``, LangChain v1 ``reasoning``, OpenAI ``summary`` items and OpenRouter ``text``)
+_REASONING_TEXT = frozenset({"thinking", "reasoning", "text", "summary", "reasoning_content"})
+#: keys of an encrypted reasoning payload (OpenAI ``encrypted_content``, Anthropic
+#: ``redacted_thinking.data``, OpenRouter ``reasoning.encrypted`` ``data``)
+_REASONING_ENCRYPTED = frozenset({"encrypted_content", "data"})
+#: keys that are not model input: Anthropic's ``signature`` verifies a thinking block (the
+#: provider bills the thinking, not the signature's length), ids, types, indices, formats
+_REASONING_IGNORED = frozenset({"signature", "id", "type", "index", "format", "status"})
+
+
+def reasoning_tokens(value: Any, text_tokens: Callable[[str], int] = estimate_text_tokens) -> int:
+    """Tokens of reasoning a provider receives back (a thinking or reasoning block, a
+    ``redacted_thinking`` block, an ``additional_kwargs`` reasoning value), by the providers'
+    rules (issue 30, ``docs/middleware.md``):
+
+    * the reasoning's text (Anthropic ``thinking``, OpenAI Responses ``summary`` texts,
+      DeepSeek / Kimi / Qwen ``reasoning_content``, OpenRouter ``reasoning.text``) counts as text;
+    * an encrypted payload (OpenAI ``encrypted_content``, Anthropic ``redacted_thinking`` ``data``,
+      OpenRouter ``reasoning.encrypted``) counts as the reasoning it holds, one token per
+      :data:`ENCRYPTED_CHARS_PER_TOKEN` characters, never as base64 text;
+    * Anthropic's ``signature`` counts nothing: it verifies the thinking, the provider does not
+      bill its length (measured on a recorded Claude Code session: the prompt grows with the
+      thinking text, not with the signatures, ``tests/test_estimation_reasoning.py``);
+    * ids, types and indices count nothing; any other key counts as its JSON text.
+
+    Reasoning of earlier turns that a provider drops (Anthropic before Opus 4.5, OpenAI,
+    DeepSeek) is counted all the same: a per-message estimate cannot tell the turn, and counting
+    it errs on the safe side.  :data:`REASONING_FRAMING` tokens per reasoning item."""
+    if isinstance(value, str):
+        return text_tokens(value)
+    if isinstance(value, list):
+        return sum(reasoning_tokens(v, text_tokens) for v in value)
+    if not isinstance(value, dict):
+        return 0 if value is None else text_tokens(json.dumps(value, ensure_ascii=False, default=str))
+    n = REASONING_FRAMING
+    for key, v in value.items():
+        if key in _REASONING_IGNORED or v is None:
+            continue
+        if key in _REASONING_ENCRYPTED and isinstance(v, str):
+            n += -(-len(v) // ENCRYPTED_CHARS_PER_TOKEN)
+        elif key in _REASONING_TEXT:
+            n += reasoning_tokens(v, text_tokens) - (REASONING_FRAMING if isinstance(v, dict) else 0)
+        else:
+            n += text_tokens(json.dumps(v, ensure_ascii=False, default=str))
+    return n
 
 
 def sent_back_kwargs(message: BaseMessage) -> dict[str, Any]:
@@ -65,14 +120,8 @@ def _block_tokens(block: Any, text_tokens: Callable[[str], int] = estimate_text_
     kind = block.get("type")
     if kind == "text":
         return text_tokens(str(block.get("text") or ""))
-    if kind in ("reasoning", "thinking"):
-        # sent back as it is (issue 24): the text, and whatever rides with it — an Anthropic
-        # thinking block's signature, an OpenAI Responses reasoning item's summary and
-        # encrypted content
-        main = block.get(kind)
-        rest = {k: v for k, v in block.items() if k not in ("type", kind, "id", "index")}
-        n = text_tokens(main) if isinstance(main, str) else 0
-        return n + (text_tokens(json.dumps(rest, ensure_ascii=False, default=str)) if rest else 0)
+    if kind in ("reasoning", "thinking", "redacted_thinking"):
+        return reasoning_tokens(block, text_tokens)
     if kind in ("image_url", "image", "input_image"):
         src = block.get("image_url")
         if isinstance(src, dict):
@@ -85,9 +134,6 @@ def _block_tokens(block: Any, text_tokens: Callable[[str], int] = estimate_text_
         if isinstance(src, str) and (src.startswith("data:") or len(src) > 200):
             return estimate_image_tokens(src)
         return UNKNOWN_IMAGE_TOKENS if src else 0
-    if kind == "redacted_thinking":
-        data = block.get("data")
-        return text_tokens(data) if isinstance(data, str) and data else 100
     if kind in ("tool_result", "function_call_output"):
         # a tool result carried as a block (Anthropic, OpenAI Responses): its output as content
         # (text as text, images by size), plus the call id that pairs it
@@ -150,8 +196,8 @@ class CharClassEstimator:
                 n += 3 + text_tokens(bad.get("name") or "")
                 args = bad.get("args")
                 n += text_tokens(args if isinstance(args, str) else json.dumps(args, default=str))
-            for value in sent_back_kwargs(message).values():
-                n += text_tokens(value if isinstance(value, str) else json.dumps(value, default=str))
+            for value in sent_back_kwargs(message).values():  # the providers' rules, issue 30
+                n += reasoning_tokens(value, text_tokens)
         elif isinstance(message, ToolMessage) and message.name:
             n += 1
         return n
