@@ -19,6 +19,7 @@ growth far more closely than one that counts the signatures.
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import numpy as np
@@ -118,7 +119,7 @@ def steps(messages):
     with usage; a step whose prompt shrank (the compaction) is left out."""
     calls = [i for i, m in enumerate(messages) if isinstance(m, AIMessage) and m.usage_metadata]
     out = []
-    for a, b in zip(calls, calls[1:], strict=False):
+    for a, b in itertools.pairwise(calls):
         grown = messages[b].usage_metadata["input_tokens"] - messages[a].usage_metadata["input_tokens"]
         if grown <= 0:
             continue

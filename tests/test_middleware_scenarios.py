@@ -630,7 +630,8 @@ def test_l1_never_changes_state_messages(mw_kit, tmp_path, mode):
         AIMessage("", id="a9", tool_calls=[{"name": "fetch", "args": {}, "id": "c9", "type": "tool_call"}]),
     )
     objects = list(msgs)
-    mw, _ = make_mw(mw_kit, tmp_path)
+    # a limit with room for a preview beside the header and its 64-hex path
+    mw, _ = make_mw(mw_kit, tmp_path, settings=SMALL.replace(summary_tool_result_token_limit=160))
     d = mw_kit.Driver(mw, msgs, mode=mode)
     for _ in range(2):
         rec = d.round()

@@ -18,8 +18,8 @@ from typing import TypedDict
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
-from ctxlab.core.files import writable_text
 from ctxlab.core.estimation import estimate_text_tokens
+from ctxlab.core.files import writable_text
 from ctxlab.core.marks import (
     history_path_of,
     is_summary_message,
@@ -34,12 +34,12 @@ from ctxlab.core.summarize import LATEST_REQUEST_CHARS, SummaryResult
 from ctxlab.core.toolcalls import CALL_BLOCKS, RESULT_BLOCKS
 
 __all__ = [
+    "CARRIED_REQUEST_SHARE",
     "CutoffContext",
     "CutoffDecision",
     "SummarizationEvent",
     "SummarizeContext",
     "SummarizeDecision",
-    "CARRIED_REQUEST_SHARE",
     "build_summary_message",
     "carried_request_tokens",
     "first_new_position",
@@ -324,7 +324,10 @@ def build_summary_message(
         content=text,
         id=f"ctxlab-summary-{global_cut}-{digest}",
         additional_kwargs=summary_kwargs(
-            writable_text(body), writable_text(latest) if latest else latest, file_path or earlier, latest_path
+            writable_text(body),
+            writable_text(latest) if latest else latest,
+            file_path or earlier,
+            latest_path,
         ),
     )
 
@@ -380,7 +383,9 @@ def _latest_request(
         text, previous_path = found, latest_request_path_of(eff[0])
     whole_at = previous_path or file_path
     limit_chars = LATEST_REQUEST_CHARS
-    fits = len(text) <= limit_chars and (request_tokens is None or estimate_text_tokens(text) <= request_tokens)
+    fits = len(text) <= limit_chars and (
+        request_tokens is None or estimate_text_tokens(text) <= request_tokens
+    )
     if fits:
         return text, previous_path
     if whole_at is None:
