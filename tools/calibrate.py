@@ -37,6 +37,7 @@ paste into ``ctxlab/core/estimation/charclass.py``.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -140,6 +141,38 @@ def outside(err: dict[str, tuple[float, float]]) -> tuple[float, float]:
     return worst, max(abs(agg - mid) for agg, _ in err.values())
 
 
+def cjk_table(enc: tiktoken_like) -> dict[str, Any]:
+    """The CJK table of the long tier (:data:`ctxlab.core.estimation.CJK_TABLE`): the characters of
+    U+3000-U+DFFF (surrogates aside) that cl100k encodes alone as one token and as two, as
+    inclusive ranges of code points; every other character of the range is three tokens."""
+
+    def ranges(cps: list[int]) -> list[list[int]]:
+        out: list[list[int]] = []
+        for cp in cps:
+            if out and out[-1][1] == cp - 1:
+                out[-1][1] = cp
+            else:
+                out.append([cp, cp])
+        return out
+
+    one: list[int] = []
+    two: list[int] = []
+    for cp in range(0x3000, 0xE000):
+        if 0xD800 <= cp < 0xE000:
+            continue
+        n = len(enc.encode_ordinary(chr(cp)))
+        (one if n == 1 else two if n == 2 else []).append(cp)
+    return {
+        "about": "CJK characters (U+3000-U+DFFF, the UTF-8 lead bytes E3-ED) that cl100k_base encodes alone "
+        "as one token ('one') or two ('two'); every other character of that range is three tokens. Ranges "
+        "of code points, inclusive. Derived from tiktoken's cl100k_base (MIT) by tools/calibrate.py "
+        "--cjk-table; issue 30.",
+        "range": [0x3000, 0xDFFF],
+        "one": ranges(one),
+        "two": ranges(two),
+    }
+
+
 def run_weights(enc: tiktoken_like) -> dict[str, int]:
     """What cl100k spends per character on a long run of each ASCII character, in 1/UNIT tokens
     rounded up (at least 1; digits 0: their groups of three are counted apart)."""
@@ -194,8 +227,15 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--transcripts", default=None, help="the shared transcripts folder")
     ap.add_argument("--chars", type=int, default=400_000, help="characters per transcript class")
+    ap.add_argument(
+        "--cjk-table", action="store_true", help=f"write {core.CJK_TABLE.name} beside the estimator and stop"
+    )
     args = ap.parse_args()
     enc = cl100k_encoding()
+    if args.cjk_table:
+        core.CJK_TABLE.write_text(json.dumps(cjk_table(enc), separators=(",", ":")) + "\n", encoding="utf-8")
+        print(f"wrote {core.CJK_TABLE}")
+        return 0
 
     def tokens(texts: Sequence[str]) -> np.ndarray:
         return np.array([len(enc.encode_ordinary(t)) for t in texts], float)

@@ -60,6 +60,7 @@ from ctxlab.core.files import FileWriteError, awrite_text, default_backend, writ
 from ctxlab.core.hooks import CompressionHooks
 from ctxlab.core.identity import IdentityCache
 from ctxlab.core.l1 import run_l1
+from ctxlab.core.limits import input_capacity
 from ctxlab.core.messages import ScanMemory
 from ctxlab.core.outputs import FileScope, OffloadPaths, make_read_tool
 from ctxlab.core.plugins import make_plugin_manager
@@ -229,11 +230,7 @@ class CompressionMiddleware(AgentMiddleware):
         settings = self.settings
 
         def limits() -> ModelLimits:  # never raises: a malformed profile counts as unknown
-            window = _max_input_tokens(request.model)
-            reserve = _reply_reserve(request)
-            # the window is input plus reply (issue 30): the input may use the window less the
-            # reply's reserve (a reserve that leaves nothing is the provider's to refuse)
-            capacity = window - reserve if window is not None and 0 < reserve < window else window
+            capacity, reserve = input_capacity(request.model, request.model_settings)
             # the main model's window sizes the summarizer only when it is the main model (R10)
             fallback = capacity if model is request.model else None
             return ModelLimits(capacity, input_budget(model, settings.prompt_for("zh"), fallback), reserve)
@@ -365,60 +362,6 @@ def _result(response: Any, update: RoundUpdate | None) -> ModelResponse | Extend
     if update is None:
         return cast(ModelResponse, response)
     return ExtendedModelResponse(model_response=response, command=Command(update=update))
-
-
-def _max_input_tokens(model: Any) -> int | None:
-    """``model.profile["max_input_tokens"]`` when it is a positive int (tokens), else ``None``.
-
-    A malformed profile (no mapping, a value that is a string, a float, a bool, NaN, negative)
-    is treated as unknown and never raises (R12: the capacity is then unknown).
-    """
-    try:
-        profile = getattr(model, "profile", None)
-        value = profile.get("max_input_tokens") if isinstance(profile, Mapping) else None
-    except Exception:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        return None
-    return value
-
-
-#: where a request or a model states the reply's reserve (tokens): LangChain's chat models
-#: (``max_tokens``: Anthropic, OpenAI and compatible; ``max_output_tokens``: Google; OpenAI's
-#: ``max_completion_tokens``), in ``model_settings`` or on the model (or a ``bind(...)`` of it)
-RESERVE_KEYS = ("max_tokens", "max_output_tokens", "max_completion_tokens")
-
-
-def _positive_int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
-
-
-def _reply_reserve(request: ModelRequest) -> int:
-    """The tokens the request reserves for the reply (issue 30: the window is input plus reply):
-    the first of :data:`RESERVE_KEYS` that is a positive int in ``request.model_settings``, else
-    in the keyword arguments of a bound model (``model.bind(max_tokens=...)``), else an attribute
-    of the model (``ChatAnthropic(max_tokens=...)``, whose default is the model's own output
-    limit); 0 when none says.  Never raises."""
-    try:
-        settings = request.model_settings if isinstance(request.model_settings, Mapping) else {}
-        model: Any = request.model
-        sources: list[Any] = [settings]
-        for _depth in range(4):  # a model, and the models it binds
-            if model is None:
-                break
-            kwargs = getattr(model, "kwargs", None)
-            if isinstance(kwargs, Mapping):
-                sources.append(kwargs)
-            sources.append({k: getattr(model, k, None) for k in RESERVE_KEYS})
-            model = getattr(model, "bound", None)
-        for source in sources:
-            for key in RESERVE_KEYS:
-                found = _positive_int(source.get(key))
-                if found is not None:
-                    return found
-    except Exception:
-        return 0
-    return 0
 
 
 def _context_backend(runtime: Any) -> Any:

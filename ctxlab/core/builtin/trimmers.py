@@ -6,7 +6,6 @@ never larger than the message it replaces (its estimate in tokens).
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 from collections.abc import Callable, Iterator
@@ -15,6 +14,9 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
+from ctxlab.core.builtin.arguments import bound_arguments
+from ctxlab.core.builtin.arguments import rebuilt as _rebuilt
+from ctxlab.core.builtin.arguments import with_value as _with
 from ctxlab.core.estimation import estimate_text_tokens
 from ctxlab.core.files import LARGE_TOOL_RESULTS_DIR, FileWriteError, safe_stem
 from ctxlab.core.hookspecs import hookimpl
@@ -37,7 +39,7 @@ from ctxlab.core.marks import (
     truncation_marker,
 )
 from ctxlab.core.messages import full_output_text
-from ctxlab.core.settings import ARG_TRUNCATE_CHARS, CompressionSettings
+from ctxlab.core.settings import CompressionSettings
 from ctxlab.core.toolcalls import CALL_BLOCKS, RESULT_BLOCKS, result_block_text, result_blocks
 
 logger = logging.getLogger("ctxlab.core.l1")
@@ -60,8 +62,6 @@ TRUNCATED_TOOLS = frozenset({"write_file", "edit_file"})
 #: Anthropic ``tool_use``, LangChain v1 ``tool_call`` (``output_version="v1"``), OpenAI Responses
 #: ``function_call`` (JSON text); :data:`ctxlab.core.toolcalls.CALL_BLOCKS` is their one home
 CALL_BLOCK_ARGUMENTS = {kind: keys[1] for kind, keys in CALL_BLOCKS.items()}
-#: the name :func:`bound_arguments` reports for arguments that are unparsable JSON text
-RAW_ARGUMENTS = "<arguments>"
 #: offloaded (and argument-truncated) copies remembered per trimmer (a long run reuses them on
 #: every call)
 OFFLOADS_CACHED = 100_000
@@ -80,48 +80,6 @@ def text_only(content: list[Any]) -> str:
         for b in content
         if isinstance(b, str) or (isinstance(b, dict) and b.get("type") == "text")
     )
-
-
-def _argument_chars(value: Any) -> int:
-    """Characters of one argument as a provider sends it: a string's length, a list's or an
-    object's compact JSON text."""
-    if isinstance(value, str):
-        return len(value)
-    try:
-        return len(json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str))
-    except (TypeError, ValueError):
-        return len(str(value))
-
-
-def bound_arguments(args: Any) -> tuple[Any, list[tuple[str, int]]]:
-    """The arguments of one call with every top-level argument over :data:`ARG_TRUNCATE_CHARS`
-    characters replaced by :func:`truncation_marker` (R5), and ``[(argument name, its characters)]``
-    of those replaced.
-
-    ``args`` is a dict (a string argument counts its characters; a list or an object its compact
-    JSON, so a ``content`` list of several 1,500-character strings or an ``edits`` list is bounded
-    as a whole), or JSON text (``function_call`` blocks, invalid tool calls, OpenAI's legacy
-    ``additional_kwargs["tool_calls"]``): parsed, bounded and dumped again; text that is no JSON
-    object and is too long is replaced whole (reported as ``"<arguments>"``).  The same object
-    is returned when nothing was too long.
-    """
-    if isinstance(args, str):
-        if len(args) <= ARG_TRUNCATE_CHARS:
-            return args, []  # no argument inside can be longer than the whole text
-        try:
-            parsed = json.loads(args)
-        except ValueError:
-            parsed = None
-        if isinstance(parsed, dict):
-            bounded, cut = bound_arguments(parsed)
-            return (json.dumps(bounded, ensure_ascii=False) if cut else args), cut
-        return truncation_marker(len(args)), [(RAW_ARGUMENTS, len(args))]
-    if not isinstance(args, dict):
-        return args, []
-    cut = [(str(k), n) for k, v in args.items() if (n := _argument_chars(v)) > ARG_TRUNCATE_CHARS]
-    if not cut:
-        return args, []
-    return {**args, **{k: truncation_marker(n) for k, n in cut}}, cut
 
 
 class ArgumentTruncation:
@@ -248,17 +206,6 @@ class ArgumentTruncation:
             if new_fc is not fc:
                 out = {**(out or kwargs), "function_call": new_fc}
         return out
-
-
-def _with(d: Any, key: str, value: Any) -> Any:
-    """``d`` with ``d[key] = value`` as a new dict, or ``d`` itself when ``value`` is already there."""
-    return d if d.get(key) is value else {**d, key: value}
-
-
-def _rebuilt(items: list[Any], edit: Callable[[Any], Any]) -> list[Any] | None:
-    """``[edit(x) for x in items]`` when any item changed (identity), else ``None``."""
-    new = [edit(x) for x in items]
-    return new if any(a is not b for a, b in zip(new, items, strict=True)) else None
 
 
 @dataclass
