@@ -107,18 +107,11 @@ def cjk_tokens(text: str) -> tuple[float, float]:
     return float(han), float(hangul)
 
 
-#: per byte count n: (0x01, 0x7F and 0xFF repeated), for :func:`_zero` (a few sizes at a time)
-_MASKS: dict[int, tuple[int, int, int]] = {}
-
-
 def _masks(n: int) -> tuple[int, int, int]:
-    found = _MASKS.get(n)
-    if found is None:
-        if len(_MASKS) > 64:
-            _MASKS.clear()
-        ones = ((1 << (8 * n)) - 1) // 255
-        found = _MASKS[n] = (ones, ones * 0x7F, ones * 0xFF)
-    return found
+    """``(0x7F, 0x80 and 0xFF repeated)`` over ``n`` bytes, for :func:`_zero`."""
+    full = (1 << (8 * n)) - 1
+    m7 = int.from_bytes(b"\x7f" * n, "big")
+    return m7, full ^ m7, full
 
 
 def _zero(x: int, shift: int, masks: tuple[int, int, int]) -> int:
@@ -126,9 +119,9 @@ def _zero(x: int, shift: int, masks: tuple[int, int, int]) -> int:
     :func:`_masks` of its length).  Branch-free on the whole integer: a byte ``y`` of the
     difference is 0 exactly when ``((y & 0x7F) + 0x7F) | y`` has no high bit; no carry crosses
     a byte."""
-    ones, m7, ff = masks
+    m7, m80, _full = masks
     y = x ^ (x >> (8 * shift))
-    return ((((((y & m7) + m7) | y | m7) ^ ff) >> 7) & ones) * 0xFF
+    return ((((((y & m7) + m7) | y) & m80) ^ m80) >> 7) * 0xFF
 
 
 def runs(u: bytes) -> tuple[bytes, bytes]:
@@ -144,13 +137,18 @@ def runs(u: bytes) -> tuple[bytes, bytes]:
     full = masks[2]
     same = _zero(x, 1, masks)
     run = same & (same >> 8)  # 0xFF where u[i] == u[i-1] == u[i-2]
-    run &= run >> 16  # ... == u[i-4]
-    run &= run >> 24  # ... == u[i-7]: the eighth and later byte of a run
-    letters = int.from_bytes(u.translate(_LETTER_FF), "big") & (full ^ run)
-    two = _zero(x, 2, masks)
-    three = _zero(x, 3, masks)
-    # u[i] == u[i-2] and u[i-1] == u[i-3]; or the same with 3 over three bytes
-    period = ((two & (two >> 8)) | (three & (three >> 8) & (three >> 16))) & letters
+    if run:
+        run &= run >> 16  # ... == u[i-4]
+        run &= run >> 24  # ... == u[i-7]: the eighth and later byte of a run
+    letters = int.from_bytes(u.translate(_LETTER_FF), "big")
+    period = 0
+    if letters:  # no ASCII letter (CJK, digits): no pattern to look for
+        if run:
+            letters &= full ^ run
+        two = _zero(x, 2, masks)
+        three = _zero(x, 3, masks)
+        # u[i] == u[i-2] and u[i-1] == u[i-3]; or the same with 3 over three bytes
+        period = ((two & (two >> 8)) | (three & (three >> 8) & (three >> 16))) & letters
     runs = ((x & run) | (full ^ run)).to_bytes(n, "big") if run else b""
     pattern = ((x & period) | (full ^ period)).to_bytes(n, "big") if period else b""
     return runs, pattern
