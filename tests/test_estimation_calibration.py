@@ -25,7 +25,10 @@ from ctxlab.core.estimation import (
 ROOT = Path(__file__).resolve().parents[1]
 TRANSCRIPTS = ROOT.parent / "shared" / "transcripts"
 ZH_PROSE = TRANSCRIPTS / "samples" / "zh-prose.txt"
-#: the calibration target per class (the benchmark reports ±5 % or better)
+#: the calibration target per class: never more than 5 % below cl100k (an under-count turns into
+#: a provider overflow), at most 15 % above (issue 30: the estimate errs on the safe side)
+LOW, HIGH = -0.05, 0.15
+#: the old symmetric bound, still used for single texts
 TOLERANCE = 0.10
 
 
@@ -83,9 +86,10 @@ def test_every_class_is_sampled(samples, by_class):
 
 
 @pytest.mark.parametrize("cls", CLASSES)
-def test_core_default_within_ten_percent_of_cl100k(by_class, cls):
+def test_core_default_errs_on_the_safe_side_of_cl100k(by_class, cls):
+    # spec: R16 — issue 30: at most 5 % below cl100k, at most 15 % above
     err = aggregate_error(by_class[cls], estimate_text_tokens)
-    assert abs(err) <= TOLERANCE, f"{cls}: {err:+.1%}"
+    assert LOW <= err <= HIGH, f"{cls}: {err:+.1%}"
 
 
 def test_a_flat_four_chars_per_token_is_far_off_on_cjk(by_class, enc):
@@ -100,9 +104,14 @@ def test_a_flat_four_chars_per_token_is_far_off_on_cjk(by_class, enc):
 
 
 def test_core_beats_the_flat_ratio_on_every_class(by_class):
+    # the core stays in the safe band on every class; where the flat ratio leaves it, the core is
+    # the closer one (issue 30: the core aims a few percent above cl100k on purpose)
     for cls in CLASSES:
-        core = abs(aggregate_error(by_class[cls], estimate_text_tokens))
-        assert core <= max(0.05, abs(aggregate_error(by_class[cls], flat))), cls
+        core = aggregate_error(by_class[cls], estimate_text_tokens)
+        ratio = aggregate_error(by_class[cls], flat)
+        assert LOW <= core <= HIGH, cls
+        if not LOW <= ratio <= HIGH:
+            assert abs(core) < abs(ratio), cls
 
 
 def test_the_estimate_is_the_weighted_sum_of_the_features(by_class):

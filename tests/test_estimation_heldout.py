@@ -1,5 +1,5 @@
-"""The core estimate (spec R16) off-sample: every class of the held-out text set within ±10 % of
-cl100k_base (issue 12, target 3).
+"""The core estimate (spec R16) off-sample: every class of the held-out text set never more than
+5 % below cl100k_base and at most 15 % above (issue 30: on the safe side; issue 12 asked ±10 %).
 
 The held-out split (``ctxlab/cli/bench/textsets/heldout.jsonl``) comes from sources the
 calibration never sees (``SOURCES.md`` beside it); ``calibrate.py`` fits on the calibration split
@@ -14,7 +14,8 @@ import tiktoken
 from ctxlab.cli.bench.samples import CALIBRATION_ONLY_CLASSES, TEXTSET_CLASSES, Sample, textset
 from ctxlab.core.estimation import estimate_text_tokens
 
-TOLERANCE = 0.10
+#: the per-class bound: an under-count is what turns into a provider overflow
+LOW, HIGH = -0.05, 0.15
 
 
 @pytest.fixture(scope="module")
@@ -59,11 +60,21 @@ def test_the_scripts_are_what_their_class_says(heldout):
 
 
 @pytest.mark.parametrize("cls", TEXTSET_CLASSES)
-def test_core_default_within_ten_percent_of_cl100k_on_held_out_text(heldout, enc, cls):
+def test_core_default_errs_on_the_safe_side_on_held_out_text(heldout, enc, cls):
+    # spec: R16 — issue 30: every held-out class (repetitive text, minified JSON, base64, logs,
+    # CJK, code, ...) at most 5 % below cl100k and at most 15 % above
     group = [s.text for s in heldout if s.cls == cls]
     truth = sum(len(enc.encode_ordinary(t)) for t in group)
     est = sum(estimate_text_tokens(t) for t in group)
-    assert abs(est / truth - 1) <= TOLERANCE, f"{cls}: {est / truth - 1:+.1%} ({est} vs {truth} tokens)"
+    assert LOW <= est / truth - 1 <= HIGH, f"{cls}: {est / truth - 1:+.1%} ({est} vs {truth} tokens)"
+
+
+def test_the_issues_repetitive_text_is_not_under_counted(enc):
+    # issue 30: "x" * 5000 was 391 tokens (cl100k 625); runs of one character are weighed as
+    # cl100k splits them, letter patterns by their repetitions
+    for text in ("x" * 5000, "=" * 5000, "ab" * 2500, "ha" * 1000 + " done", " " * 3000, "\n" * 800):
+        truth = len(enc.encode_ordinary(text))
+        assert estimate_text_tokens(text) / truth - 1 >= LOW, (text[:8], estimate_text_tokens(text), truth)
 
 
 def test_one_constant_for_all_two_byte_scripts_would_not_do(heldout, enc):

@@ -521,7 +521,7 @@ def test_summarizer_without_profile_is_not_sized_by_the_main_window(mw_kit, tmp_
     assert rec["update"] is not None
     assert len(summ.calls) == 1  # one input: not folded into windows of the main model
     # the agent's own model (summarizer=None) is still sized by its window
-    own = mw_kit.FakeSummarizer(profile={"max_input_tokens": 3000})
+    own = mw_kit.FakeSummarizer(profile={"max_input_tokens": 2000})
     mw2 = CompressionMiddleware(settings=SETTINGS, backend=mw_kit.backend(tmp_path / "own"))
     mw_kit.Driver(mw2, msgs, mode=mode, model=own).round()
     assert len(own.calls) > 1

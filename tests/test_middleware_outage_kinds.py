@@ -505,11 +505,11 @@ REASONING = ("Let me think about the deploy order step by step before answering.
         AIMessage("ok", id="r", additional_kwargs={"reasoning_content": REASONING}),  # DeepSeek, Kimi, Qwen
         AIMessage(
             [
-                {"type": "thinking", "thinking": "brief", "signature": "EqQBCkYIBxgCKkA" * 400},
+                {"type": "thinking", "thinking": REASONING, "signature": "EqQBCkYIBxgCKkA" * 40},
                 {"type": "text", "text": "ok"},
             ],
             id="r",
-        ),  # Anthropic thinking with its signature
+        ),  # Anthropic thinking (its signature is not billed as text: issue 30)
         AIMessage(
             [
                 {

@@ -630,7 +630,8 @@ def test_l1_never_changes_state_messages(mw_kit, tmp_path, mode):
         AIMessage("", id="a9", tool_calls=[{"name": "fetch", "args": {}, "id": "c9", "type": "tool_call"}]),
     )
     objects = list(msgs)
-    mw, _ = make_mw(mw_kit, tmp_path)
+    # a limit with room for a preview beside the header and its 64-hex path
+    mw, _ = make_mw(mw_kit, tmp_path, settings=SMALL.replace(summary_tool_result_token_limit=160))
     d = mw_kit.Driver(mw, msgs, mode=mode)
     for _ in range(2):
         rec = d.round()
@@ -1023,10 +1024,14 @@ def test_hostile_thread_id_names_history_inside_the_folder(mw_kit, tmp_path, mod
 
 
 def test_forced_round_without_cutoff_retries_the_l1_view_once(mw_kit, tmp_path, mode):
-    # spec: R12/R13 — an overflow below T forces L1; with no valid cutoff the L1 view is the one
-    # retry; if that overflows too the error propagates with failed
+    # spec: R12/R13 — an overflow below T forces L1; with no valid cutoff the L1 view, smaller
+    # than what overflowed (a result offloaded), is the one retry; if that overflows too the
+    # error propagates with failed.  (Nothing to shrink: tests/test_middleware_guards.py.)
     settings = NO_CUT.replace(summary_threshold=4)
-    msgs = conversation(mw_kit, n=5, chars=1500)
+    msgs = conversation(mw_kit, n=3, chars=1500)
+    msgs += mw_kit.tool_pair(
+        "c1", "read_log", mw_kit.fill(3000, "FACT-LOG", seed=8), ai_id="a9", tool_id="t9"
+    )
     mw, summ = make_mw(mw_kit, tmp_path, settings=settings)
     ok = mw_kit.Driver(mw, msgs, mode=mode).round(overflow=lambda n, view, system: n == 1)
     assert ok["exc"] is None and [c["raised"] for c in ok["calls"]] == ["overflow", None]

@@ -23,9 +23,9 @@ FIELDS = [
     "summary_threshold",
     "summary_keep_messages",
     "summary_prompt",
-    "summary_language",
     "summary_tool_result_token_limit",
     "summary_l2_trigger_ratio",
+    "summary_language",
 ]
 
 
@@ -42,6 +42,16 @@ def test_defaults():
     assert s.summary_l2_trigger_ratio == 0.4
     assert s.entry_threshold_tokens == 100 * 1024  # T
     assert s.l2_threshold_tokens == pytest.approx(100 * 1024 * 0.4)  # T2
+
+
+def test_positional_calls_keep_the_seeds_field_order():
+    # spec: R1 — the five fields in the seed's order; the summary language, added later, comes
+    # last, so that a positional call written for the five fields keeps its meaning (issue 30)
+    s = CompressionSettings(4, 3, None, 120, 0.6)
+    assert (s.summary_threshold, s.summary_keep_messages, s.summary_prompt) == (4, 3, None)
+    assert s.summary_tool_result_token_limit == 120 and s.summary_l2_trigger_ratio == 0.6
+    assert s.summary_language == "auto"
+    assert CompressionSettings(4, 3, None, 120, 0.6, "zh").summary_language == "zh"
 
 
 def test_admin_only_fields():

@@ -111,12 +111,17 @@ class ModelLimits(NamedTuple):
     """What the round needs to know of the models, read only when a step needs it.
 
     Attributes:
-        capacity_tokens: the main model's ``max_input_tokens`` (a positive int), ``None`` if unknown.
+        capacity_tokens: the input the main model accepts (tokens): its ``max_input_tokens`` (a
+            positive int) less the reply's reserve; ``None`` if unknown.
         summarizer_budget: tokens one summarizer input may use.
+        reserve_tokens: the reply's reserve of the request (``max_tokens`` /
+            ``max_output_tokens`` of the request or the model; tokens), 0 when unknown.  The
+            window is input plus reply (issue 30).
     """
 
     capacity_tokens: int | None
     summarizer_budget: int
+    reserve_tokens: int = 0
 
 
 @dataclass
@@ -172,6 +177,11 @@ class RoundInput:
         """Tokens one summarizer input may use (:class:`ModelLimits`)."""
         return self._limits.summarizer_budget
 
+    @property
+    def reserve_tokens(self) -> int:
+        """The reply's reserve of the request (tokens; 0 when unknown, :class:`ModelLimits`)."""
+        return self._limits.reserve_tokens
+
 
 def compression_round(inp: RoundInput) -> Generator[Effect, Any, tuple[Any, RoundUpdate | None]]:
     """Run one model call under ARS compression.
@@ -211,8 +221,8 @@ def compression_round(inp: RoundInput) -> Generator[Effect, Any, tuple[Any, Roun
     stats["summarizer"] = None
     forced = False
     started = False
-    sent_l1_view = False
-    # the provider's own overflow error (R12: it is what propagates) and the estimate it refused
+    # the provider's own overflow error (R12: it is what propagates) and the estimate of the view
+    # it refused (the effective messages below T, the L1 view above)
     overflow_error: BaseException | None = None
     overflowed_tokens: int | None = None
 
@@ -234,7 +244,8 @@ def compression_round(inp: RoundInput) -> Generator[Effect, Any, tuple[Any, Roun
                 error=f"{type(exc).__name__}: {exc}",
             )
 
-    # R3: below the entry threshold T the effective messages go as they are
+    # R3: below the entry threshold T the effective messages go as they are (the model's limits
+    # are not read: seed, 入口阈值未达到时，中间件直接调用主模型)
     if est0 < s.entry_threshold_tokens:
         try:
             response = yield CallModel(eff, inp.scans)
@@ -288,7 +299,6 @@ def compression_round(inp: RoundInput) -> Generator[Effect, Any, tuple[Any, Roun
             if forced:
                 break
             try:
-                sent_l1_view = True
                 response = yield CallModel(view1, inp.scans)
             except ContextOverflowError as exc:
                 logger.warning("context overflow after L1 (%s tokens): forcing L2", est1)
@@ -303,13 +313,18 @@ def compression_round(inp: RoundInput) -> Generator[Effect, Any, tuple[Any, Roun
         if not started:
             started = True
             emit("started")  # R14: overflow-forced round that began below T
-        # R12: the view is trimmed to the model's capacity; after an overflow, toward the retry
+        # R12: the view is trimmed to the model's capacity (its input's share of the window: the
+        # reply's reserve is not the input's, issue 30); after an overflow, toward the retry
         # target (the capacity may be unknown or wrong).  ``local`` is the cutoff in ``eff``: the
         # view is [summary, *kept tail] (L2) or the whole L1 view (``local`` 0, no summary).
         local = plan.local if summary_msg is not None and plan is not None else 0
         target = inp.capacity_tokens
+        if target is not None:
+            stats["capacity_tokens"] = target
+        if inp.reserve_tokens:
+            stats["reply_reserve_tokens"] = inp.reserve_tokens
         if overflowed_tokens is not None:
-            target = _retry_target(stats, inp.capacity_tokens, overflowed_tokens, overflow_error)
+            target = _retry_target(stats, inp, overflowed_tokens, overflow_error)
         kept = view1[local:]
         while True:
             prefix: list[BaseMessage] = [summary_msg] if summary_msg is not None else []
@@ -325,9 +340,15 @@ def compression_round(inp: RoundInput) -> Generator[Effect, Any, tuple[Any, Roun
                     )
                     stats["level"] = "L1"
                     summary_msg, local, prefix, kept, est2 = None, 0, [], alt, alt_tokens
-            if overflow_error is not None and summary_msg is None and sent_l1_view and est2 >= est1:
-                # R12/R13: the L1 view overflowed and nothing smaller could be built (no summary,
-                # nothing to trim): the request that overflowed is not sent again
+            if (
+                overflow_error is not None
+                and summary_msg is None
+                and overflowed_tokens is not None
+                and est2 >= overflowed_tokens
+            ):
+                # R12/R13: the view that overflowed (the L1 view, or below T the effective
+                # messages) and nothing smaller could be built (no summary, nothing to trim):
+                # the request that overflowed is not sent again (issue 30: below T too)
                 raise overflow_error
             try:
                 response = yield CallModel([*prefix, *kept], inp.scans)
@@ -338,7 +359,7 @@ def compression_round(inp: RoundInput) -> Generator[Effect, Any, tuple[Any, Roun
                 forced = True
                 stats["overflow"] = str(exc)
                 overflow_error = exc
-                target = _retry_target(stats, inp.capacity_tokens, est2, exc)
+                target = _retry_target(stats, inp, est2, exc)
         stats["tokens_after"] = est2
         replaced = written_back(kept, view1[local:], eff[local:])
         stats["tail_trimmed"] = len(replaced)
@@ -382,19 +403,19 @@ def _level(stats: RoundStats) -> Level | None:
     return None if level is None or level == "none" else level
 
 
-def _retry_target(
-    stats: RoundStats, capacity: int | None, overflowed: int, error: BaseException | None
-) -> int:
+def _retry_target(stats: RoundStats, inp: RoundInput, overflowed: int, error: BaseException | None) -> int:
     """The size the retry after an overflow aims at (R12, :func:`ctxlab.core.overflow.retry_target`:
-    a share of the ``overflowed`` estimate, the model's ``capacity``, the window the provider's
-    ``error`` states), recorded in the event's stats (tokens)."""
+    a share of the ``overflowed`` estimate, the model's input capacity, the window the provider's
+    ``error`` states, each less the reply's reserve), recorded in the event's stats (tokens)."""
     stated = read_overflow(error) if error is not None else None
-    target = retry_target(overflowed, capacity, stated)
+    target = retry_target(overflowed, inp.capacity_tokens, stated, inp.reserve_tokens)
     stats["retry_target_tokens"], stats["retry_target_from"] = target
     if stated is not None:
         window: OverflowWindowStats = {"provider": stated.provider, "window_tokens": stated.window_tokens}
         if stated.counted_tokens is not None:
             window["counted_tokens"] = stated.counted_tokens
+        if stated.reserve_tokens is not None:
+            window["reserve_tokens"] = stated.reserve_tokens
         stats["overflow_window"] = window
     return target.tokens
 

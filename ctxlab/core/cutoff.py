@@ -18,24 +18,30 @@ from typing import TypedDict
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
+from ctxlab.core.estimation import estimate_text_tokens
+from ctxlab.core.files import writable_text
 from ctxlab.core.marks import (
     history_path_of,
     is_summary_message,
     latest_request_of,
+    latest_request_path_of,
     summary_body_of,
     summary_kwargs,
 )
-from ctxlab.core.messages import last_human_index, message_text
+from ctxlab.core.messages import last_human_index, message_text, request_digest
 from ctxlab.core.prompts import SummaryFraming, framing_for
 from ctxlab.core.summarize import LATEST_REQUEST_CHARS, SummaryResult
+from ctxlab.core.toolcalls import CALL_BLOCKS, RESULT_BLOCKS
 
 __all__ = [
+    "CARRIED_REQUEST_SHARE",
     "CutoffContext",
     "CutoffDecision",
     "SummarizationEvent",
     "SummarizeContext",
     "SummarizeDecision",
     "build_summary_message",
+    "carried_request_tokens",
     "first_new_position",
     "history_document",
     "summarization_event",
@@ -55,8 +61,11 @@ class SummarizationEvent(TypedDict):
             none), which the cutoff follows when messages are removed.
         first_kept_id: the id of the state message at the cutoff (``None`` if it has none, or
             nothing is kept).  With ``last_summarized_id`` it anchors the event to this state:
-            an event neither of whose messages is in a state is not that state's
-            (:func:`ctxlab.core.messages.resolve_cutoff`, issue 24).
+            an event neither of whose messages is in a state is not that state's, or the state
+            was rewound past it (:func:`ctxlab.core.messages.resolve_cutoff`, issues 24, 30).
+        last_summarized_digest: when the last summarized message is a user request, a digest
+            of its content (:func:`ctxlab.core.messages.request_digest`): the request edited in
+            place is sent again (issue 30); ``None`` otherwise.
     """
 
     cutoff_index: int
@@ -65,6 +74,7 @@ class SummarizationEvent(TypedDict):
     summary_error: str | None
     last_summarized_id: str | None
     first_kept_id: str | None
+    last_summarized_digest: str | None
 
 
 def summarization_event(
@@ -83,6 +93,7 @@ def summarization_event(
         "summary_error": error,
         "last_summarized_id": state_messages[global_cut - 1].id if global_cut > 0 else None,
         "first_kept_id": state_messages[global_cut].id if global_cut < len(state_messages) else None,
+        "last_summarized_digest": request_digest(state_messages[global_cut - 1]) if global_cut > 0 else None,
     }
 
 
@@ -161,6 +172,21 @@ def first_new_position(has_previous_summary: bool) -> int:
 
 # --- the summary message and the history file ---------------------------------------------------
 
+#: share of T2 the latest request carried verbatim in a summary may use (tokens; issue 30)
+CARRIED_REQUEST_SHARE = 0.25
+#: a request of at most this many tokens is always carried whole (~800 characters of prose)
+MIN_CARRIED_REQUEST_TOKENS = 200
+
+
+def carried_request_tokens(l2_threshold_tokens: float) -> int:
+    """The most tokens the latest request may use when a summary carries it (issue 30): a
+    quarter of T2 (:data:`CARRIED_REQUEST_SHARE`), at least :data:`MIN_CARRIED_REQUEST_TOKENS`.
+
+    A longer request is carried as its head and the path of the file that holds it whole, so
+    that the summary alone never keeps the next views above T2 (a request carried whole above
+    that share would be summarized again on every call, the summarizer running each time)."""
+    return max(MIN_CARRIED_REQUEST_TOKENS, int(l2_threshold_tokens * CARRIED_REQUEST_SHARE))
+
 
 def history_document(messages: list[BaseMessage], start: int, end: int, previous_summary: str | None) -> str:
     """The history file's text (R10; seed: 可恢复原文以…历史文件为准, the file is the recoverable
@@ -211,6 +237,13 @@ def _history_entry(message: BaseMessage, position: int) -> str:
             elif block.get("type") == "text" and isinstance(block.get("text"), str):
                 out.append(_fenced(block["text"]))
             else:
+                kind = str(block.get("type"))
+                if kind in CALL_BLOCKS:  # a call carried as a block: named like tool_calls (issue 30)
+                    out.append(
+                        f"tool call {block.get('name')} · id={block.get(CALL_BLOCKS[kind][0])} ({kind}):\n"
+                    )
+                elif kind in RESULT_BLOCKS:
+                    out.append(f"tool result · id={block.get(RESULT_BLOCKS[kind][0])} ({kind}):\n")
                 out.append(_fenced(json.dumps(block, ensure_ascii=False, default=str)))
     if isinstance(message, AIMessage):
         for tc in message.tool_calls:
@@ -240,13 +273,18 @@ def build_summary_message(
     file_path: str | None,
     prompt: str,
     global_cut: int,
+    request_tokens: int | None = None,
 ) -> HumanMessage:
     """The summary message (R8): a ``HumanMessage`` (never an assistant message at the end of a
     view, and accepted by every provider right after the system message).
 
     It carries the summarizer's text (or the error text, R10), the history file path when it was
     written, and the latest user request verbatim when that request falls before the cutoff
-    ``local`` of the effective messages ``eff``.  A failed summary carries everything the
+    ``local`` of the effective messages ``eff``: whole when it fits ``request_tokens``
+    (:func:`carried_request_tokens`; ``None``: no token bound) and
+    :data:`~ctxlab.core.summarize.LATEST_REQUEST_CHARS` characters, else its head and the path
+    of the file that holds it whole (this round's history file, or the one an earlier summary
+    named; issue 30).  A failed summary carries everything the
     previous summary carried: its body, and its verbatim latest request and history path either
     through this round's history file (which holds the previous summary verbatim) or, when that
     file could not be written, inline (issue 24: an outage of several rounds loses no request).
@@ -259,7 +297,7 @@ def build_summary_message(
     if file_path:
         parts.append(framing.saved_at.format(path=file_path))
     body = result.text.strip()
-    latest = _latest_request(eff, local)
+    latest, latest_path = _latest_request(eff, local, framing, file_path, request_tokens)
     previous = eff[0] if local > 0 and is_summary_message(eff[0]) else None
     # without a history file of its own, the summary names the previous one (which, through the
     # files it names, holds everything summarized before)
@@ -278,12 +316,19 @@ def build_summary_message(
             parts.append(framing.earlier_history.format(path=earlier).strip())
     if latest:
         parts.append(f"{framing.latest_request}\n{latest}")
-    text = "\n\n".join(p for p in parts if p)
+    # sent to the model on every later call: text UTF-8 cannot encode (a lone surrogate) is
+    # escaped as in the history file (issue 30)
+    text = writable_text("\n\n".join(p for p in parts if p))
     digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:12]
     return HumanMessage(
         content=text,
         id=f"ctxlab-summary-{global_cut}-{digest}",
-        additional_kwargs=summary_kwargs(body, latest, file_path or earlier),
+        additional_kwargs=summary_kwargs(
+            writable_text(body),
+            writable_text(latest) if latest else latest,
+            file_path or earlier,
+            latest_path,
+        ),
     )
 
 
@@ -308,18 +353,60 @@ def _carried(previous: BaseMessage, latest: str | None, framing: SummaryFraming,
     return "\n\n".join(p for p in parts if p)
 
 
-def _latest_request(eff: list[BaseMessage], local: int) -> str | None:
-    """The latest user request text if it lies in the summarized part ``eff[:local]``."""
+def _latest_request(
+    eff: list[BaseMessage],
+    local: int,
+    framing: SummaryFraming,
+    file_path: str | None,
+    request_tokens: int | None,
+) -> tuple[str | None, str | None]:
+    """``(text, path)``: the latest user request if it lies in the summarized part ``eff[:local]``
+    (else ``(None, None)``), whole or as its head, and the file that holds it whole when only
+    its head is carried (``None`` when it is carried whole).
+
+    A request over ``request_tokens`` tokens or :data:`~ctxlab.core.summarize.LATEST_REQUEST_CHARS`
+    characters is cut to fit both, with ``framing.request_continues`` naming the rest and the
+    file that holds it whole: this round's history file (``file_path``), which holds the
+    summarized messages and the previous summary verbatim, or the file the previous summary
+    named for it.  With no such file (the history write failed), the old cut at
+    ``LATEST_REQUEST_CHARS`` characters is kept, so nothing is lost that no file holds."""
     idx = last_human_index(eff)
     if idx is not None and idx >= local:
-        return None  # kept verbatim in the view
+        return None, None  # kept verbatim in the view
+    previous_path = None
     if idx is not None and not is_summary_message(eff[idx]):
         text = message_text(eff[idx])
     else:
         found = latest_request_of(eff[0]) if eff else None
         if not found:
-            return None
-        text = found
-    if len(text) > LATEST_REQUEST_CHARS:
-        text = text[:LATEST_REQUEST_CHARS] + f"\n[... {len(text) - LATEST_REQUEST_CHARS} more characters]"
-    return text
+            return None, None
+        text, previous_path = found, latest_request_path_of(eff[0])
+    whole_at = previous_path or file_path
+    limit_chars = LATEST_REQUEST_CHARS
+    fits = len(text) <= limit_chars and (
+        request_tokens is None or estimate_text_tokens(text) <= request_tokens
+    )
+    if fits:
+        return text, previous_path
+    if whole_at is None:
+        if len(text) <= limit_chars:
+            return text, None
+        return text[:limit_chars] + f"\n[... {len(text) - limit_chars} more characters]", None
+    head = _head(text, limit_chars, request_tokens)
+    rest = framing.request_continues.format(chars=len(text) - len(head), path=whole_at)
+    return f"{head}\n{rest}", whole_at
+
+
+def _head(text: str, chars: int, tokens: int | None) -> str:
+    """The longest head of ``text`` within ``chars`` characters and ``tokens`` tokens (the
+    estimate grows with the text, so a shorter head never costs more), cut at a line end or a
+    blank in its second half when there is one."""
+    n = min(len(text), chars)
+    if tokens is not None:
+        est = estimate_text_tokens(text[:n])
+        while n > 1 and est > tokens:
+            n = max(1, min(n - 1, int(n * tokens / est * 0.98)))
+            est = estimate_text_tokens(text[:n])
+    head = text[:n]
+    cut = max(head.rfind("\n", n // 2), head.rfind(" ", n // 2))
+    return head[:cut] if cut > 0 else head

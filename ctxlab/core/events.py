@@ -80,12 +80,14 @@ class SummarizerStats(TypedDict):
 
 class OverflowWindowStats(TypedDict, total=False):
     """``stats["overflow_window"]``: the window a provider's overflow error states (R12):
-    ``provider`` (the reader that matched), ``window_tokens`` and, when stated,
-    ``counted_tokens`` (the provider's count of the refused request), in provider tokens."""
+    ``provider`` (the reader that matched), ``window_tokens`` (the input's share) and, when
+    stated, ``counted_tokens`` (the provider's count of the refused request) and
+    ``reserve_tokens`` (the reply's reserve the error names), in provider tokens."""
 
     provider: str
     window_tokens: int
     counted_tokens: int
+    reserve_tokens: int
 
 
 class StatsCommon(TypedDict, total=False):
@@ -113,8 +115,11 @@ class StatsCommon(TypedDict, total=False):
             model's ``max_input_tokens``) or ``"estimate"`` (a share of the estimate that
             overflowed), whichever is smallest.
         overflow_window: what the provider's overflow error states, when it states a window:
-            ``{"provider", "window_tokens", "counted_tokens"}`` (provider tokens; the count
-            only when the error gives it).
+            ``{"provider", "window_tokens", "counted_tokens", "reserve_tokens"}`` (provider
+            tokens; the count and the reserve only when the error gives them).
+        capacity_tokens: the input the model accepts: its ``max_input_tokens`` less the reply's
+            reserve (tokens), when known; the kept window is trimmed to it (R12, issue 30).
+        reply_reserve_tokens: the reply's reserve of the request (``max_tokens``), when known.
     """
 
     tokens_before: int
@@ -132,6 +137,8 @@ class StatsCommon(TypedDict, total=False):
     retry_target_tokens: int
     retry_target_from: Literal["error", "capacity", "estimate"]
     overflow_window: OverflowWindowStats
+    capacity_tokens: int
+    reply_reserve_tokens: int
 
 
 class EventStats(StatsCommon, total=False):

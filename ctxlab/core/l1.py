@@ -17,6 +17,7 @@ from typing import Any, TypedDict
 from langchain_core.messages import BaseMessage
 
 from ctxlab.core.estimation import estimate_text_tokens
+from ctxlab.core.files import writable_text
 from ctxlab.core.identity import is_prefix
 from ctxlab.core.settings import CompressionSettings
 
@@ -159,8 +160,11 @@ def fit_preview(text: str, budget_tokens: int, header: str) -> str:
     """``header`` plus the head (and a short tail) of ``text`` within ``budget_tokens``.
 
     The result's estimate (:func:`ctxlab.core.estimation.estimate_text_tokens`) is at most the budget,
-    or the header alone when even that does not fit.  Units: tokens in, text out.
+    or the header alone when even that does not fit.  Units: tokens in, text out.  Text UTF-8
+    cannot encode (a lone surrogate) is escaped as in the offload file
+    (:func:`ctxlab.core.files.writable_text`): the preview is sent to the model (issue 30).
     """
+    text = writable_text(text)
     room = budget_tokens - estimate_text_tokens(header) - 8
     if room <= 0 or not text:
         return header

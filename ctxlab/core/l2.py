@@ -21,6 +21,7 @@ from ctxlab.core.cutoff import (
     SummarizeContext,
     SummarizeDecision,
     build_summary_message,
+    carried_request_tokens,
     history_document,
     to_global,
 )
@@ -130,9 +131,10 @@ def plan_l2(
     path = history_path(inp.thread_id, start, global_cut, history)
     span = sum(inp.estimates.message_tokens(m) for m in view1[:local])
     language = summary_language_of(s.summary_language, s.summary_prompt, eff)
-    empty = build_summary_message(eff, local, SummaryResult(text=""), path, language, global_cut)
+    request = carried_request_tokens(s.l2_threshold_tokens)
+    empty = build_summary_message(eff, local, SummaryResult(text=""), path, language, global_cut, request)
     floor = inp.estimates.message_tokens(empty)
-    if span <= floor:
+    if span < floor:  # smaller, as the message says: an equal span may still be summarized (issue 30)
         stats["summary_rejected"] = (
             f"not summarized: the span of {span} tokens is smaller than an empty summary message ({floor} tokens)"
         )
@@ -190,7 +192,8 @@ def summary_to_commit(
         )
         return None
     language = plan.job.language or "en"
-    message = build_summary_message(eff, plan.local, result, file_path, language, plan.global_cut)
+    request = carried_request_tokens(inp.settings.l2_threshold_tokens)
+    message = build_summary_message(eff, plan.local, result, file_path, language, plan.global_cut, request)
     size = inp.estimates.message_tokens(message)
     if size > plan.span_tokens:
         stats["summary_rejected"] = (

@@ -8,10 +8,12 @@ texts that open an edited message):
   it (R8, R11), and so do LangChain's and DeepAgents' summaries, so one predicate
   (:func:`is_summary_message`) recognises all of them.
 * ``additional_kwargs["ctxlab_summary"]``, ``["ctxlab_summary_body"]``,
-  ``["ctxlab_latest_request"]`` and ``["ctxlab_history_path"]`` — set on ctxlab's own summary
-  message only: the flag, the summarizer's text without the framing (carried over when a later
-  round's summary fails, R10), the latest user request verbatim when it was summarized, and the
-  history file the summary names (:func:`summary_kwargs`).
+  ``["ctxlab_latest_request"]``, ``["ctxlab_latest_request_path"]`` and
+  ``["ctxlab_history_path"]`` — set on ctxlab's own summary message only: the flag, the
+  summarizer's text without the framing (carried over when a later round's summary fails, R10),
+  the latest user request verbatim when it was summarized (or its head, when it is too long to
+  carry whole), the file that holds that request whole when only its head is carried (issue
+  30), and the history file the summary names (:func:`summary_kwargs`).
 * ``additional_kwargs["ctxlab_observation"]`` — a tool result recorded as a user message, in
   transcripts whose format keeps tool output only as text (mini-swe-agent, SWE-agent):
   :data:`OBSERVATION_KEY`, :func:`is_observation`, :func:`is_tool_result`.
@@ -33,9 +35,12 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
 
+from ctxlab.core.toolcalls import is_result_message
+
 __all__ = [
     "HISTORY_PATH_KEY",
     "LATEST_REQUEST_KEY",
+    "LATEST_REQUEST_PATH_KEY",
     "LC_SOURCE_KEY",
     "OBSERVATION_KEY",
     "OFFLOADED_KEY",
@@ -51,6 +56,7 @@ __all__ = [
     "is_user_request",
     "langchain_summary_kwargs",
     "latest_request_of",
+    "latest_request_path_of",
     "offload_kwargs",
     "offloaded_path_of",
     "summary_body_of",
@@ -68,6 +74,9 @@ SUMMARY_FLAG_KEY = "ctxlab_summary"
 SUMMARY_BODY_KEY = "ctxlab_summary_body"
 #: ``additional_kwargs`` key: the latest user request, verbatim, when the summary covers it
 LATEST_REQUEST_KEY = "ctxlab_latest_request"
+#: ``additional_kwargs`` key: the file that holds the latest request whole when the summary
+#: carries only its head (a request too long to carry without keeping every later view above T2)
+LATEST_REQUEST_PATH_KEY = "ctxlab_latest_request_path"
 #: ``additional_kwargs`` key: the virtual path of the history file a ctxlab summary names
 HISTORY_PATH_KEY = "ctxlab_history_path"
 #: ``additional_kwargs`` key marking a text observation (a tool result recorded as a user message)
@@ -98,14 +107,21 @@ def is_observation(message: object) -> bool:
 
 
 def is_tool_result(message: object) -> bool:
-    """A tool result: a ``ToolMessage`` or a text observation (:func:`is_observation`)."""
-    return isinstance(message, ToolMessage) or is_observation(message)
+    """A tool result: a ``ToolMessage``, a text observation (:func:`is_observation`), or a message
+    of result blocks only (Anthropic ``tool_result``, OpenAI Responses ``function_call_output``:
+    :func:`ctxlab.core.toolcalls.is_result_message`)."""
+    return isinstance(message, ToolMessage) or is_observation(message) or is_result_message(message)
 
 
 def is_user_request(message: object) -> bool:
-    """A user request: a ``HumanMessage`` that is neither a summary nor a text observation."""
+    """A user request: a ``HumanMessage`` that is neither a summary, nor a text observation, nor
+    a message of tool result blocks only (the shape Anthropic and OpenAI Responses give a tool
+    result: :func:`ctxlab.core.toolcalls.is_result_message`)."""
     return (
-        isinstance(message, HumanMessage) and not is_summary_message(message) and not is_observation(message)
+        isinstance(message, HumanMessage)
+        and not is_summary_message(message)
+        and not is_observation(message)
+        and not is_result_message(message)
     )
 
 
@@ -121,6 +137,13 @@ def latest_request_of(message: object) -> str | None:
     return text if isinstance(text, str) else None
 
 
+def latest_request_path_of(message: object) -> str | None:
+    """The file that holds the latest request whole, when a ctxlab summary message carries only
+    its head (:data:`LATEST_REQUEST_PATH_KEY`), else ``None``."""
+    path = _kwargs(message).get(LATEST_REQUEST_PATH_KEY)
+    return path if isinstance(path, str) else None
+
+
 def history_path_of(message: object) -> str | None:
     """The history file a ctxlab summary message names (:data:`HISTORY_PATH_KEY`), else ``None``."""
     path = _kwargs(message).get(HISTORY_PATH_KEY)
@@ -128,14 +151,20 @@ def history_path_of(message: object) -> str | None:
 
 
 def summary_kwargs(
-    body: str, latest_request: str | None = None, history_path: str | None = None
+    body: str,
+    latest_request: str | None = None,
+    history_path: str | None = None,
+    latest_request_path: str | None = None,
 ) -> dict[str, Any]:
     """The ``additional_kwargs`` of ctxlab's summary message: LangChain's summary mark, the ctxlab
-    flag, the summarizer's ``body`` and, when given, the latest user request and the virtual path
-    of the history file the summary names."""
+    flag, the summarizer's ``body`` and, when given, the latest user request (or its head), the
+    file that holds that request whole, and the virtual path of the history file the summary
+    names."""
     kwargs: dict[str, Any] = {LC_SOURCE_KEY: SUMMARY_SOURCE, SUMMARY_FLAG_KEY: True, SUMMARY_BODY_KEY: body}
     if latest_request:
         kwargs[LATEST_REQUEST_KEY] = latest_request
+    if latest_request and latest_request_path:
+        kwargs[LATEST_REQUEST_PATH_KEY] = latest_request_path
     if history_path:
         kwargs[HISTORY_PATH_KEY] = history_path
     return kwargs

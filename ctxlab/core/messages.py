@@ -1,21 +1,32 @@
 """Message helpers: text of a message, effective messages, tool-call pairing (spec R9, R11), the
-view as sent (no orphan tool result).
+view as sent (no orphan tool result).  What a call and a result are — ``tool_calls``, content
+blocks of Anthropic and OpenAI Responses, ToolMessages — is :mod:`ctxlab.core.toolcalls`.
 
 Shapes: message lists are ``list[BaseMessage]``; indices are positions in that list.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import threading
 from collections.abc import Mapping, Sequence
-from typing import Any, NamedTuple, cast
+from typing import Any, NamedTuple
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
+from ctxlab.core.files import writable_text
 from ctxlab.core.identity import ContentMemo, content_prefix, is_prefix
 from ctxlab.core.marks import OBSERVATION_KEY, is_user_request
+from ctxlab.core.toolcalls import (
+    CALL_BLOCKS,
+    RESULT_BLOCKS,
+    answered_call_ids,
+    is_result_message,
+    issued_call_ids,
+    result_block_text,
+)
 
 logger = logging.getLogger("ctxlab.core.messages")
 
@@ -26,8 +37,10 @@ __all__ = [
     "full_output_text",
     "issued_call_ids",
     "last_human_index",
+    "late_result_blocks",
     "late_result_observation",
     "message_text",
+    "request_digest",
     "resolve_cutoff",
     "sendable_view",
     "tool_pair_spans",
@@ -39,9 +52,11 @@ def message_text(message: BaseMessage | Any, *, with_reasoning: bool = False) ->
     """The readable text of a message: str content, or its text blocks joined by newlines.
 
     Image blocks become ``[image]``; reasoning/thinking blocks are dropped unless
-    ``with_reasoning``; any other block (an embedded resource, a JSON or file block) is its JSON,
-    cut to 2,000 characters (:func:`full_output_text` keeps it whole).  Never returns base64
-    image data.
+    ``with_reasoning``; a tool result block (Anthropic ``tool_result``, OpenAI Responses
+    ``function_call_output``) is its output's text; a call block (``tool_use``, ``tool_call``,
+    ``function_call``) is left out, as ``tool_calls`` are; any other block (an embedded
+    resource, a JSON or file block) is its JSON, cut to 2,000 characters
+    (:func:`full_output_text` keeps it whole).  Never returns base64 image data.
     """
     return _joined_text(message, with_reasoning=with_reasoning, block_chars=BLOCK_CHARS)
 
@@ -76,8 +91,10 @@ def _joined_text(message: BaseMessage | Any, *, with_reasoning: bool, block_char
             elif kind in ("reasoning", "thinking"):
                 if with_reasoning:
                     parts.append(str(block.get(kind, "")))
-            elif kind == "redacted_thinking":
+            elif kind == "redacted_thinking" or kind in CALL_BLOCKS:
                 continue
+            elif kind in RESULT_BLOCKS:
+                parts.append(result_block_text(block))
             elif "text" in block and (block_chars is not None or len(block) <= 2):
                 parts.append(str(block["text"]))
             else:
@@ -86,22 +103,47 @@ def _joined_text(message: BaseMessage | Any, *, with_reasoning: bool, block_char
     return "\n".join(parts)
 
 
+def request_digest(message: BaseMessage) -> str | None:
+    """A short digest (16 hex) of a user request's content, else ``None``: what an event records
+    of its last summarized message when that is a user request, so that the request edited in
+    place (replaced by id, as LangGraph's "edit a message" does) is told from the one summarized."""
+    if not is_user_request(message):
+        return None
+    content = message.content
+    text = (
+        content
+        if isinstance(content, str)
+        else json.dumps(content, sort_keys=True, ensure_ascii=False, default=str)
+    )
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
 def resolve_cutoff(state_messages: Sequence[BaseMessage], event: Mapping[str, Any] | None) -> int | None:
     """Where the kept part of ``state_messages`` starts under ``event`` (R11), or ``None`` when
     ``event`` is not a usable summarization event (not a dict, no summary message, a cutoff that
-    is not an int ``>= 0``, or an event made for another state): then there is no summary yet.
+    is not an int ``>= 0``) or no longer describes this state: then there is no summary yet.
 
     The stored ``cutoff_index`` is a position; an event ctxlab wrote also names two anchors,
     ``last_summarized_id`` (the message just before the cutoff) and ``first_kept_id`` (the one at
-    it).  When the position no longer agrees with them, the cutoff follows them: right after the
-    last summarized message when a state message carries its id (another component removed
-    messages: a trimming node, a rewind), else at the first kept message when one carries its id.
-    When neither anchor is in the state and the cutoff lies past its end, the event was made for
-    another state (a sub-agent or harness that copied its parent's keys, issue 24): it is
-    ignored, with a warning, so it neither hides this state's messages nor feeds another
-    thread's summary to the model or the summarizer.  Otherwise a cutoff past the end of the
-    state is clamped to ``len(state_messages)``: the summary is kept and nothing it covers is
-    sent again.
+    it), and, when the last summarized message is a user request, ``last_summarized_digest``
+    (:func:`request_digest`).  The rule never hides a message added after the summary (messages
+    are only ever appended: LangGraph's ``add_messages`` puts a new id at the end):
+
+    1. No anchor at all (an event from before anchors, or messages without ids): the position,
+       clamped to ``len(state_messages)``; nothing can be told about removals.
+    2. The anchors are where the position says (and the digest matches): the position.
+    3. The last summarized message is in the state at ``i``: right after it (``i + 1``) — other
+       messages were removed before it (a trimming node) or after it (an undo of the kept
+       turn); what follows it is kept or new.  If it is a user request edited in place since
+       (its digest differs), at it (``i``): the edited request is sent after the summary.
+    4. Else the first kept message is in the state at ``j``: at it (``j``) — summarized messages
+       were removed, the kept part is intact.
+    5. Else neither is in the state: the event is dropped, with a warning.  Either it was made for
+       another state (a sub-agent or harness that copied its parent's keys, issue 24), or the
+       history was rewound past the summary (an undo, a rewind, an edit-and-resend that removed
+       the last summarized message and everything after it, issue 30): the summary may describe
+       turns that no longer exist, and trusting its position would hide what was added since.
+       The state's own messages are sent; a later round summarizes them afresh.
     """
     if not isinstance(event, Mapping) or event.get("summary_message") is None:
         return None
@@ -113,32 +155,36 @@ def resolve_cutoff(state_messages: Sequence[BaseMessage], event: Mapping[str, An
     last = last if isinstance(last, str) else None
     first = first if isinstance(first, str) else None
     if last is None and first is None:
-        return min(cutoff, n)  # no anchor (an event from before anchors): the position alone
+        return min(cutoff, n)  # rule 1: no anchor, the position alone
+    digest = event.get("last_summarized_digest")
+    digest = digest if isinstance(digest, str) else None
+
+    def edited(message: BaseMessage) -> bool:
+        return digest is not None and request_digest(message) != digest
+
     if (last is None or (0 < cutoff <= n and state_messages[cutoff - 1].id == last)) and (
         first is None or (cutoff < n and state_messages[cutoff].id == first)
-    ):
-        return cutoff
+    ):  # rule 2
+        return cutoff - 1 if last is not None and edited(state_messages[cutoff - 1]) else cutoff
     found_first = None
     for i in range(n - 1, -1, -1):
         mid = state_messages[i].id
-        if last is not None and mid == last:
-            return i + 1
+        if last is not None and mid == last:  # rule 3
+            return i if edited(state_messages[i]) else i + 1
         if first is not None and mid == first and found_first is None:
             found_first = i
-    if found_first is not None:
+    if found_first is not None:  # rule 4
         return found_first
-    if cutoff > n:
-        logger.warning(
-            "ignoring a _summarization_event made for another state: cutoff %s is past the end of "
-            "the %s state messages and neither its last summarized message (%s) nor its first kept "
-            "message (%s) is among them",
-            cutoff,
-            n,
-            last,
-            first,
-        )
-        return None
-    return cutoff
+    logger.warning(  # rule 5
+        "ignoring a _summarization_event that no longer describes this state: neither its last "
+        "summarized message (%s) nor its first kept message (%s) is among the %s state messages "
+        "(%s); the state's own messages are sent",
+        last,
+        first,
+        n,
+        "made for another state" if cutoff > n else "the history was rewound past the summary",
+    )
+    return None
 
 
 def effective_messages(
@@ -160,27 +206,18 @@ def effective_messages(
     return [summary, *state_messages[cutoff:]]
 
 
-def issued_call_ids(message: BaseMessage) -> list[str]:
-    """The tool-call ids an AIMessage issues: its ``tool_calls`` and its ``invalid_tool_calls``
-    (a malformed call LangChain could not parse is still sent to the provider —
-    langchain-openai and langchain-anthropic serialize it — so the result that answers it pairs
-    with it, R3/R9).  Empty for any other message and for calls without an id."""
-    if not isinstance(message, AIMessage):
-        return []
-    calls = [*message.tool_calls, *message.invalid_tool_calls]
-    return [cid for tc in calls if isinstance(cid := tc.get("id"), str)]
-
-
 def tool_pair_spans(messages: Sequence[BaseMessage]) -> list[tuple[int, int]]:
-    """(call index, last result index) for every tool call answered later in ``messages``
-    (a call is an entry of ``tool_calls`` or of ``invalid_tool_calls``: :func:`issued_call_ids`).
+    """(call index, last result index) for every tool call answered later in ``messages`` (a
+    call and a result in any of their shapes: :mod:`ctxlab.core.toolcalls` — ``tool_calls``,
+    ``invalid_tool_calls``, ``tool_use``/``tool_call``/``function_call`` blocks; ToolMessages,
+    ``tool_result``/``function_call_output`` blocks).
 
-    A ToolMessage answers the nearest earlier AIMessage that issued its ``tool_call_id`` — what
-    providers check, and the only reading that holds when ids are reused across turns
-    (``read_file:0`` in every response, as some providers and proxies emit).  A call whose result
-    never arrives (a dead call) yields no span, so it never blocks a cutoff; a ToolMessage with no
-    earlier call yields no span either.  Error and rejection results (``status="error"``) close a
-    call like any result; several results for one call all belong to its span.
+    A result answers the nearest earlier AIMessage that issued its call id — what providers
+    check, and the only reading that holds when ids are reused across turns (``read_file:0`` in
+    every response, as some providers and proxies emit).  A call whose result never arrives (a
+    dead call) yields no span, so it never blocks a cutoff; a result with no earlier call yields
+    no span either.  Error and rejection results (``status="error"``) close a call like any
+    result; several results for one call all belong to its span.
     """
     issuer: dict[str, int] = {}
     last_result: dict[tuple[int, str], int] = {}
@@ -188,10 +225,10 @@ def tool_pair_spans(messages: Sequence[BaseMessage]) -> list[tuple[int, int]]:
         if isinstance(m, AIMessage):
             for cid in issued_call_ids(m):
                 issuer[cid] = i
-        elif isinstance(m, ToolMessage):
-            owner = issuer.get(m.tool_call_id)
+        for cid in answered_call_ids(m):
+            owner = issuer.get(cid)
             if owner is not None:
-                last_result[(owner, m.tool_call_id)] = i
+                last_result[(owner, cid)] = i
     return [(owner, j) for (owner, _cid), j in last_result.items()]
 
 
@@ -215,14 +252,17 @@ def valid_cut_positions(messages: Sequence[BaseMessage]) -> list[bool]:
     """``ok[c]`` for ``c`` in ``0..len(messages)``: may a cutoff go before ``messages[c]``?
 
     Invalid when the cut separates a tool call from any of its results (R9: parallel calls,
-    interleaved results of several AIMessages, out-of-order results, ids reused across turns), or
-    when the kept part would open with a ToolMessage or a SystemMessage (a provider rejects those
-    right after the summary).  Linear in the number of messages.
+    interleaved results of several AIMessages, out-of-order results, ids reused across turns,
+    calls and results in any shape of :mod:`ctxlab.core.toolcalls`), or when the kept part would
+    open with a result message (a ToolMessage, a user message of tool results only) or a
+    SystemMessage (a provider rejects those right after the summary).  Linear in the number of
+    messages.
     """
     n = len(messages)
     inside = _inside_pairs(messages)
     return [
-        not inside[c] and not (c < n and isinstance(messages[c], (ToolMessage, SystemMessage)))
+        not inside[c]
+        and not (c < n and (isinstance(messages[c], SystemMessage) or is_result_message(messages[c])))
         for c in range(n + 1)
     ]
 
@@ -230,16 +270,25 @@ def valid_cut_positions(messages: Sequence[BaseMessage]) -> list[bool]:
 def late_result_observation(message: ToolMessage) -> HumanMessage:
     """A ToolMessage whose call is not in the view, as a text observation (same id): a
     ``HumanMessage`` marked :data:`ctxlab.core.marks.OBSERVATION_KEY` that names the tool and the
-    call id before the result's own content (text and image blocks kept)."""
+    call id before the result's own content (text and image blocks kept; text UTF-8 cannot
+    encode escaped as in files, :func:`ctxlab.core.files.writable_text`)."""
     head = (
         f"[ctxlab: result of the earlier tool call {message.name or 'tool'} (id {message.tool_call_id}); "
         "the call itself is in the summarized part of the conversation]"
     )
     content: str | list[str | dict[Any, Any]]
     if isinstance(message.content, str):
-        content = f"{head}\n{message.content}"
+        content = writable_text(f"{head}\n{message.content}")
     else:
-        content = [{"type": "text", "text": head}, *message.content]
+        content = [
+            {"type": "text", "text": head},
+            *(
+                {**b, "text": writable_text(b["text"])}
+                if isinstance(b, dict) and isinstance(b.get("text"), str)
+                else b
+                for b in message.content
+            ),
+        ]
     return HumanMessage(content=content, id=message.id, additional_kwargs={OBSERVATION_KEY: True})
 
 
@@ -322,26 +371,55 @@ class ScanMemory:
 
 
 def _scan_orphans(view: list[BaseMessage], start: int, issuer: set[str]) -> list[int]:
-    """Indices ``>= start`` of the ToolMessages of ``view`` whose call id no earlier AIMessage
-    issued; ``issuer`` holds the ids issued by ``view[:start]`` and is extended in place."""
+    """Indices ``>= start`` of the messages of ``view`` that answer a call id no earlier AIMessage
+    issued (a ToolMessage, or a message with such a result block: :mod:`ctxlab.core.toolcalls`);
+    ``issuer`` holds the ids issued by ``view[:start]`` and is extended in place."""
     orphans: list[int] = []
     for i in range(start, len(view)):
         m = view[i]
         if isinstance(m, AIMessage):
             issuer.update(issued_call_ids(m))
-        elif isinstance(m, ToolMessage) and m.tool_call_id not in issuer:
+        elif any(cid not in issuer for cid in answered_call_ids(m)):
             orphans.append(i)
     return orphans
 
 
+def late_result_blocks(message: BaseMessage, late: set[str]) -> HumanMessage | BaseMessage:
+    """A message whose result blocks answering the call ids ``late`` have no call in the view:
+    each such block becomes a text block that names the call id before the result's text (an
+    Anthropic ``tool_result`` or OpenAI Responses ``function_call_output`` without its call is
+    rejected like a ToolMessage without its call).  A message left with no result block is a
+    text observation (a ``HumanMessage`` marked :data:`ctxlab.core.marks.OBSERVATION_KEY`, same
+    id); one that still answers calls in the view keeps its type.  Text is escaped as in files."""
+    content: list[Any] = []
+    paired = False
+    for b in message.content if isinstance(message.content, list) else []:
+        keys = RESULT_BLOCKS.get(str(b.get("type"))) if isinstance(b, dict) else None
+        if not isinstance(b, dict) or keys is None or (cid := b.get(keys[0])) not in late:
+            paired = paired or keys is not None
+            content.append(b)
+            continue
+        head = (
+            f"[ctxlab: result of the earlier tool call (id {cid}); the call itself is in the "
+            "summarized part of the conversation]"
+        )
+        content.append({"type": "text", "text": writable_text(f"{head}\n{result_block_text(b)}")})
+    if paired:
+        return message.model_copy(update={"content": content})
+    return HumanMessage(content=content, id=message.id, additional_kwargs={OBSERVATION_KEY: True})
+
+
 def sendable_view(view: list[BaseMessage], memory: ScanMemory | None = None) -> list[BaseMessage]:
-    """``view`` as a provider accepts it: no ToolMessage without an earlier call in the view.
+    """``view`` as a provider accepts it: no tool result without an earlier call in the view (a
+    ToolMessage, or a ``tool_result`` / ``function_call_output`` block: :mod:`ctxlab.core.toolcalls`).
 
     A result that arrives after its call went behind the cutoff (a call still unanswered at the
     cutoff does not block it) would be such an orphan.  It becomes a text observation
-    (:func:`late_result_observation`, same id) in its place, or right after the tool-call pair
-    it would split (a message between a call and its results is rejected too).  Returns ``view``
-    itself when it has no orphan (the usual case), else a new list; never edits a message.
+    (:func:`late_result_observation`, :func:`late_result_blocks`; same id) in its place, or right
+    after the tool-call pair it would split (a message between a call and its results is
+    rejected too); a message that also answers calls in the view keeps its place, its late
+    result blocks turned to text.  Returns ``view`` itself when it has no orphan (the usual
+    case), else a new list; never edits a message.
 
     ``memory``: the caller's :class:`ScanMemory` (a middleware's own); a view that extends one it
     remembers (the history grew) then scans only the new messages plus one C-speed comparison of
@@ -351,15 +429,30 @@ def sendable_view(view: list[BaseMessage], memory: ScanMemory | None = None) -> 
     orphans = memory.find_orphans(view) if memory is not None else _scan_orphans(view, 0, set())
     if not orphans:
         return view
-    skip = set(orphans)
+    fixed: dict[int, BaseMessage] = {}
+    issued: set[str] = set()
+    pending = set(orphans)
+    for i, m in enumerate(view):  # which results of each orphan are late, where it stands
+        if isinstance(m, AIMessage):
+            issued.update(issued_call_ids(m))
+        elif i in pending:
+            if isinstance(m, ToolMessage):
+                fixed[i] = late_result_observation(m)
+            else:
+                fixed[i] = late_result_blocks(m, {c for c in answered_call_ids(m) if c not in issued})
+    moved = [i for i in orphans if not answered_call_ids(fixed[i])]  # observations now
+    view = [fixed.get(i, m) for i, m in enumerate(view)]
+    if not moved:
+        return view
+    skip = set(moved)
     rest = [m for i, m in enumerate(view) if i not in skip]
     inside = _inside_pairs(rest)
     at: dict[int, list[BaseMessage]] = {}
-    for i in orphans:
-        pos = i - sum(1 for j in orphans if j < i)  # its position among the other messages
+    for i in moved:
+        pos = i - sum(1 for j in moved if j < i)  # its position among the other messages
         while inside[pos]:
             pos += 1
-        at.setdefault(pos, []).append(late_result_observation(cast(ToolMessage, view[i])))
+        at.setdefault(pos, []).append(view[i])
     out: list[BaseMessage] = []
     for pos in range(len(rest) + 1):
         out.extend(at.get(pos, []))

@@ -60,6 +60,7 @@ from ctxlab.core.files import FileWriteError, awrite_text, default_backend, writ
 from ctxlab.core.hooks import CompressionHooks
 from ctxlab.core.identity import IdentityCache
 from ctxlab.core.l1 import run_l1
+from ctxlab.core.limits import input_capacity
 from ctxlab.core.messages import ScanMemory
 from ctxlab.core.outputs import FileScope, OffloadPaths, make_read_tool
 from ctxlab.core.plugins import make_plugin_manager
@@ -228,11 +229,11 @@ class CompressionMiddleware(AgentMiddleware):
         summarizer, model = self._summarizer_for(request)
         settings = self.settings
 
-        def limits() -> ModelLimits:  # read only when the round needs it (never below T)
-            capacity = _max_input_tokens(request.model)
+        def limits() -> ModelLimits:  # never raises: a malformed profile counts as unknown
+            capacity, reserve = input_capacity(request.model, request.model_settings)
             # the main model's window sizes the summarizer only when it is the main model (R10)
             fallback = capacity if model is request.model else None
-            return ModelLimits(capacity, input_budget(model, settings.prompt_for("zh"), fallback))
+            return ModelLimits(capacity, input_budget(model, settings.prompt_for("zh"), fallback), reserve)
 
         writer = _stream_writer(request)
         hooks = self.hooks
@@ -361,22 +362,6 @@ def _result(response: Any, update: RoundUpdate | None) -> ModelResponse | Extend
     if update is None:
         return cast(ModelResponse, response)
     return ExtendedModelResponse(model_response=response, command=Command(update=update))
-
-
-def _max_input_tokens(model: Any) -> int | None:
-    """``model.profile["max_input_tokens"]`` when it is a positive int (tokens), else ``None``.
-
-    A malformed profile (no mapping, a value that is a string, a float, a bool, NaN, negative)
-    is treated as unknown and never raises (R12: the capacity is then unknown).
-    """
-    try:
-        profile = getattr(model, "profile", None)
-        value = profile.get("max_input_tokens") if isinstance(profile, Mapping) else None
-    except Exception:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        return None
-    return value
 
 
 def _context_backend(runtime: Any) -> Any:

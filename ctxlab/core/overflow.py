@@ -6,10 +6,18 @@ Providers state the window (and often the size they counted) in the error text. 
 and answers ``None`` for a text that states no window (OpenAI Responses' "Your input exceeds the
 context window of this model", Bedrock's "Input is too long for requested model").
 
+**The window is input plus reply** (issue 30).  Most servers refuse a request whose input plus
+the reply's reserve (``max_tokens`` / ``max_output_tokens`` of the request) exceeds the context
+length; some errors say how much was reserved (vLLM's "you requested N output tokens", OpenAI's
+"(X in the messages, Y in the completion)", Anthropic's "input length and `max_tokens` exceed
+context limit: X + Y > M"), and the window read is then the input's share.  When an error states
+a shared window but not the reserve, :func:`retry_target` subtracts the reserve the caller knows.
+
 :func:`retry_target` combines what is known: a share of the estimate that overflowed (the
-overflow itself proves the request was too big), the model's ``max_input_tokens`` profile, and
-the window the error states, rescaled to ctxlab's estimate when the provider also says how many
-tokens it counted (our estimate may count fewer tokens than the provider's tokenizer).
+overflow itself proves the request was too big), the model's input capacity (its
+``max_input_tokens`` profile less the reply's reserve), and the window the error states,
+rescaled to ctxlab's estimate when the provider also says how many tokens it counted (our
+estimate may count fewer tokens than the provider's tokenizer).
 """
 
 from __future__ import annotations
@@ -41,11 +49,17 @@ class OverflowWindow(NamedTuple):
             tokens the request reserved when the error says so).
         counted_tokens: the input tokens the provider counted for the refused request, ``None``
             when the error does not say.
+        reserve_tokens: the completion tokens the error says the request reserved (already
+            subtracted from ``window_tokens``); ``None`` when it does not say.
+        shared: the stated window holds the reply too (a context length), so a reserve the
+            error does not state still comes off it; ``False`` for an input-only limit (Gemini's).
     """
 
     provider: str
     window_tokens: int
     counted_tokens: int | None
+    reserve_tokens: int | None = None
+    shared: bool = True
 
 
 def _num(text: str) -> int:
@@ -56,19 +70,34 @@ def _anthropic(m: re.Match[str]) -> OverflowWindow:
     return OverflowWindow("anthropic", _num(m["window"]), _num(m["counted"]))
 
 
+def _reserved(provider: str) -> Callable[[re.Match[str]], OverflowWindow]:
+    """A reader of an error that states the window, the reply's reserve and the input counted:
+    the input may use the window less the reserve."""
+
+    def read(m: re.Match[str]) -> OverflowWindow:
+        reserve = _num(m["reserve"])
+        return OverflowWindow(provider, _num(m["window"]) - reserve, _num(m["counted"]), reserve)
+
+    return read
+
+
 def _openai(m: re.Match[str]) -> OverflowWindow:
     # "... you requested N tokens (X in the messages, Y in the completion)": the input may use
     # the window less the completion the request reserved
     window = _num(m["window"])
     if m["prompt"] is not None and m["completion"] is not None:
-        return OverflowWindow("openai", window - _num(m["completion"]), _num(m["prompt"]))
+        completion = _num(m["completion"])
+        return OverflowWindow("openai", window - completion, _num(m["prompt"]), completion)
     counted = m["counted"]
     return OverflowWindow("openai", window, _num(counted) if counted is not None else None)
 
 
 def _gemini(m: re.Match[str]) -> OverflowWindow:
     counted = m["counted"]
-    return OverflowWindow("gemini", _num(m["window"]), _num(counted) if counted is not None else None)
+    # Gemini's limit is on the input alone (the reply has a limit of its own)
+    return OverflowWindow(
+        "gemini", _num(m["window"]), _num(counted) if counted is not None else None, shared=False
+    )
 
 
 def _xai(m: re.Match[str]) -> OverflowWindow:
@@ -85,6 +114,27 @@ OVERFLOW_MESSAGES: list[tuple[re.Pattern[str], Callable[[re.Match[str]], Overflo
             re.I,
         ),
         _anthropic,
+    ),
+    # Anthropic, when the reply's reserve does not fit beside the input: "input length and
+    # `max_tokens` exceed context limit: 178959 + 64000 > 200000, decrease input length or ..."
+    (
+        re.compile(
+            r"input length and `?max_tokens`? exceed context limit:\s*(?P<counted>\d[\d,_]*)\s*\+\s*"
+            r"(?P<reserve>\d[\d,_]*)\s*>\s*(?P<window>\d[\d,_]*)",
+            re.I,
+        ),
+        _reserved("anthropic"),
+    ),
+    # vLLM and the servers built on it (OpenAI-compatible): "This model's maximum context length
+    # is 6000 tokens. However, you requested 3000 output tokens and your prompt contains at least
+    # 3001 input tokens, for a total of at least 6001 tokens."
+    (
+        re.compile(
+            r"maximum context length is (?P<window>\d[\d,_]*) tokens.{0,40}?requested (?P<reserve>\d[\d,_]*) "
+            r"output tokens and your prompt contains (?:at least )?(?P<counted>\d[\d,_]*) input tokens",
+            re.I | re.S,
+        ),
+        _reserved("vllm"),
     ),
     # OpenAI chat completions, and the servers that copy its text (vLLM, DeepSeek, Together):
     # "This model's maximum context length is 8192 tokens. However, your messages resulted in
@@ -158,25 +208,32 @@ def _texts(error: BaseException | str) -> list[str]:
 class RetryTarget(NamedTuple):
     """The size the retry after an overflow aims at (tokens of ctxlab's estimate) and where it
     came from: ``"error"`` (the window the provider's error states), ``"capacity"`` (the model's
-    ``max_input_tokens``) or ``"estimate"`` (:data:`OVERFLOW_RETRY_SHARE` of the estimate that
-    overflowed)."""
+    ``max_input_tokens`` less the reply's reserve) or ``"estimate"``
+    (:data:`OVERFLOW_RETRY_SHARE` of the estimate that overflowed)."""
 
     tokens: int
     source: Literal["error", "capacity", "estimate"]
 
 
-def retry_target(overflowed: int, capacity: int | None, stated: OverflowWindow | None) -> RetryTarget:
-    """The smallest of: the share of the ``overflowed`` estimate, the model's ``capacity`` and
-    the window ``stated`` by the error (R12; tokens).
+def retry_target(
+    overflowed: int, capacity: int | None, stated: OverflowWindow | None, reserve: int = 0
+) -> RetryTarget:
+    """The smallest of: the share of the ``overflowed`` estimate, the model's input ``capacity``
+    (``max_input_tokens`` less the reply's reserve) and the window ``stated`` by the error (R12;
+    tokens).
 
-    A stated window is rescaled to ctxlab's estimate by ``overflowed / counted_tokens`` when the
-    provider counted more tokens than the estimate (so a window of 3,000 provider tokens is
-    2,000 estimated tokens when the provider counted 4,500 for an estimate of 3,000).  Ties go
-    to the error, then the capacity.
+    ``reserve``: the reply's reserve of the request (``max_tokens``; 0 when unknown).  A stated
+    window shared with the reply whose error does not state the reserve has ``reserve`` taken
+    off (issue 30: the window is input plus reply).  A stated window is then rescaled to
+    ctxlab's estimate by ``overflowed / counted_tokens`` when the provider counted more tokens
+    than the estimate (so a window of 3,000 provider tokens is 2,000 estimated tokens when the
+    provider counted 4,500 for an estimate of 3,000).  Ties go to the error, then the capacity.
     """
     candidates: list[RetryTarget] = []
     if stated is not None:
         window = stated.window_tokens
+        if stated.shared and stated.reserve_tokens is None and 0 < reserve < window:
+            window -= reserve
         if stated.counted_tokens is not None and stated.counted_tokens > overflowed > 0:
             window = int(window * overflowed / stated.counted_tokens)
         candidates.append(RetryTarget(max(1, window), "error"))

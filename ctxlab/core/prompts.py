@@ -66,6 +66,7 @@ class SummaryFraming:
     previous: str
     earlier_request: str
     earlier_history: str
+    request_continues: str
 
 
 #: each framing text as (Chinese, English), side by side so that the two stay in step
@@ -89,6 +90,10 @@ _FRAMING_TEXTS = {
         "An earlier user request (verbatim), kept from the previous summary:",
     ),
     "earlier_history": ("更早的历史记录保存在 {path} \n", "The earlier history is saved at {path} \n"),
+    "request_continues": (
+        "[…… 该请求还有 {chars} 个字符；完整原文见 {path} ]",
+        "[... {chars} more characters of this request; the whole request is in {path} ]",
+    ),
 }
 FRAMING_ZH = SummaryFraming(**{field: zh for field, (zh, _en) in _FRAMING_TEXTS.items()})
 FRAMING_EN = SummaryFraming(**{field: en for field, (_zh, en) in _FRAMING_TEXTS.items()})

@@ -59,15 +59,16 @@ class CompressionSettings:
             the built-in template of the summary language (``SUMMARY_PROMPT_ZH`` or
             ``SUMMARY_PROMPT_EN``). The seed's default is the Chinese template; following the
             conversation's language is a deliberate deviation (``docs/middleware.md``).
-        summary_language: ``"auto"`` (default), ``"zh"`` or ``"en"``: the language of the
-            built-in template and of the summary message's framing.  ``"auto"``: the language of
-            the user's messages (Chinese when their letters are mostly CJK, else English) with
-            the built-in template, the template's own language with a custom ``summary_prompt``
-            (:func:`ctxlab.core.prompts.summary_language_of`).
         summary_tool_result_token_limit: L1 offloads a ToolMessage whose estimate exceeds this
             many tokens; also the preview budget (> 0).
         summary_l2_trigger_ratio: T2 / T, in (0, ∞) and finite; recommended 0.1–1.0 (warns
             outside).
+        summary_language: ``"auto"`` (default), ``"zh"`` or ``"en"``: the language of the
+            built-in template and of the summary message's framing.  ``"auto"``: the language of
+            the user's messages (Chinese when their letters are mostly CJK, else English) with
+            the built-in template, the template's own language with a custom ``summary_prompt``
+            (:func:`ctxlab.core.prompts.summary_language_of`).  The last field, after the five of
+            R1, so that a positional call in the seed's order keeps working (issue 30).
 
     Raises:
         SettingsError: a field is of the wrong type or outside its allowed range.
@@ -78,13 +79,14 @@ class CompressionSettings:
     summary_prompt: str | None = field(
         default=None, metadata=_meta("summarizer prompt (None: built-in template)", "text")
     )
-    summary_language: str = field(
-        default="auto", metadata=_meta("summary language: auto, zh or en", "language code")
-    )
     summary_tool_result_token_limit: int = field(
         default=300, metadata=_meta("L1 tool-result limit and preview budget", "tokens")
     )
     summary_l2_trigger_ratio: float = field(default=0.4, metadata=_meta("T2 / T", "ratio"))
+    # the sixth field, after the five of R1 (issue 30): positional calls keep the seed's order
+    summary_language: str = field(
+        default="auto", metadata=_meta("summary language: auto, zh or en", "language code")
+    )
 
     def __post_init__(self) -> None:
         for name in ("summary_keep_messages", "summary_tool_result_token_limit"):

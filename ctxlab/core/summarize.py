@@ -30,8 +30,10 @@ from langchain_core.exceptions import ContextOverflowError
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from ctxlab.core.estimation import estimate_text_tokens
+from ctxlab.core.files import writable_text
 from ctxlab.core.marks import SUMMARIZER_ROLE_METADATA, is_observation, is_summary_message
 from ctxlab.core.messages import message_text
+from ctxlab.core.toolcalls import block_calls, is_result_message, result_blocks
 
 try:  # LangGraph's tag that keeps a model call out of the "messages" stream
     from langgraph.constants import TAG_NOSTREAM
@@ -187,13 +189,17 @@ def _cap(text: str, limit: int) -> str:
 
 def render_message(message: BaseMessage, cap: int = MESSAGE_CHARS_CAP) -> str:
     """One message as history text: ``[role] text`` plus its tool calls (arguments cut to 2,000
-    characters: this is the summarizer's input, the history file keeps them whole).  A message
+    characters: this is the summarizer's input, the history file keeps them whole); calls and
+    results carried as content blocks (Anthropic, OpenAI Responses) read as the others do.  A message
     with a speaker ``name`` (a user or an agent of a multi-party thread) is labelled
     ``[user name=alice]``, so who asked or approved what reaches the summary.  A summary
     message is never cut: it is folded (:func:`split_text`)."""
     if is_summary_message(message):
         return f"[previous summary]\n{message_text(message)}"
-    if isinstance(message, HumanMessage):
+    if isinstance(message, HumanMessage) and is_result_message(message):
+        ids = ", ".join(cid for _i, cid, _b in result_blocks(message))
+        role = f"tool result (call {ids})"  # Anthropic / OpenAI Responses result blocks (issue 30)
+    elif isinstance(message, HumanMessage):
         role = "observation" if is_observation(message) else "user"
     elif isinstance(message, AIMessage):
         role = "assistant"
@@ -215,6 +221,13 @@ def render_message(message: BaseMessage, cap: int = MESSAGE_CHARS_CAP) -> str:
             raw = bad.get("args")
             raw = raw if isinstance(raw, str) else json.dumps(raw, ensure_ascii=False, default=str)
             lines.append(f"  -> invalid call {bad.get('name')}({_cap(raw, min(cap, 2000))})")
+        for call in block_calls(message):  # calls carried as content blocks (issue 30)
+            raw = (
+                call.args
+                if isinstance(call.args, str)
+                else json.dumps(call.args or {}, ensure_ascii=False, default=str)
+            )
+            lines.append(f"  -> call {call.name}({_cap(raw, min(cap, 2000))})")
     return "\n".join(lines)
 
 
@@ -411,7 +424,8 @@ class LLMSummarizer:
         blocks = [render_message(m) for m in job.messages]
         sizes = [estimate_text_tokens(b) for b in blocks]
         if sum(sizes) <= room:
-            text = job.prompt.replace("{messages}", "\n\n".join(blocks))
+            # what is sent is escaped as the history file is (lone surrogates, issue 30)
+            text = writable_text(job.prompt.replace("{messages}", "\n\n".join(blocks)))
             return self._account(result, text, (yield text))
         piece_room = max(64, int(room * PIECE_SHARE))
         queue: deque[tuple[str, int]] = deque()
@@ -438,7 +452,7 @@ class LLMSummarizer:
                 first, *rest = split_text(piece, max(16, avail))
                 queue.extendleft((p, estimate_text_tokens(p)) for p in reversed(rest))
                 chunk.append(first)
-            text = fold_prompt(job, chunk, running)
+            text = writable_text(fold_prompt(job, chunk, running))
             running = self._account(result, text, (yield text))
         return running or ""
 

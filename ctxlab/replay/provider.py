@@ -33,7 +33,7 @@ from typing import Any
 from langchain_core.exceptions import ContextOverflowError
 from langchain_core.messages import BaseMessage
 
-from ctxlab.core.estimation import CharClassEstimator, EstimateCache, split_data_url_images
+from ctxlab.core.estimation import CharClassEstimator, EstimateCache
 from ctxlab.replay.metrics import make_measure
 
 __all__ = ["PROVIDER_COUNTERS", "ByteBound", "ContextWindow", "RequestTally", "profile_window"]
@@ -168,16 +168,15 @@ class ByteBound(CharClassEstimator):
     """An upper bound of the ``tiktoken`` counter's count of a message or tool list: the same
     framing (:class:`~ctxlab.core.estimation.TokenizerEstimator`), each text counted as its UTF-8
     bytes (a token of a byte-level BPE such as cl100k covers at least one byte; lone surrogates
-    count 3 bytes, as their replacement character would) and its data-URL images by size, as
-    there.  Values are tokens; never below the exact count."""
+    count 3 bytes, as their replacement character would; a data URL in a text is text there
+    too).  Values are tokens; never below the exact count."""
 
     name = "utf8-bytes"
 
     def text_tokens(self, text: str) -> int:
         if not text:
             return 0
-        text, images = split_data_url_images(text)
-        return len(text.encode("utf-8", "surrogatepass")) + images
+        return len(text.encode("utf-8", "surrogatepass"))
 
 
 def profile_window(spec: str) -> int:

@@ -24,7 +24,11 @@ from ctxlab.cli.bench.provider_usage import ProviderUsageRow, provider_usage_row
 from ctxlab.cli.bench.samples import CLASSES, TEXTSET_CLASSES, Sample, collect_samples, textset
 from ctxlab.cli.bench.timing import cl100k_encoding, interleaved_best
 
-__all__ = ["EstimatorResult", "EstimatorRow", "bench_estimators"]
+__all__ = ["SAFE_BAND", "EstimatorResult", "EstimatorRow", "bench_estimators"]
+
+#: the bound of the core default's aggregate error per class (issue 30): never more than 5 %
+#: below cl100k (an under-count turns into a provider overflow), at most 15 % above
+SAFE_BAND = (-0.05, 0.15)
 
 
 @dataclass
@@ -42,6 +46,9 @@ class EstimatorResult:
     #: held-out text set: estimator -> class -> (aggregate error, mean |per-sample error|)
     heldout: dict[str, dict[str, tuple[float, float]]] = field(default_factory=dict)
     heldout_counts: dict[str, tuple[int, int, int]] = field(default_factory=dict)
+    #: held-out text set, core default: class -> (aggregate, smallest and largest per-sample
+    #: signed error), against the bound of issue 30 (:data:`SAFE_BAND`)
+    heldout_signed: dict[str, tuple[float, float, float]] = field(default_factory=dict)
     #: estimator -> tiktoken time / its time on 100-character texts
     short_speedup: dict[str, float] = field(default_factory=dict)
     short_texts: int = 0
@@ -190,7 +197,15 @@ def _heldout(
         idx = [i for i, s in enumerate(held) if s.cls == c]
         result.heldout_counts[c] = (len(idx), sum(len(held[i].text) for i in idx), sum(truth[i] for i in idx))
     for name, fn in estimators.items():
-        result.heldout[name] = _errors([fn(s.text) for s in held], truth, held, TEXTSET_CLASSES)
+        est = [fn(s.text) for s in held]
+        result.heldout[name] = _errors(est, truth, held, TEXTSET_CLASSES)
+        if not result.heldout_signed:  # the first estimator: the core default
+            for c in TEXTSET_CLASSES:
+                idx = [i for i, s in enumerate(held) if s.cls == c and truth[i]]
+                signed = [est[i] / truth[i] - 1 for i in idx]
+                if signed:
+                    agg = sum(est[i] for i in idx) / sum(truth[i] for i in idx) - 1
+                    result.heldout_signed[c] = (agg, min(signed), max(signed))
     core = next(iter(result.heldout.values()), {})
     worst = max(core.items(), key=lambda kv: abs(kv[1][0]), default=("-", (0.0, 0.0)))
     log(f"  held-out, core default: worst class {worst[0]} {worst[1][0]:+.1%}")

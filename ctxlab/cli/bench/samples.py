@@ -39,7 +39,8 @@ CLASSES = ("prose", "code", "json", "logs", "cjk", "base64")
 
 #: the classes of the off-sample text sets (:func:`textset`): six scripts, Chinese documentation
 #: mixed with English (``mixed-cjk``), emoji chat, URLs, minified JavaScript, CSV, hex, diffs, stack
-#: traces, digit-heavy logs, English docs and Python source
+#: traces, digit-heavy logs, English docs and Python source, and (issue 30, from
+#: ``tools/textsets_safe_side.py``) repetitive text, minified JSON and base64
 TEXTSET_CLASSES = (
     "cyrillic",
     "arabic",
@@ -58,6 +59,9 @@ TEXTSET_CLASSES = (
     "numlogs",
     "docs",
     "pycode",
+    "repetitive",
+    "minjson",
+    "base64",
 )
 #: classes of the calibration split only: scripts the held-out set does not test (Greek, Hebrew,
 #: Thai, Georgian, Vietnamese, Armenian, accented Latin, Ethiopic), so that their lead bytes are fitted

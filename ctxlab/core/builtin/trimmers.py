@@ -6,15 +6,17 @@ never larger than the message it replaces (its estimate in tokens).
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
+from ctxlab.core.builtin.arguments import bound_arguments
+from ctxlab.core.builtin.arguments import rebuilt as _rebuilt
+from ctxlab.core.builtin.arguments import with_value as _with
 from ctxlab.core.estimation import estimate_text_tokens
 from ctxlab.core.files import LARGE_TOOL_RESULTS_DIR, FileWriteError, safe_stem
 from ctxlab.core.hookspecs import hookimpl
@@ -30,13 +32,15 @@ from ctxlab.core.l1 import (
 )
 from ctxlab.core.marks import (
     OFFLOAD_MARKER,
+    is_observation,
     is_tool_result,
     offload_kwargs,
     offloaded_path_of,
     truncation_marker,
 )
 from ctxlab.core.messages import full_output_text
-from ctxlab.core.settings import ARG_TRUNCATE_CHARS, CompressionSettings
+from ctxlab.core.settings import CompressionSettings
+from ctxlab.core.toolcalls import CALL_BLOCKS, RESULT_BLOCKS, result_block_text, result_blocks
 
 logger = logging.getLogger("ctxlab.core.l1")
 
@@ -56,10 +60,8 @@ __all__ = [
 TRUNCATED_TOOLS = frozenset({"write_file", "edit_file"})
 #: content blocks of an AIMessage that carry a tool call, and the key of their arguments:
 #: Anthropic ``tool_use``, LangChain v1 ``tool_call`` (``output_version="v1"``), OpenAI Responses
-#: ``function_call`` (JSON text)
-CALL_BLOCK_ARGUMENTS = {"tool_use": "input", "tool_call": "args", "function_call": "arguments"}
-#: the name :func:`bound_arguments` reports for arguments that are unparsable JSON text
-RAW_ARGUMENTS = "<arguments>"
+#: ``function_call`` (JSON text); :data:`ctxlab.core.toolcalls.CALL_BLOCKS` is their one home
+CALL_BLOCK_ARGUMENTS = {kind: keys[1] for kind, keys in CALL_BLOCKS.items()}
 #: offloaded (and argument-truncated) copies remembered per trimmer (a long run reuses them on
 #: every call)
 OFFLOADS_CACHED = 100_000
@@ -78,48 +80,6 @@ def text_only(content: list[Any]) -> str:
         for b in content
         if isinstance(b, str) or (isinstance(b, dict) and b.get("type") == "text")
     )
-
-
-def _argument_chars(value: Any) -> int:
-    """Characters of one argument as a provider sends it: a string's length, a list's or an
-    object's compact JSON text."""
-    if isinstance(value, str):
-        return len(value)
-    try:
-        return len(json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str))
-    except (TypeError, ValueError):
-        return len(str(value))
-
-
-def bound_arguments(args: Any) -> tuple[Any, list[tuple[str, int]]]:
-    """The arguments of one call with every top-level argument over :data:`ARG_TRUNCATE_CHARS`
-    characters replaced by :func:`truncation_marker` (R5), and ``[(argument name, its characters)]``
-    of those replaced.
-
-    ``args`` is a dict (a string argument counts its characters; a list or an object its compact
-    JSON, so a ``content`` list of several 1,500-character strings or an ``edits`` list is bounded
-    as a whole), or JSON text (``function_call`` blocks, invalid tool calls, OpenAI's legacy
-    ``additional_kwargs["tool_calls"]``): parsed, bounded and dumped again; text that is no JSON
-    object and is too long is replaced whole (reported as ``"<arguments>"``).  The same object
-    is returned when nothing was too long.
-    """
-    if isinstance(args, str):
-        if len(args) <= ARG_TRUNCATE_CHARS:
-            return args, []  # no argument inside can be longer than the whole text
-        try:
-            parsed = json.loads(args)
-        except ValueError:
-            parsed = None
-        if isinstance(parsed, dict):
-            bounded, cut = bound_arguments(parsed)
-            return (json.dumps(bounded, ensure_ascii=False) if cut else args), cut
-        return truncation_marker(len(args)), [(RAW_ARGUMENTS, len(args))]
-    if not isinstance(args, dict):
-        return args, []
-    cut = [(str(k), n) for k, v in args.items() if (n := _argument_chars(v)) > ARG_TRUNCATE_CHARS]
-    if not cut:
-        return args, []
-    return {**args, **{k: truncation_marker(n) for k, n in cut}}, cut
 
 
 class ArgumentTruncation:
@@ -248,24 +208,14 @@ class ArgumentTruncation:
         return out
 
 
-def _with(d: Any, key: str, value: Any) -> Any:
-    """``d`` with ``d[key] = value`` as a new dict, or ``d`` itself when ``value`` is already there."""
-    return d if d.get(key) is value else {**d, key: value}
-
-
-def _rebuilt(items: list[Any], edit: Callable[[Any], Any]) -> list[Any] | None:
-    """``[edit(x) for x in items]`` when any item changed (identity), else ``None``."""
-    new = [edit(x) for x in items]
-    return new if any(a is not b for a, b in zip(new, items, strict=True)) else None
-
-
 @dataclass
 class _Offloaded:
-    """A remembered offload: the view copy, its report entry and the full text it saved."""
+    """A remembered offload: the view copy, its report entries and the full texts it saved
+    (one for a ToolMessage, one per offloaded result block of a block-format message)."""
 
     copy: BaseMessage
-    entry: OffloadRecord
-    text: str
+    entries: list[OffloadRecord]
+    texts: list[str]
 
 
 class ToolResultOffload:
@@ -334,9 +284,10 @@ class ToolResultOffload:
             if memo is not None and _saved_again(memo, ctx):
                 marked.append(i)
                 view[i] = memo.copy
-                report.offloaded.append(memo.entry)
+                report.offloaded.extend(memo.entries)
                 continue
-            new = self._offload(m, ctx, report)
+            blocks = not isinstance(m, ToolMessage) and not is_observation(m)
+            new = self._offload_blocks(m, ctx, report) if blocks else self._offload(m, ctx, report)
             if new is not None:
                 view[i] = new
             if new is not None or ctx.estimate(m) > ctx.token_limit:
@@ -413,7 +364,75 @@ class ToolResultOffload:
         }
         report.offloaded.append(entry)
         if path is not None:  # a failed write is tried again next time
-            self._memo.put(m, _Offloaded(new, entry, text), ctx.token_limit)
+            self._memo.put(m, _Offloaded(new, [entry], [text]), ctx.token_limit)
+        return new
+
+    def _offload_blocks(self, m: BaseMessage, ctx: TrimContext, report: TrimReport) -> BaseMessage | None:
+        """R6 for results carried as content blocks (issue 30: Anthropic ``tool_result``, OpenAI
+        Responses ``function_call_output``, in a user message): each result block whose text
+        exceeds the token limit is written to its own file and its output replaced by the path
+        and a preview within the limit (images of a list output stay beside it); the block keeps
+        its type and call id, so the result still pairs with its call.  ``None`` when nothing
+        was offloaded or the copy would not be smaller."""
+        before = ctx.estimate(m)
+        if before <= ctx.token_limit or not isinstance(m.content, list):
+            return None
+        content = list(m.content)
+        entries: list[OffloadRecord] = []
+        texts: list[str] = []
+        for i, cid, block in result_blocks(m):
+            text = result_block_text(block)
+            tokens = estimate_text_tokens(text)
+            if tokens <= ctx.token_limit:
+                continue
+            tool = block.get("name") if isinstance(block.get("name"), str) else block.get("type")
+            try:
+                path: str | None = ctx.save_tool_result(str(tool), text)
+            except FileWriteError as exc:
+                logger.warning("offload of a %s result failed: %s", tool, exc.detail)
+                report.errors.append(str(exc))
+                path = None
+            headers = _headers(text, tokens, path)
+            preview = next(_replacements(text, ctx.token_limit, headers), headers[-1])
+            key = RESULT_BLOCKS[str(block["type"])][1]
+            output = block.get(key)
+            images = (
+                [
+                    b
+                    for b in output
+                    if isinstance(b, dict) and b.get("type") in ("image", "image_url", "input_image")
+                ]
+                if isinstance(output, list)
+                else []
+            )
+            content[i] = {**block, key: _with_images(preview, images)}
+            entries.append(
+                {
+                    "path": path,
+                    "tool": str(tool),
+                    "chars": len(text),
+                    "tokens_before": tokens,
+                    "tokens_after": estimate_text_tokens(preview),
+                    "message_id": m.id,
+                    "tool_call_id": cid,
+                }
+            )
+            if path is not None:
+                texts.append(text)
+        if not entries:
+            return None
+        saved = next((e for e in entries if e["path"] is not None), None)
+        kwargs = (
+            {**m.additional_kwargs, **offload_kwargs(saved["path"], saved["chars"])}
+            if saved is not None and saved["path"] is not None
+            else m.additional_kwargs
+        )
+        new = m.model_copy(update={"content": content, "additional_kwargs": kwargs})
+        if ctx.estimate(new) >= before:
+            return None
+        report.offloaded.extend(entries)
+        if all(e["path"] is not None for e in entries):  # a failed write is tried again next time
+            self._memo.put(m, _Offloaded(new, entries, texts), ctx.token_limit)
         return new
 
 
@@ -451,9 +470,12 @@ def _replacements(text: str, budget: int, headers: list[str]) -> Iterator[str]:
 
 
 def _saved_again(memo: _Offloaded, ctx: TrimContext) -> bool:
-    """Make sure the file of a remembered copy exists in this request's file scope (R6, R17)."""
+    """Make sure the files of a remembered copy exist in this request's file scope (R6, R17)."""
     try:
-        return ctx.save_tool_result(memo.entry["tool"] or "observation", memo.text) == memo.entry["path"]
+        return all(
+            ctx.save_tool_result(entry["tool"] or "observation", text) == entry["path"]
+            for entry, text in zip(memo.entries, memo.texts, strict=True)
+        )
     except FileWriteError:
         return False
 

@@ -9,8 +9,11 @@ content: unknown block types count their JSON length.  The parts, one job each:
   (:func:`estimate_text_tokens`, :func:`char_class_tokens`, :func:`features`, the constants
   :data:`SHORT_WEIGHTS` / :data:`LONG_WEIGHTS` / :data:`COEFFICIENTS`, fitted by
   ``tools/calibrate.py``);
-* :mod:`~ctxlab.core.estimation.images` — images by size with OpenAI's tile rule
-  (:func:`estimate_image_tokens`), data-URL images inside texts;
+* :mod:`~ctxlab.core.estimation.patterns` — what cl100k does with runs of one character, letter
+  patterns and CJK characters, for the long tier (issue 30: :func:`cjk_tokens`, the constants
+  :data:`RUN_WEIGHTS`, :data:`PERIOD_WEIGHT`, :data:`CJK_TABLE`);
+* :mod:`~ctxlab.core.estimation.images` — image blocks by size with OpenAI's tile rule
+  (:func:`estimate_image_tokens`; a data URL inside a text is text);
 * :mod:`~ctxlab.core.estimation.framing` — what a message and the tool schemas cost around
   their text: :class:`CharClassEstimator` (the ARS default) and :class:`TokenizerEstimator`
   (exact text counts with a tokenizer such as a ``tiktoken.Encoding``, same framing);
@@ -47,18 +50,23 @@ from ctxlab.core.estimation.framing import (
     Tokenizer,
     TokenizerEstimator,
     content_tokens,
+    reasoning_tokens,
 )
-from ctxlab.core.estimation.images import UNKNOWN_IMAGE_TOKENS, estimate_image_tokens, split_data_url_images
+from ctxlab.core.estimation.images import UNKNOWN_IMAGE_TOKENS, estimate_image_tokens
+from ctxlab.core.estimation.patterns import CJK_TABLE, PERIOD_WEIGHT, RUN_WEIGHTS, cjk_tokens
 
 __all__ = [
     "BLOCK",
     "BYTE_CLASSES",
+    "CJK_TABLE",
     "COEFFICIENTS",
     "GROUPS",
     "LONG_WEIGHTS",
     "MESSAGE_OVERHEAD",
     "PAIR_CLASSES",
+    "PERIOD_WEIGHT",
     "RUN_SAMPLE",
+    "RUN_WEIGHTS",
     "SHORT_BYTES",
     "SHORT_WEIGHTS",
     "UNIT",
@@ -69,11 +77,12 @@ __all__ = [
     "Tokenizer",
     "TokenizerEstimator",
     "char_class_tokens",
+    "cjk_tokens",
     "content_tokens",
     "estimate_image_tokens",
     "estimate_text_tokens",
     "features",
     "long_features",
+    "reasoning_tokens",
     "short_features",
-    "split_data_url_images",
 ]

@@ -26,8 +26,8 @@ two tiers:
 **Monotone** (issue 20): every weight is non-negative, a block's class codes and pairs do not
 change when text is appended, and the short-tier floor keeps the step from the short to the long
 tier from going down; so appending text never lowers the estimate (the exact default;
-``tests/test_estimation_monotone.py``).  The one exception is a data-URL image that an appended
-character completes: it then counts as an image (R16), not as base64 text.
+``tests/test_estimation_monotone.py``).  A data URL inside a text is text, as providers tokenize
+it (issue 30): only an image *block* counts as an image (:mod:`ctxlab.core.estimation.images`).
 
 The sums are taken in C: a table maps every byte (or pair code) to its weight
 (``bytes.translate``) and ``zlib.adler32`` adds them up — its low half is ``1 + Σ bytes mod
@@ -45,9 +45,8 @@ scripts, Chinese documentation mixed with English), every class weighted equally
 issue 20, when every pair of a block came to be counted.  The *held-out* split, from disjoint sources, is never
 fitted on: ``ctxlab bench`` reports it, ``tests/test_estimation_heldout.py`` checks every class
 within ±10 %.  ``char_class_tokens(text) == max(1, round(Σ COEFFICIENTS[WEIGHTS[k]] × v))`` over
-``features(text).items()`` for a non-empty text without data-URL images, or the short-tier floor
-above when that is larger.  Data-URL images in a
-long text count as images (:mod:`ctxlab.core.estimation.images`); a short text is never split.
+``features(text).items()`` for a non-empty text, or the short-tier floor above when that is
+larger.
 
 The public names (those without a leading underscore, :data:`CJK_GROUPS` aside) are listed once, in
 the ``__all__`` of :mod:`ctxlab.core.estimation`, which re-exports them.
@@ -57,7 +56,7 @@ from __future__ import annotations
 
 from zlib import adler32
 
-from ctxlab.core.estimation.images import split_data_url_images
+from ctxlab.core.estimation.patterns import PERIOD_WEIGHT, RUN_WEIGHTS, cjk_tokens, runs
 
 #: non-ASCII characters by the UTF-8 lead byte range ``(first, last)`` of their script group
 GROUPS: dict[str, tuple[int, int]] = {
@@ -130,58 +129,60 @@ SHORT_WEIGHTS: dict[str, int] = {
 #: long tier: ``u.<byte class>`` per byte, ``p.<previous>_<this>`` per pair, ``digit_token`` per group
 LONG_WEIGHTS: dict[str, int] = {
     "u.lower": 5,
-    "u.upper": 18,
+    "u.upper": 3,
     "u.digit": 0,
-    "u.space": 5,
-    "u.newline": 40,
-    "u.quote": 30,
-    "u.punct": 11,
+    "u.space": 7,
+    "u.newline": 32,
+    "u.quote": 23,
+    "u.punct": 24,
     "u.cont": 0,
-    "u.latin2": 255,
-    "u.greek": 78,
-    "u.cyrillic": 38,
-    "u.other2": 99,
-    "u.arabic": 55,
+    "u.latin2": 220,
+    "u.greek": 49,
+    "u.cyrillic": 15,
+    "u.other2": 73,
+    "u.arabic": 31,
     "u.other2b": 0,
-    "u.indic": 80,
-    "u.misc": 150,
-    "u.symbol": 34,
-    "u.kana": 67,
-    "u.han": 66,
-    "u.hangul": 40,
+    "u.indic": 54,
+    "u.misc": 124,
+    "u.symbol": 28,
+    "u.kana": 0,
+    "u.han": 0,
+    "u.hangul": 0,
     "u.compat": 64,
-    "u.astral": 237,
-    "p.sp_lo": 42,
-    "p.sp_up": 0,
-    "p.di_lo": 63,
-    "p.di_up": 125,
-    "p.pu_lo": 78,
+    "u.astral": 193,
+    "p.sp_lo": 38,
+    "p.sp_up": 75,
+    "p.di_lo": 74,
+    "p.di_up": 128,
+    "p.pu_lo": 38,
     "p.pu_up": 0,
-    "p.sp_pu": 0,
-    "p.di_pu": 0,
-    "p.lo_pu": 0,
-    "p.up_pu": 0,
+    "p.sp_pu": 6,
+    "p.di_pu": 8,
+    "p.lo_pu": 32,
+    "p.up_pu": 42,
     "p.pu_pu": 0,
-    "p.sp_di": 75,
-    "p.pu_di": 63,
+    "p.sp_di": 69,
+    "p.pu_di": 57,
     "p.lo_di": 0,
-    "p.up_di": 91,
-    "p.lo_up": 0,
-    "p.up_lo": 52,
-    "p.up_up": 0,
-    "p.sp_cjk": 139,
+    "p.up_di": 128,
+    "p.lo_up": 62,
+    "p.up_lo": 0,
+    "p.up_up": 2,
+    "p.sp_cjk": 59,
     "p.lo_cjk": 0,
-    "p.pu_cjk": 0,
-    "p.sp_nona": 0,
+    "p.pu_cjk": 111,
+    "p.sp_nona": 109,
     "p.lo_nona": 0,
-    "p.pu_nona": 255,
-    "p.pp_lo": 69,
+    "p.pu_nona": 31,
+    "p.pp_lo": 0,
     "p.pp_up": 0,
     "p.pu_pp": 0,
     "p.pp_sp": 20,
-    "p.pp_di": 13,
-    "p.nona_pu": 0,
+    "p.pp_di": 18,
+    "p.nona_pu": 128,
     "digit_token": 64,
+    "cjk": 62,
+    "hangul": 50,
 }
 #: texts of at most this many UTF-8 bytes are weighed by the short tier
 SHORT_BYTES = 256
@@ -190,10 +191,13 @@ RUN_SAMPLE = 1024
 _WINDOWS = 16
 _WINDOW = RUN_SAMPLE // _WINDOWS
 
-#: every calibrated constant by name, in tokens: ``short.<class>`` and ``long.<feature>``
+#: every calibrated constant by name, in tokens: ``short.<class>`` and ``long.<feature>``, and
+#: ``long.run``, whose feature is already in 1/UNIT tokens (:data:`RUN_WEIGHTS` of the run bytes)
 COEFFICIENTS: dict[str, float] = {
     **{f"short.{k}": v / UNIT for k, v in SHORT_WEIGHTS.items()},
     **{f"long.{k}": v / UNIT for k, v in LONG_WEIGHTS.items()},
+    "long.run": 1 / UNIT,
+    "long.period": PERIOD_WEIGHT / UNIT,
 }
 #: the coefficient name of each feature key of :func:`features` (the same names)
 WEIGHTS: dict[str, str] = {k: k for k in COEFFICIENTS}
@@ -248,6 +252,23 @@ def _pair_table(weights: dict[str, int]) -> bytes:
 
 _SHORT_TABLE = _byte_table(SHORT_WEIGHTS)
 _LONG_TABLE = _byte_table({k[2:]: v for k, v in LONG_WEIGHTS.items() if k.startswith("u.")})
+
+
+def _run_table() -> bytes:
+    """byte -> its run weight (:data:`RUN_WEIGHTS`); a byte that is no ASCII character in the
+    table keeps its long-tier weight (a run of it changes nothing); 0xFF (never in UTF-8,
+    the filler of :func:`_run_bytes`) weighs 0."""
+    table = bytearray(_LONG_TABLE)
+    for ch, w in RUN_WEIGHTS.items():
+        table[ord(ch)] = w
+    table[0xFF] = 0
+    return bytes(table)
+
+
+_RUN_TABLE = _run_table()
+_CJK = LONG_WEIGHTS["cjk"]
+_HANGUL = LONG_WEIGHTS["hangul"]
+
 _LONG_PAIRS = _pair_table(LONG_WEIGHTS)
 _DIGIT_TOKEN = LONG_WEIGHTS["digit_token"]
 #: bytes per adler32 call so that its sum never wraps (at most 255 per byte; less for ASCII text)
@@ -255,6 +276,7 @@ _CHUNK = 65520 // 255
 _CHUNK_ALL = 65520 // max(1, max(_LONG_TABLE))
 _CHUNK_ASCII = 65520 // max(1, max(_LONG_TABLE[:128]))
 _CHUNK_PAIRS = 65520 // max(1, max(_LONG_PAIRS))
+_CHUNK_RUN = 65520 // max(1, max(_RUN_TABLE))
 assert SHORT_BYTES <= _CHUNK
 
 
@@ -309,8 +331,23 @@ def long_features(text: str, stride: int = 1, sample_from: int = 0) -> dict[str,
     ``long.<feature>``: byte-class counts, pair counts and digit groups; with ``stride`` > 1 the
     last two on at most :data:`RUN_SAMPLE` bytes, scaled); the calibration computes them for any
     text."""
-    u, scale, codes, rs = _sample(text.encode("utf-8", "surrogatepass"), stride, sample_from)
+    whole = text.encode("utf-8", "surrogatepass")
+    u, scale, codes, rs = _sample(whole, stride, sample_from)
     out = {k: v * scale for k, v in _class_counts(u, "long.u.").items()}
+    run_bytes, pattern = runs(u)
+    if run_bytes:  # run bytes weigh their run weight instead of their class weight
+        for k, v in _class_counts(run_bytes, "long.u.").items():
+            out[k] -= v * scale
+        out["long.run"] = _sum(run_bytes.translate(_RUN_TABLE), _CHUNK_RUN) * scale
+    else:
+        out["long.run"] = 0.0
+    out["long.period"] = 0.0
+    if pattern:  # so do pattern letters (their count weighs PERIOD_WEIGHT)
+        for k, v in _class_counts(pattern, "long.u.").items():
+            out[k] -= v * scale
+        out["long.period"] = (len(pattern) - pattern.count(0xFF)) * scale
+    han, hangul = (0.0, 0.0) if whole.isascii() else cjk_tokens(text)
+    out["long.cjk"], out["long.hangul"] = han, hangul
     pairs = _pairs(codes)
     for k, code in _PAIR_CODES.items():
         out[f"long.{k}"] = pairs.count(code) * rs
@@ -343,14 +380,44 @@ def _sum(w: bytes, chunk: int, _adler32: object = adler32) -> int:
     return sum([(_adler32(w[i : i + chunk]) & 0xFFFF) - 1 for i in range(0, len(w), chunk)])  # type: ignore[operator]
 
 
+def _run_units(u: bytes) -> int:
+    """What runs and letter patterns change in the long-tier sum of ``u`` (1/UNIT tokens: their
+    run or pattern weight less their class weight): :func:`~ctxlab.core.estimation.patterns.runs`."""
+    run_bytes, pattern = runs(u)
+    delta = 0
+    if run_bytes:
+        delta += _sum(run_bytes.translate(_RUN_TABLE), _CHUNK_RUN) - _sum(
+            run_bytes.translate(_LONG_TABLE), _CHUNK_ALL
+        )
+    if pattern:
+        delta += PERIOD_WEIGHT * (len(pattern) - pattern.count(0xFF)) - _sum(
+            pattern.translate(_LONG_TABLE), _CHUNK_ALL
+        )
+    return delta
+
+
+def _cjk_units(text: str, u: bytes) -> float:
+    """The CJK characters of ``text`` (``u``: its UTF-8 bytes) by :func:`cjk_tokens`, in 1/UNIT
+    tokens; 0 without a CJK lead byte."""
+    if u.isascii():
+        return 0
+    han, hangul = cjk_tokens(text)
+    return _CJK * han + _HANGUL * hangul
+
+
 def _long_units(text: str, u: bytes, stride: int, sample_from: int) -> float:
     """The long-tier estimate of ``text`` (``u``: its UTF-8 bytes), in 1/UNIT tokens."""
     total = 0.0
     for i in range(0, len(text), BLOCK):
         if len(text) > BLOCK:
             u = text[i : i + BLOCK].encode("utf-8", "surrogatepass")
+        block = text[i : i + BLOCK] if len(text) > BLOCK else text
+        cjk = _cjk_units(block, u)
         u, scale, codes, rs = _sample(u, stride, sample_from)
-        units = _sum(u.translate(_LONG_TABLE), _CHUNK_ASCII if u.isascii() else _CHUNK_ALL) * scale
+        units = (
+            _sum(u.translate(_LONG_TABLE), _CHUNK_ASCII if u.isascii() else _CHUNK_ALL) + _run_units(u)
+        ) * scale
+        units += cjk
         x = int.from_bytes(codes, "big")
         units += (
             _sum((((x >> 8) << 3) + x).to_bytes(len(codes), "big").translate(_LONG_PAIRS), _CHUNK_PAIRS) * rs
@@ -366,9 +433,8 @@ def char_class_tokens(text: str, stride: int = 1, sample_from: int = 0) -> int:
 
     Exact counts by default (:func:`estimate_text_tokens`); ``stride`` > 1 counts the bytes of a
     long block of ``sample_from`` bytes or more on one 256-byte window in every ``stride`` (the
-    ``ctxlab-fast-estimator`` plugin).  Data-URL images in a long text count as images
-    (:func:`~ctxlab.core.estimation.images.estimate_image_tokens`); the text around them is
-    estimated as a text of its own.
+    ``ctxlab-fast-estimator`` plugin).  A data URL in the text is text, as providers count it
+    (issue 30).
     """
     u = text.encode("utf-8", "surrogatepass")
     if len(u) <= SHORT_BYTES:
@@ -376,10 +442,6 @@ def char_class_tokens(text: str, stride: int = 1, sample_from: int = 0) -> int:
             return 0
         s = (adler32(u.translate(_SHORT_TABLE)) & 0xFFFF) - 1
         return round(s / UNIT) if s >= UNIT else 1
-    if "data:image/" in text:
-        rest, images = split_data_url_images(text)
-        if images:
-            return char_class_tokens(rest, stride, sample_from) + images
     # never below the short tier's estimate of the first SHORT_BYTES bytes: appending text never
     # lowers the estimate across the tier boundary (issue 20)
     floor = _short_units(u[:SHORT_BYTES])
@@ -387,7 +449,10 @@ def char_class_tokens(text: str, stride: int = 1, sample_from: int = 0) -> int:
         return max(1, round(_long_units(text, u, stride, sample_from) / UNIT), round(floor / UNIT))
     # one block, no sample: _long_units inlined (the common size of a message)
     w = u.translate(_LONG_TABLE)
-    units = (adler32(w) & 0xFFFF) - 1 if len(w) <= _CHUNK_ASCII and u.isascii() else _sum(w, _CHUNK_ALL)
+    units: float = (
+        (adler32(w) & 0xFFFF) - 1 if len(w) <= _CHUNK_ASCII and u.isascii() else _sum(w, _CHUNK_ALL)
+    )
+    units += _run_units(u) + _cjk_units(text, u)
     codes = (b" " + u).translate(_CODE_MAP, _CONT).replace(_PU_PU, _PU_PP)
     x = int.from_bytes(codes, "big")
     pw = (((x >> 8) << 3) + x).to_bytes(len(codes), "big").translate(_LONG_PAIRS)
@@ -409,7 +474,7 @@ def estimate_text_tokens(
     (see the module docstring); at least 1 for a non-empty text, 0 for an empty one.  Equal to
     ``char_class_tokens(text)``; the short tier is inlined (one Python call per short text).
 
-    Data-URL images embedded in a long text are counted as images, not as base64 text.
+    A data URL embedded in a text is counted as the text it is (issue 30: providers tokenize it).
     """
     u = text.encode("utf-8", "surrogatepass")
     if len(u) > SHORT_BYTES:

@@ -2,8 +2,8 @@
 
 :class:`CharClassEstimator` (the ARS default) counts a message as a fixed per-message overhead
 (:data:`MESSAGE_OVERHEAD`), its content (text blocks as text, images by size, reasoning and
-thinking blocks with everything sent back with them — signatures, encrypted content —, unknown
-blocks by their JSON), each tool call's name and JSON arguments (``invalid_tool_calls`` by their
+thinking blocks by the providers' rules — :func:`reasoning_tokens`: the text, encrypted payloads
+by the reasoning they hold, signatures not —, unknown blocks by their JSON), each tool call's name and JSON arguments (``invalid_tool_calls`` by their
 raw argument text), the reasoning an AIMessage sends back in ``additional_kwargs``
 (:data:`SENT_BACK_KWARGS`), and the name of a ToolMessage.  Text goes
 through one replaceable function, :attr:`CharClassEstimator.text_tokens`: the character classes
@@ -24,7 +24,8 @@ from typing import Any, Protocol
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from ctxlab.core.estimation.charclass import estimate_text_tokens
-from ctxlab.core.estimation.images import UNKNOWN_IMAGE_TOKENS, estimate_image_tokens, split_data_url_images
+from ctxlab.core.estimation.images import UNKNOWN_IMAGE_TOKENS, estimate_image_tokens
+from ctxlab.core.toolcalls import CALL_BLOCKS
 
 __all__ = [
     "MESSAGE_OVERHEAD",
@@ -33,18 +34,73 @@ __all__ = [
     "Tokenizer",
     "TokenizerEstimator",
     "content_tokens",
+    "reasoning_tokens",
     "sent_back_kwargs",
 ]
 
 #: tokens per message for role and framing (OpenAI's chat format costs ~3-4)
 MESSAGE_OVERHEAD = 4
-#: content blocks that repeat an entry of ``AIMessage.tool_calls`` (Anthropic, LangChain v1)
-_CALL_BLOCKS = ("tool_use", "tool_call")
+#: tokens of a result block's framing around its output and call id (type, keys)
+RESULT_FRAMING = 4
 #: ``AIMessage.additional_kwargs`` keys whose value is sent back to the provider on the next
 #: request: ``reasoning_content`` (DeepSeek, Kimi, Qwen and other OpenAI-compatible APIs require
 #: it back), ``reasoning`` (an OpenAI Responses reasoning item, langchain-openai's v0 output),
 #: ``reasoning_details`` (OpenRouter)
 SENT_BACK_KWARGS = ("reasoning_content", "reasoning", "reasoning_details")
+
+
+#: characters of an encrypted reasoning payload per token of the reasoning it holds: ciphertext is
+#: about as long as the plaintext, base64 adds a third, and reasoning text runs ~4 bytes a token
+#: (5.3 characters); 5 errs on the safe side
+ENCRYPTED_CHARS_PER_TOKEN = 5
+#: tokens of the framing of one reasoning item or thinking block
+REASONING_FRAMING = 2
+#: keys of a reasoning value whose text is the reasoning the model reads back (Anthropic
+#: ``thinking``, LangChain v1 ``reasoning``, OpenAI ``summary`` items and OpenRouter ``text``)
+_REASONING_TEXT = frozenset({"thinking", "reasoning", "text", "summary", "reasoning_content"})
+#: keys of an encrypted reasoning payload (OpenAI ``encrypted_content``, Anthropic
+#: ``redacted_thinking.data``, OpenRouter ``reasoning.encrypted`` ``data``)
+_REASONING_ENCRYPTED = frozenset({"encrypted_content", "data"})
+#: keys that are not model input: Anthropic's ``signature`` verifies a thinking block (the
+#: provider bills the thinking, not the signature's length), ids, types, indices, formats
+_REASONING_IGNORED = frozenset({"signature", "id", "type", "index", "format", "status"})
+
+
+def reasoning_tokens(value: Any, text_tokens: Callable[[str], int] = estimate_text_tokens) -> int:
+    """Tokens of reasoning a provider receives back (a thinking or reasoning block, a
+    ``redacted_thinking`` block, an ``additional_kwargs`` reasoning value), by the providers'
+    rules (issue 30, ``docs/middleware.md``):
+
+    * the reasoning's text (Anthropic ``thinking``, OpenAI Responses ``summary`` texts,
+      DeepSeek / Kimi / Qwen ``reasoning_content``, OpenRouter ``reasoning.text``) counts as text;
+    * an encrypted payload (OpenAI ``encrypted_content``, Anthropic ``redacted_thinking`` ``data``,
+      OpenRouter ``reasoning.encrypted``) counts as the reasoning it holds, one token per
+      :data:`ENCRYPTED_CHARS_PER_TOKEN` characters, never as base64 text;
+    * Anthropic's ``signature`` counts nothing: it verifies the thinking, the provider does not
+      bill its length (measured on a recorded Claude Code session: the prompt grows with the
+      thinking text, not with the signatures, ``tests/test_estimation_reasoning.py``);
+    * ids, types and indices count nothing; any other key counts as its JSON text.
+
+    Reasoning of earlier turns that a provider drops (Anthropic before Opus 4.5, OpenAI,
+    DeepSeek) is counted all the same: a per-message estimate cannot tell the turn, and counting
+    it errs on the safe side.  :data:`REASONING_FRAMING` tokens per reasoning item."""
+    if isinstance(value, str):
+        return text_tokens(value)
+    if isinstance(value, list):
+        return sum(reasoning_tokens(v, text_tokens) for v in value)
+    if not isinstance(value, dict):
+        return 0 if value is None else text_tokens(json.dumps(value, ensure_ascii=False, default=str))
+    n = REASONING_FRAMING
+    for key, v in value.items():
+        if key in _REASONING_IGNORED or v is None:
+            continue
+        if key in _REASONING_ENCRYPTED and isinstance(v, str):
+            n += -(-len(v) // ENCRYPTED_CHARS_PER_TOKEN)
+        elif key in _REASONING_TEXT:
+            n += reasoning_tokens(v, text_tokens) - (REASONING_FRAMING if isinstance(v, dict) else 0)
+        else:
+            n += text_tokens(json.dumps(v, ensure_ascii=False, default=str))
+    return n
 
 
 def sent_back_kwargs(message: BaseMessage) -> dict[str, Any]:
@@ -64,14 +120,8 @@ def _block_tokens(block: Any, text_tokens: Callable[[str], int] = estimate_text_
     kind = block.get("type")
     if kind == "text":
         return text_tokens(str(block.get("text") or ""))
-    if kind in ("reasoning", "thinking"):
-        # sent back as it is (issue 24): the text, and whatever rides with it — an Anthropic
-        # thinking block's signature, an OpenAI Responses reasoning item's summary and
-        # encrypted content
-        main = block.get(kind)
-        rest = {k: v for k, v in block.items() if k not in ("type", kind, "id", "index")}
-        n = text_tokens(main) if isinstance(main, str) else 0
-        return n + (text_tokens(json.dumps(rest, ensure_ascii=False, default=str)) if rest else 0)
+    if kind in ("reasoning", "thinking", "redacted_thinking"):
+        return reasoning_tokens(block, text_tokens)
     if kind in ("image_url", "image", "input_image"):
         src = block.get("image_url")
         if isinstance(src, dict):
@@ -84,9 +134,16 @@ def _block_tokens(block: Any, text_tokens: Callable[[str], int] = estimate_text_
         if isinstance(src, str) and (src.startswith("data:") or len(src) > 200):
             return estimate_image_tokens(src)
         return UNKNOWN_IMAGE_TOKENS if src else 0
-    if kind == "redacted_thinking":
-        data = block.get("data")
-        return text_tokens(data) if isinstance(data, str) and data else 100
+    if kind in ("tool_result", "function_call_output"):
+        # a tool result carried as a block (Anthropic, OpenAI Responses): its output as content
+        # (text as text, images by size), plus the call id that pairs it
+        output = block.get("content" if kind == "tool_result" else "output")
+        cid = block.get("tool_use_id" if kind == "tool_result" else "call_id")
+        return (
+            RESULT_FRAMING
+            + content_tokens(output, text_tokens)
+            + (text_tokens(cid) if isinstance(cid, str) else 0)
+        )
     return text_tokens(json.dumps(block, ensure_ascii=False, default=str))
 
 
@@ -118,13 +175,17 @@ class CharClassEstimator:
         text_tokens = self.text_tokens
         content = message.content
         if isinstance(message, AIMessage) and message.tool_calls and isinstance(content, list):
-            # a provider-format tool_use block or a LangChain v1 tool_call block repeats a tool
-            # call (a provider receives it once): count the call once
+            # a provider-format tool_use or function_call block, or a LangChain v1 tool_call
+            # block, repeats a tool call (a provider receives it once): count the call once
             ids = {tc.get("id") for tc in message.tool_calls}
             content = [
                 b
                 for b in content
-                if not (isinstance(b, dict) and b.get("type") in _CALL_BLOCKS and b.get("id") in ids)
+                if not (
+                    isinstance(b, dict)
+                    and str(b.get("type")) in CALL_BLOCKS
+                    and b.get(CALL_BLOCKS[str(b.get("type"))][0]) in ids
+                )
             ]
         n = MESSAGE_OVERHEAD + content_tokens(content, text_tokens)
         if isinstance(message, AIMessage):
@@ -135,8 +196,8 @@ class CharClassEstimator:
                 n += 3 + text_tokens(bad.get("name") or "")
                 args = bad.get("args")
                 n += text_tokens(args if isinstance(args, str) else json.dumps(args, default=str))
-            for value in sent_back_kwargs(message).values():
-                n += text_tokens(value if isinstance(value, str) else json.dumps(value, default=str))
+            for value in sent_back_kwargs(message).values():  # the providers' rules, issue 30
+                n += reasoning_tokens(value, text_tokens)
         elif isinstance(message, ToolMessage) and message.name:
             n += 1
         return n
@@ -174,9 +235,9 @@ class TokenizerEstimator(CharClassEstimator):
     """Exact text counts with a tokenizer, framed like :class:`CharClassEstimator`.
 
     A text costs ``len(encoding.encode_ordinary(text))`` (special-token text such as
-    ``<|endoftext|>`` counts as ordinary text, never refused) plus its data-URL images by size
-    (:func:`~ctxlab.core.estimation.images.split_data_url_images`); the framing (overhead, tool
-    calls, ``tool_use`` blocks counted once, image blocks by size) is the default estimator's.
+    ``<|endoftext|>`` counts as ordinary text, never refused; a data URL in a text is text, as
+    providers count it); the framing (overhead, tool calls, ``tool_use`` blocks counted once,
+    image blocks by size) is the default estimator's.
 
     Args:
         encoding: the tokenizer, e.g. ``tiktoken.get_encoding("cl100k_base")``.
@@ -192,8 +253,7 @@ class TokenizerEstimator(CharClassEstimator):
         self.name = name or f"tokenizer-{encoding.name}"
 
     def text_tokens(self, text: str) -> int:
-        """Exact tokens of ``text``; data-URL images inside it count as images (0 for ``""``)."""
+        """Exact tokens of ``text`` (0 for ``""``); a data URL inside it is text (issue 30)."""
         if not text:
             return 0
-        text, images = split_data_url_images(text)
-        return len(self.encoding.encode_ordinary(text)) + images
+        return len(self.encoding.encode_ordinary(text))

@@ -3,8 +3,8 @@
 A PNG/JPEG/GIF/WebP header gives the image's size; OpenAI's vision pricing rule gives the tokens:
 the image is scaled to fit 2048×2048, then its short side to 768 px, and costs 85 + 170 tokens
 per 512-px tile.  An image whose size cannot be read costs a flat :data:`UNKNOWN_IMAGE_TOKENS`.
-Data-URL images inside a text count as images too (:func:`split_data_url_images`), for every
-estimator (the character classes and the tokenizer-backed ones alike).
+This applies to image *blocks* only: a data URL inside a text (a screenshot tool returning
+``data:image/png;base64,...`` as a string) is text to a provider, and counts as text (issue 30).
 """
 
 from __future__ import annotations
@@ -14,12 +14,10 @@ import binascii
 import re
 import struct
 
-__all__ = ["DATA_URL", "UNKNOWN_IMAGE_TOKENS", "estimate_image_tokens", "split_data_url_images"]
+__all__ = ["UNKNOWN_IMAGE_TOKENS", "estimate_image_tokens"]
 
 #: tokens for an image whose size cannot be read
 UNKNOWN_IMAGE_TOKENS = 1000
-#: a data-URL image inside a text, possibly wrapped in lines (MIME/PEM style)
-DATA_URL = re.compile(r"data:image/[a-zA-Z0-9.+-]+;base64,[A-Za-z0-9+/=]{64,}(?:\r?\n[A-Za-z0-9+/=]{16,})*")
 
 
 def _image_size(data: bytes) -> tuple[int, int] | None:
@@ -73,14 +71,3 @@ def estimate_image_tokens(url_or_b64: str) -> int:
     w, h = w * scale, h * scale
     tiles = -(-int(w) // 512) * -(-int(h) // 512)
     return 85 + 170 * tiles
-
-
-def split_data_url_images(text: str) -> tuple[str, int]:
-    """``(text with each data-URL image replaced by a space, tokens of those images)``.
-
-    A text without ``data:image/`` is returned as it is, with 0 image tokens.
-    """
-    if "data:image/" not in text:
-        return text, 0
-    images = sum(estimate_image_tokens(m.group(0)) for m in DATA_URL.finditer(text))
-    return DATA_URL.sub(" ", text), images

@@ -88,8 +88,11 @@ def test_small_inputs():
 
 @pytest.mark.parametrize("name", ["prose", "code", "cjk"])
 def test_typical_texts_are_close_to_cl100k(enc, name):
+    # on the safe side (issue 30): the core aims a few percent above cl100k; one text (a snippet
+    # repeated 40 times) may be further above, never more than 5 % below
     text = _texts()[name]
-    assert fast_text_tokens(text) == pytest.approx(cl100k(enc, text), rel=0.15)
+    truth = cl100k(enc, text)
+    assert 0.95 * truth <= fast_text_tokens(text) <= 1.25 * truth
 
 
 def test_base64_is_counted_as_dense_text(enc):
@@ -106,12 +109,14 @@ def test_long_mixed_text_is_estimated_block_by_block(enc):
     assert fast_text_tokens(text) == pytest.approx(cl100k(enc, text), rel=0.15)
 
 
-def test_data_url_images_count_as_images():
-    png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
-    url = "data:image/png;base64," + png * 3
-    assert fast_text_tokens(f"see ({url}) here") == fast_text_tokens("see ( ) here") + estimate_image_tokens(
-        url
-    )
+def test_a_data_url_in_a_text_counts_as_text(enc):
+    # providers tokenize a data URL inside a text as text (issue 30), not as an image: an image's
+    # base64 (compressed, so random-looking bytes) is counted on the safe side of cl100k
+    png = base64.b64encode(b"\x89PNG\r\n\x1a\n" + random.Random(3).randbytes(6000)).decode()
+    text = "see (data:image/png;base64," + png + ") here"
+    truth = cl100k(enc, text)
+    assert 0.95 * truth <= fast_text_tokens(text) <= 1.15 * truth
+    assert fast_text_tokens(text) > estimate_image_tokens("data:image/png;base64," + png)
 
 
 @pytest.fixture(scope="module")
