@@ -29,6 +29,7 @@ import logging
 import os
 import warnings
 from collections.abc import Awaitable, Callable, Iterable, Mapping
+from concurrent.futures import Future
 from typing import Annotated, Any, NotRequired, cast
 
 from langchain.agents.middleware.types import (
@@ -60,8 +61,9 @@ from ctxlab.core.files import FileWriteError, awrite_text, default_backend, writ
 from ctxlab.core.hooks import CompressionHooks
 from ctxlab.core.identity import IdentityCache
 from ctxlab.core.l1 import run_l1
+from ctxlab.core.marks import offloaded_path_of
 from ctxlab.core.messages import ScanMemory
-from ctxlab.core.outputs import FileScope, OffloadPaths, make_read_tool
+from ctxlab.core.outputs import FileScope, OffloadPaths, OwnFiles, make_read_tool
 from ctxlab.core.plugins import make_plugin_manager
 from ctxlab.core.settings import CompressionSettings
 from ctxlab.core.summarize import Summarizer, SummaryJob, SummaryResult, input_budget
@@ -152,9 +154,11 @@ class CompressionMiddleware(AgentMiddleware):
         self._summarizer = summarizer
         self._summarizers: IdentityCache[Any, Summarizer | None] = IdentityCache(SUMMARIZERS_CACHED)
         self._offload_paths = OffloadPaths()
+        # the offload files this instance wrote, per file scope, and its write-behind queue (issue 31)
+        self._own_files = OwnFiles()
         self.measure_final_request = deep if measure_final_request is None else measure_final_request
         read = not deep if read_tool is None else read_tool
-        self.tools = [make_read_tool(self._backend_for)] if read else []
+        self.tools = [make_read_tool(self._backend_for, self._own_files.failed_text)] if read else []
 
     @classmethod
     def for_deep_agent(cls, **kwargs: Any) -> CompressionMiddleware:
@@ -211,7 +215,7 @@ class CompressionMiddleware(AgentMiddleware):
 
     def _round_input(
         self, request: ModelRequest, final: tuple[BaseMessage | None, list[Any]] | None = None
-    ) -> tuple[RoundInput, Any, Callable[[], Any]]:
+    ) -> tuple[RoundInput, Callable[[], Any], Callable[[], Any], FileScope]:
         """The round's input for ``request``; ``final``: the system message and tools the model
         receives (:meth:`_measure` / :meth:`_ameasure`), counted instead of the request's own."""
         backend_holder: list[Any] = []
@@ -223,12 +227,27 @@ class CompressionMiddleware(AgentMiddleware):
 
         state: Mapping[str, Any] = request.state if isinstance(request.state, dict) else {}
         files = state.get("files")  # a StateBackend's files: the thread's checkpointed state
-        # this request's file scope only
-        scope = FileScope(backend, self._offload_paths, files if isinstance(files, Mapping) else None)
-        summarizer, model = self._summarizer_for(request)
+        thread_id = _thread_id()
+        # this request's file scope, with what this instance wrote there before (issue 31)
+        scope = FileScope(
+            backend,
+            self._offload_paths,
+            files if isinstance(files, Mapping) else None,
+            own=self._own_files,
+            thread_id=thread_id,
+        )
+        summarizer_holder: list[tuple[Any, Any]] = []
+
+        def summarizer() -> Any:  # made when L2 needs it (never below T)
+            if not summarizer_holder:
+                summarizer_holder.append(self._summarizer_for(request))
+            return summarizer_holder[0][0]
+
         settings = self.settings
 
         def limits() -> ModelLimits:  # read only when the round needs it (never below T)
+            summarizer()
+            model = summarizer_holder[0][1]
             capacity = _max_input_tokens(request.model)
             # the main model's window sizes the summarizer only when it is the main model (R10)
             fallback = capacity if model is request.model else None
@@ -263,12 +282,14 @@ class CompressionMiddleware(AgentMiddleware):
             hooks=hooks,
             save_tool_result=scope.save_tool_result,
             limits=limits,
-            thread_id=_thread_id(),
+            thread_id=thread_id,
             emit=emit,
             file_exists=scope.file_exists,
+            files_epoch=scope.files_epoch,
+            file_owned=scope.owns,
             scans=self.scans,
         )
-        return inp, summarizer, backend
+        return inp, summarizer, backend, scope
 
     def _measure(
         self, request: ModelRequest, handler: Callable[[ModelRequest], Any]
@@ -307,19 +328,27 @@ class CompressionMiddleware(AgentMiddleware):
         handler: Callable[[ModelRequest], ModelResponse],
     ) -> ModelResponse | ExtendedModelResponse:
         """Sync path: R3–R14; history is written before summarizing (R10)."""
-        inp, summarizer, backend = self._round_input(request, self._measure(request, handler))
+        inp, summarizer, backend, scope = self._round_input(request, self._measure(request, handler))
 
         def perform(effect: Any) -> Any:
             if isinstance(effect, CallModel):
-                return handler(request.override(messages=_any_messages(effect.messages)))
+                return handler(_with_messages(request, effect.messages))
             if isinstance(effect, RunL1):
                 return run_l1(self.hooks.l1_trim, effect.effective, effect.ctx)
             if isinstance(effect, RunL2):
-                path = _write_history(backend, effect.history_path, effect.history_content)
-                return (path, _safe_summarize(summarizer, effect.job))
+                # rendered and written off this thread, finished before summarizing (R10)
+                writing = self._own_files.queue.submit(
+                    lambda: _render_and_write(backend, effect.history_path, effect.history_content)
+                )
+                path = _history_written(effect.history_path, writing)
+                return (path, _safe_summarize(summarizer(), effect.job))
             raise TypeError(f"unknown effect {effect!r}")  # pragma: no cover
 
-        return _result(*drive(compression_round(inp), perform))
+        try:
+            response, update = drive(compression_round(inp), perform)
+        finally:
+            scope.wait()  # the request's write-behinds are done before anything reads them
+        return _result(response, _confirmed(update, scope))
 
     async def awrap_model_call(
         self,
@@ -327,25 +356,37 @@ class CompressionMiddleware(AgentMiddleware):
         handler: Callable[[ModelRequest], Awaitable[ModelResponse]],
     ) -> ModelResponse | ExtendedModelResponse:
         """Async path: the same round; history write and summary run concurrently (R10)."""
-        inp, summarizer, backend = self._round_input(request, await self._ameasure(request, handler))
+        inp, summarizer, backend, scope = self._round_input(request, await self._ameasure(request, handler))
 
         async def perform(effect: Any) -> Any:
             if isinstance(effect, CallModel):
-                return await handler(request.override(messages=_any_messages(effect.messages)))
+                return await handler(_with_messages(request, effect.messages))
             if isinstance(effect, RunL1):
                 return await asyncio.to_thread(run_l1, self.hooks.l1_trim, effect.effective, effect.ctx)
             if isinstance(effect, RunL2):
                 path, summary = await asyncio.gather(
                     _awrite_history(backend, effect.history_path, effect.history_content),
-                    _asafe_summarize(summarizer, effect.job),
+                    _asafe_summarize(summarizer(), effect.job),
                 )
                 return (path, summary)
             raise TypeError(f"unknown effect {effect!r}")  # pragma: no cover
 
-        return _result(*await adrive(compression_round(inp), perform))
+        try:
+            response, update = await adrive(compression_round(inp), perform)
+        finally:
+            await _settled(scope)
+        return _result(response, _confirmed(update, scope))
 
 
 # --- helpers ------------------------------------------------------------------------------------
+
+
+def _with_messages(request: ModelRequest, messages: list[BaseMessage]) -> ModelRequest:
+    """``request`` with ``messages`` as its view; the request itself when they are its own list
+    (below T with no summary yet: nothing changed)."""
+    if messages is request.messages:
+        return request
+    return request.override(messages=_any_messages(messages))
 
 
 def _any_messages(messages: list[BaseMessage]) -> list[AnyMessage]:
@@ -361,6 +402,33 @@ def _result(response: Any, update: RoundUpdate | None) -> ModelResponse | Extend
     if update is None:
         return cast(ModelResponse, response)
     return ExtendedModelResponse(model_response=response, command=Command(update=update))
+
+
+async def _settled(scope: FileScope) -> None:
+    """Await ``scope``'s write-behinds; a cancelled request still waits for them (shielded), so
+    that no write outlives the request that named its file."""
+    task = asyncio.ensure_future(scope.await_all())
+    try:
+        await asyncio.shield(task)
+    except asyncio.CancelledError:
+        await task
+        raise
+
+
+def _confirmed(update: RoundUpdate | None, scope: FileScope) -> RoundUpdate | None:
+    """``update`` without the trimmed messages (R12) whose offload file could not be written
+    behind: the state keeps their originals (nothing lost)."""
+    if not update or not update.get("messages"):
+        return update
+    kept = [m for m in update["messages"] if not scope.failed(offloaded_path_of(m) or "")]
+    if len(kept) == len(update["messages"]):
+        return update
+    out: RoundUpdate = {**update}
+    if kept:
+        out["messages"] = kept
+    else:
+        del out["messages"]
+    return out or None
 
 
 def _max_input_tokens(model: Any) -> int | None:
@@ -462,17 +530,30 @@ def _history_failed(path: str, exc: FileWriteError) -> None:
     warnings.warn(f"conversation history not saved ({exc}); summarizing anyway", RuntimeWarning, stacklevel=3)
 
 
-def _write_history(backend: Callable[[], Any], path: str, content: str) -> str | None:
+def _render_and_write(backend: Callable[[], Any], path: str, content: str | Callable[[], str]) -> str:
+    """Write the history file (R10), rendering its text first when given a function (issue 31).
+
+    Raises:
+        FileWriteError: the backend could not write it.
+    """
+    return write_text(backend(), path, content() if callable(content) else content)
+
+
+def _history_written(path: str, writing: Future[str]) -> str | None:
+    """The path of the history file ``writing`` wrote (waited for), ``None`` when it failed."""
     try:
-        return write_text(backend(), path, content)
+        return writing.result()
     except FileWriteError as exc:
         _history_failed(path, exc)
         return None
 
 
-async def _awrite_history(backend: Callable[[], Any], path: str, content: str) -> str | None:
+async def _awrite_history(
+    backend: Callable[[], Any], path: str, content: str | Callable[[], str]
+) -> str | None:
     try:
-        return await awrite_text(backend(), path, content)
+        text = await asyncio.to_thread(content) if callable(content) else content
+        return await awrite_text(backend(), path, text)
     except FileWriteError as exc:
         _history_failed(path, exc)
         return None

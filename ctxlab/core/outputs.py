@@ -1,13 +1,26 @@
 """The middleware's files in a thread's file scope: what exists, what to write, how to read it.
 
 A file that a request view names must exist in the file scope of that request's thread (R6,
-R17): a per-thread or state backend (DeepAgents' ``StateBackend`` keeps files in the thread's
-checkpointed state), a backend that lost the file, or a step that failed and whose state writes
-were discarded all mean that "written once by this process" proves nothing.  So nothing is
-remembered across requests: :class:`FileScope` checks each path the view names, once per request
-(one ``os.stat``, state lookup or ``download_files`` call per path, never a listing of the
-folder, which grows with every offload: issue 20), and writes what is missing.  Offload paths are
+R17).  A middleware instance keeps, per file scope, a record of the offload files it wrote there
+itself (:class:`ScopeRecord`, in the instance's :class:`OwnFiles`; issue 31): a path it wrote is
+trusted from that record and not checked again, as long as nothing else changed the scope's
+offload files since — a ``FilesystemBackend``'s offload folder is one ``os.stat`` per request
+(its change time and identity), a DeepAgents ``StateBackend`` the state's ``files`` holding the
+paths; after a change, each own path is checked once more before a view names it (a vanished
+file is written again).  With any other backend nothing is trusted (there is no cheap way to see
+a file vanish): every path named is checked, or written when the backend cannot tell.  A path the instance did not write itself is
+checked every time a view names it (one ``os.lstat``, state lookup or ``download_files`` call per
+path, never a listing of the folder, which grows with every offload: issue 20).  Offload paths are
 content-addressed, so writing a file again is harmless.
+
+New files go through the instance's write-behind queue (:mod:`ctxlab.core.writes`) when the scope
+is a folder or another backend that does I/O and its last write succeeded: the view names the path
+at once and the middleware waits for the request's writes before its model node returns.  The
+first write in a scope, every write after a failure and every ``StateBackend`` write (it must be
+sent from the model node itself) are made at once, so a write that fails falls back as it always
+did (the view keeps a preview that names no file).  A write-behind that fails is forgotten as
+written (the next request checks and writes the path again, or falls back) and its text is kept a
+while, so that ``read_saved_output`` can still answer for it.
 
 :func:`make_read_tool` is the tool a middleware contributes so that the model can read what it is
 told to read when the agent has no file tool of its own over the same backend (plain
@@ -17,8 +30,11 @@ told to read when the agent has no file tool of its own over the same backend (p
 from __future__ import annotations
 
 import logging
+import os
 import posixpath
-from collections.abc import Callable, Mapping
+import threading
+from collections.abc import Callable, Hashable, Mapping
+from concurrent.futures import Future
 from typing import Any
 
 from langchain.tools import ToolRuntime
@@ -28,12 +44,14 @@ from ctxlab.core.files import (
     CONVERSATION_HISTORY_DIR,
     LARGE_TOOL_RESULTS_DIR,
     FileProbe,
+    FileWriteError,
     file_checker,
-    tool_result_path,
-    writable_text,
+    loaded_class,
+    tool_result_path_and_size,
     write_text,
 )
-from ctxlab.core.identity import IdentityCache
+from ctxlab.core.identity import BoundedCache, IdentityCache
+from ctxlab.core.writes import PendingWrites, WriteQueue
 
 logger = logging.getLogger("ctxlab.core.outputs")
 
@@ -43,13 +61,25 @@ READ_TOOL_NAME = "read_saved_output"
 READ_LIMIT_LINES = 2000
 #: texts whose offload path and size are remembered (keyed by the text object itself)
 PATHS_CACHED = 4096
+#: own offload paths remembered per file scope (least recently named first out: a path no longer
+#: remembered is checked when a view names it again)
+OWN_PATHS_CACHED = 4096
+#: file scopes a middleware keeps a record of (a replay batch opens one per run folder)
+SCOPES_CACHED = 256
+#: texts of failed write-behinds kept per scope for ``read_saved_output``
+FAILED_KEPT = 32
 
 __all__ = [
+    "FAILED_KEPT",
+    "OWN_PATHS_CACHED",
     "PATHS_CACHED",
     "READ_LIMIT_LINES",
     "READ_TOOL_NAME",
+    "SCOPES_CACHED",
     "FileScope",
     "OffloadPaths",
+    "OwnFiles",
+    "ScopeRecord",
     "make_read_tool",
 ]
 
@@ -62,11 +92,120 @@ class OffloadPaths:
         self._cache: IdentityCache[str, tuple[str, int]] = IdentityCache(max_entries)
 
     def __call__(self, tool_name: str | None, text: str) -> tuple[str, int]:
-        return self._cache.get_or_put(
-            text,
-            lambda t: (tool_result_path(tool_name, t), len(writable_text(t).encode("utf-8"))),
-            tool_name,
-        )
+        return self._cache.get_or_put(text, lambda t: tool_result_path_and_size(tool_name, t), tool_name)
+
+
+#: the kinds of file scope: a folder on disk, a DeepAgents ``StateBackend``, any other backend
+_FOLDER, _STATE, _OTHER = "folder", "state", "other"
+
+
+class ScopeRecord:
+    """What one middleware instance wrote in one file scope, and what it knows of the scope.
+
+    Attributes:
+        written: own offload paths -> bytes (written, or queued to be), trusted while
+            :attr:`epoch` stays the same; bounded (:data:`OWN_PATHS_CACHED`).
+        suspect: own paths to check once more (the scope changed since they were written).
+        epoch: counts the changes of the scope that this instance did not make (or could not
+            tell from its own): trimmers trust what they decided in the same epoch.
+        generation: a folder scope's offload folder as ``os.stat`` saw it after this instance's
+            last write (inode, change and modification times); ``None``: not known.
+        healthy: the last write in this scope succeeded, so the next may go behind.
+        failed: path -> text of write-behinds that failed (the last :data:`FAILED_KEPT`).
+    """
+
+    def __init__(self, kind: str, folder: str | None = None) -> None:
+        self.kind = kind
+        self.folder = folder  # the host path of the offload folder (a folder scope)
+        self.written: BoundedCache[str, int] = BoundedCache(OWN_PATHS_CACHED)
+        self.suspect: set[str] = set()
+        self.epoch = 0
+        self.generation: Any = None
+        self.healthy = False
+        self.failed: BoundedCache[str, str] = BoundedCache(FAILED_KEPT)
+        self.lock = threading.Lock()
+
+    def folder_stat(self) -> Any:
+        """The offload folder's identity and times (a folder scope), ``None`` when missing."""
+        if self.folder is None:
+            return None
+        try:
+            info = os.stat(self.folder)
+        except OSError:
+            return None
+        return (info.st_ino, info.st_dev, info.st_mtime_ns, info.st_ctime_ns)
+
+    def changed(self) -> None:
+        """The scope changed behind this instance's back: a new epoch, every own path suspect."""
+        self.epoch += 1
+        self.suspect = set(self.written.keys())
+
+
+class OwnFiles:
+    """A middleware instance's :class:`ScopeRecord` per file scope, and its write-behind queue.
+
+    A scope is a folder on disk for a DeepAgents ``FilesystemBackend`` (its offload folder's host
+    path: two backend objects over one folder share it), and the backend object with the thread
+    id otherwise (a ``StateBackend`` keeps a thread's files in its state; another backend object
+    may scope its files by thread).  At most :data:`SCOPES_CACHED` scopes are remembered.
+    Thread-safe.
+    """
+
+    def __init__(self, max_scopes: int = SCOPES_CACHED) -> None:
+        self.queue = WriteQueue()
+        self._folders: BoundedCache[str, ScopeRecord] = BoundedCache(max_scopes)
+        self._others: IdentityCache[Any, ScopeRecord] = IdentityCache(max_scopes)
+        # backend object -> (kind, the host path of its offload folder): resolved once per backend
+        self._kinds: IdentityCache[Any, tuple[str, str | None]] = IdentityCache(max_scopes)
+        # a folder backend's file checker (it resolves each folder's host path once)
+        self._checkers: IdentityCache[Any, Callable[[str], FileProbe]] = IdentityCache(max_scopes)
+        self._lock = threading.Lock()
+
+    def checker(self, backend: Any, state_files: Mapping[str, Any] | None) -> Callable[[str], FileProbe]:
+        """:func:`ctxlab.core.files.file_checker` of ``backend``, kept per backend object when its
+        scope is a folder (the state's files and other backends: made per request)."""
+        if self._kinds.get_or_put(backend, _kind_of)[0] == _FOLDER:
+            return self._checkers.get_or_put(backend, lambda b: file_checker(b, state_files))
+        return file_checker(backend, state_files)
+
+    def record(self, backend: Any, thread_id: str | None) -> ScopeRecord:
+        """The record of ``backend``'s scope for ``thread_id`` (made on first use)."""
+        kind, folder = self._kinds.get_or_put(backend, _kind_of)
+        if kind != _FOLDER or folder is None:
+            return self._other(backend, thread_id, kind)
+        with self._lock:
+            found = self._folders.get(folder)
+            if found is None:
+                found = self._folders.put(folder, ScopeRecord(_FOLDER, folder))
+        return found
+
+    def _other(self, backend: Any, thread_id: str | None, kind: str) -> ScopeRecord:
+        with self._lock:
+            return self._others.get_or_put(backend, lambda _b: ScopeRecord(kind), thread_id)
+
+    def failed_text(self, path: str) -> str | None:
+        """The text of a failed write-behind of ``path`` in any scope, if still kept."""
+        with self._lock:
+            records = [*self._folders.values(), *self._others.values()]
+        for record in records:
+            text = record.failed.get(path)
+            if text is not None:
+                return text
+        return None
+
+
+def _kind_of(backend: Any) -> tuple[str, str | None]:
+    """(the kind of ``backend``'s file scope, the host path of its offload folder when a folder)."""
+    state_cls = loaded_class("deepagents.backends.state", "StateBackend")
+    if state_cls is not None and isinstance(backend, state_cls):
+        return _STATE, None
+    fs_cls = loaded_class("deepagents.backends.filesystem", "FilesystemBackend")
+    if fs_cls is not None and isinstance(backend, fs_cls):
+        try:
+            return _FOLDER, str(backend._resolve_path(LARGE_TOOL_RESULTS_DIR))
+        except (OSError, ValueError, RuntimeError):
+            return _OTHER, None
+    return _OTHER, None
 
 
 class FileScope:
@@ -77,38 +216,109 @@ class FileScope:
         paths: the offload path maker shared by the middleware.
         state_files: the ``files`` channel of the request's state (a DeepAgents ``StateBackend``
             keeps the thread's files there); ``None``: the state has none.
+        own: the middleware's :class:`OwnFiles` (its records and write-behind queue); ``None``:
+            nothing is trusted or written behind (every path named is checked, every write made
+            at once), as before issue 31.
+        thread_id: the request's thread (part of a scope that is not a folder).
 
-    Only the paths asked about are checked, each once per request
-    (:func:`ctxlab.core.files.file_checker`: O(1) in the files the backend holds, never a listing;
-    issue 20), and what this scope writes is known to exist.  When the backend cannot tell,
-    nothing is known to exist and every save writes (the path is content-addressed, so a second
-    write is harmless).  Nothing outlives the request (R6, R17: a file may vanish between two).
+    A path the instance wrote itself in this scope is trusted (see the module docstring); any other
+    path is checked once per request (:func:`ctxlab.core.files.file_checker`: O(1) in the files
+    the backend holds, never a listing; issue 20).  When the backend cannot tell, a path that is
+    not the instance's own is written (the path is content-addressed, a second write is harmless).
     """
 
     def __init__(
-        self, backend: Callable[[], Any], paths: OffloadPaths, state_files: Mapping[str, Any] | None = None
+        self,
+        backend: Callable[[], Any],
+        paths: OffloadPaths,
+        state_files: Mapping[str, Any] | None = None,
+        *,
+        own: OwnFiles | None = None,
+        thread_id: str | None = None,
     ) -> None:
         self._backend = backend
         self._paths = paths
         self._state_files = state_files
         self._seen: dict[str, FileProbe] = {}
         self._check: Callable[[str], FileProbe] | None = None
+        self._own = own
+        self._thread_id = thread_id
+        self._record: ScopeRecord | None = None
+        self._epoch: Hashable | None = None
+        #: the write-behinds of this request (waited for before the model node returns)
+        self.pending = PendingWrites()
 
     def _probe(self, path: str) -> FileProbe:
         found = self._seen.get(path)
         if found is None:
             if self._check is None:
-                self._check = file_checker(self._backend(), self._state_files)
+                backend = self._backend()
+                own = self._own
+                self._check = (
+                    own.checker(backend, self._state_files)
+                    if own is not None
+                    else file_checker(backend, self._state_files)
+                )
             found = self._seen[path] = self._check(path)
         return found
+
+    def _scope(self) -> ScopeRecord | None:
+        """This request's :class:`ScopeRecord`, its epoch brought up to date on first use."""
+        if self._own is None:
+            return None
+        record = self._record
+        if record is None:
+            record = self._record = self._own.record(self._backend(), self._thread_id)
+            with record.lock:
+                if record.kind == _FOLDER:
+                    now = record.folder_stat()
+                    if now != record.generation or now is None:
+                        record.changed()  # another writer, a deletion, a new folder
+                        record.generation = now
+                elif record.kind == _STATE:
+                    files = self._state_files if self._state_files is not None else {}
+                    if not all(map(files.__contains__, record.written.keys())):
+                        record.changed()  # a step whose writes were discarded, a rewind
+                # another backend: no cheap way to see a change, so nothing is trusted (epoch None)
+                self._epoch = (id(record), record.epoch) if record.kind != _OTHER else None
+        return record
+
+    def files_epoch(self) -> Hashable | None:
+        """For :attr:`ctxlab.core.l1.TrimContext.files_epoch`: equal from request to request while
+        the instance's own files in this scope are known unchanged; ``None``: nothing is known."""
+        self._scope()
+        return self._epoch
+
+    def _owned(self, path: str, size: int | None) -> bool:
+        record = self._scope()
+        if record is None or record.kind == _OTHER:
+            return False
+        with record.lock:
+            known = record.written.get(path)
+            if known is None or (size is not None and known != size):
+                return False
+            return path not in record.suspect
+
+    def owns(self, path: str) -> bool:
+        """For :attr:`ctxlab.core.l1.TrimContext.file_owned`: did this instance write ``path`` in
+        this scope, and is it trusted there (no change of the scope since)?"""
+        return self._owned(path, None)
 
     def exists(self, path: str, size: int | None = None) -> bool | None:
         """Does the virtual ``path`` exist (with ``size`` bytes, when both sizes are known)?
         ``None``: the backend cannot tell."""
+        if self._owned(path, size):
+            return True
         there, known = self._probe(path)
         if there is not True:
             return there
-        return size is None or known is None or known == size
+        if size is not None and known is not None and known != size:
+            return False
+        record = self._record
+        if record is not None and path in record.suspect:
+            with record.lock:  # an own file checked again after a change of the scope
+                record.suspect.discard(path)
+        return True
 
     def file_exists(self, path: str) -> bool:
         """For :attr:`ctxlab.core.l1.TrimContext.file_exists`: ``False`` only when the backend
@@ -117,15 +327,80 @@ class FileScope:
 
     def save_tool_result(self, tool_name: str | None, text: str) -> str:
         """Make sure ``text`` exists at its offload path in this scope; return the path (R6).
+        A new file goes behind (see the module docstring) or is written at once.
 
         Raises:
-            FileWriteError: the backend could not write it.
+            FileWriteError: the backend could not write it (a write made at once).
         """
         path, size = self._paths(tool_name, text)
-        if self.exists(path, size) is not True:
-            write_text(self._backend(), path, text, exist_ok=True)
-            self._seen[path] = (True, size)
+        if self.exists(path, size) is True:
+            return path
+        record = self._record if self._own is not None else None
+        if record is not None and record.healthy and record.kind != _STATE:
+            self._write_behind(record, path, size, text)
+            return path
+        before = record.folder_stat() if record is not None else None
+        write_text(self._backend(), path, text, exist_ok=True)
+        self._seen[path] = (True, size)
+        if record is not None:
+            _written(record, path, size, before)
         return path
+
+    def _write_behind(self, record: ScopeRecord, path: str, size: int, text: str) -> None:
+        assert self._own is not None
+        backend = self._backend()
+        with record.lock:
+            record.written.put(path, size)  # trusted at once: the node waits for the write
+            record.suspect.discard(path)
+
+        def write() -> None:
+            before = record.folder_stat()
+            write_text(backend, path, text, exist_ok=True)
+            _written(record, path, size, before)
+
+        def done(future: Future[None]) -> None:
+            error = future.exception()
+            if error is None:
+                return
+            detail = error.detail if isinstance(error, FileWriteError) else f"{type(error).__name__}: {error}"
+            logger.warning("offload file %s could not be written (write-behind): %s", path, detail)
+            with record.lock:
+                record.written.discard(path)
+                record.failed.put(path, text)
+                record.healthy = False
+                record.changed()  # the next request checks (and writes at once) what its view names
+
+        future = self._own.queue.submit(write)
+        future.add_done_callback(done)
+        self.pending.add(future)
+
+    def failed(self, path: str) -> bool:
+        """Whether a write-behind of ``path`` in this request's scope failed (call after
+        :meth:`wait`)."""
+        record = self._record
+        return record is not None and record.failed.get(path) is not None and record.written.get(path) is None
+
+    def wait(self) -> None:
+        """Block until this request's write-behinds are done."""
+        self.pending.wait()
+
+    async def await_all(self) -> None:
+        """:meth:`wait` on the event loop."""
+        await self.pending.await_all()
+
+
+def _written(record: ScopeRecord, path: str, size: int, before: Any) -> None:
+    """Record a successful write of ``path`` (``size`` bytes) in ``record``; ``before``: the
+    offload folder's stat before the write (a folder scope).  When nothing else changed the
+    folder since the record's last look, the folder's new stat is known; else it is unknown, and
+    the next request starts a new epoch."""
+    after = record.folder_stat() if record.kind == _FOLDER else None
+    with record.lock:
+        record.written.put(path, size)
+        record.suspect.discard(path)
+        record.healthy = True
+        if record.kind == _FOLDER:
+            record.generation = after if before == record.generation else None
 
 
 def _read_result_text(result: Any) -> str:
@@ -142,7 +417,9 @@ def _read_result_text(result: Any) -> str:
     return str(content) if content is not None else ""
 
 
-def make_read_tool(backend_for: Callable[[Any], Any]) -> Any:
+def make_read_tool(
+    backend_for: Callable[[Any], Any], recover: Callable[[str], str | None] | None = None
+) -> Any:
     """A LangChain tool ``read_saved_output(path, offset=0, limit=2000)`` that reads a file the
     middleware saved (R6, R10): an offloaded tool result under ``/outputs/large_tool_results/``
     or a conversation history under ``/outputs/conversation_history/``.
@@ -150,8 +427,21 @@ def make_read_tool(backend_for: Callable[[Any], Any]) -> Any:
     ``backend_for(runtime)`` gives the backend of the tool call's runtime (the same file scope as
     the model call that named the file).  ``offset`` and ``limit`` count lines.  Any other path
     is refused (the tool reads nothing else of the backend); an unknown file answers an error
-    text, never raises.
+    text, never raises.  ``recover(path)``: the text of a write-behind of ``path`` that failed
+    (:meth:`OwnFiles.failed_text`), written again before reading, or answered from memory when
+    that fails too (nothing the model was told to read is lost).
     """
+
+    def recovered(backend: Any, norm: str, offset: int, limit: int) -> str | None:
+        text = recover(norm) if recover is not None else None
+        if text is None:
+            return None
+        try:
+            write_text(backend, norm, text, exist_ok=True)
+            return None
+        except FileWriteError as exc:
+            logger.warning("%s could not be written again (%s): answered from memory", norm, exc.detail)
+            return "\n".join(text.splitlines()[max(0, offset) : max(0, offset) + max(1, limit)])
 
     def check(path: str) -> str | None:
         norm = "/" + path.strip().lstrip("/")
@@ -170,9 +460,11 @@ def make_read_tool(backend_for: Callable[[Any], Any]) -> Any:
         if norm is None:
             return f"Error: {path!r} is not a saved output (only /outputs/large_tool_results/ and /outputs/conversation_history/ files)"
         try:
-            return _read_result_text(
-                backend_for(runtime).read(norm, offset=max(0, offset), limit=max(1, limit))
-            )
+            backend = backend_for(runtime)
+            answer = recovered(backend, norm, offset, limit)
+            if answer is not None:
+                return answer
+            return _read_result_text(backend.read(norm, offset=max(0, offset), limit=max(1, limit)))
         except Exception as exc:  # a tool answers, it does not raise
             logger.warning("reading %s failed: %s", norm, exc)
             return f"Error: {norm} could not be read ({type(exc).__name__})"
@@ -186,7 +478,7 @@ def make_read_tool(backend_for: Callable[[Any], Any]) -> Any:
         backend = backend_for(runtime)
         reader = getattr(backend, "aread", None)
         try:
-            if reader is None:
+            if reader is None or (recover is not None and recover(norm) is not None):
                 return read_saved_output(norm, runtime, offset, limit)
             return _read_result_text(await reader(norm, offset=max(0, offset), limit=max(1, limit)))
         except Exception as exc:

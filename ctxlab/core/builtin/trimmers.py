@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import json
 import logging
+import operator
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +23,7 @@ from ctxlab.core.identity import IdentityCache
 from ctxlab.core.l1 import (
     OffloadRecord,
     TrimContext,
+    TrimPass,
     TrimProgress,
     TrimReport,
     TruncatedArg,
@@ -148,22 +150,28 @@ class ArgumentTruncation:
     def ctxlab_l1_trim(self, view: list[BaseMessage], ctx: TrimContext) -> TrimReport:
         report = TrimReport(trimmer=self.name)
         protect = ctx.protect_ids
-        # a view that extends the previous one: only its bounded calls and the new messages
-        start, again = (0, []) if protect else self._progress.resume(view)
+        # a view that extends the previous one: the copies of the old part are the previous
+        # pass's (a message's bounded copy depends on nothing else), only new messages are visited
+        done = None if protect else self._progress.resume_pass(view)
         source = list(view)
-        marked: list[int] = []
-        for i in (*again, *range(start, len(view))):
+        start, marked, records = 0, [], []
+        if done is not None:
+            start = len(done.source)
+            view[:start] = done.output[:start]
+            marked, records = list(done.marked), list(done.records)
+        for i in range(start, len(view)):
             m = source[i]
             if isinstance(m, AIMessage) and (not protect or protect_key(m) not in protect):
                 new, cut = self._memo.get_or_put(m, self._bound)
                 if cut:
-                    report.truncated_args.extend(cut)
+                    records.extend(cut)
                 if new is not m:
                     view[i] = new
                 if cut or new is not m:
                     marked.append(i)
+        report.truncated_args = records
         if not protect:
-            self._progress.remember(source, marked)
+            self._progress.remember_pass(TrimPass(source, list(view), marked, records, [], None, None))
         return report
 
     @hookimpl
@@ -313,37 +321,85 @@ class ToolResultOffload:
     def ctxlab_l1_trim(self, view: list[BaseMessage], ctx: TrimContext) -> TrimReport:
         report = TrimReport(trimmer=self.name)
         protect = ctx.protect_ids
-        # a view that extends the previous one: its offloads are checked again (their files
-        # must exist in this request's scope, R6/R17), its small results are not visited
         key = (ctx.token_limit, ctx.file_exists is None)
-        start, again = (0, []) if protect else self._progress.resume(view, key)
+        done = None if protect else self._progress.resume_pass(view, key)
         source = list(view)
+        n = len(view)
+        # (position, record) of every offload in the view, in position order
+        entries: list[tuple[int, OffloadRecord]] = []
         marked: list[int] = []
-        for i in (*again, *range(start, len(view))):
+        start = 0
+        trusted = done is not None and ctx.files_epoch is not None and done.epoch == ctx.files_epoch
+        if done is None:
+            visit: Iterable[int] = range(n)
+        elif trusted:
+            # issue 31: the files this middleware wrote are unchanged since the last pass: its
+            # copies of the old part stand; only the copies naming files it did not write (and
+            # failed writes) are checked again, with the new messages
+            start = len(done.source)
+            view[:start] = done.output[:start]
+            marked = list(done.marked)
+            again = set(done.foreign)
+            entries = [e for e in done.records if e[0] not in again] if again else list(done.records)
+            visit = (*done.foreign, *range(start, n))
+        else:
+            # a view that extends the previous one in another files epoch: its offloads are
+            # checked again (their files must exist in this request's scope, R6/R17), its small
+            # results are not visited
+            start = len(done.source)
+            visit = (*done.marked, *range(start, n))
+        recheck: list[int] = []
+        kept = len(entries)  # the entries taken over from the last pass (trusted)
+        for i in visit:
             m = source[i]
             if not is_tool_result(m) or (protect and protect_key(m) in protect):
                 continue
-            saved = offloaded_path_of(m)
-            if saved is not None:
-                # R6: offloaded by ctxlab already (the overflow trim wrote the copy to the state)
-                marked.append(i)
-                if ctx.file_exists is not None and not ctx.file_exists(saved):
-                    view[i] = _path_gone(m, saved)  # never point the model at a missing file
-                continue
-            memo = self._memo.get(m, ctx.token_limit)
-            if memo is not None and _saved_again(memo, ctx):
-                marked.append(i)
-                view[i] = memo.copy
-                report.offloaded.append(memo.entry)
-                continue
-            new = self._offload(m, ctx, report)
-            if new is not None:
-                view[i] = new
-            if new is not None or ctx.estimate(m) > ctx.token_limit:
+            named = self._visit(i, m, view, ctx, report, entries)
+            if (i >= start or not trusted) and (named is not False or ctx.estimate(m) > ctx.token_limit):
                 marked.append(i)  # offloaded, or left whole although large: decided again
+            if named is None or (isinstance(named, str) and not _owned(ctx, named)):
+                recheck.append(i)  # a failed write, or a file this middleware did not write
+        if trusted and kept and len(entries) > kept and done is not None and done.foreign:
+            entries.sort(key=lambda e: e[0])  # the checked-again copies back in position order
+        report.offloaded = list(map(_RECORD, entries))
         if not protect:
-            self._progress.remember(source, marked, key)
+            self._progress.remember_pass(
+                TrimPass(source, list(view), marked, entries, recheck, key, ctx.files_epoch)
+            )
         return report
+
+    def _visit(
+        self,
+        i: int,
+        m: BaseMessage,
+        view: list[BaseMessage],
+        ctx: TrimContext,
+        report: TrimReport,
+        entries: list[tuple[int, OffloadRecord]],
+    ) -> str | bool | None:
+        """Decide ``view[i]`` for the tool result ``m`` (its offload record goes to ``entries``):
+        returns the path its copy names, ``True`` when ctxlab offloaded it already and it names no
+        file now, ``None`` when its write failed (tried again next time), ``False`` when it stays
+        as it is."""
+        saved = offloaded_path_of(m)
+        if saved is not None:
+            # R6: offloaded by ctxlab already (the overflow trim wrote the copy to the state)
+            if ctx.file_exists is not None and not ctx.file_exists(saved):
+                view[i] = _path_gone(m, saved)  # never point the model at a missing file
+                return True
+            return saved
+        memo = self._memo.get(m, ctx.token_limit)
+        if memo is not None and _saved_again(memo, ctx):
+            view[i] = memo.copy
+            entries.append((i, memo.entry))
+            return memo.entry["path"]
+        before = len(report.offloaded)
+        new = self._offload(m, ctx, report)
+        if new is None:
+            return False
+        view[i] = new
+        entries.extend((i, entry) for entry in report.offloaded[before:])
+        return report.offloaded[-1]["path"] if len(report.offloaded) > before else None
 
     @hookimpl
     def ctxlab_forget(self, messages: list[BaseMessage], settings: CompressionSettings) -> None:
@@ -393,7 +449,7 @@ class ToolResultOffload:
             path = None
         kwargs = {**m.additional_kwargs, **offload_kwargs(path, len(text))} if path else m.additional_kwargs
         headers = _headers(text, before, path)
-        candidates = [headers[-1]] if floor else _replacements(text, budget, headers)
+        candidates = [headers[-1]] if floor else _replacements(text, budget, headers, before - framing)
         after = before
         for preview in candidates:
             new = m.model_copy(update={"content": _with_images(preview, images), "additional_kwargs": kwargs})
@@ -417,6 +473,10 @@ class ToolResultOffload:
         return new
 
 
+#: the record of a ``(position, record)`` entry
+_RECORD = operator.itemgetter(1)
+
+
 def _with_images(text: str, images: list[Any]) -> str | list[Any]:
     """The content of a replacement: ``text``, beside the image blocks kept in the view."""
     return [{"type": "text", "text": text}, *images] if images else text
@@ -438,16 +498,24 @@ def _headers(text: str, before: int, path: str | None) -> list[str]:
     ]
 
 
-def _replacements(text: str, budget: int, headers: list[str]) -> Iterator[str]:
+def _replacements(
+    text: str, budget: int, headers: list[str], text_tokens: int | None = None
+) -> Iterator[str]:
     """Replacement texts within ``budget`` tokens, best first: each header (longest first) with
-    a preview of at least :data:`MIN_PREVIEW_TOKENS`, then each header alone."""
+    a preview of at least :data:`MIN_PREVIEW_TOKENS`, then each header alone (``text_tokens``:
+    about what the whole text is estimated at, :func:`ctxlab.core.l1.fit_preview`'s first try)."""
     sizes = [estimate_text_tokens(h) for h in headers]
     for header, size in zip(headers, sizes, strict=True):
         if size + 8 + MIN_PREVIEW_TOKENS <= budget:  # fit_preview keeps 8 tokens of slack
-            yield fit_preview(text, budget, header)
+            yield fit_preview(text, budget, header, text_tokens if text_tokens and text_tokens > 0 else None)
     for header, size in zip(headers, sizes, strict=True):
         if size <= budget:
             yield header
+
+
+def _owned(ctx: TrimContext, path: str) -> bool:
+    """Whether this middleware wrote ``path`` itself and trusts it (:attr:`TrimContext.file_owned`)."""
+    return ctx.file_owned is not None and ctx.file_owned(path)
 
 
 def _saved_again(memo: _Offloaded, ctx: TrimContext) -> bool:
