@@ -25,11 +25,10 @@ and answers nothing (``measure_final_request``), and the estimate counts those.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
-import warnings
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from concurrent.futures import Future
 from typing import Annotated, Any, NotRequired, cast
 
 from langchain.agents.middleware.types import (
@@ -57,11 +56,11 @@ from ctxlab.core.compression import (
 from ctxlab.core.drive import adrive, drive
 from ctxlab.core.estimation import EstimateCache
 from ctxlab.core.events import CompressionEvent
-from ctxlab.core.files import FileWriteError, awrite_text, default_backend, write_text
+from ctxlab.core.file_effects import awrite_history, confirmed, settled, write_history
+from ctxlab.core.files import default_backend
 from ctxlab.core.hooks import CompressionHooks
 from ctxlab.core.identity import IdentityCache
 from ctxlab.core.l1 import run_l1
-from ctxlab.core.marks import offloaded_path_of
 from ctxlab.core.messages import ScanMemory
 from ctxlab.core.outputs import FileScope, OffloadPaths, OwnFiles, make_read_tool
 from ctxlab.core.plugins import make_plugin_manager
@@ -229,25 +228,19 @@ class CompressionMiddleware(AgentMiddleware):
         files = state.get("files")  # a StateBackend's files: the thread's checkpointed state
         thread_id = _thread_id()
         # this request's file scope, with what this instance wrote there before (issue 31)
-        scope = FileScope(
-            backend,
-            self._offload_paths,
-            files if isinstance(files, Mapping) else None,
-            own=self._own_files,
-            thread_id=thread_id,
-        )
-        summarizer_holder: list[tuple[Any, Any]] = []
+        scope_files = files if isinstance(files, Mapping) else None
+        scope = FileScope(backend, self._offload_paths, scope_files, own=self._own_files, thread_id=thread_id)
+        chosen = functools.cache(
+            lambda: self._summarizer_for(request)
+        )  # (summarizer, model) when L2 needs it
 
-        def summarizer() -> Any:  # made when L2 needs it (never below T)
-            if not summarizer_holder:
-                summarizer_holder.append(self._summarizer_for(request))
-            return summarizer_holder[0][0]
+        def summarizer() -> Any:
+            return chosen()[0]
 
         settings = self.settings
 
         def limits() -> ModelLimits:  # read only when the round needs it (never below T)
-            summarizer()
-            model = summarizer_holder[0][1]
+            model = chosen()[1]
             capacity = _max_input_tokens(request.model)
             # the main model's window sizes the summarizer only when it is the main model (R10)
             fallback = capacity if model is request.model else None
@@ -335,12 +328,10 @@ class CompressionMiddleware(AgentMiddleware):
                 return handler(_with_messages(request, effect.messages))
             if isinstance(effect, RunL1):
                 return run_l1(self.hooks.l1_trim, effect.effective, effect.ctx)
-            if isinstance(effect, RunL2):
-                # rendered and written off this thread, finished before summarizing (R10)
-                writing = self._own_files.queue.submit(
-                    lambda: _render_and_write(backend, effect.history_path, effect.history_content)
+            if isinstance(effect, RunL2):  # the history is written before summarizing (R10)
+                path = write_history(
+                    self._own_files.queue, backend, effect.history_path, effect.history_content
                 )
-                path = _history_written(effect.history_path, writing)
                 return (path, _safe_summarize(summarizer(), effect.job))
             raise TypeError(f"unknown effect {effect!r}")  # pragma: no cover
 
@@ -348,7 +339,7 @@ class CompressionMiddleware(AgentMiddleware):
             response, update = drive(compression_round(inp), perform)
         finally:
             scope.wait()  # the request's write-behinds are done before anything reads them
-        return _result(response, _confirmed(update, scope))
+        return _result(response, confirmed(update, scope))
 
     async def awrap_model_call(
         self,
@@ -365,7 +356,7 @@ class CompressionMiddleware(AgentMiddleware):
                 return await asyncio.to_thread(run_l1, self.hooks.l1_trim, effect.effective, effect.ctx)
             if isinstance(effect, RunL2):
                 path, summary = await asyncio.gather(
-                    _awrite_history(backend, effect.history_path, effect.history_content),
+                    awrite_history(backend, effect.history_path, effect.history_content),
                     _asafe_summarize(summarizer(), effect.job),
                 )
                 return (path, summary)
@@ -374,25 +365,21 @@ class CompressionMiddleware(AgentMiddleware):
         try:
             response, update = await adrive(compression_round(inp), perform)
         finally:
-            await _settled(scope)
-        return _result(response, _confirmed(update, scope))
+            await settled(scope)
+        return _result(response, confirmed(update, scope))
 
 
 # --- helpers ------------------------------------------------------------------------------------
 
 
 def _with_messages(request: ModelRequest, messages: list[BaseMessage]) -> ModelRequest:
-    """``request`` with ``messages`` as its view; the request itself when they are its own list
-    (below T with no summary yet: nothing changed)."""
-    if messages is request.messages:
-        return request
-    return request.override(messages=_any_messages(messages))
-
-
-def _any_messages(messages: list[BaseMessage]) -> list[AnyMessage]:
-    """The view as ``ModelRequest.messages`` types it (the same list: every message of a view is a
-    LangChain message class of ``AnyMessage``)."""
-    return cast(list[AnyMessage], messages)
+    """``request`` with ``messages`` as its view (every message of a view is a LangChain message
+    class of ``AnyMessage``); the request itself when they are its own list (nothing changed)."""
+    return (
+        request
+        if messages is request.messages
+        else request.override(messages=cast(list[AnyMessage], messages))
+    )
 
 
 def _result(response: Any, update: RoundUpdate | None) -> ModelResponse | ExtendedModelResponse:
@@ -402,33 +389,6 @@ def _result(response: Any, update: RoundUpdate | None) -> ModelResponse | Extend
     if update is None:
         return cast(ModelResponse, response)
     return ExtendedModelResponse(model_response=response, command=Command(update=update))
-
-
-async def _settled(scope: FileScope) -> None:
-    """Await ``scope``'s write-behinds; a cancelled request still waits for them (shielded), so
-    that no write outlives the request that named its file."""
-    task = asyncio.ensure_future(scope.await_all())
-    try:
-        await asyncio.shield(task)
-    except asyncio.CancelledError:
-        await task
-        raise
-
-
-def _confirmed(update: RoundUpdate | None, scope: FileScope) -> RoundUpdate | None:
-    """``update`` without the trimmed messages (R12) whose offload file could not be written
-    behind: the state keeps their originals (nothing lost)."""
-    if not update or not update.get("messages"):
-        return update
-    kept = [m for m in update["messages"] if not scope.failed(offloaded_path_of(m) or "")]
-    if len(kept) == len(update["messages"]):
-        return update
-    out: RoundUpdate = {**update}
-    if kept:
-        out["messages"] = kept
-    else:
-        del out["messages"]
-    return out or None
 
 
 def _max_input_tokens(model: Any) -> int | None:
@@ -518,44 +478,6 @@ def _thread_id() -> str | None:
         value = get_config().get("configurable", {}).get("thread_id")
         return str(value) if value is not None else None
     except Exception:
-        return None
-
-
-def _history_failed(path: str, exc: FileWriteError) -> None:
-    logger.error("conversation history could not be saved to %s: %s", path, exc.detail)
-    logger.warning(
-        "L2 continues without a history file: the summarized messages are recoverable "
-        "only from the checkpoint (file_path=None)"
-    )
-    warnings.warn(f"conversation history not saved ({exc}); summarizing anyway", RuntimeWarning, stacklevel=3)
-
-
-def _render_and_write(backend: Callable[[], Any], path: str, content: str | Callable[[], str]) -> str:
-    """Write the history file (R10), rendering its text first when given a function (issue 31).
-
-    Raises:
-        FileWriteError: the backend could not write it.
-    """
-    return write_text(backend(), path, content() if callable(content) else content)
-
-
-def _history_written(path: str, writing: Future[str]) -> str | None:
-    """The path of the history file ``writing`` wrote (waited for), ``None`` when it failed."""
-    try:
-        return writing.result()
-    except FileWriteError as exc:
-        _history_failed(path, exc)
-        return None
-
-
-async def _awrite_history(
-    backend: Callable[[], Any], path: str, content: str | Callable[[], str]
-) -> str | None:
-    try:
-        text = await asyncio.to_thread(content) if callable(content) else content
-        return await awrite_text(backend(), path, text)
-    except FileWriteError as exc:
-        _history_failed(path, exc)
         return None
 
 

@@ -10,14 +10,21 @@ import json
 import logging
 import operator
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage
 
+from ctxlab.core.builtin.offload_text import (
+    PATH_SHAPE,
+    headers,
+    path_gone,
+    replacements,
+    with_images,
+)
 from ctxlab.core.estimation import estimate_text_tokens
-from ctxlab.core.files import LARGE_TOOL_RESULTS_DIR, FileWriteError, safe_stem
+from ctxlab.core.files import FileWriteError, safe_stem
 from ctxlab.core.hookspecs import hookimpl
 from ctxlab.core.identity import IdentityCache
 from ctxlab.core.l1 import (
@@ -27,7 +34,6 @@ from ctxlab.core.l1 import (
     TrimProgress,
     TrimReport,
     TruncatedArg,
-    fit_preview,
     protect_key,
 )
 from ctxlab.core.marks import (
@@ -65,12 +71,6 @@ RAW_ARGUMENTS = "<arguments>"
 #: offloaded (and argument-truncated) copies remembered per trimmer (a long run reuses them on
 #: every call)
 OFFLOADS_CACHED = 100_000
-#: what the offload file name looks like, for the size of a header before the file exists
-_PATH_SHAPE = f"{LARGE_TOOL_RESULTS_DIR}/{{stem}}-{'0a1b2c3d4e5f6789' * 4}.txt"
-#: replaces the path of an offloaded copy whose file is gone from the thread's file scope
-FILE_GONE = "(a file that is no longer available)"
-#: a preview shorter than this (tokens) is not worth a header: a shorter header is tried first
-MIN_PREVIEW_TOKENS = 8
 
 
 def text_only(content: list[Any]) -> str:
@@ -385,7 +385,7 @@ class ToolResultOffload:
         if saved is not None:
             # R6: offloaded by ctxlab already (the overflow trim wrote the copy to the state)
             if ctx.file_exists is not None and not ctx.file_exists(saved):
-                view[i] = _path_gone(m, saved)  # never point the model at a missing file
+                view[i] = path_gone(m, saved)  # never point the model at a missing file
                 return True
             return saved
         memo = self._memo.get(m, ctx.token_limit)
@@ -430,13 +430,13 @@ class ToolResultOffload:
         allowance = ctx.token_limit
         if images:
             allowance += ctx.estimate(m.model_copy(update={"content": images})) - framing
-        shape = _PATH_SHAPE.format(stem=safe_stem(tool))
+        shape = PATH_SHAPE.format(stem=safe_stem(tool))
         # the path floor: a limit that cannot hold the shortest header with its path; then the
         # replacement is that header alone, over the limit but smaller than the original
-        floor = budget <= 0 or estimate_text_tokens(_headers(text, before, shape)[-1]) > budget
+        floor = budget <= 0 or estimate_text_tokens(headers(text, before, shape)[-1]) > budget
         if floor:
-            shortest = _headers(text, before, shape)[-1]
-            if ctx.estimate(m.model_copy(update={"content": _with_images(shortest, images)})) >= before:
+            shortest = headers(text, before, shape)[-1]
+            if ctx.estimate(m.model_copy(update={"content": with_images(shortest, images)})) >= before:
                 return None  # even the path alone would not shrink it: the message stays as it is
             if ctx.token_limit == ctx.settings.summary_tool_result_token_limit:
                 self._warn_floor(ctx.token_limit, shortest)  # the setting, not a tail-trim step
@@ -448,11 +448,11 @@ class ToolResultOffload:
             report.errors.append(str(exc))
             path = None
         kwargs = {**m.additional_kwargs, **offload_kwargs(path, len(text))} if path else m.additional_kwargs
-        headers = _headers(text, before, path)
-        candidates = [headers[-1]] if floor else _replacements(text, budget, headers, before - framing)
+        heads = headers(text, before, path)
+        candidates = [heads[-1]] if floor else replacements(text, budget, heads, before - framing)
         after = before
         for preview in candidates:
-            new = m.model_copy(update={"content": _with_images(preview, images), "additional_kwargs": kwargs})
+            new = m.model_copy(update={"content": with_images(preview, images), "additional_kwargs": kwargs})
             after = ctx.estimate(new)
             if after < before and (floor or after <= allowance):
                 break
@@ -477,42 +477,6 @@ class ToolResultOffload:
 _RECORD = operator.itemgetter(1)
 
 
-def _with_images(text: str, images: list[Any]) -> str | list[Any]:
-    """The content of a replacement: ``text``, beside the image blocks kept in the view."""
-    return [{"type": "text", "text": text}, *images] if images else text
-
-
-def _headers(text: str, before: int, path: str | None) -> list[str]:
-    """The headers an offloaded copy may open with, longest first; ``path`` ``None``: the file
-    could not be saved."""
-    if path is None:
-        return [
-            f"{OFFLOAD_MARKER} {len(text)} characters (~{before} tokens); the full output could not "
-            "be saved, only this preview is shown:",
-            f"{OFFLOAD_MARKER} not saved; preview:",
-        ]
-    return [
-        f"{OFFLOAD_MARKER} {len(text)} characters (~{before} tokens). "
-        f"Full output saved at {path} \nRead that file for the complete result. Preview:",
-        f"{OFFLOAD_MARKER} Full output saved at {path}",
-    ]
-
-
-def _replacements(
-    text: str, budget: int, headers: list[str], text_tokens: int | None = None
-) -> Iterator[str]:
-    """Replacement texts within ``budget`` tokens, best first: each header (longest first) with
-    a preview of at least :data:`MIN_PREVIEW_TOKENS`, then each header alone (``text_tokens``:
-    about what the whole text is estimated at, :func:`ctxlab.core.l1.fit_preview`'s first try)."""
-    sizes = [estimate_text_tokens(h) for h in headers]
-    for header, size in zip(headers, sizes, strict=True):
-        if size + 8 + MIN_PREVIEW_TOKENS <= budget:  # fit_preview keeps 8 tokens of slack
-            yield fit_preview(text, budget, header, text_tokens if text_tokens and text_tokens > 0 else None)
-    for header, size in zip(headers, sizes, strict=True):
-        if size <= budget:
-            yield header
-
-
 def _owned(ctx: TrimContext, path: str) -> bool:
     """Whether this middleware wrote ``path`` itself and trusts it (:attr:`TrimContext.file_owned`)."""
     return ctx.file_owned is not None and ctx.file_owned(path)
@@ -524,18 +488,3 @@ def _saved_again(memo: _Offloaded, ctx: TrimContext) -> bool:
         return ctx.save_tool_result(memo.entry["tool"] or "observation", memo.text) == memo.entry["path"]
     except FileWriteError:
         return False
-
-
-def _path_gone(m: BaseMessage, path: str) -> BaseMessage:
-    """``m`` with ``path`` replaced by :data:`FILE_GONE` in its text."""
-    content = m.content
-    if isinstance(content, str):
-        new: str | list[Any] = content.replace(path, FILE_GONE)
-    else:
-        new = [
-            {**b, "text": b["text"].replace(path, FILE_GONE)}
-            if isinstance(b, dict) and isinstance(b.get("text"), str)
-            else b
-            for b in content
-        ]
-    return m.model_copy(update={"content": new})
