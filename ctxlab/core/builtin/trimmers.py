@@ -71,6 +71,8 @@ RAW_ARGUMENTS = "<arguments>"
 #: offloaded (and argument-truncated) copies remembered per trimmer (a long run reuses them on
 #: every call)
 OFFLOADS_CACHED = 100_000
+#: message framings remembered per trimmer: (estimator, message class, tool name)
+FRAMINGS_CACHED = 256
 
 
 def text_only(content: list[Any]) -> str:
@@ -303,6 +305,9 @@ class ToolResultOffload:
         self._progress = TrimProgress()
         self._floor_warned: set[int] = set()
         self._floor_lock = threading.Lock()
+        # estimator -> (message class, tool name) -> what a message of that kind costs around
+        # its text (an empty copy estimated once, not one per offload: issue 31)
+        self._framing: IdentityCache[object, int] = IdentityCache(FRAMINGS_CACHED)
 
     def _warn_floor(self, limit: int, header: str) -> None:
         """Warn once per limit that ``limit`` cannot hold an offload path (the path floor)."""
@@ -425,7 +430,11 @@ class ToolResultOffload:
             else []
         )
         tool = getattr(m, "name", None) or "observation"
-        framing = ctx.estimate(m.model_copy(update={"content": ""}))
+        framing = self._framing.get_or_put(
+            getattr(ctx.estimate, "__self__", ctx.estimate),
+            lambda _e: ctx.estimate(m.model_copy(update={"content": ""})),
+            (type(m), getattr(m, "name", None)),
+        )
         budget = ctx.token_limit - framing  # tokens the text of the replacement may use
         allowance = ctx.token_limit
         if images:
