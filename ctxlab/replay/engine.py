@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import tempfile
 from collections.abc import Iterable, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack
@@ -34,8 +35,8 @@ from ctxlab.replay.building import (
     strategy_records,
     summarizer_name,
 )
-from ctxlab.replay.hook_failures import hook_failures
-from ctxlab.replay.metrics import IdentifierIndex, make_measure, run_measure
+from ctxlab.replay.hook_failures import hook_failures, recording_level
+from ctxlab.replay.metrics import IdentifierIndex, counts_as_measure, make_measure, run_measure
 from ctxlab.replay.names import did_you_mean, safe_name, transcript_labels
 from ctxlab.replay.provenance import provenance
 from ctxlab.replay.result import ReplayIssue, ReplayResult
@@ -222,6 +223,8 @@ class _Batch:
             summarizer=self.summarizer,
             price=self.price,
         )
+        if isinstance(mw, CompressionMiddleware) and counts_as_measure(mw, self.measure):
+            mw.estimates.share_with(self.meter)  # one estimate per message for the batch (issue 31)
         if not isinstance(mw, CompressionMiddleware) or not isinstance(strategy, str):
             return name, mw, None
         if not registered_strategies(self.pm)[strategy].per_run:
@@ -396,6 +399,8 @@ def replay_many(
     progress = options.get("progress", True)
     jobs = [(t, lab, s) for t, lab in zip(transcripts, labels, strict=True) for s in strategies]
     outer = _progress(len(jobs), "replay", progress)
+    levels = ExitStack()
+    levels.enter_context(recording_level())  # one level change for the batch, not two per run
     try:
         for t, lab, s in jobs:
             sname = s if isinstance(s, str) else s.name
@@ -421,6 +426,7 @@ def replay_many(
                     break
     finally:
         outer.close()
+        levels.close()
     return batch.cache_stats(result)
 
 

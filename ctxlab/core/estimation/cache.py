@@ -136,6 +136,12 @@ class EstimateCache:
         self.hits = 0
         self.misses = 0
 
+    def share_with(self, other: EstimateCache) -> None:
+        """Estimate what this cache misses through ``other``, a cache in front of the very same
+        estimator (the same counts): the strategies of a replay batch that share one estimator
+        estimate each message once between them (issue 31).  The caller vouches for the sameness."""
+        self._message_fn = other.message_tokens
+
     def message_tokens(self, message: BaseMessage) -> int:
         """Tokens of one message (cached).
 
