@@ -326,8 +326,8 @@ class CompressionMiddleware(AgentMiddleware):
         def perform(effect: Any) -> Any:
             if isinstance(effect, CallModel):
                 return handler(_with_messages(request, effect.messages))
-            if isinstance(effect, RunL1):
-                return run_l1(self.hooks.l1_trim, effect.effective, effect.ctx)
+            if isinstance(effect, RunL1):  # the pass's new files go behind while the round goes on
+                return scope.after_l1(run_l1(self.hooks.l1_trim, effect.effective, effect.ctx))
             if isinstance(effect, RunL2):  # the history is written before summarizing (R10)
                 path = write_history(
                     self._own_files.queue, backend, effect.history_path, effect.history_content
@@ -353,7 +353,9 @@ class CompressionMiddleware(AgentMiddleware):
             if isinstance(effect, CallModel):
                 return await handler(_with_messages(request, effect.messages))
             if isinstance(effect, RunL1):
-                return await asyncio.to_thread(run_l1, self.hooks.l1_trim, effect.effective, effect.ctx)
+                return scope.after_l1(
+                    await asyncio.to_thread(run_l1, self.hooks.l1_trim, effect.effective, effect.ctx)
+                )
             if isinstance(effect, RunL2):
                 path, summary = await asyncio.gather(
                     awrite_history(backend, effect.history_path, effect.history_content),

@@ -30,12 +30,9 @@ told to read when the agent has no file tool of its own over the same backend (p
 from __future__ import annotations
 
 import logging
-import os
 import posixpath
-import threading
 from collections.abc import Callable, Hashable, Mapping
-from concurrent.futures import Future
-from typing import Any
+from typing import Any, TypeVar
 
 from langchain.tools import ToolRuntime
 from langchain_core.tools import StructuredTool
@@ -46,14 +43,16 @@ from ctxlab.core.files import (
     FileProbe,
     FileWriteError,
     file_checker,
-    loaded_class,
     tool_result_path_and_size,
     write_text,
 )
-from ctxlab.core.identity import BoundedCache, IdentityCache
-from ctxlab.core.writes import PendingWrites, WriteQueue
+from ctxlab.core.identity import IdentityCache
+from ctxlab.core.own_files import FOLDER, OTHER, STATE, OwnFiles, ScopeRecord, record_failed, record_written
+from ctxlab.core.writes import PendingWrites
 
 logger = logging.getLogger("ctxlab.core.outputs")
+
+T = TypeVar("T")
 
 #: the name of the read tool a middleware contributes (:func:`make_read_tool`)
 READ_TOOL_NAME = "read_saved_output"
@@ -61,25 +60,14 @@ READ_TOOL_NAME = "read_saved_output"
 READ_LIMIT_LINES = 2000
 #: texts whose offload path and size are remembered (keyed by the text object itself)
 PATHS_CACHED = 4096
-#: own offload paths remembered per file scope (least recently named first out: a path no longer
-#: remembered is checked when a view names it again)
-OWN_PATHS_CACHED = 4096
-#: file scopes a middleware keeps a record of (a replay batch opens one per run folder)
-SCOPES_CACHED = 256
-#: texts of failed write-behinds kept per scope for ``read_saved_output``
-FAILED_KEPT = 32
 
 __all__ = [
-    "FAILED_KEPT",
-    "OWN_PATHS_CACHED",
     "PATHS_CACHED",
     "READ_LIMIT_LINES",
     "READ_TOOL_NAME",
-    "SCOPES_CACHED",
     "FileScope",
     "OffloadPaths",
     "OwnFiles",
-    "ScopeRecord",
     "make_read_tool",
 ]
 
@@ -93,119 +81,6 @@ class OffloadPaths:
 
     def __call__(self, tool_name: str | None, text: str) -> tuple[str, int]:
         return self._cache.get_or_put(text, lambda t: tool_result_path_and_size(tool_name, t), tool_name)
-
-
-#: the kinds of file scope: a folder on disk, a DeepAgents ``StateBackend``, any other backend
-_FOLDER, _STATE, _OTHER = "folder", "state", "other"
-
-
-class ScopeRecord:
-    """What one middleware instance wrote in one file scope, and what it knows of the scope.
-
-    Attributes:
-        written: own offload paths -> bytes (written, or queued to be), trusted while
-            :attr:`epoch` stays the same; bounded (:data:`OWN_PATHS_CACHED`).
-        suspect: own paths to check once more (the scope changed since they were written).
-        epoch: counts the changes of the scope that this instance did not make (or could not
-            tell from its own): trimmers trust what they decided in the same epoch.
-        generation: a folder scope's offload folder as ``os.stat`` saw it after this instance's
-            last write (inode, change and modification times); ``None``: not known.
-        healthy: the last write in this scope succeeded, so the next may go behind.
-        failed: path -> text of write-behinds that failed (the last :data:`FAILED_KEPT`).
-    """
-
-    def __init__(self, kind: str, folder: str | None = None) -> None:
-        self.kind = kind
-        self.folder = folder  # the host path of the offload folder (a folder scope)
-        self.written: BoundedCache[str, int] = BoundedCache(OWN_PATHS_CACHED)
-        self.suspect: set[str] = set()
-        self.epoch = 0
-        self.generation: Any = None
-        self.healthy = False
-        self.failed: BoundedCache[str, str] = BoundedCache(FAILED_KEPT)
-        self.lock = threading.Lock()
-
-    def folder_stat(self) -> Any:
-        """The offload folder's identity and times (a folder scope), ``None`` when missing."""
-        if self.folder is None:
-            return None
-        try:
-            info = os.stat(self.folder)
-        except OSError:
-            return None
-        return (info.st_ino, info.st_dev, info.st_mtime_ns, info.st_ctime_ns)
-
-    def changed(self) -> None:
-        """The scope changed behind this instance's back: a new epoch, every own path suspect."""
-        self.epoch += 1
-        self.suspect = set(self.written.keys())
-
-
-class OwnFiles:
-    """A middleware instance's :class:`ScopeRecord` per file scope, and its write-behind queue.
-
-    A scope is a folder on disk for a DeepAgents ``FilesystemBackend`` (its offload folder's host
-    path: two backend objects over one folder share it), and the backend object with the thread
-    id otherwise (a ``StateBackend`` keeps a thread's files in its state; another backend object
-    may scope its files by thread).  At most :data:`SCOPES_CACHED` scopes are remembered.
-    Thread-safe.
-    """
-
-    def __init__(self, max_scopes: int = SCOPES_CACHED) -> None:
-        self.queue = WriteQueue()
-        self._folders: BoundedCache[str, ScopeRecord] = BoundedCache(max_scopes)
-        self._others: IdentityCache[Any, ScopeRecord] = IdentityCache(max_scopes)
-        # backend object -> (kind, the host path of its offload folder): resolved once per backend
-        self._kinds: IdentityCache[Any, tuple[str, str | None]] = IdentityCache(max_scopes)
-        # a folder backend's file checker (it resolves each folder's host path once)
-        self._checkers: IdentityCache[Any, Callable[[str], FileProbe]] = IdentityCache(max_scopes)
-        self._lock = threading.Lock()
-
-    def checker(self, backend: Any, state_files: Mapping[str, Any] | None) -> Callable[[str], FileProbe]:
-        """:func:`ctxlab.core.files.file_checker` of ``backend``, kept per backend object when its
-        scope is a folder (the state's files and other backends: made per request)."""
-        if self._kinds.get_or_put(backend, _kind_of)[0] == _FOLDER:
-            return self._checkers.get_or_put(backend, lambda b: file_checker(b, state_files))
-        return file_checker(backend, state_files)
-
-    def record(self, backend: Any, thread_id: str | None) -> ScopeRecord:
-        """The record of ``backend``'s scope for ``thread_id`` (made on first use)."""
-        kind, folder = self._kinds.get_or_put(backend, _kind_of)
-        if kind != _FOLDER or folder is None:
-            return self._other(backend, thread_id, kind)
-        with self._lock:
-            found = self._folders.get(folder)
-            if found is None:
-                found = self._folders.put(folder, ScopeRecord(_FOLDER, folder))
-        return found
-
-    def _other(self, backend: Any, thread_id: str | None, kind: str) -> ScopeRecord:
-        with self._lock:
-            return self._others.get_or_put(backend, lambda _b: ScopeRecord(kind), thread_id)
-
-    def failed_text(self, path: str) -> str | None:
-        """The text of a failed write-behind of ``path`` in any scope, if still kept."""
-        with self._lock:
-            records = [*self._folders.values(), *self._others.values()]
-        for record in records:
-            text = record.failed.get(path)
-            if text is not None:
-                return text
-        return None
-
-
-def _kind_of(backend: Any) -> tuple[str, str | None]:
-    """(the kind of ``backend``'s file scope, the host path of its offload folder when a folder)."""
-    state_cls = loaded_class("deepagents.backends.state", "StateBackend")
-    if state_cls is not None and isinstance(backend, state_cls):
-        return _STATE, None
-    fs_cls = loaded_class("deepagents.backends.filesystem", "FilesystemBackend")
-    if fs_cls is not None and isinstance(backend, fs_cls):
-        try:
-            return _FOLDER, str(backend._resolve_path(LARGE_TOOL_RESULTS_DIR))
-        except (OSError, ValueError, RuntimeError):
-            return _OTHER, None
-    return _OTHER, None
 
 
 class FileScope:
@@ -247,6 +122,7 @@ class FileScope:
         self._epoch: Hashable | None = None
         #: the write-behinds of this request (waited for before the model node returns)
         self.pending = PendingWrites()
+        self._queued: list[tuple[ScopeRecord, str, int, str]] = []
 
     def _probe(self, path: str) -> FileProbe:
         found = self._seen.get(path)
@@ -255,7 +131,7 @@ class FileScope:
                 backend = self._backend()
                 own = self._own
                 self._check = (
-                    own.checker(backend, self._state_files)
+                    own.checker(backend, self._state_files, file_checker)
                     if own is not None
                     else file_checker(backend, self._state_files)
                 )
@@ -270,17 +146,17 @@ class FileScope:
         if record is None:
             record = self._record = self._own.record(self._backend(), self._thread_id)
             with record.lock:
-                if record.kind == _FOLDER:
+                if record.kind == FOLDER:
                     now = record.folder_stat()
                     if now != record.generation or now is None:
                         record.changed()  # another writer, a deletion, a new folder
                         record.generation = now
-                elif record.kind == _STATE:
+                elif record.kind == STATE:
                     files = self._state_files if self._state_files is not None else {}
                     if not all(map(files.__contains__, record.written.keys())):
                         record.changed()  # a step whose writes were discarded, a rewind
                 # another backend: no cheap way to see a change, so nothing is trusted (epoch None)
-                self._epoch = (id(record), record.epoch) if record.kind != _OTHER else None
+                self._epoch = (id(record), record.epoch) if record.kind != OTHER else None
         return record
 
     def files_epoch(self) -> Hashable | None:
@@ -291,7 +167,7 @@ class FileScope:
 
     def _owned(self, path: str, size: int | None) -> bool:
         record = self._scope()
-        if record is None or record.kind == _OTHER:
+        if record is None or record.kind == OTHER:
             return False
         with record.lock:
             known = record.written.get(path)
@@ -336,43 +212,41 @@ class FileScope:
         if self.exists(path, size) is True:
             return path
         record = self._record if self._own is not None else None
-        if record is not None and record.healthy and record.kind != _STATE:
+        if record is not None and record.healthy and record.kind != STATE:
             self._write_behind(record, path, size, text)
             return path
         before = record.folder_stat() if record is not None else None
         write_text(self._backend(), path, text, exist_ok=True)
         self._seen[path] = (True, size)
         if record is not None:
-            _written(record, path, size, before)
+            record_written(record, path, size, before)
         return path
 
     def _write_behind(self, record: ScopeRecord, path: str, size: int, text: str) -> None:
-        assert self._own is not None
-        backend = self._backend()
         with record.lock:
             record.written.put(path, size)  # trusted at once: the node waits for the write
             record.suspect.discard(path)
+        self._queued.append((record, path, size, text))
 
-        def write() -> None:
-            before = record.folder_stat()
-            write_text(backend, path, text, exist_ok=True)
-            _written(record, path, size, before)
+    def submit_writes(self) -> None:
+        """Hand the writes queued so far to the write-behind thread, as one job (one hand-over per
+        L1 pass, not one per file); :meth:`wait` does it too."""
+        if not self._queued or self._own is None:
+            return
+        queued, self._queued = self._queued, []
+        backend = self._backend()
 
-        def done(future: Future[None]) -> None:
-            error = future.exception()
-            if error is None:
-                return
-            detail = error.detail if isinstance(error, FileWriteError) else f"{type(error).__name__}: {error}"
-            logger.warning("offload file %s could not be written (write-behind): %s", path, detail)
-            with record.lock:
-                record.written.discard(path)
-                record.failed.put(path, text)
-                record.healthy = False
-                record.changed()  # the next request checks (and writes at once) what its view names
+        def write_all() -> None:
+            for record, path, size, text in queued:
+                before = record.folder_stat()
+                try:
+                    write_text(backend, path, text, exist_ok=True)
+                except Exception as exc:  # each file's outcome is its own
+                    record_failed(record, path, text, exc)
+                else:
+                    record_written(record, path, size, before)
 
-        future = self._own.queue.submit(write)
-        future.add_done_callback(done)
-        self.pending.add(future)
+        self.pending.add(self._own.queue.submit(write_all))
 
     def failed(self, path: str) -> bool:
         """Whether a write-behind of ``path`` in this request's scope failed (call after
@@ -380,27 +254,20 @@ class FileScope:
         record = self._record
         return record is not None and record.failed.get(path) is not None and record.written.get(path) is None
 
+    def after_l1(self, done: T) -> T:
+        """:meth:`submit_writes` after an L1 pass; returns the pass's result ``done`` as it is."""
+        self.submit_writes()
+        return done
+
     def wait(self) -> None:
         """Block until this request's write-behinds are done."""
+        self.submit_writes()
         self.pending.wait()
 
     async def await_all(self) -> None:
         """:meth:`wait` on the event loop."""
+        self.submit_writes()
         await self.pending.await_all()
-
-
-def _written(record: ScopeRecord, path: str, size: int, before: Any) -> None:
-    """Record a successful write of ``path`` (``size`` bytes) in ``record``; ``before``: the
-    offload folder's stat before the write (a folder scope).  When nothing else changed the
-    folder since the record's last look, the folder's new stat is known; else it is unknown, and
-    the next request starts a new epoch."""
-    after = record.folder_stat() if record.kind == _FOLDER else None
-    with record.lock:
-        record.written.put(path, size)
-        record.suspect.discard(path)
-        record.healthy = True
-        if record.kind == _FOLDER:
-            record.generation = after if before == record.generation else None
 
 
 def _read_result_text(result: Any) -> str:
