@@ -402,7 +402,9 @@ def test_the_middleware_profile_covers_every_model_call_and_nothing_else():
     from tools.profiles import profile_middleware, top_entries
 
     inner = CompressionMiddleware.wrap_model_call
-    profile = profile_middleware(messages=300, threshold_k=2.0)
+    from ctxlab.cli.bench.compressing import history_of
+
+    profile = profile_middleware(messages=300, threshold_k=2.0)  # the realistic history, on disk
     assert CompressionMiddleware.wrap_model_call is inner  # the class is restored
     stats = pstats.Stats(profile).stats  # type: ignore[attr-defined]
     calls = {
@@ -410,7 +412,7 @@ def test_the_middleware_profile_covers_every_model_call_and_nothing_else():
         for key, value in stats.items()
         if key[2] == "wrap_model_call" and key[0].endswith("core/middleware.py")
     }
-    assert list(calls.values()) == [len(call_positions(synthetic_history(300)[1]))]
+    assert list(calls.values()) == [len(call_positions(history_of("realistic", 300)[1]))]
     assert not any(key[2] == "run_ars" for key in stats)  # the driver itself is outside
     text = top_entries(profile, 5)
     assert text.lstrip().startswith("ncalls") and len(text.splitlines()) == 6
