@@ -58,8 +58,9 @@ T = TypeVar("T")
 READ_TOOL_NAME = "read_saved_output"
 #: lines the read tool returns by default (as DeepAgents' ``read_file``)
 READ_LIMIT_LINES = 2000
-#: texts whose offload path and size are remembered (keyed by the text object itself)
-PATHS_CACHED = 4096
+#: texts whose offload path and size are remembered (keyed by the text object itself; a view holds
+#: at most a few hundred offloads at the default settings)
+PATHS_CACHED = 1024
 
 __all__ = [
     "PATHS_CACHED",

@@ -39,7 +39,7 @@ __all__ = [
 
 #: own offload paths remembered per file scope (least recently named first out: a path no longer
 #: remembered is checked when a view names it again)
-OWN_PATHS_CACHED = 4096
+OWN_PATHS_CACHED = 1024
 #: file scopes a middleware keeps a record of (a replay batch opens one per run folder)
 SCOPES_CACHED = 256
 #: texts of failed write-behinds kept per scope for ``read_saved_output``
