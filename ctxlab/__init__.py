@@ -21,13 +21,7 @@ LangChain, polars or matplotlib.
 from __future__ import annotations
 
 import importlib
-from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
-
-try:
-    __version__ = version("ctxlab")
-except PackageNotFoundError:  # running from a source tree that was never installed
-    __version__ = "0.0.0+unknown"
 
 if TYPE_CHECKING:
     from ctxlab.core.events import to_sse
@@ -70,7 +64,21 @@ __all__ = [
 ]
 
 
+def _version() -> str:
+    """The installed distribution's version (read on first use: ``importlib.metadata`` costs a
+    third of ``ctxlab --help``'s start-up, issue 31)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("ctxlab")
+    except PackageNotFoundError:  # running from a source tree that was never installed
+        return "0.0.0+unknown"
+
+
 def __getattr__(name: str) -> Any:
+    if name == "__version__":
+        value = globals()["__version__"] = _version()
+        return value
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'ctxlab' has no attribute {name!r}")

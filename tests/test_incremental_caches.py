@@ -197,7 +197,10 @@ def test_estimate_cache_equals_a_fresh_cache(histories: list[list[BaseMessage]])
 
 
 def _trim(
-    trimmers: tuple[ArgumentTruncation, ToolResultOffload], view: list[BaseMessage], files: dict[str, str]
+    trimmers: tuple[ArgumentTruncation, ToolResultOffload],
+    view: list[BaseMessage],
+    files: dict[str, str],
+    epoch: Any = None,
 ) -> tuple[list[BaseMessage], list[Any]]:
     estimator = CharClassEstimator()
 
@@ -212,6 +215,8 @@ def _trim(
         save_tool_result=save,
         token_limit=60,
         file_exists=lambda p: p in files,
+        files_epoch=epoch,
+        file_owned=(lambda p: p in files) if epoch is not None else None,
     )
     out = list(view)
     reports = [t.ctxlab_l1_trim(out, ctx) for t in trimmers]
@@ -235,6 +240,31 @@ def test_memoized_trims_equal_fresh_trims(histories: list[list[BaseMessage]]) ->
         if previous and is_prefix(previous_source, history):
             assert is_prefix(previous, got)
         previous, previous_source = got, list(history)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(lives(), st.lists(st.booleans(), min_size=30, max_size=30))
+def test_trims_trusted_within_a_files_epoch_equal_fresh_trims(
+    histories: list[list[BaseMessage]], vanish: list[bool]
+) -> None:
+    # spec: R5, R6 — issue 31: while the files a middleware wrote are unchanged (one files
+    # epoch), the trimmers take over the copies of their last pass and visit only new messages;
+    # a vanished file starts a new epoch. Every view and report equals fresh trimmers' (which
+    # check every file), and no copy names a file that is not there.
+    kept = (ArgumentTruncation(), ToolResultOffload())
+    files: dict[str, str] = {}
+    epoch = 0
+    named: set[str] = set()
+    for history, gone in zip(histories, vanish, strict=False):
+        if gone and named:
+            files.pop(sorted(named)[0], None)  # a file the last view named vanished behind its back
+            epoch += 1
+        got, got_reports = _trim(kept, history, files, epoch=epoch)
+        named = {r["path"] for _, offloaded, _, _ in got_reports for r in offloaded if r["path"]}
+        assert named <= set(files), "a copy names a file that vanished"
+        fresh, fresh_reports = _trim((ArgumentTruncation(), ToolResultOffload()), history, files)
+        assert got == fresh
+        assert got_reports == fresh_reports
 
 
 # --- forgetting messages behind the cutoff (ctxlab_forget, EstimateCache.forget; spec R9/R11) ----

@@ -1,9 +1,11 @@
 """Profiles behind the ratios of ``docs/benchmarks.md``: where the time of a compressing
 middleware and of a corpus replay goes (what bounds a ratio that misses its target).
 
-``python -m tools.profiles middleware [--messages N] [--threshold K]`` profiles
+``python -m tools.profiles middleware [--messages N] [--threshold K] [--history H]`` profiles
 :meth:`ctxlab.core.middleware.CompressionMiddleware.wrap_model_call` only (the calls the
-benchmark's section 1 times) over a synthetic history of ``N`` messages (default 8,000) with
+benchmark's section 1 times), in CPU time of the calling thread, over the bench's realistic
+history (``H`` = ``realistic``, the default: six tool schemas, heavy-tailed outputs, files on a
+``FilesystemBackend`` on disk; or ``synthetic``) of ``N`` messages (default 8,000) with
 ``summary_threshold`` ``K`` (K tokens, default 8: every call past the first few compresses);
 ``python -m tools.profiles replay [--limit N]`` profiles
 :func:`ctxlab.replay.engine.replay_many` with the default strategy over the public transcripts
@@ -37,17 +39,22 @@ def top_entries(profile: cProfile.Profile, limit: int = 15) -> str:
     return "\n".join(line.replace(here, "") for line in lines[start:])
 
 
-def profile_middleware(messages: int = 8000, threshold_k: float = 8.0) -> cProfile.Profile:
-    """Profile ``wrap_model_call`` alone over the model calls of ``synthetic_history(messages)``
-    driven through the replay harness (the benchmark's own driver,
-    :func:`ctxlab.cli.bench.contenders.run_ars`); ``threshold_k`` is ``summary_threshold``."""
-    from ctxlab.cli.bench import synthetic_history
-    from ctxlab.cli.bench.compressing import _ars_maker, _settings
+def profile_middleware(
+    messages: int = 8000, threshold_k: float = 8.0, history: str = "realistic"
+) -> cProfile.Profile:
+    """Profile ``wrap_model_call`` alone, in CPU time of the thread (``time.thread_time``), over the
+    model calls of the bench's ``history`` of ``messages`` messages (:func:`ctxlab.cli.bench.
+    compressing.history_of`; files on a ``FilesystemBackend`` on disk) driven through the replay
+    harness (the benchmark's own driver, :func:`ctxlab.cli.bench.contenders.run_ars`);
+    ``threshold_k`` is ``summary_threshold``."""
+    import time
+
+    from ctxlab.cli.bench.compressing import _ars_maker, _settings, history_of
     from ctxlab.cli.bench.contenders import run_ars
     from ctxlab.core.middleware import CompressionMiddleware
 
-    system, history = synthetic_history(messages)
-    profile = cProfile.Profile()
+    system, history_messages, tools = history_of(history, messages)
+    profile = cProfile.Profile(time.thread_time)
     inner = CompressionMiddleware.wrap_model_call
 
     def profiled(self: CompressionMiddleware, request: Any, handler: Any) -> Any:
@@ -59,7 +66,12 @@ def profile_middleware(messages: int = 8000, threshold_k: float = 8.0) -> cProfi
 
     CompressionMiddleware.wrap_model_call = profiled  # type: ignore[method-assign]
     try:
-        run_ars(system, history, _ars_maker(_settings(threshold_k, 0.4)))
+        run_ars(
+            system,
+            history_messages,
+            _ars_maker(_settings(threshold_k, 0.4), "FilesystemBackend"),
+            tools=tools,
+        )
     finally:
         CompressionMiddleware.wrap_model_call = inner  # type: ignore[method-assign]
     return profile
@@ -121,6 +133,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--messages", type=_at_least(2, int), default=8000, help="history length in messages (default 8000)"
     )
     mw.add_argument(
+        "--history",
+        choices=("realistic", "synthetic"),
+        default="realistic",
+        help="the bench's history (default realistic: six tool schemas, heavy-tailed outputs)",
+    )
+    mw.add_argument(
         "--threshold",
         type=_at_least(0.001, float),
         default=8.0,
@@ -132,10 +150,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     if args.what == "middleware":
-        profile = profile_middleware(args.messages, args.threshold)
+        profile = profile_middleware(args.messages, args.threshold, args.history)
         print(
-            f"## wrap_model_call only, synthetic {args.messages:,} messages, "
-            f"summary_threshold = {args.threshold:g} K tokens; cProfile by own time"
+            f"## wrap_model_call only, {args.history} {args.messages:,} messages, FilesystemBackend on disk, "
+            f"summary_threshold = {args.threshold:g} K tokens; cProfile by own CPU time"
         )
     else:
         profile, n = profile_replay(args.limit)

@@ -84,13 +84,27 @@ def add_compare_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser])
     add_common_options(c, "compare")
 
 
+class _VersionAction(argparse.Action):
+    """``--version``: the version is read when asked for (``importlib.metadata`` is costly to
+    import: ``ctxlab --help`` does without it, issue 31)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: object) -> None:
+        super().__init__(
+            option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=str(kwargs.get("help"))
+        )
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: object) -> None:
+        print(_version())
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``ctxlab``."""
     parser = argparse.ArgumentParser(
         prog="ctxlab",
         description="Replay agent transcripts through context-compression strategies and report.",
     )
-    parser.add_argument("--version", action="version", version=_version())
+    parser.add_argument("--version", action=_VersionAction, help="show the version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     add_replay_parser(sub)

@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Callable, Generator, Mapping
+import operator
+from collections.abc import Callable, Generator, Hashable, Mapping
 from dataclasses import InitVar, dataclass, field
 from typing import Any, NamedTuple, TypedDict, Unpack
 
@@ -88,11 +89,13 @@ class CallModel:
 @dataclass
 class RunL2:
     """Effect: write ``history_content`` at the virtual ``history_path`` and summarize ``job``;
-    the driver sends back ``(file_path or None when the write failed, SummaryResult)`` (R10)."""
+    the driver sends back ``(file_path or None when the write failed, SummaryResult)`` (R10).
+    ``history_content`` is the text, or a function that renders it (the middleware renders it
+    where it writes it, off the request's thread: issue 31)."""
 
     job: SummaryJob
     history_path: str
-    history_content: str
+    history_content: str | Callable[[], str]
 
 
 #: what :func:`compression_round` yields (:class:`~ctxlab.core.l1.RunL1`: run the L1 trimmers)
@@ -144,6 +147,8 @@ class RoundInput:
         thread_id: names the history file.
         emit: writes one event to the stream (and to observers).
         file_exists: handed to trimmers (:attr:`ctxlab.core.l1.TrimContext.file_exists`).
+        files_epoch: returns :attr:`ctxlab.core.l1.TrimContext.files_epoch` (called when L1 runs).
+        file_owned: handed to trimmers (:attr:`ctxlab.core.l1.TrimContext.file_owned`).
         scans: the middleware's orphan scans (:class:`~ctxlab.core.messages.ScanMemory`), or ``None``.
         stats: the round's record (:class:`RoundStats`), filled as the round goes.
     """
@@ -160,6 +165,8 @@ class RoundInput:
     thread_id: str | None
     emit: Callable[[CompressionEvent], None]
     file_exists: Callable[[str], bool] | None = None
+    files_epoch: Callable[[], Hashable | None] | None = None
+    file_owned: Callable[[str], bool] | None = None
     scans: ScanMemory | None = None
     stats: RoundStats = field(default_factory=lambda: RoundStats())
 
@@ -272,6 +279,8 @@ def compression_round(inp: RoundInput) -> Generator[Effect, Any, tuple[Any, Roun
             save_tool_result=inp.save_tool_result,
             token_limit=s.summary_tool_result_token_limit,
             file_exists=inp.file_exists,
+            files_epoch=inp.files_epoch() if inp.files_epoch is not None else None,
+            file_owned=inp.file_owned,
         )
         view1, reports = yield RunL1(eff, trim_ctx)
         record_trims(stats, reports)
@@ -437,10 +446,18 @@ def _fit(
     return (yield from tail_trim(ctx, prefix, originals, current, target, tokens, stats))
 
 
+#: the path of an offload record (:func:`_public`)
+_PATH = operator.itemgetter("path")
+
+
 def _public(stats: RoundStats) -> EventStats:
     """The stats an event carries: offloaded paths instead of records, the number of truncated
     arguments instead of their records."""
     out: dict[str, Any] = dict(stats)
-    out["offloaded"] = [o.get("path") for o in stats.get("offloaded", [])]
+    offloaded = stats.get("offloaded", [])
+    try:
+        out["offloaded"] = list(map(_PATH, offloaded))
+    except KeyError:  # a plugin's record without a path
+        out["offloaded"] = [o.get("path") for o in offloaded]
     out["truncated_args"] = len(stats.get("truncated_args", []))
     return out  # type: ignore[return-value]

@@ -44,6 +44,7 @@ __all__ = [
     "carried_request_tokens",
     "first_new_position",
     "history_document",
+    "history_key",
     "summarization_event",
     "to_global",
 ]
@@ -213,8 +214,24 @@ def history_document(messages: list[BaseMessage], start: int, end: int, previous
     return "".join(parts)
 
 
+def history_key(messages: Sequence[BaseMessage], start: int, end: int) -> str:
+    """What names the history file of the state messages ``[start, end)`` (R10): their ids,
+    types and content sizes, one line each (issue 31: the file's name is known without rendering
+    it; :func:`history_document` renders the text where it is written).  Two different histories
+    of one range differ here too: a rewind brings new message ids, an edit a new size."""
+    lines = [f"{start}-{end}"]
+    for m in messages:
+        content = m.content
+        size = len(content) if isinstance(content, (str, list)) else 0
+        calls = len(m.tool_calls) if isinstance(m, AIMessage) else 0
+        lines.append(f"{m.id}\t{m.type}\t{size}\t{calls}")
+    return "\n".join(lines)
+
+
 def _fenced(text: str) -> str:
     """``text`` verbatim between two fence lines longer than any backtick run in it."""
+    if "```" not in text:  # the usual case: no run of three backticks, the shortest fence
+        return f"```\n{text}\n```\n"
     longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
     fence = "`" * max(3, longest + 1)
     return f"{fence}\n{text}\n{fence}\n"

@@ -40,8 +40,10 @@ __all__ = [
     "file_checker",
     "hide_host_paths",
     "history_path",
+    "loaded_class",
     "safe_stem",
     "tool_result_path",
+    "tool_result_path_and_size",
     "writable_text",
     "write_text",
 ]
@@ -127,9 +129,24 @@ def tool_result_path(tool_name: str | None, content: str) -> str:
     return f"{LARGE_TOOL_RESULTS_DIR}/{safe_stem(tool_name)}-{content_sha256(content)}.txt"
 
 
+#: the UTF-8 of a lone surrogate (``surrogatepass``): ``ED A0..BF xx``
+_SURROGATE_UTF8 = re.compile(rb"\xed[\xa0-\xbf]")
+
+
+def tool_result_path_and_size(tool_name: str | None, content: str) -> tuple[str, int]:
+    """(:func:`tool_result_path`, the bytes :func:`write_text` writes for ``content``), encoding the
+    text once (a long tool result is the costly part of an offload: issue 31)."""
+    data = content.encode("utf-8", "surrogatepass")
+    path = f"{LARGE_TOOL_RESULTS_DIR}/{safe_stem(tool_name)}-{hashlib.sha256(data).hexdigest()}.txt"
+    if not data.isascii() and _SURROGATE_UTF8.search(data):
+        return path, len(writable_text(content).encode("utf-8"))
+    return path, len(data)
+
+
 def history_path(thread_id: str | None, start: int, end: int, content: str) -> str:
-    """``/outputs/conversation_history/<thread>-<start>-<end>-<sha8>.md`` for state messages
-    ``[start, end)``; the hash keeps two different histories of one range apart."""
+    """``/outputs/conversation_history/<thread>-<start>-<end>-<sha12>.md`` for state messages
+    ``[start, end)``; the hash of ``content`` (what names the span:
+    :func:`ctxlab.core.cutoff.history_key`) keeps two different histories of one range apart."""
     return f"{CONVERSATION_HISTORY_DIR}/{safe_stem(thread_id, 'session')}-{start:05d}-{end:05d}-{content_sha256(content)[:12]}.md"
 
 
@@ -188,7 +205,7 @@ async def awrite_text(backend: Any, path: str, content: str, *, exist_ok: bool =
 FileProbe = tuple[bool | None, int | None]
 
 
-def _loaded_class(module: str, name: str) -> type[Any] | None:
+def loaded_class(module: str, name: str) -> type[Any] | None:
     """``module.name`` when that module is imported already (a backend of that class exists only
     then), else ``None``: a probe never imports DeepAgents."""
     found = getattr(sys.modules.get(module), name, None)
@@ -214,11 +231,11 @@ def file_checker(backend: Any, state_files: Mapping[str, Any] | None = None) -> 
     A check answers ``(None, None)`` when the backend cannot tell (no such method, an exception,
     an answer of unknown shape): the caller then writes instead of trusting it.  Never raises.
     """
-    state_cls = _loaded_class("deepagents.backends.state", "StateBackend")
+    state_cls = loaded_class("deepagents.backends.state", "StateBackend")
     if state_cls is not None and isinstance(backend, state_cls):
         files = state_files if state_files is not None else {}
         return lambda path: (files.get(path) is not None, None)
-    fs_cls = _loaded_class("deepagents.backends.filesystem", "FilesystemBackend")
+    fs_cls = loaded_class("deepagents.backends.filesystem", "FilesystemBackend")
     if fs_cls is not None and isinstance(backend, fs_cls):
         return _on_disk(backend)
     return lambda path: _downloaded(backend, path)

@@ -27,6 +27,45 @@ if TYPE_CHECKING:
 __all__ = ["CompressionHooks"]
 
 
+class _Direct:
+    """The one implementation of a *firstresult* hook, called without pluggy's dispatch (issue 31:
+    the per-message estimate is the hottest hook call; pluggy's loop costs more than a short text's
+    estimate).  Taken only while the hook has exactly one implementation, which is no wrapper, and
+    the manager's call path is pluggy's own (no ``add_hookcall_monitoring`` or tracing); checked on
+    every call (a plugin registered later is seen at once), else the hook is called as usual."""
+
+    __slots__ = ("_caller", "_default", "_fn", "_impl", "_manager")
+
+    def __init__(self, manager: pluggy.PluginManager, name: str) -> None:
+        self._manager = manager
+        self._caller = getattr(manager.hook, name)
+        self._default = getattr(manager, "_inner_hookexec", None)
+        self._impl: Any = None
+        self._fn: Any = None
+
+    def function(self, arg: str) -> Any:
+        """The implementation to call with the one argument ``arg``, or ``None``: use the hook."""
+        # pluggy keeps a hook's implementations in one list it edits in place (private; the public
+        # get_hookimpls() copies it on every call, which costs as much as what it would save)
+        impls = getattr(self._caller, "_hookimpls", None)
+        if impls is None:
+            impls = self._caller.get_hookimpls()
+        if len(impls) != 1:
+            return None
+        impl = impls[0]
+        if impl is not self._impl:
+            self._impl = impl
+            usable = (
+                not getattr(impl, "hookwrapper", False)
+                and not getattr(impl, "wrapper", False)
+                and tuple(getattr(impl, "argnames", ())) == (arg,)
+            )
+            self._fn = impl.function if usable else None
+        if self._fn is None or getattr(self._manager, "_inner_hookexec", None) is not self._default:
+            return None
+        return self._fn
+
+
 class CompressionHooks:
     """Typed calls of the ``ctxlab`` compression hooks registered in ``plugin_manager``.
 
@@ -38,10 +77,14 @@ class CompressionHooks:
     def __init__(self, plugin_manager: pluggy.PluginManager) -> None:
         self.plugin_manager = plugin_manager
         self._hook = plugin_manager.hook
+        self._estimate = _Direct(plugin_manager, "ctxlab_estimate_message")
 
     def estimate_message(self, message: BaseMessage) -> int | None:
         """``ctxlab_estimate_message`` (firstresult): tokens of one message; ``None`` when no
-        estimator answered (spec R16)."""
+        estimator answered (spec R16).  One estimator plugin is called directly (:class:`_Direct`)."""
+        fn = self._estimate.function("message")
+        if fn is not None:
+            return cast("int | None", fn(message))
         return cast("int | None", self._hook.ctxlab_estimate_message(message=message))
 
     def estimate_tools(self, tools: Sequence[Any]) -> int | None:
@@ -78,4 +121,7 @@ class CompressionHooks:
     def on_event(self, event: CompressionEvent) -> None:
         """``ctxlab_on_event`` (every implementation runs): observers of a ``context_compression``
         event (R14).  An observer's exception propagates to the caller."""
-        self._hook.ctxlab_on_event(event=event)
+        caller = self._hook.ctxlab_on_event
+        if getattr(caller, "_hookimpls", None) == []:
+            return  # no observer (pluggy's own list; skipping the call is the same)
+        caller(event=event)

@@ -181,6 +181,16 @@ class BoundedCache(Generic[H, V]):
                 self._data.popitem(last=False)
         return value
 
+    def keys(self) -> list[H]:
+        """The keys, least recently used first (a copy)."""
+        with self._lock:
+            return list(self._data)
+
+    def values(self) -> list[V]:
+        """The values, least recently used first (a copy)."""
+        with self._lock:
+            return list(self._data.values())
+
     def discard(self, key: H) -> None:
         """Drop the entry of ``key``, if any (a value that will not be asked for again)."""
         with self._lock:
@@ -251,6 +261,11 @@ class IdentityCache(Generic[K, V]):
             if len(self._data) > self.max_entries:
                 self._data.popitem(last=False)
         return value
+
+    def values(self) -> list[V]:
+        """The values, least recently used first (a copy)."""
+        with self._lock:
+            return [entry[1] for entry in self._data.values()]
 
     def get_or_put(self, key: K, make: Callable[[K], V], qualifier: Hashable = None) -> V:
         """The cached value, or ``make(key)`` cached and returned.

@@ -27,6 +27,7 @@ __all__ = [
     "OffloadRecord",
     "RunL1",
     "TrimContext",
+    "TrimPass",
     "TrimProgress",
     "TrimReport",
     "TruncatedArg",
@@ -96,6 +97,14 @@ class TrimContext:
         file_exists: ``virtual path -> bool``: does the file exist in this request's file scope
             (the thread's)?  ``None`` when the caller cannot tell: a trimmer then trusts no file
             it did not write in this round (R6, R17).
+        files_epoch: an opaque token that stays equal from round to round while the files this
+            middleware wrote in the request's file scope are known unchanged
+            (:meth:`ctxlab.core.outputs.FileScope.files_epoch`, issue 31): a trimmer may then
+            keep what it decided for a message in an earlier round of the same epoch instead of
+            checking its file again.  ``None``: nothing is known; check every file named.
+        file_owned: ``virtual path -> bool``: did this middleware write the file in this scope
+            itself (and is it trusted, :meth:`ctxlab.core.outputs.FileScope.owns`)?  A file it
+            did not write is checked every time a view names it.  ``None``: none is.
     """
 
     settings: CompressionSettings
@@ -104,6 +113,8 @@ class TrimContext:
     token_limit: int
     protect_ids: set[Any] = field(default_factory=set)
     file_exists: Callable[[str], bool] | None = None
+    files_epoch: Hashable | None = None
+    file_owned: Callable[[str], bool] | None = None
 
 
 @dataclass
@@ -115,10 +126,38 @@ class RunL1:
     ctx: TrimContext
 
 
+@dataclass
+class TrimPass:
+    """What a trimmer remembers of its last pass over a view (:class:`TrimProgress`).
+
+    Attributes:
+        source: the view as the trimmer received it (a list nobody edits any more).
+        output: the view as the trimmer left it (same length; edited entries are its copies).
+        marked: positions an untrusted pass visits again (every message it edited or decided
+            to leave whole although large).
+        records: the pass's report entries, in position order (offload records, truncated
+            arguments).
+        foreign: positions whose copy names a file this middleware did not write: checked again
+            on every pass (:attr:`TrimContext.file_owned`).
+        key: what else the pass depended on (the token limit, ...).
+        epoch: :attr:`TrimContext.files_epoch` of the pass.
+    """
+
+    source: list[BaseMessage]
+    output: list[BaseMessage]
+    marked: list[int]
+    records: list[Any]
+    foreign: list[int]
+    key: Hashable
+    epoch: Hashable | None
+
+
 class TrimProgress:
-    """The last view a trimmer passed over and the positions of it that it must visit again, so
-    that an L1 round whose view extends the previous one (the history grew) visits only those
-    positions and the new messages: O(new messages + remembered positions), not O(view).
+    """The last view a trimmer passed over and what it did there, so that an L1 round whose view
+    extends the previous one (the history grew) visits only the new messages and those it must
+    check again: O(new messages) in a round of the same files epoch (issue 31: the copies of the
+    earlier positions are taken over in one slice), O(new messages + remembered positions)
+    otherwise.
 
     One slot, thread-safe.  A view that does not start with the remembered one (another thread's,
     a history rewritten or cut, spec R9/R11) or a different ``key`` (what else the pass depended
@@ -126,23 +165,34 @@ class TrimProgress:
     """
 
     def __init__(self) -> None:
-        self._slot: tuple[list[BaseMessage], list[int], Hashable] | None = None
+        self._slot: TrimPass | None = None
         self._lock = threading.Lock()
+
+    def resume_pass(self, view: list[BaseMessage], key: Hashable = None) -> TrimPass | None:
+        """The remembered pass when ``view`` extends its source and ``key`` is its key, else ``None``."""
+        with self._lock:
+            slot = self._slot
+        if slot is None or slot.key != key or not is_prefix(slot.source, view):
+            return None
+        return slot
+
+    def remember_pass(self, done: TrimPass) -> None:
+        """Remember ``done`` (its lists are no longer edited by the caller)."""
+        with self._lock:
+            self._slot = done
 
     def resume(self, view: list[BaseMessage], key: Hashable = None) -> tuple[int, list[int]]:
         """``(start, positions)``: visit ``positions`` (ascending, all ``< start``) and then
         ``view[start:]``; ``(0, [])`` when nothing can be resumed."""
-        with self._lock:
-            slot = self._slot
-        if slot is None or slot[2] != key or not is_prefix(slot[0], view):
+        slot = self.resume_pass(view, key)
+        if slot is None:
             return 0, []
-        return len(slot[0]), list(slot[1])
+        return len(slot.source), list(slot.marked)
 
     def remember(self, source: list[BaseMessage], positions: list[int], key: Hashable = None) -> None:
         """Remember ``source`` (the view as the trimmer received it, a list the caller no longer
         edits) and the ``positions`` it must visit again."""
-        with self._lock:
-            self._slot = (source, positions, key)
+        self.remember_pass(TrimPass(source, source, positions, [], [], key, None))
 
     def clear(self) -> None:
         """Forget the remembered view (its messages went behind the cutoff)."""
@@ -156,19 +206,22 @@ def protect_key(message: BaseMessage) -> object:
     return message.id if message.id is not None else id(message)
 
 
-def fit_preview(text: str, budget_tokens: int, header: str) -> str:
+def fit_preview(text: str, budget_tokens: int, header: str, text_tokens: int | None = None) -> str:
     """``header`` plus the head (and a short tail) of ``text`` within ``budget_tokens``.
 
     The result's estimate (:func:`ctxlab.core.estimation.estimate_text_tokens`) is at most the budget,
-    or the header alone when even that does not fit.  Units: tokens in, text out.  Text UTF-8
-    cannot encode (a lone surrogate) is escaped as in the offload file
+    or the header alone when even that does not fit.  ``text_tokens``: the estimate of the whole
+    ``text`` when known; the first try then takes the characters that many tokens hold in this text
+    (usually the only try, issue 31) instead of 4 characters a token.  Units: tokens in, text out.
+    Text UTF-8 cannot encode (a lone surrogate) is escaped as in the offload file
     (:func:`ctxlab.core.files.writable_text`): the preview is sent to the model (issue 30).
     """
     text = writable_text(text)
     room = budget_tokens - estimate_text_tokens(header) - 8
     if room <= 0 or not text:
         return header
-    chars = min(len(text), max(16, room * 4))
+    per_token = len(text) / text_tokens * 0.97 if text_tokens else 4
+    chars = min(len(text), max(16, int(room * per_token)))
     for _ in range(8):
         head_n = int(chars * 0.8)
         tail_n = chars - head_n

@@ -11,6 +11,7 @@ bounded (:func:`ctxlab.core.summarize.summary_token_limit`) before it is committ
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -23,6 +24,7 @@ from ctxlab.core.cutoff import (
     build_summary_message,
     carried_request_tokens,
     history_document,
+    history_key,
     to_global,
 )
 from ctxlab.core.estimation import EstimateCache, estimate_text_tokens
@@ -69,7 +71,8 @@ class L2Plan:
     span_tokens: int
     job: SummaryJob
     history_path: str
-    history: str
+    #: the history file's text, or a function rendering it where it is written (issue 31)
+    history: str | Callable[[], str]
     forced: bool = False
 
 
@@ -127,8 +130,13 @@ def plan_l2(
     global_cut = to_global(local, prev_cut, has_prev)
     start = prev_cut if prev_cut is not None else 0
     previous_summary = message_text(eff[0]) if has_prev else None
-    history = history_document(eff[:local], start, global_cut, previous_summary)
-    path = history_path(inp.thread_id, start, global_cut, history)
+    summarized = eff[:local]
+    # named by the span (ids, sizes), rendered by the driver where it is written (issue 31)
+    path = history_path(inp.thread_id, start, global_cut, history_key(summarized, start, global_cut))
+
+    def history() -> str:
+        return history_document(summarized, start, global_cut, previous_summary)
+
     span = sum(inp.estimates.message_tokens(m) for m in view1[:local])
     language = summary_language_of(s.summary_language, s.summary_prompt, eff)
     request = carried_request_tokens(s.l2_threshold_tokens)

@@ -25,9 +25,9 @@ and answers nothing (``measure_final_request``), and the estimate counts those.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
-import warnings
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Annotated, Any, NotRequired, cast
 
@@ -56,13 +56,14 @@ from ctxlab.core.compression import (
 from ctxlab.core.drive import adrive, drive
 from ctxlab.core.estimation import EstimateCache
 from ctxlab.core.events import CompressionEvent
-from ctxlab.core.files import FileWriteError, awrite_text, default_backend, write_text
+from ctxlab.core.file_effects import awrite_history, confirmed, settled, write_history
+from ctxlab.core.files import default_backend
 from ctxlab.core.hooks import CompressionHooks
 from ctxlab.core.identity import IdentityCache
 from ctxlab.core.l1 import run_l1
 from ctxlab.core.limits import input_capacity
 from ctxlab.core.messages import ScanMemory
-from ctxlab.core.outputs import FileScope, OffloadPaths, make_read_tool
+from ctxlab.core.outputs import FileScope, OffloadPaths, OwnFiles, make_read_tool
 from ctxlab.core.plugins import make_plugin_manager
 from ctxlab.core.settings import CompressionSettings
 from ctxlab.core.summarize import Summarizer, SummaryJob, SummaryResult, input_budget
@@ -153,9 +154,11 @@ class CompressionMiddleware(AgentMiddleware):
         self._summarizer = summarizer
         self._summarizers: IdentityCache[Any, Summarizer | None] = IdentityCache(SUMMARIZERS_CACHED)
         self._offload_paths = OffloadPaths()
+        # the offload files this instance wrote, per file scope, and its write-behind queue (issue 31)
+        self._own_files = OwnFiles()
         self.measure_final_request = deep if measure_final_request is None else measure_final_request
         read = not deep if read_tool is None else read_tool
-        self.tools = [make_read_tool(self._backend_for)] if read else []
+        self.tools = [make_read_tool(self._backend_for, self._own_files.failed_text)] if read else []
 
     @classmethod
     def for_deep_agent(cls, **kwargs: Any) -> CompressionMiddleware:
@@ -212,7 +215,7 @@ class CompressionMiddleware(AgentMiddleware):
 
     def _round_input(
         self, request: ModelRequest, final: tuple[BaseMessage | None, list[Any]] | None = None
-    ) -> tuple[RoundInput, Any, Callable[[], Any]]:
+    ) -> tuple[RoundInput, Callable[[], Any], Callable[[], Any], FileScope]:
         """The round's input for ``request``; ``final``: the system message and tools the model
         receives (:meth:`_measure` / :meth:`_ameasure`), counted instead of the request's own."""
         backend_holder: list[Any] = []
@@ -224,12 +227,22 @@ class CompressionMiddleware(AgentMiddleware):
 
         state: Mapping[str, Any] = request.state if isinstance(request.state, dict) else {}
         files = state.get("files")  # a StateBackend's files: the thread's checkpointed state
-        # this request's file scope only
-        scope = FileScope(backend, self._offload_paths, files if isinstance(files, Mapping) else None)
-        summarizer, model = self._summarizer_for(request)
+        thread_id = _thread_id()
+        # this request's file scope, with what this instance wrote there before (issue 31)
+        scope_files = files if isinstance(files, Mapping) else None
+        scope = FileScope(backend, self._offload_paths, scope_files, own=self._own_files, thread_id=thread_id)
+        chosen = functools.cache(
+            lambda: self._summarizer_for(request)
+        )  # (summarizer, model) when L2 needs it
+
+        def summarizer() -> Any:
+            return chosen()[0]
+
         settings = self.settings
 
-        def limits() -> ModelLimits:  # never raises: a malformed profile counts as unknown
+        def limits() -> ModelLimits:  # read only when the round needs it (never below T)
+            model = chosen()[1]
+            # never raises: a malformed profile counts as unknown (issue 30)
             capacity, reserve = input_capacity(request.model, request.model_settings)
             # the main model's window sizes the summarizer only when it is the main model (R10)
             fallback = capacity if model is request.model else None
@@ -264,12 +277,14 @@ class CompressionMiddleware(AgentMiddleware):
             hooks=hooks,
             save_tool_result=scope.save_tool_result,
             limits=limits,
-            thread_id=_thread_id(),
+            thread_id=thread_id,
             emit=emit,
             file_exists=scope.file_exists,
+            files_epoch=scope.files_epoch,
+            file_owned=scope.owns,
             scans=self.scans,
         )
-        return inp, summarizer, backend
+        return inp, summarizer, backend, scope
 
     def _measure(
         self, request: ModelRequest, handler: Callable[[ModelRequest], Any]
@@ -308,19 +323,25 @@ class CompressionMiddleware(AgentMiddleware):
         handler: Callable[[ModelRequest], ModelResponse],
     ) -> ModelResponse | ExtendedModelResponse:
         """Sync path: R3–R14; history is written before summarizing (R10)."""
-        inp, summarizer, backend = self._round_input(request, self._measure(request, handler))
+        inp, summarizer, backend, scope = self._round_input(request, self._measure(request, handler))
 
         def perform(effect: Any) -> Any:
             if isinstance(effect, CallModel):
-                return handler(request.override(messages=_any_messages(effect.messages)))
-            if isinstance(effect, RunL1):
-                return run_l1(self.hooks.l1_trim, effect.effective, effect.ctx)
-            if isinstance(effect, RunL2):
-                path = _write_history(backend, effect.history_path, effect.history_content)
-                return (path, _safe_summarize(summarizer, effect.job))
+                return handler(_with_messages(request, effect.messages))
+            if isinstance(effect, RunL1):  # the pass's new files go behind while the round goes on
+                return scope.after_l1(run_l1(self.hooks.l1_trim, effect.effective, effect.ctx))
+            if isinstance(effect, RunL2):  # the history is written before summarizing (R10)
+                path = write_history(
+                    self._own_files.queue, backend, effect.history_path, effect.history_content
+                )
+                return (path, _safe_summarize(summarizer(), effect.job))
             raise TypeError(f"unknown effect {effect!r}")  # pragma: no cover
 
-        return _result(*drive(compression_round(inp), perform))
+        try:
+            response, update = drive(compression_round(inp), perform)
+        finally:
+            scope.wait()  # the request's write-behinds are done before anything reads them
+        return _result(response, confirmed(update, scope))
 
     async def awrap_model_call(
         self,
@@ -328,31 +349,41 @@ class CompressionMiddleware(AgentMiddleware):
         handler: Callable[[ModelRequest], Awaitable[ModelResponse]],
     ) -> ModelResponse | ExtendedModelResponse:
         """Async path: the same round; history write and summary run concurrently (R10)."""
-        inp, summarizer, backend = self._round_input(request, await self._ameasure(request, handler))
+        inp, summarizer, backend, scope = self._round_input(request, await self._ameasure(request, handler))
 
         async def perform(effect: Any) -> Any:
             if isinstance(effect, CallModel):
-                return await handler(request.override(messages=_any_messages(effect.messages)))
+                return await handler(_with_messages(request, effect.messages))
             if isinstance(effect, RunL1):
-                return await asyncio.to_thread(run_l1, self.hooks.l1_trim, effect.effective, effect.ctx)
+                return scope.after_l1(
+                    await asyncio.to_thread(run_l1, self.hooks.l1_trim, effect.effective, effect.ctx)
+                )
             if isinstance(effect, RunL2):
                 path, summary = await asyncio.gather(
-                    _awrite_history(backend, effect.history_path, effect.history_content),
-                    _asafe_summarize(summarizer, effect.job),
+                    awrite_history(backend, effect.history_path, effect.history_content),
+                    _asafe_summarize(summarizer(), effect.job),
                 )
                 return (path, summary)
             raise TypeError(f"unknown effect {effect!r}")  # pragma: no cover
 
-        return _result(*await adrive(compression_round(inp), perform))
+        try:
+            response, update = await adrive(compression_round(inp), perform)
+        finally:
+            await settled(scope)
+        return _result(response, confirmed(update, scope))
 
 
 # --- helpers ------------------------------------------------------------------------------------
 
 
-def _any_messages(messages: list[BaseMessage]) -> list[AnyMessage]:
-    """The view as ``ModelRequest.messages`` types it (the same list: every message of a view is a
-    LangChain message class of ``AnyMessage``)."""
-    return cast(list[AnyMessage], messages)
+def _with_messages(request: ModelRequest, messages: list[BaseMessage]) -> ModelRequest:
+    """``request`` with ``messages`` as its view (every message of a view is a LangChain message
+    class of ``AnyMessage``); the request itself when they are its own list (nothing changed)."""
+    return (
+        request
+        if messages is request.messages
+        else request.override(messages=cast(list[AnyMessage], messages))
+    )
 
 
 def _result(response: Any, update: RoundUpdate | None) -> ModelResponse | ExtendedModelResponse:
@@ -435,31 +466,6 @@ def _thread_id() -> str | None:
         value = get_config().get("configurable", {}).get("thread_id")
         return str(value) if value is not None else None
     except Exception:
-        return None
-
-
-def _history_failed(path: str, exc: FileWriteError) -> None:
-    logger.error("conversation history could not be saved to %s: %s", path, exc.detail)
-    logger.warning(
-        "L2 continues without a history file: the summarized messages are recoverable "
-        "only from the checkpoint (file_path=None)"
-    )
-    warnings.warn(f"conversation history not saved ({exc}); summarizing anyway", RuntimeWarning, stacklevel=3)
-
-
-def _write_history(backend: Callable[[], Any], path: str, content: str) -> str | None:
-    try:
-        return write_text(backend(), path, content)
-    except FileWriteError as exc:
-        _history_failed(path, exc)
-        return None
-
-
-async def _awrite_history(backend: Callable[[], Any], path: str, content: str) -> str | None:
-    try:
-        return await awrite_text(backend(), path, content)
-    except FileWriteError as exc:
-        _history_failed(path, exc)
         return None
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import tempfile
 from collections.abc import Iterable, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Unpack
@@ -38,8 +39,8 @@ from ctxlab.replay.building import (
     summarizer_of,
 )
 from ctxlab.replay.cost import DEFAULT_BREAKPOINTS
-from ctxlab.replay.hook_failures import hook_failures
-from ctxlab.replay.metrics import IdentifierIndex, make_measure, run_measure
+from ctxlab.replay.hook_failures import hook_failures, recording_level
+from ctxlab.replay.metrics import IdentifierIndex, counts_as_measure, make_measure, run_measure
 from ctxlab.replay.names import did_you_mean, safe_name, transcript_labels
 from ctxlab.replay.options import ReplayOptions, check_breakpoints
 from ctxlab.replay.prefix import UnrecordedPrefix, parse_prefix_setting, resolve_prefix, with_prefix
@@ -229,6 +230,8 @@ class _Batch:
             fixed=fixed,
         )
         self.summarizers.setdefault(name, summarizer_of(mw))
+        if isinstance(mw, CompressionMiddleware) and counts_as_measure(mw, self.measure):
+            mw.estimates.share_with(self.meter)  # one estimate per message for the batch (issue 31)
         if not isinstance(mw, CompressionMiddleware) or not isinstance(strategy, str):
             return name, mw, None
         entry = registered_strategies(self.pm)[strategy]
@@ -419,6 +422,8 @@ def replay_many(
     progress = options.get("progress", True)
     jobs = [(t, lab, s) for t, lab in zip(transcripts, labels, strict=True) for s in strategies]
     outer = _progress(len(jobs), "replay", progress)
+    levels = ExitStack()
+    levels.enter_context(recording_level())  # one level change for the batch, not two per run
     try:
         for t, lab, s in jobs:
             sname = s if isinstance(s, str) else s.name
@@ -448,6 +453,7 @@ def replay_many(
                     break
     finally:
         outer.close()
+        levels.close()
     return batch.cache_stats(result)
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from ctxlab.replay.result import ReplayIssue, raising_plugin
 
-__all__ = ["hook_failures"]
+__all__ = ["hook_failures", "recording_level"]
 
 #: the loggers whose records carry a survived hook failure (``extra={"ctxlab_exception": exc}``)
 LOGGERS = ("ctxlab.core.middleware",)
@@ -32,6 +32,22 @@ class _Collect(logging.Handler):
 
 
 @contextmanager
+def recording_level() -> Iterator[None]:
+    """The loggers :func:`hook_failures` records at ``WARNING`` for a whole batch of runs: each
+    run's :func:`hook_failures` then leaves their level alone (``Logger.setLevel`` clears the cache
+    of every logger of the process, twice per run otherwise: issue 31)."""
+    loggers = [logging.getLogger(n) for n in LOGGERS]
+    saved = [lg.level for lg in loggers]
+    for lg in loggers:
+        lg.setLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        for lg, level in zip(loggers, saved, strict=True):
+            lg.setLevel(level)
+
+
+@contextmanager
 def hook_failures(pm: Any, source: str, transcript: str, strategy: str) -> Iterator[list[ReplayIssue]]:
     """Collect the hook failures the middleware logs while the block runs; the yielded list is
     filled when the block ends (the same failure in many calls is one issue, with its count).
@@ -41,7 +57,8 @@ def hook_failures(pm: Any, source: str, transcript: str, strategy: str) -> Itera
     saved = [(lg.level, lg.propagate) for lg in loggers]
     for lg in loggers:  # recorded here, not printed (the CLI quiets ctxlab's loggers)
         lg.addHandler(handler)
-        lg.setLevel(logging.WARNING)
+        if lg.level != logging.WARNING:  # setLevel clears every logger's cache: only when needed
+            lg.setLevel(logging.WARNING)
         lg.propagate = False
     issues: list[ReplayIssue] = []
     try:
@@ -49,7 +66,8 @@ def hook_failures(pm: Any, source: str, transcript: str, strategy: str) -> Itera
     finally:
         for lg, (level, propagate) in zip(loggers, saved, strict=True):
             lg.removeHandler(handler)
-            lg.setLevel(level)
+            if lg.level != level:
+                lg.setLevel(level)
             lg.propagate = propagate
         seen: dict[str, list[Any]] = {}
         for exc in handler.caught:

@@ -358,22 +358,30 @@ def run_measure(mw: object, measure: str, meter: EstimateCache) -> EstimateCache
     hit/miss counts nor what it evicts next.  The cache is a new one per call: make one per run.
     """
     estimates = getattr(mw, "estimates", None)
-    pm = getattr(mw, "plugin_manager", None)
-    if measure not in _CHAR_CLASS or not isinstance(estimates, EstimateCache) or pm is None:
+    if not counts_as_measure(mw, measure) or not isinstance(estimates, EstimateCache):
         return meter
-    from ctxlab.core.builtin.estimator import DefaultEstimator
-
-    for hook in (pm.hook.ctxlab_estimate_message, pm.hook.ctxlab_estimate_tools):
-        impls = hook.get_hookimpls()
-        if len(impls) != 1 or type(impls[0].plugin) is not DefaultEstimator:
-            return meter
     impl = CharClassEstimator()
 
     def message_tokens(message: BaseMessage) -> int:
         known = estimates.peek(message)  # neither reorders the middleware's LRU nor counts a hit
-        return known if known is not None else impl.message_tokens(message)
+        return known if known is not None else meter.message_tokens(message)  # shared by the batch
 
     return EstimateCache(message_tokens, impl.tools_tokens, name=meter.name)
+
+
+def counts_as_measure(mw: object, measure: str) -> bool:
+    """Whether ``mw``'s estimates are the ``measure``'s (the char-class measure and only the
+    built-in estimator in its plugin manager: :func:`run_measure`)."""
+    estimates = getattr(mw, "estimates", None)
+    pm = getattr(mw, "plugin_manager", None)
+    if measure not in _CHAR_CLASS or not isinstance(estimates, EstimateCache) or pm is None:
+        return False
+    from ctxlab.core.builtin.estimator import DefaultEstimator
+
+    return all(
+        len(impls := hook.get_hookimpls()) == 1 and type(impls[0].plugin) is DefaultEstimator
+        for hook in (pm.hook.ctxlab_estimate_message, pm.hook.ctxlab_estimate_tools)
+    )
 
 
 #: metric definitions, printed in report.md (keys are column names; from the column registry)

@@ -73,6 +73,13 @@ from ctxlab.cli.bench.samples import (
     synthetic_base64,
 )
 from ctxlab.cli.bench.scale import ParallelResult, StartupResult, bench_parallel, bench_startup
+from ctxlab.cli.bench.targets import (
+    compressing_targets,
+    estimator_targets,
+    log_targets,
+    replay_targets,
+    startup_targets,
+)
 from ctxlab.cli.bench.throughput import ReplayRow, ReplayThroughput, bench_replay
 from ctxlab.cli.bench.timing import cl100k_encoding, fit_exponent, machine_info
 
@@ -282,6 +289,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if "parallel" in sections:
         print("5. sweeps on several processes")
         parallel = bench_parallel(transcripts, args.quick)
+    targets = [
+        *compressing_targets(compressing, overhead),
+        *estimator_targets(estimators),
+        *replay_targets(replay),
+        *startup_targets(startup),
+    ]
+    if targets:
+        print("issue 31 targets (measured in this run):")
+        log_targets(targets)
     text = render(
         machine, command.strip(), args.quick, overhead, estimators, replay, compressing
     ) + render_scale(startup, parallel)

@@ -35,7 +35,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ctxlab.cli.bench.contenders import (
-    BACKENDS,
     RunCall,
     fake_summarizer,
     langchain_step,
@@ -43,6 +42,7 @@ from ctxlab.cli.bench.contenders import (
     run_ars,
     run_langchain,
     timed_middleware,
+    writer_cpu,
 )
 from ctxlab.cli.bench.overhead import synthetic_history
 from ctxlab.cli.bench.timing import fit_exponent
@@ -64,6 +64,13 @@ class CompressingRow:
     langchain_total_s: float
     #: ctxlab's file backend (:data:`~ctxlab.cli.bench.contenders.BACKENDS`)
     backend: str = "in memory"
+    #: the history (:data:`HISTORIES`)
+    history: str = "synthetic"
+    #: CPU seconds of ctxlab's write-behind thread over the run (not in ``ars_total_s``)
+    writer_s: float = 0.0
+    #: CPU seconds of the summarizer steps, left out of both contenders' times
+    ars_summarizer_s: float = 0.0
+    langchain_summarizer_s: float = 0.0
 
     def ratio(self, ars_kind: str, lc_kind: str = "all") -> float | None:
         """LangChain's median for ``lc_kind`` over ctxlab's for ``ars_kind`` (``None``: a kind
@@ -135,6 +142,25 @@ def _settings(summary_threshold: float, ratio: float) -> Any:
     return CompressionSettings(summary_threshold=summary_threshold, summary_l2_trigger_ratio=ratio)
 
 
+#: the histories of section 1: name -> (system, messages, tool schemas) of ``n`` messages
+HISTORIES = ("realistic", "synthetic")
+
+
+def history_of(kind: str, n: int) -> tuple[Any, list[Any], list[Any]]:
+    """(system message, ``n`` messages, tool schemas) of the ``kind`` history (:data:`HISTORIES`):
+    the realistic coding-agent run (:func:`~ctxlab.cli.bench.realistic.realistic_history`, six
+    tool schemas) or the synthetic one (:func:`~ctxlab.cli.bench.overhead.synthetic_history`, no
+    schemas)."""
+    if kind == "realistic":
+        from ctxlab.cli.bench.realistic import realistic_history
+
+        return realistic_history(n)
+    if kind == "synthetic":
+        system, msgs = synthetic_history(n)
+        return system, msgs, []
+    raise ValueError(f"history must be one of {', '.join(HISTORIES)}, not {kind!r}")
+
+
 def _ars_maker(settings: Any, backend: str = "in memory") -> Callable[[], Any]:
     """A maker of fresh timed middlewares, each with a fresh ``backend``
     (:func:`~ctxlab.cli.bench.contenders.make_backend`; a ``FilesystemBackend`` in a new empty
@@ -155,7 +181,10 @@ _FOLDERS: list[str] = []
 
 def _best(runs: list[list[RunCall]]) -> list[RunCall]:
     """Each call's best time over the runs (the runs are deterministic: the same kinds)."""
-    return [RunCall(min(c.seconds for c in calls), calls[0].level) for calls in zip(*runs, strict=True)]
+    return [
+        RunCall(min(c.seconds for c in calls), calls[0].level, min(c.summarizer_seconds for c in calls))
+        for calls in zip(*runs, strict=True)
+    ]
 
 
 def _medians(calls: Sequence[RunCall]) -> dict[str, tuple[int, float]]:
@@ -167,21 +196,32 @@ def _medians(calls: Sequence[RunCall]) -> dict[str, tuple[int, float]]:
 
 
 def _scenario(
-    name: str, n: int, threshold: float, ratio: float, rounds: int, seed: int, backend: str = "in memory"
+    name: str,
+    n: int,
+    threshold: float,
+    ratio: float,
+    rounds: int,
+    seed: int,
+    backend: str = "in memory",
+    history: str = "synthetic",
 ) -> CompressingRow:
-    system, msgs = synthetic_history(n)
+    system, msgs, tools = history_of(history, n)
     settings = _settings(threshold, ratio)
     make = _ars_maker(settings, backend)
     t = settings.entry_threshold_tokens
     ars_runs: list[list[RunCall]] = []
     lc_runs: list[list[RunCall]] = []
+    writer: list[float] = []
     order = [0, 1]
     rng = random.Random(seed)
     for _ in range(rounds):
         rng.shuffle(order)
         for who in order:
             if who == 0:
-                ars_runs.append(run_ars(system, msgs, make)[0])
+                calls, harness = run_ars(system, msgs, make, tools=tools)
+                ars_runs.append(calls)
+                writer.append(writer_cpu(harness.middleware))
+                harness.middleware._own_files.queue.shutdown()
             else:
                 lc_runs.append(run_langchain(msgs, t, settings.summary_keep_messages)[0])
     ars, lc = _best(ars_runs), _best(lc_runs)
@@ -194,6 +234,10 @@ def _scenario(
         ars_total_s=sum(c.seconds for c in ars),
         langchain_total_s=sum(c.seconds for c in lc),
         backend=backend,
+        history=history,
+        writer_s=min(writer),
+        ars_summarizer_s=min(sum(c.summarizer_seconds for c in run) for run in ars_runs),
+        langchain_summarizer_s=min(sum(c.summarizer_seconds for c in run) for run in lc_runs),
     )
 
 
@@ -245,7 +289,7 @@ def _reload(case: str, n: int, threshold: float, reloads: int) -> ReloadRow:
     from ctxlab.cli.bench.contenders import call_positions
     from ctxlab.replay.harness import ModelNodeHarness, apply_update
 
-    system, msgs = synthetic_history(n)
+    system, msgs, tools = history_of("realistic", n)
     settings = _settings(threshold, 0.4)
     positions = call_positions(msgs)
     first, nxt, stop = positions[-2], positions[-1], positions[-3]
@@ -256,13 +300,16 @@ def _reload(case: str, n: int, threshold: float, reloads: int) -> ReloadRow:
     fresh: list[tuple[float, float]] = []
     lc: list[tuple[float, float]] = []
     for _ in range(reloads):
-        make = _ars_maker(settings)
-        _calls, harness = run_ars(system, msgs, make, upto=stop + 1)
+        make = _ars_maker(settings, "FilesystemBackend")
+        _calls, harness = run_ars(system, msgs, make, upto=stop + 1, tools=tools)
         checkpoint = harness.state
         harness.state = _reloaded(checkpoint)
         harness.add(*msgs[end:first])
         warm.append(_ars_pair(harness, msgs, first, nxt))
-        new = ModelNodeHarness(make(), system_message=system, record=False)
+        fresh_mw = timed_middleware(
+            settings=settings, backend=harness.middleware._backend, summarizer=fake_summarizer()
+        )
+        new = ModelNodeHarness(fresh_mw, system_message=system, tools=tools, record=False)
         new.state = _reloaded(checkpoint)
         new.add(*msgs[end:first])
         fresh.append(_ars_pair(new, msgs, first, nxt))
@@ -289,18 +336,21 @@ def _reload(case: str, n: int, threshold: float, reloads: int) -> ReloadRow:
 
 
 _COLD = """
-import json, sys, time
-from ctxlab.cli.bench.contenders import MemoryBackend, fake_summarizer, langchain_step, timed_middleware, call_positions
-from ctxlab.cli.bench.overhead import synthetic_history
+import json, sys, tempfile, time
+from ctxlab.cli.bench.compressing import history_of
+from ctxlab.cli.bench.contenders import make_backend, fake_summarizer, langchain_step, timed_middleware, call_positions
 from ctxlab.replay.harness import ModelNodeHarness, apply_update
 n = int(sys.argv[2])
-system, msgs = synthetic_history(n)
+system, msgs, tools = history_of("realistic", n)
 k = call_positions(msgs)[-1]
 if sys.argv[1] == "ars":
-    mw = timed_middleware(backend=MemoryBackend(), summarizer=fake_summarizer())
-    h = ModelNodeHarness(mw, system_message=system, messages=msgs[:k], record=False)
+    folder = tempfile.mkdtemp(prefix="ctxlab-bench-files-")
+    mw = timed_middleware(backend=make_backend("FilesystemBackend", folder), summarizer=fake_summarizer())
+    h = ModelNodeHarness(mw, system_message=system, tools=tools, messages=msgs[:k], record=False)
     h.call(msgs[k])
     print(json.dumps(mw.last_cpu))
+    import shutil
+    shutil.rmtree(folder, ignore_errors=True)
 else:
     from langchain.agents.middleware import SummarizationMiddleware
     from langgraph.runtime import Runtime
@@ -338,50 +388,64 @@ def bench_compressing(quick: bool, log: Callable[[str], None] = print) -> Compre
 ROUNDS = (("default T, L1-only rounds (L2 ratio 1.0)", 1.0), ("default T, L2 rounds (L2 ratio 0.4)", 0.4))
 
 
+def _plan(quick: bool) -> list[tuple[str, str, int, float, float, str]]:
+    """The rows of the section: (history, scenario, messages, summary_threshold, L2 ratio,
+    backend), the realistic history on the README's ``FilesystemBackend`` first (issue 31: the
+    setup a user runs), then the synthetic history of issue 20."""
+    n = 2000 if quick else 8000
+    sizes = [500, 2000] if quick else [2000, 8000]
+    small = 4 if quick else 8
+    l1_only, l2 = ROUNDS
+    plan = [("realistic", l2[0], size, 100.0, l2[1], "FilesystemBackend") for size in sizes]
+    plan.append(("realistic", l1_only[0], n, 100.0, l1_only[1], "FilesystemBackend"))
+    plan.append(("realistic", l2[0], n, 100.0, l2[1], "StateBackend"))
+    plan += [
+        ("synthetic", name, size, 100.0, ratio, "FilesystemBackend")
+        for name, ratio in ROUNDS
+        for size in sizes
+    ]
+    plan.append(("synthetic", f"small T ({small}K), L2 ratio 0.4", n, float(small), 0.4, "in memory"))
+    return plan
+
+
 def _bench_compressing(quick: bool, log: Callable[[str], None]) -> CompressingResult:
     result = CompressingResult()
     n = 2000 if quick else 8000
     rounds = 1 if quick else 3
-    small = 4 if quick else 8
-    sizes = [500, 2000] if quick else [2000, 8000]
-    plan = [
-        (f"{name}", size, 100.0, ratio, backend)
-        for backend in BACKENDS
-        for name, ratio in ROUNDS
-        for size in (sizes if backend != "in memory" else [n])
-    ]
-    plan.append((f"small T ({small}K), L2 ratio 0.4", n, float(small), 0.4, "in memory"))
-    for i, (name, size, threshold, ratio, backend) in enumerate(plan):
-        row = _scenario(name, size, threshold, ratio, rounds, seed=i, backend=backend)
+    for i, (history, name, size, threshold, ratio, backend) in enumerate(_plan(quick)):
+        row = _scenario(name, size, threshold, ratio, rounds, seed=i, backend=backend, history=history)
         result.rows.append(row)
         log(
-            f"  {backend}, {name}, {size:,} messages: ctxlab {row.ars_total_s:.2f} s, LangChain "
-            f"{row.langchain_total_s:.2f} s CPU ({row.total_ratio:.1f}x); medians ctxlab "
+            f"  {history}, {backend}, {name}, {size:,} messages: ctxlab {row.ars_total_s:.2f} s "
+            f"(+ writer thread {row.writer_s:.2f} s), LangChain {row.langchain_total_s:.2f} s CPU "
+            f"({row.total_ratio:.1f}x); medians ctxlab "
             + ", ".join(f"{k} {v[1]:.3f} ms" for k, v in row.ars.items())
             + "; LangChain "
             + ", ".join(f"{k} {v[1]:.3f} ms" for k, v in row.langchain.items())
         )
-    result.sizes = sizes
-    for backend in BACKENDS[:2]:
+    result.sizes = sorted({r.messages for r in result.rows if r.scenario == ROUNDS[1][0]})
+    for history in HISTORIES:
         for name, _ratio in ROUNDS:
-            runs = [r for r in result.rows if r.backend == backend and r.scenario == name]
+            runs = [
+                r
+                for r in result.rows
+                if r.history == history and r.backend == "FilesystemBackend" and r.scenario == name
+            ]
+            if len({r.messages for r in runs}) < 2:
+                continue
             k = fit_exponent([r.messages for r in runs], [r.ars_total_s for r in runs])
-            result.growth.append(
-                (
-                    backend,
-                    name,
-                    k,
-                    fit_exponent([r.messages for r in runs], [r.langchain_total_s for r in runs]),
-                )
-            )
-            log(f"  {backend}, {name}: whole run ~ N^k, ctxlab k={k:.2f}")
+            lk = fit_exponent([r.messages for r in runs], [r.langchain_total_s for r in runs])
+            result.growth.append((f"{history}, FilesystemBackend", name, k, lk))
+            log(f"  {history}, {name}: whole run ~ N^k, ctxlab k={k:.2f}, LangChain k={lk:.2f}")
     first = [g for g in result.growth if g[1] == ROUNDS[1][0]]
     result.ars_exponent = first[0][2] if first else float("nan")
     result.langchain_exponent = first[0][3] if first else float("nan")
-    system, msgs = synthetic_history(n)
+    system, msgs, tools = history_of("realistic", n)
     settings = _settings(100.0, 0.4)
     result.memory_messages = n
-    result.ars_peak_mb = _peak_mb(lambda: run_ars(system, msgs, _ars_maker(settings, "FilesystemBackend")))
+    result.ars_peak_mb = _peak_mb(
+        lambda: run_ars(system, msgs, _ars_maker(settings, "FilesystemBackend"), tools=tools)
+    )
     result.langchain_peak_mb = _peak_mb(lambda: run_langchain(msgs, settings.entry_threshold_tokens, 10))
     log(f"  peak memory: ctxlab +{result.ars_peak_mb:.1f} MB, LangChain +{result.langchain_peak_mb:.1f} MB")
     reloads = 3 if quick else 5

@@ -36,7 +36,9 @@ __all__ = [
     "make_backend",
     "run_ars",
     "run_langchain",
+    "timed_langchain",
     "timed_middleware",
+    "writer_cpu",
 ]
 
 #: the summary text the fake summarizer model answers (about 100 tokens)
@@ -52,11 +54,13 @@ def call_positions(messages: Sequence[BaseMessage]) -> list[int]:
 
 @dataclass
 class RunCall:
-    """One timed model call: CPU seconds of the middleware, and what it did (ctxlab: the round's
-    level ``"none"`` below T, ``"L1"`` or ``"L2"``; LangChain: ``"none"`` or ``"summary"``)."""
+    """One timed model call: CPU seconds of the middleware (its summarizer step left out), and
+    what it did (ctxlab: the round's level ``"none"`` below T, ``"L1"`` or ``"L2"``; LangChain:
+    ``"none"`` or ``"summary"``); ``summarizer_seconds``: the summarizer step's CPU seconds."""
 
     seconds: float
     level: str
+    summarizer_seconds: float = 0.0
 
 
 class MemoryBackend:
@@ -157,16 +161,42 @@ def fake_summarizer() -> Any:
     return _Fake(messages=itertools.repeat(AIMessage(content=FAKE_SUMMARY)))
 
 
+class _TimedSummarizer:
+    """A summarizer that adds the CPU seconds of its ``summarize`` calls to ``spent[0]``."""
+
+    def __init__(self, inner: Any, spent: list[float]) -> None:
+        self._inner = inner
+        self._spent = spent
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def summarize(self, job: Any) -> Any:
+        t = time.thread_time()
+        try:
+            return self._inner.summarize(job)
+        finally:
+            self._spent[0] += time.thread_time() - t
+
+
 def timed_middleware(**kwargs: Any) -> Any:
     """A ``CompressionMiddleware(**kwargs)`` whose ``last_cpu`` is the CPU seconds of its latest
-    ``wrap_model_call``, the model handler's time excluded."""
+    ``wrap_model_call``, the model handler's time and the summarizer's (``last_summarizer_cpu``:
+    the L2 summarizer's ``summarize`` call, LangChain's counterpart is its ``_create_summary``)
+    excluded."""
     from ctxlab.core.middleware import CompressionMiddleware
 
     class TimedCompressionMiddleware(CompressionMiddleware):
         last_cpu = 0.0
+        last_summarizer_cpu = 0.0
+
+        def _summarizer_for(self, request: Any) -> tuple[Any, Any]:
+            summarizer, model = super()._summarizer_for(request)
+            return _TimedSummarizer(summarizer, self._spent), model
 
         def wrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
             inner = 0.0
+            self._spent = [0.0]
 
             def timed(req: Any) -> Any:
                 nonlocal inner
@@ -180,9 +210,28 @@ def timed_middleware(**kwargs: Any) -> Any:
             try:
                 return super().wrap_model_call(request, timed)
             finally:
-                self.last_cpu = time.thread_time() - t0 - inner
+                self.last_summarizer_cpu = self._spent[0]
+                self.last_cpu = time.thread_time() - t0 - inner - self._spent[0]
 
     return TimedCompressionMiddleware(**kwargs)
+
+
+def writer_cpu(mw: Any) -> float:
+    """CPU seconds the write-behind thread of a ctxlab middleware has used so far (0 when it never
+    started): the file writes the bench's per-call times leave to that thread (issue 31)."""
+    queue = getattr(getattr(mw, "_own_files", None), "queue", None)
+    executor = getattr(queue, "_executor", None)
+    threads = list(getattr(executor, "_threads", ()) or ())
+    total = 0.0
+    for thread in threads:
+        ident = getattr(thread, "ident", None)
+        if ident is None or not thread.is_alive():
+            continue
+        try:
+            total += time.clock_gettime(time.pthread_getcpuclockid(ident))
+        except (OSError, AttributeError, ValueError):
+            continue
+    return total
 
 
 def _level(events: Sequence[Any]) -> str:
@@ -195,16 +244,17 @@ def run_ars(
     messages: Sequence[BaseMessage],
     make: Callable[[], Any],
     upto: int | None = None,
+    tools: Sequence[Any] = (),
 ) -> tuple[list[RunCall], Any]:
     """Drive the middleware ``make()`` (a :func:`timed_middleware`) over the model calls of
-    ``messages`` before index ``upto`` (all: ``None``); returns the calls and the harness (its
-    state is the run's end state)."""
+    ``messages`` before index ``upto`` (all: ``None``), with the tool schemas ``tools`` in every
+    request; returns the calls and the harness (its state is the run's end state)."""
     from langchain_core.messages import AIMessage
 
     from ctxlab.replay.harness import ModelNodeHarness
 
     mw = make()
-    harness = ModelNodeHarness(mw, system_message=system, record=False)
+    harness = ModelNodeHarness(mw, system_message=system, tools=list(tools), record=False)
     channel = DeepAgentFiles(harness) if type(mw._backend).__name__ == "StateBackend" else None
     out: list[RunCall] = []
     done = 0
@@ -215,7 +265,7 @@ def run_ars(
         answer = messages[k]
         assert isinstance(answer, AIMessage)
         call = harness.call(answer)
-        out.append(RunCall(mw.last_cpu, _level(call.events)))
+        out.append(RunCall(mw.last_cpu, _level(call.events), getattr(mw, "last_summarizer_cpu", 0.0)))
         if channel is not None:
             channel.commit()
         done = k + 1
@@ -228,12 +278,38 @@ def langchain_step(mw: Any, state: dict[str, Any], runtime: Any) -> RunCall:
     from ctxlab.replay.harness import apply_update
 
     before = len(state["messages"])
+    spent = getattr(mw, "_ctxlab_summary_cpu", None)
+    summarizing = spent[0] if spent is not None else 0.0
     t0 = time.thread_time()
     update = mw.before_model(dict(state), runtime)
     if update is not None:
         apply_update(state, update)
     seconds = time.thread_time() - t0
-    return RunCall(seconds, "summary" if len(state["messages"]) < before else "none")
+    summarized = spent[0] - summarizing if spent is not None else 0.0
+    # its summarizer's time is left out, as ctxlab's is (timed_langchain)
+    return RunCall(seconds - summarized, "summary" if len(state["messages"]) < before else "none", summarized)
+
+
+def timed_langchain(**kwargs: Any) -> Any:
+    """LangChain's ``SummarizationMiddleware(**kwargs)`` whose summarizer step (``_create_summary``:
+    trimming the messages to summarize, the prompt, the model call) adds its CPU seconds to
+    ``mw._ctxlab_summary_cpu[0]``, which :func:`langchain_step` leaves out of the call's time."""
+    from langchain.agents.middleware import SummarizationMiddleware
+
+    mw = SummarizationMiddleware(**kwargs)
+    spent = [0.0]
+    real = mw._create_summary
+
+    def create_summary(messages: Any) -> Any:
+        t = time.thread_time()
+        try:
+            return real(messages)
+        finally:
+            spent[0] += time.thread_time() - t
+
+    mw._create_summary = create_summary  # type: ignore[method-assign,assignment]
+    mw._ctxlab_summary_cpu = spent  # type: ignore[attr-defined]
+    return mw
 
 
 def run_langchain(
@@ -242,14 +318,11 @@ def run_langchain(
     """Drive LangChain's ``SummarizationMiddleware`` (trigger ``("tokens", trigger_tokens)``,
     keep ``("messages", keep)``, the fake summarizer) over the model calls of ``messages`` before
     ``upto``; returns the calls, the middleware and the end state."""
-    from langchain.agents.middleware import SummarizationMiddleware
     from langgraph.runtime import Runtime
 
     from ctxlab.replay.harness import apply_update
 
-    mw = SummarizationMiddleware(
-        model=fake_summarizer(), trigger=("tokens", trigger_tokens), keep=("messages", keep)
-    )
+    mw = timed_langchain(model=fake_summarizer(), trigger=("tokens", trigger_tokens), keep=("messages", keep))
     runtime: Runtime[Any] = Runtime(context=None, store=None, stream_writer=lambda _e: None)
     state: dict[str, Any] = {"messages": []}
     out: list[RunCall] = []

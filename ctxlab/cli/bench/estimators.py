@@ -52,6 +52,11 @@ class EstimatorResult:
     #: estimator -> tiktoken time / its time on 100-character texts
     short_speedup: dict[str, float] = field(default_factory=dict)
     short_texts: int = 0
+    #: the core default on the 100-character texts as tool results, per message (issue 31):
+    #: tiktoken time / time of the plugin-hook path (``CompressionHooks.estimate_message``, what
+    #: the middleware calls) and of the bare estimator (``CharClassEstimator.message_tokens``)
+    hook_speedup: float = float("nan")
+    bare_speedup: float = float("nan")
     #: against o200k_base: estimator -> class -> aggregate error (transcript and held-out classes);
     #: None when no offline o200k copy exists (``o200k_note`` says why)
     o200k: dict[str, dict[str, float]] | None = None
@@ -106,6 +111,38 @@ def _o200k() -> tuple[Any, str]:
 def _over(fn: Callable[[str], Any], texts: Sequence[str]) -> Callable[[], list[Any]]:
     """A contender: ``fn`` over every text."""
     return lambda: [fn(t) for t in texts]
+
+
+def _hook_path(
+    result: EstimatorResult, short: list[str], enc: Any, repeat: int, log: Callable[[str], None]
+) -> None:
+    """The estimator through the plugin hook against the bare function (issue 31): the short texts
+    as tool results, estimated per message by ``CompressionHooks(make_plugin_manager())
+    .estimate_message`` and by ``CharClassEstimator().message_tokens``, interleaved with tiktoken
+    on the same texts."""
+    from langchain_core.messages import ToolMessage
+
+    from ctxlab.core.estimation import CharClassEstimator
+    from ctxlab.core.hooks import CompressionHooks
+    from ctxlab.core.plugins import make_plugin_manager
+
+    messages = [ToolMessage(t, tool_call_id=f"c{i}", name="bash", id=f"t{i}") for i, t in enumerate(short)]
+    hook = CompressionHooks(make_plugin_manager()).estimate_message
+    bare = CharClassEstimator().message_tokens
+    times = interleaved_best(
+        {
+            "tiktoken": _over(enc.encode_ordinary, short),
+            "hook": lambda: [hook(m) for m in messages],
+            "bare": lambda: [bare(m) for m in messages],
+        },
+        repeat,
+    )
+    result.hook_speedup = times["tiktoken"] / times["hook"]
+    result.bare_speedup = times["tiktoken"] / times["bare"]
+    log(
+        f"  per message through the plugin hook {result.hook_speedup:.1f}x tiktoken, bare estimator "
+        f"{result.bare_speedup:.1f}x (hook / bare time {result.bare_speedup / result.hook_speedup:.2f})"
+    )
 
 
 def bench_estimators(
@@ -165,6 +202,7 @@ def bench_estimators(
     times = interleaved_best(contenders, 3 if quick else 9)
     result.short_speedup = {n: times["tiktoken"] / times[n] for n in estimators if times[n]}
     log("  100-character texts: " + ", ".join(f"{n} {v:.1f}x" for n, v in result.short_speedup.items()))
+    _hook_path(result, short, enc, 3 if quick else 9, log)
     result.provider = provider_usage_rows(transcripts_dir, lambda t: len(enc.encode_ordinary(t)))
     prov = sum(r.provider_tokens for r in result.provider)
     if prov:

@@ -175,6 +175,7 @@ def drive_ars(
     messages: Sequence[BaseMessage],
     plugins: Callable[[], Sequence[object]] = list,
     repeat: int = 1,
+    tools: Sequence[Any] = (),
 ) -> list[float]:
     """Per-call CPU seconds (``time.thread_time``) inside ``CompressionMiddleware.wrap_model_call``
     at every model call of ``messages`` (the model answers at once with the history's own next
@@ -182,7 +183,8 @@ def drive_ars(
 
     The whole run is repeated ``repeat`` times with a fresh middleware (its estimate cache makes
     a call depend on the previous ones) and each call keeps its best time.  ``plugins()`` makes
-    the middleware's extra plugins (for instance another estimator).
+    the middleware's extra plugins (for instance another estimator); ``tools``: the tool schemas
+    of every request.
 
     Raises:
         ValueError: a message has no id or shares one (the state is built with ``add_messages``,
@@ -200,6 +202,7 @@ def drive_ars(
             system,
             messages,
             lambda: timed_middleware(settings=settings, backend=_NoBackend(), plugins=list(plugins())),
+            tools=tools,
         )
         times = [c.seconds for c in calls]
         best = [min(a, b) for a, b in zip(best, times, strict=True)] if best else times
@@ -300,14 +303,27 @@ def bench_overhead(transcripts_dir: Path, quick: bool, log: Callable[[str], None
     result = OverheadResult()
     sizes = [250, 500, 1000] if quick else [1000, 2000, 4000, 8000]
     max_calls = 30 if quick else 120
-    histories = real_histories(transcripts_dir, limit=1000 if quick else None)
+    from ctxlab.cli.bench.realistic import realistic_history
+
+    realistic = 2000 if quick else 8000
+    system0, msgs0, tools0 = realistic_history(realistic)
+    histories: dict[str, tuple[SystemMessage | None, list[BaseMessage], list[Any]]] = {
+        f"realistic coding agent, 6 tool schemas ({realistic:,} messages)": (system0, msgs0, tools0)
+    }
+    histories.update(
+        (k, (sy, m, [])) for k, (sy, m) in real_histories(transcripts_dir, 1000 if quick else None).items()
+    )
     for n in sizes:
-        histories[f"synthetic {n:,} messages"] = synthetic_history(n)
+        histories[f"synthetic {n:,} messages"] = (*synthetic_history(n), [])
     fast_totals: list[float] = []
     repeat = 2 if quick else 3
-    for name, (system, msgs) in histories.items():
-        ars = drive_ars(system, msgs, repeat=repeat)
-        fast = drive_ars(system, msgs, fast_plugins, repeat=repeat) if fast_plugins is not None else []
+    for name, (system, msgs, tools) in histories.items():
+        ars = drive_ars(system, msgs, repeat=repeat, tools=tools)
+        fast = (
+            drive_ars(system, msgs, fast_plugins, repeat=repeat, tools=tools)
+            if fast_plugins is not None
+            else []
+        )
         lc, stride = drive_langchain(system, msgs, max_calls, repeat=2)
         row = OverheadRow(
             history=name,

@@ -6,9 +6,18 @@ from ctxlab.cli.bench.compressing import CompressingResult
 from ctxlab.cli.bench.estimators import SAFE_BAND, EstimatorResult
 from ctxlab.cli.bench.overhead import OverheadResult
 from ctxlab.cli.bench.provider_usage import ProviderUsageRow
+from ctxlab.cli.bench.render_compressing import compressing_section
 from ctxlab.cli.bench.samples import CLASSES, TEXTSET_CLASSES
 from ctxlab.cli.bench.scale import ParallelResult, StartupResult
-from ctxlab.cli.bench.throughput import DEFAULT_STRATEGY, TARGET_PASSES, ReplayThroughput
+from ctxlab.cli.bench.targets import (
+    Target,
+    compressing_targets,
+    estimator_targets,
+    render_targets,
+    replay_targets,
+    startup_targets,
+)
+from ctxlab.cli.bench.throughput import DEFAULT_STRATEGY, FIVE_STRATEGIES, TARGET_PASSES, ReplayThroughput
 
 __all__ = ["compressing_section", "render", "render_scale"]
 
@@ -39,14 +48,20 @@ def render(
         "",
     ]
     if overhead is not None:
-        out += _overhead_section(overhead)
+        out += _with_targets(_overhead_section(overhead), compressing_targets(compressing, overhead))
     if compressing is not None:
         out += compressing_section(compressing)
     if estimators is not None:
-        out += _estimators_section(estimators)
+        out += _with_targets(_estimators_section(estimators), estimator_targets(estimators))
     if replay is not None:
-        out += _replay_section(replay)
+        out += _with_targets(_replay_section(replay), replay_targets(replay))
     return "\n".join(out)
+
+
+def _with_targets(section: list[str], targets: list[Target]) -> list[str]:
+    """``section`` with the table of its issue-31 ``targets`` under its heading."""
+    block = render_targets(targets)
+    return [*section[:2], *block, *section[2:]] if block else section
 
 
 def _cell(value: float | None, shown: bool) -> str:
@@ -105,112 +120,6 @@ def _overhead_section(overhead: OverheadResult) -> list[str]:
     return out
 
 
-def _verdict(ratio: float | None, target: float) -> str:
-    if ratio is None:
-        return "–"
-    return f"**{ratio:.1f}×** ({'met' if ratio >= target else 'not met'})"
-
-
-def compressing_section(result: CompressingResult) -> list[str]:
-    """Section 1 while compressing: per-call ratios by kind of call, growth, memory, reloads."""
-    out = [
-        "### While compressing",
-        "",
-        "The same synthetic runs through both middlewares with a trigger both reach "
-        "(`ctxlab/cli/bench/compressing.py`): T matched in tokens (ctxlab `summary_threshold × 1024` = "
-        'LangChain `trigger=("tokens", T)`, each counted by its own default estimator: LangChain\'s '
-        "`count_tokens_approximately` counts fewer tokens on code and JSON, so it reaches T a little later), "
-        'LangChain keeping as many messages as ctxlab (`keep=("messages", 10)`), both summarizing with the '
-        "same fake chat model. ctxlab writes its files to the README's default backend first: "
-        "`FilesystemBackend(root_dir=<new temporary folder>, virtual_mode=True)` on disk, then DeepAgents' "
-        "`StateBackend` as in a deep agent (the files live in the state's `files` channel: reads and writes "
-        "go through the node's config as LangGraph's Pregel hands them, DeepAgents' own reducer merging "
-        "them; `DeepAgentFiles` in `ctxlab/cli/bench/contenders.py`), each at two history lengths with "
-        "L1-only rounds and with L2 rounds; an in-memory backend and a small T are extra rows. CPU time of "
-        "the measuring thread; "
-        "ctxlab's `wrap_model_call` minus the model handler, LangChain's `before_model` plus applying its "
-        "update through `add_messages`; each run repeated in shuffled order, each call's best time. "
-        "Medians per kind of call: ctxlab below T / L1-only round / L2 round, LangChain without / with a "
-        "summary. Ratios are LangChain / ctxlab (above 1: ctxlab cheaper); target ≥ 10×.",
-        "",
-        "| ctxlab backend | scenario | messages | T tokens | ctxlab ms: below T · L1 · L2 (calls) | LangChain "
-        "ms: no summary · summary (calls) | all calls (median) | L1 rounds vs LangChain median | L2 rounds vs "
-        "LangChain summary | whole run CPU s ctxlab / LangChain | whole run |",
-        "|---|---|---:|---:|---|---|---:|---:|---:|---:|---:|",
-    ]
-    for r in result.rows:
-        ars = " · ".join(
-            f"{r.ars[k][1]:.3f} ({r.ars[k][0]:,})" if k in r.ars else "–" for k in ("none", "L1", "L2")
-        )
-        lc = " · ".join(
-            f"{r.langchain[k][1]:.3f} ({r.langchain[k][0]:,})" if k in r.langchain else "–"
-            for k in ("none", "summary")
-        )
-        out.append(
-            f"| {r.backend} | {r.scenario} | {r.messages:,} | {r.threshold_tokens:,} | {ars} | {lc} | "
-            f"{_verdict(r.ratio('all'), 10)} | {_verdict(r.ratio('L1'), 10)} | "
-            f"{_verdict(r.ratio('L2', 'summary'), 10)} | {r.ars_total_s:.2f} / {r.langchain_total_s:.2f} | "
-            f"{_verdict(r.total_ratio, 10)} |"
-        )
-    memory = result.ars_peak_mb / result.langchain_peak_mb if result.langchain_peak_mb > 0 else float("nan")
-    growth = "; ".join(
-        f"{backend}, {scenario}: ctxlab **k = {k:.2f}** ({'met' if k <= 1.1 else 'not met'}), LangChain "
-        f"k = {lk:.2f}"
-        for backend, scenario, k, lk in result.growth
-    )
-    out += [
-        "",
-        f"Growth while compressing (default T; whole-run CPU time at {', '.join(f'{n:,}' for n in result.sizes)} "
-        f"messages, fitted as `time ∝ N^k`): ctxlab **k = {result.ars_exponent:.2f}**, LangChain "
-        f"**k = {result.langchain_exponent:.2f}** (target: ctxlab k ≤ 1.1)"
-        + (f". Per backend and kind of round: {growth}." if growth else "."),
-        "",
-        f"Peak memory of a whole run with compression ({result.memory_messages:,} messages, default T; "
-        "`tracemalloc`, the history built beforehand): ctxlab "
-        f"**+{result.ars_peak_mb:.1f} MB**, LangChain **+{result.langchain_peak_mb:.1f} MB**: ctxlab / LangChain "
-        f"**{memory:.2f}×** (target ≤ 2×: {'met' if memory <= 2 else 'not met'}).",
-        "",
-        "First model call after a checkpoint reload (`_reload` in `ctxlab/cli/bench/compressing.py`): each "
-        "contender runs the synthetic history to the call before the last but one; its state (messages and "
-        "its private keys, e.g. ctxlab's `_summarization_event`) is round-tripped through LangGraph's checkpoint "
-        "serializer (`JsonPlusSerializer.dumps_typed`/`loads_typed`, what a checkpointer stores and loads; no "
-        "compiled graph or `InMemorySaver` is run), giving new message objects with the same content; the "
-        "transcript's messages since then are added (the new invocation's input) and the model call is timed "
-        '("first"), then the model\'s answer and the next transcript messages are appended and the following '
-        'call is timed ("next", as the run goes on). What stays warm: "ctxlab same process" is the run\'s own '
-        "`CompressionMiddleware` instance with the caches of its run (estimates, offloaded and truncated copies, "
-        "the last view; the reloaded messages are new objects, found in them by content); "
-        '"ctxlab fresh instance" is a new '
-        "middleware built for the reload with empty caches, what a new process pays apart from imports (see the "
-        "cold first call below). LangChain's `SummarizationMiddleware` keeps nothing between calls (every call "
-        "recounts its state), so its instance does not matter; its state is what its own run left (after "
-        "compressing: its summary and kept messages). ctxlab runs anew for every reload, so no reload sees "
-        "another's caches; median over the reloads. Target: ctxlab's first call ≥ 5× cheaper than LangChain's "
-        "(judged for both ctxlab columns).",
-        "",
-        "| case | messages | reloads | ctxlab same process ms: first · next | ctxlab fresh instance ms: first · "
-        "next | LangChain ms: first · next | first call, LangChain / ctxlab same process | first call, "
-        "LangChain / ctxlab fresh instance |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    for rr in result.reloads:
-        out.append(
-            f"| {rr.case} | {rr.messages:,} | {rr.reloads} | {rr.ars_first_ms:.2f} · {rr.ars_next_ms:.2f} | "
-            f"{rr.ars_fresh_first_ms:.2f} · {rr.ars_fresh_next_ms:.2f} | "
-            f"{rr.langchain_first_ms:.2f} · {rr.langchain_next_ms:.2f} | {_verdict(rr.ratio, 5)} | "
-            f"{_verdict(rr.fresh_ratio, 5)} |"
-        )
-    cold = result.cold_langchain_ms / result.cold_ars_ms if result.cold_ars_ms else float("nan")
-    out += [
-        "",
-        f"A fresh process's very first call ({result.memory_messages:,}-message history, imports done, "
-        f"median of fresh processes): ctxlab {result.cold_ars_ms:.1f} ms, LangChain {result.cold_langchain_ms:.1f} "
-        f"ms (LangChain / ctxlab {cold:.2f}×; no target).",
-        "",
-    ]
-    return out
-
-
 def _estimators_section(estimators: EstimatorResult) -> list[str]:
     out = [
         "## 2. Token estimators against tiktoken cl100k_base",
@@ -251,6 +160,15 @@ def _estimators_section(estimators: EstimatorResult) -> list[str]:
             "the per-call cost decides; target for the core default ≥ 20×): "
             + ", ".join(f"{n} **{v:.1f}×**" for n, v in estimators.short_speedup.items())
             + ".",
+        ]
+    if estimators.hook_speedup == estimators.hook_speedup:  # measured (not NaN)
+        out += [
+            "",
+            "The same texts as tool results, estimated per message (issue 31): through the plugin hook "
+            "(`CompressionHooks.estimate_message`, what the middleware calls; one estimator plugin is called "
+            f"without pluggy's dispatch) **{estimators.hook_speedup:.1f}×** tiktoken, the bare "
+            f"`CharClassEstimator.message_tokens` **{estimators.bare_speedup:.1f}×**: the hook path takes "
+            f"**{estimators.bare_speedup / estimators.hook_speedup:.2f}×** the bare function's time (target ≤ 2×).",
         ]
     out += _heldout_section(estimators)
     out.append("")
@@ -386,6 +304,14 @@ def _replay_section(replay: ReplayThroughput) -> list[str]:
             f"{r.middleware_seconds:.2f} | {r.middleware_seconds / tk:.2f} | {r.errors} |"
         )
     out.append("")
+    if replay.five_calls:
+        out += [
+            f"Five strategies in one `replay_many` ({', '.join(FIVE_STRATEGIES)}; the batch shares work across "
+            f"a transcript's strategies, issue 31): {replay.five_calls:,} model calls, best of {replay.repeat}: "
+            f"{replay.five_seconds:.2f} s wall, {replay.five_cpu_seconds:.2f} s CPU, "
+            f"**{replay.five_cpu_seconds / tk_cpu:.2f}** tiktoken passes in CPU time (target ≤ 4).",
+            "",
+        ]
     return out + _replay_target_lines(replay)
 
 
@@ -449,9 +375,12 @@ def render_scale(startup: StartupResult | None, parallel: ParallelResult | None)
             "",
             "## 4. Start-up",
             "",
-            f"`ctxlab --help` in a fresh interpreter: **{startup.help_seconds:.2f} s** (target ≤ 0.3 s); "
-            f"`python -c pass`: {startup.python_seconds:.2f} s (best of several runs). The parser loads no "
-            "LangChain, polars, matplotlib, tiktoken or Ray (`tests/test_import_floor.py`).",
+            *render_targets(startup_targets(startup)),
+            f"`ctxlab --help` in a fresh interpreter: **{startup.help_seconds:.2f} s** wall, "
+            f"**{startup.help_cpu_seconds:.3f} s** CPU (target ≤ 0.1 s CPU, issue 31); `python -c pass`: "
+            f"{startup.python_seconds:.2f} s wall, {startup.python_cpu_seconds:.3f} s CPU (best of several "
+            "runs; CPU = user + system of the child). The parser loads no LangChain, polars, matplotlib, "
+            "tiktoken, Ray or `importlib.metadata` (`tests/test_import_floor.py`).",
         ]
     if parallel is not None and parallel.seconds:
         base = parallel.seconds.get("jobs=1")

@@ -25,8 +25,13 @@ __all__ = ["ParallelResult", "StartupResult", "bench_parallel", "bench_startup"]
 
 @dataclass
 class StartupResult:
+    """Wall seconds (best of several runs) of ``ctxlab --help`` and ``python -c pass``, and their
+    CPU seconds (user + system of the child, best of the runs)."""
+
     help_seconds: float
     python_seconds: float
+    help_cpu_seconds: float = float("nan")
+    python_cpu_seconds: float = float("nan")
 
 
 @dataclass
@@ -44,12 +49,26 @@ class ParallelResult:
 
 
 def _wall(cmd: Sequence[str], repeat: int) -> float:
-    best = float("inf")
+    return _times(cmd, repeat)[0]
+
+
+def _times(cmd: Sequence[str], repeat: int) -> tuple[float, float]:
+    """(best wall seconds, best CPU seconds of the child) over ``repeat`` runs of ``cmd``."""
+    best = cpu = float("inf")
     for _ in range(repeat):
+        c0 = _cpu_children()
         t0 = time.perf_counter()
         subprocess.run(cmd, capture_output=True, check=False)
         best = min(best, time.perf_counter() - t0)
-    return best
+        cpu = min(cpu, _cpu_children() - c0)
+    return best, cpu
+
+
+def _cpu_children() -> float:
+    import resource
+
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return kids.ru_utime + kids.ru_stime
 
 
 def bench_startup(quick: bool, log: Callable[[str], None] = print) -> StartupResult:
@@ -60,8 +79,15 @@ def bench_startup(quick: bool, log: Callable[[str], None] = print) -> StartupRes
         "-c",
         "import sys; from ctxlab.cli.main import main; sys.exit(main(['--help']))",
     ]
-    result = StartupResult(_wall(help_cmd, repeat), _wall([sys.executable, "-c", "pass"], repeat))
-    log(f"  ctxlab --help {result.help_seconds:.2f} s, python -c pass {result.python_seconds:.2f} s")
+    (help_wall, help_cpu), (py_wall, py_cpu) = (
+        _times(help_cmd, repeat),
+        _times([sys.executable, "-c", "pass"], repeat),
+    )
+    result = StartupResult(help_wall, py_wall, help_cpu, py_cpu)
+    log(
+        f"  ctxlab --help {result.help_seconds:.2f} s ({result.help_cpu_seconds:.3f} s CPU), "
+        f"python -c pass {result.python_seconds:.2f} s ({result.python_cpu_seconds:.3f} s CPU)"
+    )
     return result
 
 

@@ -7,8 +7,9 @@ never larger than the message it replaces (its estimate in tokens).
 from __future__ import annotations
 
 import logging
+import operator
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,17 +18,24 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from ctxlab.core.builtin.arguments import bound_arguments
 from ctxlab.core.builtin.arguments import rebuilt as _rebuilt
 from ctxlab.core.builtin.arguments import with_value as _with
+from ctxlab.core.builtin.offload_text import (
+    PATH_SHAPE,
+    headers,
+    path_gone,
+    replacements,
+    with_images,
+)
 from ctxlab.core.estimation import estimate_text_tokens
-from ctxlab.core.files import LARGE_TOOL_RESULTS_DIR, FileWriteError, safe_stem
+from ctxlab.core.files import FileWriteError, safe_stem
 from ctxlab.core.hookspecs import hookimpl
 from ctxlab.core.identity import IdentityCache
 from ctxlab.core.l1 import (
     OffloadRecord,
     TrimContext,
+    TrimPass,
     TrimProgress,
     TrimReport,
     TruncatedArg,
-    fit_preview,
     protect_key,
 )
 from ctxlab.core.marks import (
@@ -65,12 +73,8 @@ CALL_BLOCK_ARGUMENTS = {kind: keys[1] for kind, keys in CALL_BLOCKS.items()}
 #: offloaded (and argument-truncated) copies remembered per trimmer (a long run reuses them on
 #: every call)
 OFFLOADS_CACHED = 100_000
-#: what the offload file name looks like, for the size of a header before the file exists
-_PATH_SHAPE = f"{LARGE_TOOL_RESULTS_DIR}/{{stem}}-{'0a1b2c3d4e5f6789' * 4}.txt"
-#: replaces the path of an offloaded copy whose file is gone from the thread's file scope
-FILE_GONE = "(a file that is no longer available)"
-#: a preview shorter than this (tokens) is not worth a header: a shorter header is tried first
-MIN_PREVIEW_TOKENS = 8
+#: message framings remembered per trimmer: (estimator, message class, tool name)
+FRAMINGS_CACHED = 256
 
 
 def text_only(content: list[Any]) -> str:
@@ -108,22 +112,28 @@ class ArgumentTruncation:
     def ctxlab_l1_trim(self, view: list[BaseMessage], ctx: TrimContext) -> TrimReport:
         report = TrimReport(trimmer=self.name)
         protect = ctx.protect_ids
-        # a view that extends the previous one: only its bounded calls and the new messages
-        start, again = (0, []) if protect else self._progress.resume(view)
+        # a view that extends the previous one: the copies of the old part are the previous
+        # pass's (a message's bounded copy depends on nothing else), only new messages are visited
+        done = None if protect else self._progress.resume_pass(view)
         source = list(view)
-        marked: list[int] = []
-        for i in (*again, *range(start, len(view))):
+        start, marked, records = 0, [], []
+        if done is not None:
+            start = len(done.source)
+            view[:start] = done.output[:start]
+            marked, records = list(done.marked), list(done.records)
+        for i in range(start, len(view)):
             m = source[i]
             if isinstance(m, AIMessage) and (not protect or protect_key(m) not in protect):
                 new, cut = self._memo.get_or_put(m, self._bound)
                 if cut:
-                    report.truncated_args.extend(cut)
+                    records.extend(cut)
                 if new is not m:
                     view[i] = new
                 if cut or new is not m:
                     marked.append(i)
+        report.truncated_args = records
         if not protect:
-            self._progress.remember(source, marked)
+            self._progress.remember_pass(TrimPass(source, list(view), marked, records, [], None, None))
         return report
 
     @hookimpl
@@ -245,6 +255,9 @@ class ToolResultOffload:
         self._progress = TrimProgress()
         self._floor_warned: set[int] = set()
         self._floor_lock = threading.Lock()
+        # estimator -> (message class, tool name) -> what a message of that kind costs around
+        # its text (an empty copy estimated once, not one per offload: issue 31)
+        self._framing: IdentityCache[object, int] = IdentityCache(FRAMINGS_CACHED)
 
     def _warn_floor(self, limit: int, header: str) -> None:
         """Warn once per limit that ``limit`` cannot hold an offload path (the path floor)."""
@@ -263,38 +276,86 @@ class ToolResultOffload:
     def ctxlab_l1_trim(self, view: list[BaseMessage], ctx: TrimContext) -> TrimReport:
         report = TrimReport(trimmer=self.name)
         protect = ctx.protect_ids
-        # a view that extends the previous one: its offloads are checked again (their files
-        # must exist in this request's scope, R6/R17), its small results are not visited
         key = (ctx.token_limit, ctx.file_exists is None)
-        start, again = (0, []) if protect else self._progress.resume(view, key)
+        done = None if protect else self._progress.resume_pass(view, key)
         source = list(view)
+        n = len(view)
+        # (position, record) of every offload in the view, in position order
+        entries: list[tuple[int, OffloadRecord]] = []
         marked: list[int] = []
-        for i in (*again, *range(start, len(view))):
+        start = 0
+        trusted = done is not None and ctx.files_epoch is not None and done.epoch == ctx.files_epoch
+        if done is None:
+            visit: Iterable[int] = range(n)
+        elif trusted:
+            # issue 31: the files this middleware wrote are unchanged since the last pass: its
+            # copies of the old part stand; only the copies naming files it did not write (and
+            # failed writes) are checked again, with the new messages
+            start = len(done.source)
+            view[:start] = done.output[:start]
+            marked = list(done.marked)
+            again = set(done.foreign)
+            entries = [e for e in done.records if e[0] not in again] if again else list(done.records)
+            visit = (*done.foreign, *range(start, n))
+        else:
+            # a view that extends the previous one in another files epoch: its offloads are
+            # checked again (their files must exist in this request's scope, R6/R17), its small
+            # results are not visited
+            start = len(done.source)
+            visit = (*done.marked, *range(start, n))
+        recheck: list[int] = []
+        kept = len(entries)  # the entries taken over from the last pass (trusted)
+        for i in visit:
             m = source[i]
             if not is_tool_result(m) or (protect and protect_key(m) in protect):
                 continue
-            saved = offloaded_path_of(m)
-            if saved is not None:
-                # R6: offloaded by ctxlab already (the overflow trim wrote the copy to the state)
-                marked.append(i)
-                if ctx.file_exists is not None and not ctx.file_exists(saved):
-                    view[i] = _path_gone(m, saved)  # never point the model at a missing file
-                continue
-            memo = self._memo.get(m, ctx.token_limit)
-            if memo is not None and _saved_again(memo, ctx):
-                marked.append(i)
-                view[i] = memo.copy
-                report.offloaded.extend(memo.entries)
-                continue
-            blocks = not isinstance(m, ToolMessage) and not is_observation(m)
-            new = self._offload_blocks(m, ctx, report) if blocks else self._offload(m, ctx, report)
-            if new is not None:
-                view[i] = new
-            if new is not None or ctx.estimate(m) > ctx.token_limit:
+            named = self._visit(i, m, view, ctx, report, entries)
+            if (i >= start or not trusted) and (named is not False or ctx.estimate(m) > ctx.token_limit):
                 marked.append(i)  # offloaded, or left whole although large: decided again
+            if named is None or (isinstance(named, str) and not _owned(ctx, named)):
+                recheck.append(i)  # a failed write, or a file this middleware did not write
+        if trusted and kept and len(entries) > kept and done is not None and done.foreign:
+            entries.sort(key=lambda e: e[0])  # the checked-again copies back in position order
+        report.offloaded = list(map(_RECORD, entries))
         if not protect:
-            self._progress.remember(source, marked, key)
+            self._progress.remember_pass(
+                TrimPass(source, list(view), marked, entries, recheck, key, ctx.files_epoch)
+            )
         return report
+
+    def _visit(
+        self,
+        i: int,
+        m: BaseMessage,
+        view: list[BaseMessage],
+        ctx: TrimContext,
+        report: TrimReport,
+        entries: list[tuple[int, OffloadRecord]],
+    ) -> str | bool | None:
+        """Decide ``view[i]`` for the tool result ``m`` (its offload record goes to ``entries``):
+        returns the path its copy names, ``True`` when ctxlab offloaded it already and it names no
+        file now, ``None`` when its write failed (tried again next time), ``False`` when it stays
+        as it is."""
+        saved = offloaded_path_of(m)
+        if saved is not None:
+            # R6: offloaded by ctxlab already (the overflow trim wrote the copy to the state)
+            if ctx.file_exists is not None and not ctx.file_exists(saved):
+                view[i] = path_gone(m, saved)  # never point the model at a missing file
+                return True
+            return saved
+        memo = self._memo.get(m, ctx.token_limit)
+        if memo is not None and _saved_again(memo, ctx):
+            view[i] = memo.copy
+            entries.extend((i, entry) for entry in memo.entries)
+            return memo.entries[-1]["path"]
+        before = len(report.offloaded)
+        blocks = not isinstance(m, ToolMessage) and not is_observation(m)  # issue 30: result blocks
+        new = self._offload_blocks(m, ctx, report) if blocks else self._offload(m, ctx, report)
+        if new is None:
+            return False
+        view[i] = new
+        entries.extend((i, entry) for entry in report.offloaded[before:])
+        return report.offloaded[-1]["path"] if len(report.offloaded) > before else None
 
     @hookimpl
     def ctxlab_forget(self, messages: list[BaseMessage], settings: CompressionSettings) -> None:
@@ -320,18 +381,22 @@ class ToolResultOffload:
             else []
         )
         tool = getattr(m, "name", None) or "observation"
-        framing = ctx.estimate(m.model_copy(update={"content": ""}))
+        framing = self._framing.get_or_put(
+            getattr(ctx.estimate, "__self__", ctx.estimate),
+            lambda _e: ctx.estimate(m.model_copy(update={"content": ""})),
+            (type(m), getattr(m, "name", None)),
+        )
         budget = ctx.token_limit - framing  # tokens the text of the replacement may use
         allowance = ctx.token_limit
         if images:
             allowance += ctx.estimate(m.model_copy(update={"content": images})) - framing
-        shape = _PATH_SHAPE.format(stem=safe_stem(tool))
+        shape = PATH_SHAPE.format(stem=safe_stem(tool))
         # the path floor: a limit that cannot hold the shortest header with its path; then the
         # replacement is that header alone, over the limit but smaller than the original
-        floor = budget <= 0 or estimate_text_tokens(_headers(text, before, shape)[-1]) > budget
+        floor = budget <= 0 or estimate_text_tokens(headers(text, before, shape)[-1]) > budget
         if floor:
-            shortest = _headers(text, before, shape)[-1]
-            if ctx.estimate(m.model_copy(update={"content": _with_images(shortest, images)})) >= before:
+            shortest = headers(text, before, shape)[-1]
+            if ctx.estimate(m.model_copy(update={"content": with_images(shortest, images)})) >= before:
                 return None  # even the path alone would not shrink it: the message stays as it is
             if ctx.token_limit == ctx.settings.summary_tool_result_token_limit:
                 self._warn_floor(ctx.token_limit, shortest)  # the setting, not a tail-trim step
@@ -343,11 +408,11 @@ class ToolResultOffload:
             report.errors.append(str(exc))
             path = None
         kwargs = {**m.additional_kwargs, **offload_kwargs(path, len(text))} if path else m.additional_kwargs
-        headers = _headers(text, before, path)
-        candidates = [headers[-1]] if floor else _replacements(text, budget, headers)
+        heads = headers(text, before, path)
+        candidates = [heads[-1]] if floor else replacements(text, budget, heads, before - framing)
         after = before
         for preview in candidates:
-            new = m.model_copy(update={"content": _with_images(preview, images), "additional_kwargs": kwargs})
+            new = m.model_copy(update={"content": with_images(preview, images), "additional_kwargs": kwargs})
             after = ctx.estimate(new)
             if after < before and (floor or after <= allowance):
                 break
@@ -392,8 +457,8 @@ class ToolResultOffload:
                 logger.warning("offload of a %s result failed: %s", tool, exc.detail)
                 report.errors.append(str(exc))
                 path = None
-            headers = _headers(text, tokens, path)
-            preview = next(_replacements(text, ctx.token_limit, headers), headers[-1])
+            heads = headers(text, tokens, path)
+            preview = next(replacements(text, ctx.token_limit, heads), heads[-1])
             key = RESULT_BLOCKS[str(block["type"])][1]
             output = block.get(key)
             images = (
@@ -405,7 +470,7 @@ class ToolResultOffload:
                 if isinstance(output, list)
                 else []
             )
-            content[i] = {**block, key: _with_images(preview, images)}
+            content[i] = {**block, key: with_images(preview, images)}
             entries.append(
                 {
                     "path": path,
@@ -436,37 +501,13 @@ class ToolResultOffload:
         return new
 
 
-def _with_images(text: str, images: list[Any]) -> str | list[Any]:
-    """The content of a replacement: ``text``, beside the image blocks kept in the view."""
-    return [{"type": "text", "text": text}, *images] if images else text
+#: the record of a ``(position, record)`` entry
+_RECORD = operator.itemgetter(1)
 
 
-def _headers(text: str, before: int, path: str | None) -> list[str]:
-    """The headers an offloaded copy may open with, longest first; ``path`` ``None``: the file
-    could not be saved."""
-    if path is None:
-        return [
-            f"{OFFLOAD_MARKER} {len(text)} characters (~{before} tokens); the full output could not "
-            "be saved, only this preview is shown:",
-            f"{OFFLOAD_MARKER} not saved; preview:",
-        ]
-    return [
-        f"{OFFLOAD_MARKER} {len(text)} characters (~{before} tokens). "
-        f"Full output saved at {path} \nRead that file for the complete result. Preview:",
-        f"{OFFLOAD_MARKER} Full output saved at {path}",
-    ]
-
-
-def _replacements(text: str, budget: int, headers: list[str]) -> Iterator[str]:
-    """Replacement texts within ``budget`` tokens, best first: each header (longest first) with
-    a preview of at least :data:`MIN_PREVIEW_TOKENS`, then each header alone."""
-    sizes = [estimate_text_tokens(h) for h in headers]
-    for header, size in zip(headers, sizes, strict=True):
-        if size + 8 + MIN_PREVIEW_TOKENS <= budget:  # fit_preview keeps 8 tokens of slack
-            yield fit_preview(text, budget, header)
-    for header, size in zip(headers, sizes, strict=True):
-        if size <= budget:
-            yield header
+def _owned(ctx: TrimContext, path: str) -> bool:
+    """Whether this middleware wrote ``path`` itself and trusts it (:attr:`TrimContext.file_owned`)."""
+    return ctx.file_owned is not None and ctx.file_owned(path)
 
 
 def _saved_again(memo: _Offloaded, ctx: TrimContext) -> bool:
@@ -478,18 +519,3 @@ def _saved_again(memo: _Offloaded, ctx: TrimContext) -> bool:
         )
     except FileWriteError:
         return False
-
-
-def _path_gone(m: BaseMessage, path: str) -> BaseMessage:
-    """``m`` with ``path`` replaced by :data:`FILE_GONE` in its text."""
-    content = m.content
-    if isinstance(content, str):
-        new: str | list[Any] = content.replace(path, FILE_GONE)
-    else:
-        new = [
-            {**b, "text": b["text"].replace(path, FILE_GONE)}
-            if isinstance(b, dict) and isinstance(b.get("text"), str)
-            else b
-            for b in content
-        ]
-    return m.model_copy(update={"content": new})

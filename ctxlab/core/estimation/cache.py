@@ -125,13 +125,22 @@ class EstimateCache:
         self._message_fn = message_fn
         self._tools_fn = tools_fn
         self._by_content: BoundedCache[tuple[Any, ...], int] = BoundedCache(max_entries)
-        # the same message object: no fingerprint needed (the object is kept alive with its entry)
-        self._by_object: IdentityCache[BaseMessage, int] = IdentityCache(max_entries)
+        # the same message object: no fingerprint needed (the object is kept alive with its entry);
+        # the value keeps the fingerprint too, so that forgetting the message does not make it again
+        self._by_object: IdentityCache[BaseMessage, tuple[int, tuple[Any, ...] | None]] = IdentityCache(
+            max_entries
+        )
         self._tools: IdentityCache[tuple[Any, ...], int] = IdentityCache(TOOL_LISTS_CACHED)
         self._prefixes: list[tuple[list[BaseMessage], list[int]]] = []
         self._prefix_lock = threading.Lock()
         self.hits = 0
         self.misses = 0
+
+    def share_with(self, other: EstimateCache) -> None:
+        """Estimate what this cache misses through ``other``, a cache in front of the very same
+        estimator (the same counts): the strategies of a replay batch that share one estimator
+        estimate each message once between them (issue 31).  The caller vouches for the sameness."""
+        self._message_fn = other.message_tokens
 
     def message_tokens(self, message: BaseMessage) -> int:
         """Tokens of one message (cached).
@@ -142,27 +151,28 @@ class EstimateCache:
         seen = self._by_object.get(message)
         if seen is not None:
             self.hits += 1
-            return seen
-        return self._by_object.put(message, self._message_tokens_by_key(message))
+            return seen[0]
+        return self._by_object.put(message, self._message_tokens_by_key(message))[0]
 
     def peek(self, message: BaseMessage) -> int | None:
         """The estimate (tokens) already made of this very message object, else ``None``; never
         estimates, and changes neither the hit/miss counts nor what the cache evicts next (a
         reader beside the owner: the replay's measure, ``ctxlab.replay.metrics.run_measure``)."""
-        return self._by_object.peek(message)
+        seen = self._by_object.peek(message)
+        return None if seen is None else seen[0]
 
-    def _message_tokens_by_key(self, message: BaseMessage) -> int:
+    def _message_tokens_by_key(self, message: BaseMessage) -> tuple[int, tuple[Any, ...] | None]:
         key = _fingerprint(message)
         if key is not None:
             hit = self._by_content.get(key)
             if hit is not None:
                 self.hits += 1
-                return hit
+                return hit, key
         self.misses += 1
         value = _tokens(self._message_fn(message), "ctxlab_estimate_message")
         if key is not None:
             self._by_content.put(key, value)
-        return value
+        return value, key
 
     def messages_tokens(self, messages: Sequence[BaseMessage]) -> int:
         """Total tokens of ``messages``.
@@ -181,8 +191,22 @@ class EstimateCache:
         """
         with self._prefix_lock:
             best_slot, best_k = None, -1
+            # a remembered list that ``messages`` extends (most recent first) is taken at once:
+            # one C-speed comparison; a longer one only replaces it (issue 31: no bisection of
+            # the other remembered lists on every call)
             for slot in self._prefixes:
-                k = _common_prefix(messages, slot[0])
+                if len(slot[0]) > best_k and is_prefix(slot[0], messages):
+                    best_slot, best_k = slot, len(slot[0])
+            for slot in self._prefixes:  # a longer list may share more (bisection)
+                if len(slot[0]) <= best_k or slot is best_slot:
+                    continue
+                if best_slot is None:
+                    k = _common_prefix(messages, slot[0])
+                elif is_prefix(best_slot[0], slot[0]):  # it extends the match: only the rest is compared
+                    rest, theirs = messages[best_k:], slot[0][best_k:]
+                    k = best_k + bisect_prefix(rest, theirs, 0, min(len(rest), len(theirs)))
+                else:
+                    continue
                 if k > best_k:
                     best_slot, best_k = slot, k
                     if k == len(messages):
@@ -220,8 +244,9 @@ class EstimateCache:
         one."""
         gone = set(map(id, messages))
         for m in messages:
+            seen = self._by_object.peek(m)
             self._by_object.discard(m)
-            key = _fingerprint(m)
+            key = seen[1] if seen is not None else _fingerprint(m)
             if key is not None:
                 self._by_content.discard(key)
         with self._prefix_lock:
