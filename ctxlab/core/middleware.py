@@ -29,6 +29,7 @@ import logging
 import os
 import warnings
 from collections.abc import Awaitable, Callable, Iterable, Mapping
+from functools import partial
 from typing import Annotated, Any, NotRequired, cast
 
 from langchain.agents.middleware.types import (
@@ -63,6 +64,7 @@ from ctxlab.core.l1 import run_l1
 from ctxlab.core.messages import ScanMemory
 from ctxlab.core.outputs import FileScope, OffloadPaths, make_read_tool
 from ctxlab.core.plugins import make_plugin_manager
+from ctxlab.core.preparations import Preparations
 from ctxlab.core.settings import CompressionSettings
 from ctxlab.core.summarize import Summarizer, SummaryJob, SummaryResult, input_budget
 
@@ -110,6 +112,7 @@ class CompressionMiddleware(AgentMiddleware):
             middleware that runs inside this one (a dry run of the inner middleware against a
             stand-in model, once per model call).  ``None`` (default): only in a deep agent
             (DeepAgents' Skills and memory middleware change the system message after ours).
+        preparations: the summaries prepared in the background (:mod:`ctxlab.core.prepare`); default: its own.
 
     Raises:
         TypeError: ``settings`` is not a :class:`CompressionSettings`.
@@ -129,6 +132,7 @@ class CompressionMiddleware(AgentMiddleware):
         name: str | None = None,
         read_tool: bool | None = None,
         measure_final_request: bool | None = None,
+        preparations: Preparations | None = None,
     ) -> None:
         super().__init__()
         if settings is None:
@@ -155,6 +159,7 @@ class CompressionMiddleware(AgentMiddleware):
         self.measure_final_request = deep if measure_final_request is None else measure_final_request
         read = not deep if read_tool is None else read_tool
         self.tools = [make_read_tool(self._backend_for)] if read else []
+        self.preparations = preparations if preparations is not None else Preparations()
 
     @classmethod
     def for_deep_agent(cls, **kwargs: Any) -> CompressionMiddleware:
@@ -267,6 +272,7 @@ class CompressionMiddleware(AgentMiddleware):
             emit=emit,
             file_exists=scope.file_exists,
             scans=self.scans,
+            preparations=self.preparations,
         )
         return inp, summarizer, backend
 
@@ -317,7 +323,7 @@ class CompressionMiddleware(AgentMiddleware):
             if isinstance(effect, RunL2):
                 path = _write_history(backend, effect.history_path, effect.history_content)
                 return (path, _safe_summarize(summarizer, effect.job))
-            raise TypeError(f"unknown effect {effect!r}")  # pragma: no cover
+            return self.preparations.perform(effect, summarizer, partial(_write_history, backend))
 
         return _result(*drive(compression_round(inp), perform))
 
@@ -340,7 +346,7 @@ class CompressionMiddleware(AgentMiddleware):
                     _asafe_summarize(summarizer, effect.job),
                 )
                 return (path, summary)
-            raise TypeError(f"unknown effect {effect!r}")  # pragma: no cover
+            return await self.preparations.aperform(effect, summarizer, partial(_awrite_history, backend))
 
         return _result(*await adrive(compression_round(inp), perform))
 

@@ -35,6 +35,7 @@ from ctxlab.replay.building import (
     summarizer_name,
 )
 from ctxlab.replay.hook_failures import hook_failures
+from ctxlab.replay.latency import Latency, SimTime
 from ctxlab.replay.metrics import IdentifierIndex, make_measure, run_measure
 from ctxlab.replay.names import did_you_mean, safe_name, transcript_labels
 from ctxlab.replay.provenance import provenance
@@ -116,6 +117,11 @@ class ReplayOptions(TypedDict, total=False):
         price_model, prices: the price row of the cost columns, ``"provider:model"`` of the
             ``prices`` file (default: the shipped table and its default row; see
             :func:`ctxlab.replay.run_measures.resolve_price`).
+        summarizer_latency: how long one summarizer call takes in simulated time, for the stall
+            columns (:class:`~ctxlab.replay.latency.Latency`: ``"2s"``, ``"uniform:1s,3s"``,
+            ``"lognormal:2s,0.5"``; ``None``: no latency model, the stall columns stay empty).
+        call_latency: how long one agent step takes (same forms; ``None``: 1 s plus the
+            answer's output tokens at 50 per second).
     """
 
     settings: CompressionSettings | None
@@ -133,6 +139,8 @@ class ReplayOptions(TypedDict, total=False):
     progress: bool
     price_model: str | PriceRow | None
     prices: str | Path | PriceTable | None
+    summarizer_latency: str | float | Latency | None
+    call_latency: str | float | Latency | None
 
 
 @dataclass
@@ -152,6 +160,8 @@ class _Batch:
     limit_calls: int | None
     keep_views: bool
     views_dir: Path | None = None  # the run folder whose views/ the runs write (write_views)
+    summarizer_latency: Latency | None = None  # simulated time (issue 34): the stall columns
+    call_latency: Latency | None = None
     meter: EstimateCache = field(init=False)
     summary_cache: str | Path | None = None
     summarizer: Any = field(init=False)
@@ -180,6 +190,8 @@ class _Batch:
             limit_calls=options.get("limit_calls"),
             keep_views=options.get("keep_views", False),
             views_dir=Path(out) if options.get("write_views") and (out := options.get("out_dir")) else None,
+            summarizer_latency=_latency(options.get("summarizer_latency"), "summarizer_latency"),
+            call_latency=_latency(options.get("call_latency"), "call_latency"),
         )
 
     def cache_stats(self, result: ReplayResult) -> ReplayResult:
@@ -189,7 +201,7 @@ class _Batch:
         return result
 
     def provenance(self, strategies: dict[str, dict[str, Any]]) -> dict[str, Any]:
-        return provenance(
+        record = provenance(
             pm=self.pm,
             settings=self.settings,
             measure=self.meter.name,
@@ -197,6 +209,12 @@ class _Batch:
             window=self.window.describe() if self.window is not None else None,
             summarizer=summarizer_name(self.summarizer_model),
         )
+        if self.summarizer_latency is not None:  # the simulated time of the stall columns
+            record["latency"] = {
+                "summarizer": self.summarizer_latency.describe(),
+                "agent_step": self.call_latency.describe() if self.call_latency is not None else "auto",
+            }
+        return record
 
     def middleware(
         self, strategy: str | AgentMiddleware, files: Path
@@ -252,11 +270,17 @@ class _Batch:
                 price=self.price,
                 index=self.index,
                 view_log=log,
+                sim=SimTime(self.summarizer_latency, self.call_latency, seed=label),
                 **more,
             )
         finally:
             if log is not None:
                 log.close()
+
+
+def _latency(spec: str | float | Latency | None, what: str) -> Latency | None:
+    """The latency model of an option (``None`` stays ``None``; raises ``ValueError`` naming it)."""
+    return None if spec is None else Latency.parse(spec, what)
 
 
 def replay(

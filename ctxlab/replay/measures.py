@@ -30,6 +30,7 @@ from ctxlab.replay.metrics import IdentifierIndex, unmatched_tool_pairs
 from ctxlab.replay.observer import CallObservation
 from ctxlab.replay.prices import PriceRow
 from ctxlab.replay.run_measures import RunMeasures
+from ctxlab.replay.stall import StallMeasure
 from ctxlab.replay.table import CALL_COLUMNS
 from ctxlab.replay.tracking import ViewMeasures, ViewTracker
 
@@ -225,10 +226,12 @@ def default_measures(
     price: PriceRow | None,
     system: BaseMessage | None,
     data_provenance: str = "real",
+    stall: Measure | None = None,
 ) -> list[Measure]:
     """The replay's measures, in the order they fill a row; the cost and fidelity measure only
     with a price row (``None``: those columns stay empty); ``data_provenance``: the run's
-    (:func:`ctxlab.replay.sources.data_provenance`)."""
+    (:func:`ctxlab.replay.sources.data_provenance`); ``stall``: the run's
+    :class:`~ctxlab.replay.stall.StallMeasure` (``None``: one without a clock)."""
     view = ViewMeasure(measure, index, base_tokens)
     out: list[Measure] = [
         RunLabels(data_provenance),
@@ -237,6 +240,7 @@ def default_measures(
         RetentionMeasure(view),
         ToolPairsMeasure(),
         RecordedUsageMeasure(),
+        stall if stall is not None else StallMeasure(None, None, "", price, measure.message_tokens),
     ]
     if price is not None:
         out.append(CostFidelityMeasure(RunMeasures(price, measure, system=system, index=index), view))

@@ -334,6 +334,8 @@ def run_grid(
     summary_cache: str | None = None,
     price_model: Any = None,
     progress: bool = False,
+    summarizer_latency: str | None = None,
+    call_latency: str | None = None,
 ) -> GridResult:
     """Replay transcript files × strategies × settings points, in parallel, as the serial loop would.
 
@@ -361,6 +363,8 @@ def run_grid(
         price_model: the price row of the cost columns (a name or a picklable row), as for
             :func:`~ctxlab.replay.engine.replay_many`.
         progress: a progress bar over the finished tasks.
+        summarizer_latency, call_latency: the simulated latencies of the stall columns, as for
+            :func:`~ctxlab.replay.engine.replay_many` (``"2s"``, ``"uniform:1s,3s"``, ...).
 
     Returns:
         A :class:`GridResult`, one merged :class:`ReplayResult` per settings point.  Its rows
@@ -402,6 +406,8 @@ def run_grid(
         "keep_views": keep_views,
         "write_views": write_views,
         "summary_cache": summary_cache,
+        "summarizer_latency": summarizer_latency,
+        "call_latency": call_latency,
     }
     if price_model is not None:
         options["price_model"] = price_model

@@ -23,12 +23,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ctxlab.core.preparations import Preparations
 from ctxlab.replay.harness import update_items
+from ctxlab.replay.latency import SimTime
 from ctxlab.replay.measures import build_row, default_measures
 from ctxlab.replay.metrics import IdentifierIndex
 from ctxlab.replay.observer import CallObserver
 from ctxlab.replay.result import ReplayResult
 from ctxlab.replay.sources import data_provenance
+from ctxlab.replay.stall import StallMeasure
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -62,6 +65,7 @@ def replay_one(
     index: IdentifierIndex | None = None,
     files_root: Path | None = None,
     view_log: ViewLog | None = None,
+    sim: SimTime | None = None,
 ) -> ReplayResult:
     """Replay ``transcript`` through ``mw``: one row per recorded model call.
 
@@ -86,6 +90,10 @@ def replay_one(
             records); ``None``: the middleware's ``_ctxlab_files_root`` when it has one.
         view_log: where every call's raw and sent view are written (:mod:`ctxlab.replay.views`);
             ``None``: nowhere.  Not closed here.
+        sim: the run's simulated time (:mod:`ctxlab.replay.latency`: the stall columns and the
+            clock of the middleware's prepared summaries); ``None``: no latency model (prepared
+            summaries are ready at the next call, the stall columns stay empty).  A ctxlab
+            middleware's preparations always run on it, never on real threads.
 
     Raises:
         RuntimeError: the middleware answered a call without calling the model.
@@ -107,6 +115,17 @@ def replay_one(
         files_root=files_root,
     )
     system = observer.system
+    sim = sim if sim is not None else SimTime(None, seed=label)
+    preparations = getattr(mw, "preparations", None)
+    if isinstance(preparations, Preparations):
+        preparations.runner = sim.runner  # simulated time, deterministic: no thread, no sleep
+    stall = StallMeasure(
+        sim,
+        preparations if isinstance(preparations, Preparations) else None,
+        observer.harness.thread_id or "",
+        price,
+        measure.message_tokens,
+    )
     base_tokens = measure.tools_tokens(observer.tools) + (
         measure.message_tokens(system) if system is not None else 0
     )
@@ -117,6 +136,7 @@ def replay_one(
         price=price,
         system=system,
         data_provenance=data_provenance(transcript),
+        stall=stall,
     )
     for obs in observer.calls(limit_calls):
         result.rows.append(build_row(obs, measures))

@@ -32,6 +32,7 @@ from ctxlab.replay.columns.calls import (
     LabelColumns,
     RecordedUsageColumns,
     RetentionColumns,
+    StallColumns,
     ToolPairsColumns,
     ViewColumns,
 )
@@ -54,6 +55,7 @@ __all__ = [
     "RecordedUsageColumns",
     "RetentionColumns",
     "RunColumn",
+    "StallColumns",
     "ToolPairsColumns",
     "ViewColumns",
     "axis_label",
@@ -84,6 +86,7 @@ REPORT_DEFINITIONS: tuple[str, ...] = (
     "output_tokens",
     "span_recall",
     "needed_recall",
+    "stall_s",
 )
 
 _BY_NAME: dict[str, CallColumn | RunColumn] = {

@@ -13,6 +13,7 @@ import polars as pl
 
 from ctxlab.replay.columns import definitions as d
 from ctxlab.replay.columns.registry import CallColumn
+from ctxlab.replay.columns.stall import STALL_CALL_COLUMNS, StallColumns
 
 __all__ = [
     "CALL_REGISTRY",
@@ -25,6 +26,7 @@ __all__ = [
     "LabelColumns",
     "RecordedUsageColumns",
     "RetentionColumns",
+    "StallColumns",
     "ToolPairsColumns",
     "ViewColumns",
 ]
@@ -292,6 +294,7 @@ CALL_REGISTRY: tuple[CallColumn, ...] = (
         "recorded_usage",
         nullable=True,
     ),
+    *STALL_CALL_COLUMNS,
 )
 
 
@@ -395,6 +398,7 @@ class CallRow(
     CostColumns,
     FidelityColumns,
     RecordedUsageColumns,
+    StallColumns,
 ):
     """One model call of a replay: every column of :data:`CALL_REGISTRY`, each typed by its dtype
     (``| None`` where the column is nullable; ``None`` is an empty cell), as the columns of its
@@ -412,4 +416,5 @@ MEASURE_TYPES: dict[str, type] = {
     "cost": CostColumns,
     "fidelity": FidelityColumns,
     "recorded_usage": RecordedUsageColumns,
+    "stall": StallColumns,
 }

@@ -12,6 +12,7 @@ import polars as pl
 
 from ctxlab.replay.columns import definitions as d
 from ctxlab.replay.columns.registry import RunColumn
+from ctxlab.replay.columns.stall import STALL_RUN_COLUMNS
 from ctxlab.replay.failures import THRASH_CONSECUTIVE, THRASH_COUNT, THRASH_WINDOW
 
 __all__ = ["RUN_REGISTRY"]
@@ -443,4 +444,5 @@ RUN_REGISTRY: tuple[RunColumn, ...] = (
         "sum",
         expr=lambda: _sum_or_null("recorded_input_tokens"),
     ),
+    *STALL_RUN_COLUMNS,
 )
