@@ -387,7 +387,9 @@ def test_a_model_failure_after_the_commit_keeps_the_preparation_for_the_retry(mw
     for _ in range(40):
         d.append(*turn(mw_kit, n))
         n += 1
-        rec = d.round(overflow=lambda call, view, system: boom if view and is_summary_message(view[0]) else False)
+        rec = d.round(
+            overflow=lambda call, view, system: boom if view and is_summary_message(view[0]) else False
+        )
         if rec["exc"] is not None:
             break
     assert rec["exc"] is boom and rec["update"] is None and d.event is None
@@ -539,7 +541,9 @@ def test_create_agent_commits_prepared_summaries_in_a_live_loop(mw_kit, tmp_path
     assert mw_kit.view_matches(last_view, state["messages"][:-1], event) is None
     assert mw_kit.pairing_problems(last_view, state["messages"]) == []
     facts = set(FACT.findall(mw_kit.text(event["summary_message"])))
-    assert facts <= {f for m in state["messages"][: event["cutoff_index"]] for f in FACT.findall(mw_kit.text(m))}
+    assert facts <= {
+        f for m in state["messages"][: event["cutoff_index"]] for f in FACT.findall(mw_kit.text(m))
+    }
     assert "FACT-U0" in facts  # the first request survives every round (R10)
     assert any(isinstance(m, ToolMessage) for m in state["messages"])
 
@@ -548,7 +552,9 @@ def test_preparations_are_off_by_default(mw_kit, tmp_path):
     # spec: R3 — without summary_prepare_ratio nothing is prepared and no prepared event appears
     summ = GatedSummarizer(gated=set())
     mw = CompressionMiddleware(
-        settings=SETTINGS.replace(summary_prepare_ratio=None), backend=mw_kit.backend(tmp_path), summarizer=summ
+        settings=SETTINGS.replace(summary_prepare_ratio=None),
+        backend=mw_kit.backend(tmp_path),
+        summarizer=summ,
     )
     d = mw_kit.Driver(mw, [], thread_id="t-1")
     rec, _ = run_until(mw_kit, d, 0, l2)

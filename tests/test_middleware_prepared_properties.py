@@ -43,7 +43,11 @@ EXAMPLES = int(os.environ.get("MW_HYPOTHESIS_EXAMPLES", "40"))
 PROPS = settings(
     max_examples=EXAMPLES,
     deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture],
+    suppress_health_check=[
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+        HealthCheck.function_scoped_fixture,
+    ],
 )
 FACT = re.compile(r"FACT-P\d+(?!\d)")
 
@@ -123,13 +127,21 @@ class Builder:
                 out.append(cls(self.kit.fill(size, f + " ", seed=self.n), id=f"id-{f}"))
                 continue
             f = self.fact()
-            tcs = [{"name": "grep", "args": {"q": f"{f}-{j}"}, "id": f"{f}-c{j}", "type": "tool_call"} for j in range(calls)]
+            tcs = [
+                {"name": "grep", "args": {"q": f"{f}-{j}"}, "id": f"{f}-c{j}", "type": "tool_call"}
+                for j in range(calls)
+            ]
             out.append(AIMessage(f"{f} calling tools", tool_calls=tcs, id=f"id-{f}"))
             results = []
             for tc in tcs:
                 r = self.fact()
                 results.append(
-                    ToolMessage(self.kit.fill(size, r + " ", seed=self.n), tool_call_id=tc["id"], name="grep", id=f"id-{r}")
+                    ToolMessage(
+                        self.kit.fill(size, r + " ", seed=self.n),
+                        tool_call_id=tc["id"],
+                        name="grep",
+                        id=f"id-{r}",
+                    )
                 )
             rnd.shuffle(results)
             out.extend(results)
@@ -171,10 +183,14 @@ def check_round(kit, rec, event, prev_cut, root, failed):
         return cut
     summary = kit.text(event["summary_message"])
     covered = facts(kit, state[:cut])
-    assert set(FACT.findall(summary)) <= covered, "the summary holds a fact the state does not have before its cutoff"
+    assert set(FACT.findall(summary)) <= covered, (
+        "the summary holds a fact the state does not have before its cutoff"
+    )
     if rec["update"] is not None and event["summary_error"]:
         failed |= facts(kit, state[prev_cut:cut])
-    history = "\n".join(v for k, v in kit.files(root).items() if k.startswith("outputs/conversation_history/"))
+    history = "\n".join(
+        v for k, v in kit.files(root).items() if k.startswith("outputs/conversation_history/")
+    )
     for m in state[:cut]:
         for f in FACT.findall(kit.text(m)):
             assert re.search(rf"{f}(?!\d)", history), f"{f} is in no history file (R10)"
@@ -194,7 +210,9 @@ def test_prepared_rounds_keep_every_invariant_of_synchronous_ones(mw_kit):
         rounds=st.lists(round_st, min_size=4, max_size=10),
         keep=st.integers(min_value=0, max_value=4),
         ratio=st.sampled_from([0.3, 0.5, 0.7]),
-        replies=st.lists(st.sampled_from(["echo", "echo", "echo", "raises", "empty"]), min_size=1, max_size=5),
+        replies=st.lists(
+            st.sampled_from(["echo", "echo", "echo", "raises", "empty"]), min_size=1, max_size=5
+        ),
     )
     def run(initial, rounds, keep, ratio, replies):
         cfg = CompressionSettings(
@@ -238,8 +256,12 @@ def test_prepared_rounds_keep_every_invariant_of_synchronous_ones(mw_kit):
                 before = ([mw_kit.dump(m) for m in d.state["messages"]], copy.deepcopy(d.event))
                 fail = r["model_fails"]
 
-                def overflow(call, view, system):
-                    return RuntimeError("500 (injected)") if fail and view and is_summary_message(view[0]) else False
+                def overflow(call, view, system, fail=fail):
+                    return (
+                        RuntimeError("500 (injected)")
+                        if fail and view and is_summary_message(view[0])
+                        else False
+                    )
 
                 try:
                     rec = d.round(overflow=overflow)
@@ -260,4 +282,6 @@ def test_prepared_rounds_keep_every_invariant_of_synchronous_ones(mw_kit):
 
     run()
     # the properties were exercised where it matters, not vacuously
-    assert seen["used"] and seen["discarded"] and seen["cancelled"] and seen["crashed"] and seen["rewind"], seen
+    assert seen["used"] and seen["discarded"] and seen["cancelled"] and seen["crashed"] and seen["rewind"], (
+        seen
+    )
