@@ -150,6 +150,22 @@ def _models(summarizer_s: float, step_s: float, steps: int) -> tuple[Any, Any, A
     return StepModel(), SlowSummarizer(), inspect
 
 
+class _Files:
+    """History files in memory, for sync and async agents (``write``, ``awrite``)."""
+
+    def __init__(self) -> None:
+        self.files: dict[str, str] = {}
+
+    def write(self, path: str, content: str) -> Any:
+        from types import SimpleNamespace
+
+        self.files[path] = content
+        return SimpleNamespace(error=None, path=path, files_update=None)
+
+    async def awrite(self, path: str, content: str) -> Any:
+        return self.write(path, content)
+
+
 def _timed_ctxlab(mw: Any, row: StallRow) -> None:
     """Time ``mw``'s hooks on the instance (``create_agent`` binds them when it builds the graph)."""
     sync_hook, async_hook = mw.wrap_model_call, mw.awrap_model_call
@@ -229,7 +245,6 @@ def run_live(contender: str, mode: str, steps: int, step_s: float, summarizer_s:
     from langchain_core.messages import HumanMessage
     from langgraph.checkpoint.memory import InMemorySaver
 
-    from ctxlab.cli.bench.contenders import MemoryBackend
     from ctxlab.core.middleware import CompressionMiddleware
     from ctxlab.core.settings import CompressionSettings
 
@@ -239,15 +254,20 @@ def run_live(contender: str, mode: str, steps: int, step_s: float, summarizer_s:
     mw: Any
     if contender.startswith("LangChain"):
         tokens = int(settings.entry_threshold_tokens)
+        # trim_tokens_to_summarize=None: its default trim keeps the last 4,000 tokens starting on
+        # a user message, which in this one-request loop is none, and then calls no model at all
         mw = SummarizationMiddleware(
-            model=summarizer, trigger=("tokens", tokens), keep=("messages", settings.summary_keep_messages)
+            model=summarizer,
+            trigger=("tokens", tokens),
+            keep=("messages", settings.summary_keep_messages),
+            trim_tokens_to_summarize=None,
         )
         _timed_langchain(mw, row)
     else:
         if contender == "ctxlab prepared":
             settings = settings.replace(summary_prepare_ratio=PREPARE_RATIO)
         mw = CompressionMiddleware(
-            settings=settings, backend=MemoryBackend(), summarizer=summarizer, read_tool=False
+            settings=settings, backend=_Files(), summarizer=summarizer, read_tool=False
         )
         _timed_ctxlab(mw, row)
     agent: Any = create_agent(model=model, tools=[tool], middleware=[mw], checkpointer=InMemorySaver())
@@ -263,19 +283,21 @@ def run_live(contender: str, mode: str, steps: int, step_s: float, summarizer_s:
 
 
 def bench_stall(quick: bool, log: Callable[[str], None] = print) -> StallResult:
-    """Every contender in both modes (:data:`CONTENDERS`); ``quick``: a shorter loop."""
-    steps = 70 if quick else 160
+    """Every contender in both modes (:data:`CONTENDERS`); ``quick``: a shorter loop with every
+    duration a quarter (a 0.5 s summarizer)."""
+    steps, scale = (50, 0.25) if quick else (160, 1.0)
+    step_s, summarizer_s = STEP_SECONDS * scale, SUMMARIZER_SECONDS * scale
     rows: list[StallRow] = []
     for mode in ("sync", "async"):
         for contender in CONTENDERS:
-            row = run_live(contender, mode, steps, STEP_SECONDS, SUMMARIZER_SECONDS)
+            row = run_live(contender, mode, steps, step_s, summarizer_s)
             p50, p99 = row.quantile(0.5), row.quantile(0.99)
             log(
                 f"  {mode:5} {contender:34} {len(row.stalls):3} summary rounds, stall p50 "
                 f"{_s(p50)}, p99 {_s(p99)}, wall {row.wall_s:.0f} s"
             )
             rows.append(row)
-    return StallResult(rows, steps)
+    return StallResult(rows, steps, step_s, summarizer_s)
 
 
 def _s(value: float | None) -> str:
@@ -294,7 +316,10 @@ def render_stall(result: StallResult | None) -> str:
         f"`create_agent` with `InMemorySaver`, {result.steps} model calls per run; the agent's model "
         f"answers in {result.step_s:g} s, its tool adds ~280 tokens per step; the summarizer takes "
         f"{result.summarizer_s:g} s per call. T = {t:,} tokens, T2 = 0.5 T, 4 messages kept; ctxlab "
-        f"prepared: `summary_prepare_ratio={PREPARE_RATIO}`. Stall = the hook's wall time minus its own "
+        f'prepared: `summary_prepare_ratio={PREPARE_RATIO}`; LangChain: `trigger=("tokens", {t})`, '
+        '`keep=("messages", 4)`, `trim_tokens_to_summarize=None` (its default trim keeps a window '
+        "that starts on a user message: in this one-request loop there is none, and it would call no "
+        "model). Stall = the hook's wall time minus its own "
         "CPU and the model's time (`ctxlab.cli.bench.stall`), per summary round. p99 vs sync: the p99 as a "
         "share of ctxlab synchronous p99 in the same mode and run.",
         "",
