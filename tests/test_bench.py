@@ -76,11 +76,12 @@ def test_quick_run_writes_the_table(tmp_path, capsys):
         "### Held-out text set (never fitted on)",
         "## 4. Start-up",
         "## 5. Sweeps on several processes",
+        "## 6. Stall of a summary round in a live agent",
     ):
         assert heading in text
     assert "- last run: `ctxlab bench --quick --out" in text
     assert "- machine: " in text and "Python " in text and "- date of the last run: " in text
-    assert text.count("_Measured by `ctxlab bench --quick --out") == 5  # one stamp per section
+    assert text.count("_Measured by `ctxlab bench --quick --out") == 6  # one stamp per section
     assert "synthetic 1,000 messages" in text and "k = " in text
     assert "### While compressing" in text and "| small T (4K), L2 ratio 0.4 |" in text
     assert "First model call after a checkpoint reload" in text and "(target ≤ 2×: " in text
@@ -93,6 +94,11 @@ def test_quick_run_writes_the_table(tmp_path, capsys):
     for cls in TEXTSET_CLASSES:  # the held-out classes, each with its error
         assert f"| {cls} |" in text
     assert "Speed on 100-character texts" in text
+    # section 6: every contender in both modes, each with its summary rounds
+    for mode in ("sync", "async"):
+        for contender in ("ctxlab prepared", "ctxlab synchronous", "LangChain SummarizationMiddleware"):
+            row = next(line for line in text.splitlines() if line.startswith(f"| {mode} | {contender} |"))
+            assert int(row.split("|")[3]) >= 1, row
     jobs2 = next(line for line in text.splitlines() if line.startswith("| jobs=2 |"))
     assert jobs2.endswith("| yes |")  # the parallel rows equal the serial ones
     assert "wrote" in capsys.readouterr().out

@@ -31,7 +31,7 @@ def test_make_event_has_every_documented_key():
     assert set(ev) == KEYS == set(CompressionEvent.__annotations__)
     assert ev["type"] == EVENT_TYPE == "context_compression"
     assert ev["phase"] == "started" and ev["tokens_before"] == 10 and ev["level"] is None
-    assert PHASES == ("started", "completed", "failed")
+    assert PHASES == ("started", "completed", "failed", "prepared")  # prepared: issue 34
     with pytest.raises(ValueError, match="phase"):
         make_event("finished")
 

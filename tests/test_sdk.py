@@ -315,8 +315,12 @@ def test_the_register_protocol_has_the_strategy_record_arguments() -> None:
     # the typed callback and the record it builds name the same arguments, with the same defaults
     protocol = inspect.signature(RegisterStrategy.__call__).parameters
     record = inspect.signature(Strategy).parameters
-    assert list(protocol) == ["self", "name", "factory", "description", "levels", "per_run"]
+    assert list(protocol) == ["self", "name", "factory", "description", "levels", "per_run", "settings"]
     for arg in ("name", "factory", "description", "per_run"):
         assert protocol[arg].default == record[arg].default, arg
     assert protocol["levels"].kind is inspect.Parameter.KEYWORD_ONLY and protocol["levels"].default is None
     assert protocol["per_run"].kind is inspect.Parameter.KEYWORD_ONLY
+    # the settings fields a strategy changes (issue 34: ars-prepared); None: none
+    assert (
+        protocol["settings"].kind is inspect.Parameter.KEYWORD_ONLY and protocol["settings"].default is None
+    )

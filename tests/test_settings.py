@@ -26,6 +26,8 @@ FIELDS = [
     "summary_tool_result_token_limit",
     "summary_l2_trigger_ratio",
     "summary_language",
+    "summary_prepare_ratio",
+    "summary_prepare_wait_s",
 ]
 
 
@@ -58,6 +60,21 @@ def test_admin_only_fields():
     # spec: R1 — metadata marks every field administrator-only; the toolkit exposes the flag
     assert CompressionSettings.admin_only_fields() == FIELDS
     assert all(f.metadata[ADMIN_ONLY] is True for f in dataclasses.fields(CompressionSettings))
+
+
+def test_preparation_fields_are_keyword_only_and_off_by_default():
+    # issue 34: added at the end and keyword-only, so that positional calls keep their meaning
+    # (the seed's five in its order, then summary_language: issue 30)
+    s = CompressionSettings(50, 4, None, 200, 0.5, "en")
+    assert (s.summary_threshold, s.summary_keep_messages, s.summary_l2_trigger_ratio) == (50, 4, 0.5)
+    assert s.summary_language == "en"
+    assert s.summary_prepare_ratio is None and s.summary_prepare_wait_s == 30.0
+    with pytest.raises(TypeError):
+        CompressionSettings(50, 4, None, 200, 0.5, "en", 0.8)  # type: ignore[misc]
+    on = CompressionSettings(summary_prepare_ratio=0.8, summary_prepare_wait_s=0)
+    assert on.summary_prepare_ratio == 0.8 and on.summary_prepare_wait_s == 0
+    assert on.replace(summary_prepare_ratio=None).summary_prepare_ratio is None
+    assert CompressionSettings.from_mapping({"summary_prepare_ratio": 0.6}).summary_prepare_ratio == 0.6
 
 
 def test_argument_limit_is_an_internal_constant():
@@ -96,6 +113,15 @@ def test_argument_limit_is_an_internal_constant():
         ("summary_l2_trigger_ratio", math.nan, "finite"),
         ("summary_l2_trigger_ratio", math.inf, "finite"),
         ("summary_l2_trigger_ratio", "0.4", "> 0"),
+        ("summary_prepare_ratio", 0, "strictly between 0 and 1"),
+        ("summary_prepare_ratio", 1, "strictly between 0 and 1"),
+        ("summary_prepare_ratio", 1.5, "strictly between 0 and 1"),
+        ("summary_prepare_ratio", math.nan, "strictly between 0 and 1"),
+        ("summary_prepare_ratio", "0.8", "strictly between 0 and 1"),
+        ("summary_prepare_ratio", True, "strictly between 0 and 1"),
+        ("summary_prepare_wait_s", -1, ">= 0 (seconds)"),
+        ("summary_prepare_wait_s", math.inf, ">= 0 (seconds)"),
+        ("summary_prepare_wait_s", None, ">= 0 (seconds)"),
     ],
 )
 def test_invalid_values_name_the_field_and_the_range(field, value, range_words):

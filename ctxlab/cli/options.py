@@ -35,7 +35,7 @@ __all__ = [
     "window_tokens",
 ]
 
-#: the four numeric settings fields -> (metavar, help) of their ``--summary-*`` flags
+#: the numeric settings fields -> (metavar, help) of their ``--summary-*`` flags
 _SETTING_HELP = {
     "summary_threshold": ("K", "entry threshold T in K tokens (x1024) (default: 100)"),
     "summary_keep_messages": ("N", "messages kept verbatim by L2 (default: 10)"),
@@ -44,6 +44,11 @@ _SETTING_HELP = {
         "L1 limit for one tool result, and the preview budget (default: 300)",
     ),
     "summary_l2_trigger_ratio": ("RATIO", "T2 / T (default: 0.4)"),
+    "summary_prepare_ratio": (
+        "RATIO",
+        "prepare the next summary in the background from this share of T, in (0, 1) (default: off)",
+    ),
+    "summary_prepare_wait_s": ("SECONDS", "how long an L2 round waits for a prepared summary (default: 30)"),
 }
 #: settings field -> its flag (the field's name in kebab case)
 SETTING_FLAGS = {field: "--" + field.replace("_", "-") for field in _SETTING_HELP}
@@ -207,6 +212,19 @@ def add_model_options(p: argparse.ArgumentParser) -> None:
                 "(no model call; keeps by salience what later turns use) (default: the offline structured "
                 "summary)",
                 metavar="PROVIDER:MODEL|structured|extractive",
+            ),
+            option(
+                "--summarizer-latency",
+                "simulated duration of one summarizer call, for the stall columns: 2s, 500ms, "
+                "uniform:1s,3s or lognormal:2s,0.5 (median, sigma); nothing sleeps (default: no latency "
+                "model, the stall columns stay empty)",
+                metavar="DURATION",
+            ),
+            option(
+                "--call-latency",
+                "simulated duration of one agent step (the main model's answer), same forms "
+                "(default: 1 s + the recorded answer's output tokens at 50 per second)",
+                metavar="DURATION",
             ),
             option(
                 "--summary-cache",

@@ -31,6 +31,7 @@ from typing import Any
 
 from ctxlab.cli.options import CliError
 from ctxlab.cli.resolve import (
+    latency_from_args,
     prefix_setting,
     price_row,
     settings_from_args,
@@ -265,6 +266,7 @@ def run_replay(args: argparse.Namespace, argv: Sequence[str]) -> int:
             ) from exc
     summarizer_model = summarizer_from_args(args)
     summary_cache_from_args(args)  # a bad --summary-cache is a usage error before anything is read
+    latency_from_args(args)  # and so is a bad --summarizer-latency or --call-latency
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise CliError(f"--out {out}: exists and is not a folder")
@@ -356,6 +358,8 @@ def _replay_into(
         stop_on_failure=not args.keep_going,
         write_views=True,
         summary_cache=summary_cache,
+        summarizer_latency=args.summarizer_latency,
+        call_latency=args.call_latency,
     )
 
 
@@ -393,6 +397,8 @@ def _run_parallel(
             progress=not args.no_progress and sys.stderr.isatty(),
             write_views=True,
             summary_cache=str(summary_cache) if summary_cache is not None else None,
+            summarizer_latency=args.summarizer_latency,
+            call_latency=args.call_latency,
         )
     except RayUnavailableError as exc:
         raise CliError(str(exc)) from exc

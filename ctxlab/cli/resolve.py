@@ -1,8 +1,8 @@
 """What the options of ``ctxlab replay`` and ``ctxlab compare`` (:mod:`ctxlab.cli.options`)
 resolve to: the settings (:func:`settings_from_args`, from the ``--summary-*`` flags or
 ``--config FILE``), the provider's context window (:func:`window_from_args`), the price row
-(:func:`price_row`), the summarizer model (:func:`summarizer_from_args`) and the summary cache
-(:func:`summary_cache_from_args`).
+(:func:`price_row`), the summarizer model (:func:`summarizer_from_args`), the summary cache
+(:func:`summary_cache_from_args`) and the simulated latencies (:func:`latency_from_args`).
 
 A user error raises :class:`~ctxlab.cli.options.CliError` (printed as ``ctxlab: error: ...``, exit
 status 2 unless it says otherwise).
@@ -20,6 +20,7 @@ from typing import Any
 from ctxlab.cli.options import NO_WINDOW, SETTING_FLAGS, CliError
 
 __all__ = [
+    "latency_from_args",
     "load_config",
     "prefix_setting",
     "price_row",
@@ -48,6 +49,28 @@ def summary_cache_from_args(args: argparse.Namespace) -> Path | None:
     if folder.exists() and not folder.is_dir():
         raise CliError(f"--summary-cache {value}: exists and is not a folder (give a folder, or off)")
     return folder / CACHE_FILE
+
+
+def latency_from_args(args: argparse.Namespace) -> dict[str, str]:
+    """``{"summarizer_latency": ..., "call_latency": ...}`` of ``--summarizer-latency`` and
+    ``--call-latency`` (those given), checked.
+
+    Raises:
+        CliError: a value that is not a duration or distribution (the message names the option).
+    """
+    from ctxlab.replay.latency import Latency
+
+    out: dict[str, str] = {}
+    for flag, key in (("--summarizer-latency", "summarizer_latency"), ("--call-latency", "call_latency")):
+        value = getattr(args, key, None)
+        if value is None:
+            continue
+        try:
+            Latency.parse(value, flag)
+        except ValueError as exc:
+            raise CliError(str(exc)) from exc
+        out[key] = value
+    return out
 
 
 def _number(text: str) -> Any:

@@ -11,7 +11,10 @@ drive the very same logic:
   (:mod:`ctxlab.core.tail_trim`) yields it as well;
 * :class:`RunL2` — write the history file and summarize (sync: write first, then summarize;
   async: both concurrently with ``asyncio.gather``, R10); the driver sends back
-  ``(file_path | None, SummaryResult)``.
+  ``(file_path | None, SummaryResult)``;
+* the preparation effects of :mod:`ctxlab.core.prepare` (issue 34, only with
+  ``summary_prepare_ratio``): start summarizing the next span in the background, wait for it,
+  write a prepared span's history file.
 
 The generator's return value is the driver's result: a ``ModelResponse`` (no state change) or
 an ``ExtendedModelResponse`` carrying ``Command(update={"_summarization_event": ...})`` (R11).
@@ -45,6 +48,8 @@ from ctxlab.core.l1 import RunL1, TrimContext
 from ctxlab.core.l2 import plan_l2, summary_to_commit
 from ctxlab.core.messages import ScanMemory, effective_messages, resolve_cutoff, sendable_view
 from ctxlab.core.overflow import OVERFLOW_RETRY_SHARE, read_overflow, retry_target
+from ctxlab.core.preparations import Preparations, PrepareEffect
+from ctxlab.core.prepare import Taken, maybe_prepare, take_prepared
 from ctxlab.core.settings import CompressionSettings
 from ctxlab.core.summarize import SummaryJob
 from ctxlab.core.tail_trim import L1Result, RoundStats, record_trims, tail_trim, written_back
@@ -98,8 +103,9 @@ class RunL2:
     history_content: str | Callable[[], str]
 
 
-#: what :func:`compression_round` yields (:class:`~ctxlab.core.l1.RunL1`: run the L1 trimmers)
-Effect = CallModel | RunL1 | RunL2
+#: what :func:`compression_round` yields (:class:`~ctxlab.core.l1.RunL1`: run the L1 trimmers;
+#: :data:`~ctxlab.core.prepare.PrepareEffect`: prepared summaries)
+Effect = CallModel | RunL1 | RunL2 | PrepareEffect
 
 
 class RoundUpdate(TypedDict, total=False):
@@ -151,6 +157,8 @@ class RoundInput:
         file_owned: handed to trimmers (:attr:`ctxlab.core.l1.TrimContext.file_owned`).
         scans: the middleware's orphan scans (:class:`~ctxlab.core.messages.ScanMemory`), or ``None``.
         stats: the round's record (:class:`RoundStats`), filled as the round goes.
+        preparations: the middleware's prepared summaries (:mod:`ctxlab.core.prepare`), or
+            ``None`` (none are made or used).
     """
 
     state_messages: list[BaseMessage]
@@ -169,6 +177,7 @@ class RoundInput:
     file_owned: Callable[[str], bool] | None = None
     scans: ScanMemory | None = None
     stats: RoundStats = field(default_factory=lambda: RoundStats())
+    preparations: Preparations | None = None
 
     @functools.cached_property
     def _limits(self) -> ModelLimits:
@@ -243,6 +252,16 @@ def compression_round(inp: RoundInput) -> Generator[Effect, Any, tuple[Any, Roun
         merged: EventFields = {**base, **fields}
         inp.emit(make_event(phase, **merged))
 
+    def emit_prepared(info: Any, end: int) -> None:  # issue 34: a summary prepared or discarded
+        emit("prepared", cutoff_index=end, stats={"prepared": info})
+
+    def prepare(est: int, view: list[BaseMessage] | None) -> Generator[Effect, Any, None]:
+        """Start preparing the next summary (never fails the model call it runs in)."""
+        try:
+            yield from maybe_prepare(inp, eff, prev_cut, est, view, emit_prepared)
+        except Exception as exc:
+            logger.warning("preparing a summary failed: %s", exc)
+
     def fail(exc: BaseException) -> None:
         if started or forced:
             emit(
@@ -254,6 +273,7 @@ def compression_round(inp: RoundInput) -> Generator[Effect, Any, tuple[Any, Roun
     # R3: below the entry threshold T the effective messages go as they are (the model's limits
     # are not read: seed, 入口阈值未达到时，中间件直接调用主模型)
     if est0 < s.entry_threshold_tokens:
+        yield from prepare(est0, None)
         try:
             response = yield CallModel(eff, inp.scans)
             stats["tokens_after"] = est0
@@ -293,6 +313,7 @@ def compression_round(inp: RoundInput) -> Generator[Effect, Any, tuple[Any, Roun
         # L2 (R12) and the decision is asked again.  A forced round with no summary to commit
         # goes on with the L1 view: trimmed toward the retry target, it is the one retry (R12).
         summary_msg: HumanMessage | None = None
+        taken: Taken | None = None
         while True:
             plan = plan_l2(inp, eff, view1, est1, prev_cut, forced)
             if plan is not None:
@@ -300,6 +321,15 @@ def compression_round(inp: RoundInput) -> Generator[Effect, Any, tuple[Any, Roun
                     started = True
                     emit("started")  # R14: overflow-forced round that began below T
                 stats["level"] = "L2"
+                taken = yield from take_prepared(inp, eff, view1, plan, prev_cut, tokens, emit_prepared)
+                if taken is not None:  # issue 34: a summary prepared in the background
+                    plan, file_path, result, summary_msg = (
+                        taken.plan,
+                        taken.file_path,
+                        taken.result,
+                        taken.message,
+                    )
+                    break
                 file_path, result = yield RunL2(plan.job, plan.history_path, plan.history)
                 summary_msg = summary_to_commit(inp, eff, plan, file_path, result)
                 if summary_msg is not None:
@@ -307,6 +337,8 @@ def compression_round(inp: RoundInput) -> Generator[Effect, Any, tuple[Any, Roun
                 stats["level"] = "L1"
             if forced:
                 break
+            if plan is None:
+                yield from prepare(est1, view1)
             try:
                 response = yield CallModel(view1, inp.scans)
             except ContextOverflowError as exc:
@@ -370,6 +402,11 @@ def compression_round(inp: RoundInput) -> Generator[Effect, Any, tuple[Any, Roun
                 overflow_error = exc
                 target = _retry_target(stats, inp, est2, exc)
         stats["tokens_after"] = est2
+        if taken is not None and inp.preparations is not None:
+            if summary_msg is not None:
+                inp.preparations.used(taken.entry)
+            else:
+                inp.preparations.discard(taken.entry, "its summary was not committed after the overflow trim")
         replaced = written_back(kept, view1[local:], eff[local:])
         stats["tail_trimmed"] = len(replaced)
         update: RoundUpdate = {}

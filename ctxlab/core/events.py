@@ -3,7 +3,7 @@
 An event is a plain dict, typed as :class:`CompressionEvent`::
 
     {"type": "context_compression",
-     "phase": "started" | "completed" | "failed",
+     "phase": "started" | "completed" | "failed" | "prepared",
      "level": "L1" | "L2" | None,          # None on "started": the level is not known yet
      "tokens_before": int,                 # estimate of the effective messages (tokens)
      "tokens_after": int | None,           # estimate of the view sent (tokens); None if unknown
@@ -15,7 +15,11 @@ An event is a plain dict, typed as :class:`CompressionEvent`::
      "stats": {...}}                       # EventStats: offloaded paths, truncated args, summarizer usage
 
 An L1-only ``completed`` carries ``cutoff_index=None`` and ``file_path=None`` (R14) so that a
-consumer can tell the level.  SSE is only a notification: the checkpointed
+consumer can tell the level.  ``prepared`` (issue 34, only with ``summary_prepare_ratio``) says
+that a summary started being prepared in the background or that one was discarded:
+``level=None``, ``cutoff_index`` the end of its span, ``stats["prepared"]``
+(:class:`PreparedStats`); an L2 ``completed`` that committed one carries ``stats["prepared"]``
+with ``status="used"``.  SSE is only a notification: the checkpointed
 ``_summarization_event`` is the recoverable truth (R15).
 """
 
@@ -27,10 +31,10 @@ from typing import Any, Final, Literal, Required, TypedDict, Unpack, cast
 
 EVENT_TYPE: Final = "context_compression"
 SSE_EVENT_NAME = "context_compression"
-PHASES = ("started", "completed", "failed")
+PHASES = ("started", "completed", "failed", "prepared")
 
-#: an event's phase (R14)
-Phase = Literal["started", "completed", "failed"]
+#: an event's phase (R14; ``prepared``: issue 34)
+Phase = Literal["started", "completed", "failed", "prepared"]
 #: the level a round reached; ``"none"`` only inside the round's stats (below T)
 Level = Literal["L1", "L2"]
 
@@ -45,6 +49,7 @@ __all__ = [
     "Level",
     "OverflowWindowStats",
     "Phase",
+    "PreparedStats",
     "StatsCommon",
     "SummarizerStats",
     "event_row",
@@ -90,6 +95,32 @@ class OverflowWindowStats(TypedDict, total=False):
     reserve_tokens: int
 
 
+class PreparedStats(TypedDict, total=False):
+    """``stats["prepared"]``: what a round did with a summary prepared in the background
+    (:mod:`ctxlab.core.prepare`, issue 34).
+
+    Attributes:
+        status: ``"started"`` (a preparation began in this call), ``"discarded"`` (one was
+            dropped unused: its span changed, it failed, it was late, it covered more than the
+            round cuts, or committing it would leave the kept window over T2) or ``"used"``
+            (this L2 round committed it).
+        cutoff_index: the end of the prepared span (a global position in the state messages).
+        reason: why it was discarded.
+        waited_s: seconds this call waited for it (``used``, or discarded after waiting).
+        wasted: the summarizer's ``calls``, ``input_tokens`` and ``output_tokens`` spent on a
+            discarded one; ``None`` while it still runs (its cost is counted by the middleware's
+            :attr:`ctxlab.core.prepare.Preparations.stats` when it ends).
+        sync_cutoff_index: the cutoff the round would have made without it (``used``).
+    """
+
+    status: Literal["started", "discarded", "used"]
+    cutoff_index: int
+    reason: str
+    waited_s: float
+    wasted: dict[str, int] | None
+    sync_cutoff_index: int
+
+
 class StatsCommon(TypedDict, total=False):
     """The keys a round's stats and an event's stats share; a key is absent until its step ran.
 
@@ -120,6 +151,7 @@ class StatsCommon(TypedDict, total=False):
         capacity_tokens: the input the model accepts: its ``max_input_tokens`` less the reply's
             reserve (tokens), when known; the kept window is trimmed to it (R12, issue 30).
         reply_reserve_tokens: the reply's reserve of the request (``max_tokens``), when known.
+        prepared: what the round did with a prepared summary (:class:`PreparedStats`).
     """
 
     tokens_before: int
@@ -139,6 +171,7 @@ class StatsCommon(TypedDict, total=False):
     overflow_window: OverflowWindowStats
     capacity_tokens: int
     reply_reserve_tokens: int
+    prepared: PreparedStats
 
 
 class EventStats(StatsCommon, total=False):
@@ -183,7 +216,7 @@ def make_event(phase: str, **fields: Unpack[EventFields]) -> CompressionEvent:
     ``forced_by_overflow=False``, ``stats={}``).
 
     Raises:
-        ValueError: ``phase`` is not one of ``started``/``completed``/``failed``.
+        ValueError: ``phase`` is not one of ``started``/``completed``/``failed``/``prepared``.
     """
     if phase not in PHASES:
         raise ValueError(f"phase={phase!r} is invalid: allowed one of {PHASES}")

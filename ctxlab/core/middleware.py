@@ -65,6 +65,7 @@ from ctxlab.core.limits import input_capacity
 from ctxlab.core.messages import ScanMemory
 from ctxlab.core.outputs import FileScope, OffloadPaths, OwnFiles, make_read_tool
 from ctxlab.core.plugins import make_plugin_manager
+from ctxlab.core.preparations import Preparations
 from ctxlab.core.settings import CompressionSettings
 from ctxlab.core.summarize import Summarizer, SummaryJob, SummaryResult, input_budget
 
@@ -112,6 +113,7 @@ class CompressionMiddleware(AgentMiddleware):
             middleware that runs inside this one (a dry run of the inner middleware against a
             stand-in model, once per model call).  ``None`` (default): only in a deep agent
             (DeepAgents' Skills and memory middleware change the system message after ours).
+        preparations: the summaries prepared in the background (:mod:`ctxlab.core.prepare`); default: its own.
 
     Raises:
         TypeError: ``settings`` is not a :class:`CompressionSettings`.
@@ -131,6 +133,7 @@ class CompressionMiddleware(AgentMiddleware):
         name: str | None = None,
         read_tool: bool | None = None,
         measure_final_request: bool | None = None,
+        preparations: Preparations | None = None,
     ) -> None:
         super().__init__()
         if settings is None:
@@ -159,6 +162,7 @@ class CompressionMiddleware(AgentMiddleware):
         self.measure_final_request = deep if measure_final_request is None else measure_final_request
         read = not deep if read_tool is None else read_tool
         self.tools = [make_read_tool(self._backend_for, self._own_files.failed_text)] if read else []
+        self.preparations = preparations if preparations is not None else Preparations()
 
     @classmethod
     def for_deep_agent(cls, **kwargs: Any) -> CompressionMiddleware:
@@ -283,6 +287,7 @@ class CompressionMiddleware(AgentMiddleware):
             files_epoch=scope.files_epoch,
             file_owned=scope.owns,
             scans=self.scans,
+            preparations=self.preparations,
         )
         return inp, summarizer, backend, scope
 
@@ -335,7 +340,8 @@ class CompressionMiddleware(AgentMiddleware):
                     self._own_files.queue, backend, effect.history_path, effect.history_content
                 )
                 return (path, _safe_summarize(summarizer(), effect.job))
-            raise TypeError(f"unknown effect {effect!r}")  # pragma: no cover
+            write = functools.partial(write_history, self._own_files.queue, backend)
+            return self.preparations.perform(effect, summarizer(), write)  # issue 34
 
         try:
             response, update = drive(compression_round(inp), perform)
@@ -364,7 +370,9 @@ class CompressionMiddleware(AgentMiddleware):
                     _asafe_summarize(summarizer(), effect.job),
                 )
                 return (path, summary)
-            raise TypeError(f"unknown effect {effect!r}")  # pragma: no cover
+            return await self.preparations.aperform(
+                effect, summarizer(), functools.partial(awrite_history, backend)
+            )
 
         try:
             response, update = await adrive(compression_round(inp), perform)

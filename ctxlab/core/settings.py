@@ -67,8 +67,14 @@ class CompressionSettings:
             built-in template and of the summary message's framing.  ``"auto"``: the language of
             the user's messages (Chinese when their letters are mostly CJK, else English) with
             the built-in template, the template's own language with a custom ``summary_prompt``
-            (:func:`ctxlab.core.prompts.summary_language_of`).  The last field, after the five of
+            (:func:`ctxlab.core.prompts.summary_language_of`).  The last positional field, after the five of
             R1, so that a positional call in the seed's order keeps working (issue 30).
+        summary_prepare_ratio: keyword-only.  ``None`` (default): off.  A share of T in (0, 1):
+            once a request passes it, the summary the next L2 round would make is prepared in
+            the background (:mod:`ctxlab.core.prepare`; a deviation from the seed,
+            ``docs/middleware.md``, "Prepared summaries").
+        summary_prepare_wait_s: keyword-only.  Seconds an L2 round waits for a summary still
+            being prepared before it summarizes as without preparation (finite, ≥ 0; default 30).
 
     Raises:
         SettingsError: a field is of the wrong type or outside its allowed range.
@@ -86,6 +92,17 @@ class CompressionSettings:
     # the sixth field, after the five of R1 (issue 30): positional calls keep the seed's order
     summary_language: str = field(
         default="auto", metadata=_meta("summary language: auto, zh or en", "language code")
+    )
+    # keyword-only (issue 34): positional calls of the fields above keep working whatever is added
+    summary_prepare_ratio: float | None = field(
+        default=None,
+        kw_only=True,
+        metadata=_meta("share of T at which the next summary is prepared (None: off)", "share of T"),
+    )
+    summary_prepare_wait_s: float = field(
+        default=30.0,
+        kw_only=True,
+        metadata=_meta("how long an L2 round waits for a prepared summary", "seconds"),
     )
 
     def __post_init__(self) -> None:
@@ -125,6 +142,7 @@ class CompressionSettings:
             raise SettingsError(
                 "summary_l2_trigger_ratio", self.summary_l2_trigger_ratio, "a finite number > 0"
             )
+        _check_prepare(self)
         if not 0.1 <= self.summary_l2_trigger_ratio <= 1.0:
             warnings.warn(
                 f"summary_l2_trigger_ratio={self.summary_l2_trigger_ratio} is outside the recommended range "
@@ -185,6 +203,23 @@ class CompressionSettings:
 
     def to_dict(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+def _check_prepare(s: CompressionSettings) -> None:
+    """The two preparation fields (issue 34): a ratio strictly between 0 and 1 (or ``None``), a
+    finite wait of at least 0 seconds."""
+    ratio = s.summary_prepare_ratio
+    if ratio is not None:
+        _check_number("summary_prepare_ratio", ratio, "None (off) or a number strictly between 0 and 1")
+        if not 0 < ratio < 1:
+            raise SettingsError(
+                "summary_prepare_ratio", ratio, "None (off) or a number strictly between 0 and 1"
+            )
+    _check_number("summary_prepare_wait_s", s.summary_prepare_wait_s, "a finite number >= 0 (seconds)")
+    if s.summary_prepare_wait_s < 0:
+        raise SettingsError(
+            "summary_prepare_wait_s", s.summary_prepare_wait_s, "a finite number >= 0 (seconds)"
+        )
 
 
 def _short(value: Any) -> Any:

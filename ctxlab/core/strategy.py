@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Protocol, TypeAlias
 
 from langchain.agents.middleware import AgentMiddleware
@@ -43,8 +43,9 @@ StrategyFactory: TypeAlias = Callable[[CompressionSettings], Sequence[object] | 
 class RegisterStrategy(Protocol):
     """The ``register`` callback ``ctxlab_register_strategies`` receives: one call per strategy.
 
-    ``register(name, factory, description="", *, levels=None, per_run=False)``; the arguments are
-    those of :class:`Strategy` (``levels=None``: no renamed level).  Raises ``TypeError`` or
+    ``register(name, factory, description="", *, levels=None, per_run=False, settings=None)``;
+    the arguments are those of :class:`Strategy` (``levels=None``: no renamed level;
+    ``settings=None``: the run's settings as they are).  Raises ``TypeError`` or
     ``ValueError`` naming the argument when one is of the wrong type or out of range, and
     ``ValueError`` when the name is registered twice.
     """
@@ -57,6 +58,7 @@ class RegisterStrategy(Protocol):
         *,
         levels: Mapping[str, str] | None = None,
         per_run: bool = False,
+        settings: Mapping[str, Any] | None = None,
     ) -> None: ...
 
 
@@ -78,10 +80,13 @@ class Strategy:
             a run's state on themselves); ``False`` (default): one middleware per strategy
             serves every run of a batch, so plugins keep no run's state on themselves (or key it
             by what tells runs apart).
+        settings: settings fields this strategy changes on top of the run's
+            (``{"summary_prepare_ratio": 0.8}``); empty: none.  Kept as a ``dict`` copy.
 
     Raises:
         TypeError: a field has the wrong type (the message names the field and the strategy).
-        ValueError: ``name`` is empty or padded, or a ``levels`` key is not L1/L2 or its value empty.
+        ValueError: ``name`` is empty or padded, a ``levels`` key is not L1/L2 or its value empty,
+            or a ``settings`` key is not a settings field.
     """
 
     name: str
@@ -90,6 +95,7 @@ class Strategy:
     source: str = field(default="", compare=False)
     levels: Mapping[str, str] = field(default_factory=dict, compare=False)
     per_run: bool = False
+    settings: Mapping[str, Any] = field(default_factory=dict, compare=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str):
@@ -116,6 +122,25 @@ class Strategy:
             if not isinstance(label, str) or not label.strip():
                 raise ValueError(f"{where}: levels[{level!r}] must be a non-empty str, got {label!r}")
         object.__setattr__(self, "levels", dict(self.levels))
+        if not isinstance(self.settings, Mapping):
+            raise TypeError(
+                f"{where}: settings must be a mapping of settings fields, got {type(self.settings).__name__}"
+            )
+        known = {f.name for f in fields(CompressionSettings)}
+        for key in self.settings:
+            if key not in known:
+                raise ValueError(
+                    f"{where}: settings key {key!r} is not a settings field: allowed {sorted(known)}"
+                )
+        object.__setattr__(self, "settings", dict(self.settings))
+
+    def settings_for(self, base: CompressionSettings) -> CompressionSettings:
+        """The settings this strategy runs with: ``base`` with :attr:`settings` applied.
+
+        Raises:
+            SettingsError: a changed value is invalid (the message names the field).
+        """
+        return base.replace(**self.settings) if self.settings else base
 
     @property
     def takes_price(self) -> bool:

@@ -123,6 +123,7 @@ def build_middleware(
             f"unknown strategy {strategy!r}{did_you_mean(strategy, known)}; "
             f"known: {', '.join(sorted(known)) or '(none)'}"
         )
+    settings = known[strategy].settings_for(settings)  # a strategy may change settings fields
     made = known[strategy].make(settings, price, fixed)
     if isinstance(made, AgentMiddleware):
         return strategy, made
@@ -191,6 +192,8 @@ def strategy_records(
             "levels": dict(entry.levels),
         }
         parameters = {} if foreign else _plugin_provenance(made)
+        if entry.settings:  # the settings fields the strategy changes
+            parameters = {**parameters, "settings": dict(entry.settings)}
         if parameters:
             record["parameters"] = parameters
         out[s if foreign else strategy_label(s, pm)] = record

@@ -40,6 +40,7 @@ from ctxlab.replay.building import (
 )
 from ctxlab.replay.cost import DEFAULT_BREAKPOINTS
 from ctxlab.replay.hook_failures import hook_failures, recording_level
+from ctxlab.replay.latency import Latency, SimTime
 from ctxlab.replay.metrics import IdentifierIndex, counts_as_measure, make_measure, run_measure
 from ctxlab.replay.names import did_you_mean, safe_name, transcript_labels
 from ctxlab.replay.options import ReplayOptions, check_breakpoints
@@ -111,6 +112,8 @@ class _Batch:
     limit_calls: int | None
     keep_views: bool
     views_dir: Path | None = None  # the run folder whose views/ the runs write (write_views)
+    summarizer_latency: Latency | None = None  # simulated time (issue 34): the stall columns
+    call_latency: Latency | None = None
     meter: EstimateCache = field(init=False)
     summary_cache: str | Path | None = None
     summarizer: Any = field(init=False)
@@ -152,6 +155,8 @@ class _Batch:
             cache_breakpoints=check_breakpoints(options.get("cache_breakpoints", DEFAULT_BREAKPOINTS)),
             prefix_setting=parse_prefix_setting(options.get("unrecorded_prefix", "auto")),
             no_window=no_window_note(options.get("context_window", PRICE_WINDOW), price),
+            summarizer_latency=_latency(options.get("summarizer_latency"), "summarizer_latency"),
+            call_latency=_latency(options.get("call_latency"), "call_latency"),
         )
 
     def request_prefix(
@@ -185,6 +190,11 @@ class _Batch:
             window=self.window.describe() if self.window is not None else self.no_window,
             summarizer=summarizer_name(self.summarizer_model),
         )
+        if self.summarizer_latency is not None:  # the simulated time of the stall columns
+            record["latency"] = {
+                "summarizer": self.summarizer_latency.describe(),
+                "agent_step": self.call_latency.describe() if self.call_latency is not None else "auto",
+            }
         record["cost_model"] = {
             "price_row": self.price.label(),
             "cache_breakpoints": self.cache_breakpoints,
@@ -267,11 +277,17 @@ class _Batch:
                 cache_breakpoints=self.cache_breakpoints,
                 system=system,
                 prefix=prefix,
+                sim=SimTime(self.summarizer_latency, self.call_latency, seed=label),
                 **more,
             )
         finally:
             if log is not None:
                 log.close()
+
+
+def _latency(spec: str | float | Latency | None, what: str) -> Latency | None:
+    """The latency model of an option (``None`` stays ``None``; raises ``ValueError`` naming it)."""
+    return None if spec is None else Latency.parse(spec, what)
 
 
 def replay(

@@ -32,6 +32,7 @@ from ctxlab.replay.metrics import IdentifierIndex, unmatched_tool_pairs
 from ctxlab.replay.observer import CallObservation
 from ctxlab.replay.prices import PriceRow
 from ctxlab.replay.run_measures import RunMeasures
+from ctxlab.replay.stall import StallMeasure
 from ctxlab.replay.table import CALL_COLUMNS
 from ctxlab.replay.tracking import ViewMeasures, ViewTracker
 
@@ -270,6 +271,7 @@ def default_measures(
     window: ContextWindow | None = None,
     tools: Sequence[Any] = (),
     cache_breakpoints: str = DEFAULT_BREAKPOINTS,
+    stall: Measure | None = None,
 ) -> list[Measure]:
     """The replay's measures, in the order they fill a row; the cost and fidelity measure only
     with a price row (``None``: those columns stay empty); ``data_provenance``: the run's
@@ -277,7 +279,8 @@ def default_measures(
     (already in ``system`` and ``base_tokens``; ``None``: none); ``window``: the provider's
     window the uncompressed request is checked against (``over_window``; ``None``: none) with the
     request's ``system`` and ``tools``; ``cache_breakpoints``: the breakpoint policy of explicit
-    caching (:data:`ctxlab.replay.cost.BREAKPOINTS`)."""
+    caching (:data:`ctxlab.replay.cost.BREAKPOINTS`); ``stall``: the run's
+    :class:`~ctxlab.replay.stall.StallMeasure` (``None``: one without a clock)."""
     view = ViewMeasure(measure, index, base_tokens)
     out: list[Measure] = [
         RunLabels(data_provenance, transcript_format),
@@ -287,6 +290,7 @@ def default_measures(
         RetentionMeasure(view),
         ToolPairsMeasure(),
         RecordedUsageMeasure(prefix.tokens if prefix is not None else 0),
+        stall if stall is not None else StallMeasure(None, None, "", price, measure.message_tokens),
     ]
     if price is not None:
         run = RunMeasures(price, measure, system=system, index=index, breakpoint=cache_breakpoints)

@@ -12,6 +12,7 @@ from ctxlab.replay.cost import BREAKPOINTS
 if TYPE_CHECKING:
     import pluggy
 
+    from ctxlab.replay.latency import Latency
     from ctxlab.replay.prices import PriceRow, PriceTable
     from ctxlab.replay.provider import ContextWindow
 
@@ -57,6 +58,11 @@ class ReplayOptions(TypedDict, total=False):
             every request the recording does not hold, added to every strategy's request as one
             labelled block of the system message (:mod:`ctxlab.replay.prefix`); per run in
             ``result.prefixes``.
+        summarizer_latency: how long one summarizer call takes in simulated time, for the stall
+            columns (:class:`~ctxlab.replay.latency.Latency`: ``"2s"``, ``"uniform:1s,3s"``,
+            ``"lognormal:2s,0.5"``; ``None``: no latency model, the stall columns stay empty).
+        call_latency: how long one agent step takes (same forms; ``None``: 1 s plus the
+            answer's output tokens at 50 per second).
     """
 
     settings: CompressionSettings | None
@@ -76,6 +82,8 @@ class ReplayOptions(TypedDict, total=False):
     prices: str | Path | PriceTable | None
     cache_breakpoints: str
     unrecorded_prefix: str | int
+    summarizer_latency: str | float | Latency | None
+    call_latency: str | float | Latency | None
 
 
 def check_breakpoints(policy: str) -> str:

@@ -337,6 +337,8 @@ def run_grid(
     price_model: Any = None,
     cache_breakpoints: str = DEFAULT_BREAKPOINTS,
     progress: bool = False,
+    summarizer_latency: str | None = None,
+    call_latency: str | None = None,
 ) -> GridResult:
     """Replay transcript files × strategies × settings points, in parallel, as the serial loop would.
 
@@ -365,6 +367,8 @@ def run_grid(
         price_model: the price row of the cost columns (a name or a picklable row), as for
             :func:`~ctxlab.replay.engine.replay_many`; ``cache_breakpoints``: its breakpoint policy.
         progress: a progress bar over the finished tasks.
+        summarizer_latency, call_latency: the simulated latencies of the stall columns, as for
+            :func:`~ctxlab.replay.engine.replay_many` (``"2s"``, ``"uniform:1s,3s"``, ...).
 
     Returns:
         A :class:`GridResult`, one merged :class:`ReplayResult` per settings point.  Its rows
@@ -408,6 +412,8 @@ def run_grid(
         "write_views": write_views,
         "summary_cache": summary_cache,
         "cache_breakpoints": cache_breakpoints,
+        "summarizer_latency": summarizer_latency,
+        "call_latency": call_latency,
     }
     if price_model is not None:
         options["price_model"] = price_model

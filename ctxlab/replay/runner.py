@@ -23,13 +23,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ctxlab.core.preparations import Preparations
 from ctxlab.replay.cost import DEFAULT_BREAKPOINTS
 from ctxlab.replay.harness import update_items
+from ctxlab.replay.latency import SimTime
 from ctxlab.replay.measures import build_row, default_measures
 from ctxlab.replay.metrics import IdentifierIndex
 from ctxlab.replay.observer import CallObserver
 from ctxlab.replay.result import ReplayResult
 from ctxlab.replay.sources import data_provenance
+from ctxlab.replay.stall import StallMeasure
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -69,6 +72,7 @@ def replay_one(
     system: SystemMessage | Literal["transcript"] | None = "transcript",
     prefix: UnrecordedPrefix | None = None,
     cache_breakpoints: str = DEFAULT_BREAKPOINTS,
+    sim: SimTime | None = None,
 ) -> ReplayResult:
     """Replay ``transcript`` through ``mw``: one row per recorded model call.
 
@@ -100,6 +104,10 @@ def replay_one(
             ``None``: 0).
         cache_breakpoints: the breakpoint policy of explicit caching in the cost columns
             (:data:`ctxlab.replay.cost.BREAKPOINTS`).
+        sim: the run's simulated time (:mod:`ctxlab.replay.latency`: the stall columns and the
+            clock of the middleware's prepared summaries); ``None``: no latency model (prepared
+            summaries are ready at the next call, the stall columns stay empty).  A ctxlab
+            middleware's preparations always run on it, never on real threads.
 
     Raises:
         RuntimeError: the middleware answered a call without calling the model.
@@ -122,6 +130,17 @@ def replay_one(
         system=system,
     )
     system = observer.system
+    sim = sim if sim is not None else SimTime(None, seed=label)
+    preparations = getattr(mw, "preparations", None)
+    if isinstance(preparations, Preparations):
+        preparations.runner = sim.runner  # simulated time, deterministic: no thread, no sleep
+    stall = StallMeasure(
+        sim,
+        preparations if isinstance(preparations, Preparations) else None,
+        observer.harness.thread_id or "",
+        price,
+        measure.message_tokens,
+    )
     base_tokens = measure.tools_tokens(observer.tools) + (
         measure.message_tokens(system) if system is not None else 0
     )
@@ -137,6 +156,7 @@ def replay_one(
         window=window,
         tools=observer.tools,
         cache_breakpoints=cache_breakpoints,
+        stall=stall,
     )
     for obs in observer.calls(limit_calls):
         result.rows.append(build_row(obs, measures))

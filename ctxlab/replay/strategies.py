@@ -43,6 +43,8 @@ __all__ = [
     "BEHAVIOUR_HOOKS",
     "CACHE_PRICE_ENV",
     "OBSERVER_HOOKS",
+    "PREPARED_RATIO",
+    "PREPARED_STRATEGY",
     "BuiltinStrategies",
     "Strategy",
     "cache_plugins",
@@ -67,7 +69,8 @@ BEHAVIOUR_HOOKS = frozenset(
 
 class BuiltinStrategies:
     """Registers the ``ars`` strategy (the defaults with nothing added), ``recorded`` (the agent's
-    own recorded compactions, :mod:`ctxlab.replay.recorded`), ``ars-cache`` and ``ars-extractive``
+    own recorded compactions, :mod:`ctxlab.replay.recorded`), ``ars-prepared`` (the defaults with
+    ``summary_prepare_ratio`` :data:`PREPARED_RATIO`), ``ars-cache`` and ``ars-extractive``
     (the defaults with the offline extractive summarizer, :mod:`ctxlab.core.builtin.extractive`;
     with the dollar decision too, :mod:`ctxlab.core.cache`) and the two reference floors
     ``floor-identifiers`` and ``floor-recent`` (:mod:`ctxlab.core.builtin.floors`), ``trylast``."""
@@ -91,6 +94,13 @@ class BuiltinStrategies:
             "(--price-model), keeping the last 2 messages, with the extractive summarizer",
         )
         register(
+            PREPARED_STRATEGY,
+            lambda settings: [],
+            f"ARS with its summaries prepared in the background from {PREPARED_RATIO:g} of T and committed "
+            "at T without a stall (summary_prepare_ratio; issue 34)",
+            settings={"summary_prepare_ratio": PREPARED_RATIO},
+        )
+        register(
             "ars-extractive",
             lambda settings: [ForceExtractiveSummarizer()],
             "ARS with the offline extractive summarizer (no model call; states what happened to the files, "
@@ -109,6 +119,10 @@ class BuiltinStrategies:
             "summary's budget (what plain truncation keeps)",
         )
 
+
+#: the strategy whose summaries are prepared in the background (issue 34), and its ratio of T
+PREPARED_STRATEGY = "ars-prepared"
+PREPARED_RATIO = 0.8
 
 #: the environment variable naming the price row ``ars-cache`` optimizes for (``provider:model``)
 #: when it is given none (a factory call without ``price``); a replay always gives the run's row
@@ -192,8 +206,16 @@ def strategies(pm: pluggy.PluginManager) -> dict[str, Strategy]:
         *,
         levels: Mapping[str, str] | None = None,
         per_run: bool = False,
+        settings: Mapping[str, Any] | None = None,
     ) -> None:
-        made = Strategy(name, factory, description, levels={} if levels is None else levels, per_run=per_run)
+        made = Strategy(
+            name,
+            factory,
+            description,
+            levels={} if levels is None else levels,
+            per_run=per_run,
+            settings={} if settings is None else settings,
+        )
         if made.name in found:
             raise ValueError(f"strategy {name!r} is registered twice")
         found[made.name] = made

@@ -23,6 +23,9 @@ alone; a benchmark is never a unit test):
    second, and the time as a multiple of one tiktoken pass over the same text).
 4. **Start-up** and 5. **parallel sweeps** — ``ctxlab --help`` against ``python -c pass``; a grid
    of transcripts × strategies on 1 and 2 worker processes (:mod:`~ctxlab.cli.bench.scale`).
+6. **Stall** — a live ``create_agent`` loop (sync and async) with a slow fake summarizer: how long
+   a summary round makes the agent wait, ctxlab with prepared summaries, ctxlab synchronous and
+   LangChain's ``SummarizationMiddleware`` (:mod:`~ctxlab.cli.bench.stall`, issue 34).
 
 Content classes (:func:`label_block`) are labeled from the text itself, independently of any
 estimator's features; see :func:`collect_samples` for how samples are extracted.
@@ -73,6 +76,7 @@ from ctxlab.cli.bench.samples import (
     synthetic_base64,
 )
 from ctxlab.cli.bench.scale import ParallelResult, StartupResult, bench_parallel, bench_startup
+from ctxlab.cli.bench.stall import StallResult, bench_stall, render_stall
 from ctxlab.cli.bench.targets import (
     compressing_targets,
     estimator_targets,
@@ -95,11 +99,13 @@ __all__ = [
     "ReplayRow",
     "ReplayThroughput",
     "Sample",
+    "StallResult",
     "StartupResult",
     "bench_estimators",
     "bench_overhead",
     "bench_parallel",
     "bench_replay",
+    "bench_stall",
     "bench_startup",
     "bench_target",
     "cjk_share",
@@ -118,13 +124,14 @@ __all__ = [
     "real_histories",
     "render",
     "render_scale",
+    "render_stall",
     "segment",
     "stamp",
     "synthetic_base64",
     "synthetic_history",
 ]
 
-SECTIONS = ("overhead", "estimators", "replay", "startup", "parallel")
+SECTIONS = ("overhead", "estimators", "replay", "startup", "parallel", "stall")
 #: the committed benchmarks, relative to the repository root (written by a full run only)
 COMMITTED = Path("docs") / "benchmarks.md"
 
@@ -289,6 +296,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if "parallel" in sections:
         print("5. sweeps on several processes")
         parallel = bench_parallel(transcripts, args.quick)
+    stall: StallResult | None = None
+    if "stall" in sections:
+        print("6. stall of a summary round in a live agent")
+        stall = bench_stall(args.quick)
     targets = [
         *compressing_targets(compressing, overhead),
         *estimator_targets(estimators),
@@ -298,9 +309,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if targets:
         print("issue 31 targets (measured in this run):")
         log_targets(targets)
-    text = render(
-        machine, command.strip(), args.quick, overhead, estimators, replay, compressing
-    ) + render_scale(startup, parallel)
+    text = (
+        render(machine, command.strip(), args.quick, overhead, estimators, replay, compressing)
+        + render_scale(startup, parallel)
+        + render_stall(stall)
+    )
     text = merge_sections(
         target.read_text(encoding="utf-8") if target is not None and target.is_file() else None,
         text,

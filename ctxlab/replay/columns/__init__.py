@@ -32,6 +32,7 @@ from ctxlab.replay.columns.rows import (
     LabelColumns,
     RecordedUsageColumns,
     RetentionColumns,
+    StallColumns,
     ToolPairsColumns,
     ViewColumns,
     WindowColumns,
@@ -54,6 +55,7 @@ __all__ = [
     "RecordedUsageColumns",
     "RetentionColumns",
     "RunColumn",
+    "StallColumns",
     "ToolPairsColumns",
     "ViewColumns",
     "WindowColumns",
@@ -92,6 +94,7 @@ REPORT_DEFINITIONS: tuple[str, ...] = (
     "needed_recall",
     "probes",
     "dump_probes_passed",
+    "stall_s",
 )
 
 _BY_NAME: dict[str, CallColumn | RunColumn] = {

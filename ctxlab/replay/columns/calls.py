@@ -12,6 +12,7 @@ import polars as pl
 
 from ctxlab.replay.columns import definitions as d
 from ctxlab.replay.columns.registry import CallColumn
+from ctxlab.replay.columns.stall import STALL_CALL_COLUMNS
 
 __all__ = ["CALL_REGISTRY", "VIEW_PARTS"]
 
@@ -386,4 +387,5 @@ CALL_REGISTRY: tuple[CallColumn, ...] = (
         "recorded_usage",
         detail=d.UNRECORDED_PREFIX,
     ),
+    *STALL_CALL_COLUMNS,
 )

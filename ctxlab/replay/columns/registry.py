@@ -19,6 +19,7 @@ UNITS: dict[str, str] = {
     "messages": "messages",
     "count": "count",
     "ms": "ms",  # milliseconds of wall time
+    "s": "s",  # seconds of simulated time (ctxlab.replay.latency)
     "usd": "US dollars",  # under the run's price row
     "share": "share",  # in [0, 1]
     "ratio": "×",  # one quantity over another, any value >= 0

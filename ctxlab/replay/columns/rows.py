@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import TypedDict
 
+from ctxlab.replay.columns.stall import StallColumns
+
 __all__ = [
     "MEASURE_TYPES",
     "CallRow",
@@ -16,6 +18,7 @@ __all__ = [
     "LabelColumns",
     "RecordedUsageColumns",
     "RetentionColumns",
+    "StallColumns",
     "ToolPairsColumns",
     "ViewColumns",
     "WindowColumns",
@@ -144,6 +147,7 @@ class CallRow(
     CostColumns,
     FidelityColumns,
     RecordedUsageColumns,
+    StallColumns,
 ):
     """One model call of a replay: every column of :data:`CALL_REGISTRY`, each typed by its dtype
     (``| None`` where the column is nullable; ``None`` is an empty cell), as the columns of its
@@ -162,4 +166,5 @@ MEASURE_TYPES: dict[str, type] = {
     "cost": CostColumns,
     "fidelity": FidelityColumns,
     "recorded_usage": RecordedUsageColumns,
+    "stall": StallColumns,
 }

@@ -15,6 +15,7 @@ from ctxlab.replay.columns import definitions as d
 from ctxlab.replay.columns.feasible import FEASIBLE_RUN_COLUMNS
 from ctxlab.replay.columns.registry import RunColumn
 from ctxlab.replay.columns.runs_cost import COST_AND_FIDELITY
+from ctxlab.replay.columns.stall import STALL_RUN_COLUMNS
 from ctxlab.replay.failures import NO_CUTOFF, THRASH_CONSECUTIVE, THRASH_COUNT, THRASH_WINDOW
 
 __all__ = ["RUN_REGISTRY"]
@@ -404,4 +405,5 @@ RUN_REGISTRY: tuple[RunColumn, ...] = (
         scope="summary",
         over_runs="-",
     ),
+    *STALL_RUN_COLUMNS,
 )

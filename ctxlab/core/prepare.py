@@ -1,0 +1,251 @@
+"""Prepared summaries: the next L2 summary made in the background before T, committed at T
+without making the agent wait (issue 34; ``docs/middleware.md``, "Prepared summaries").
+
+An L2 round runs the summarizer inside the model call that crosses T, so the agent waits for a
+whole extra model call.  With ``summary_prepare_ratio`` set (off by default):
+
+* **Start.** A call whose request estimate passes ``ratio × T`` (below T), or whose L1 estimate
+  passes ``ratio × T2`` in an L1-only round, picks the cutoff the next L2 round would take now
+  (hook ``ctxlab_select_cutoff``, R9) and starts summarizing that span in the background
+  (:mod:`ctxlab.core.background`: a thread, or a task for async agents), then sends its own
+  request at once.  The background work builds what the round would build (the L1 view of the
+  span without writing any file, the history document, the summarizer job, R10) and calls the
+  summarizer.  One preparation per thread at a time; the call emits a ``prepared`` event.
+* **Commit.** An L2 round (R8) looks for its thread's preparation.  It is used when it still
+  covers a prefix of this round's span: the previous summary it folds is still the state's,
+  every state message of its span is unchanged, the settings are the same, its end is a valid
+  cutoff (R9) no later than this round's.  Not finished yet: the round waits up to
+  ``summary_prepare_wait_s``.  The cutoff then goes to the end of the prepared span, the
+  messages after it stay in the kept window, the history file is written in the round (R10,
+  R17: through the request's own backend), and the summary is committed by the usual rules
+  (:func:`ctxlab.core.l2.summary_to_commit`; R11 cumulative cutoff).  When committing it would
+  leave the kept window over T2 and the round would cut further without it, it is not used.
+* **Anything else is today's round.**  A preparation that failed, was late, no longer matches
+  the state or is not used for another reason is discarded (a ``prepared`` event with the
+  reason) and the round summarizes synchronously, as without preparation.  A background result
+  is never written to the checkpoint by itself: only an L2 round's ``Command`` after the main
+  model succeeded commits it, so a cancelled run, a crash, a recreated middleware or a
+  checkpoint resumed elsewhere leaves either the old state or a complete new event.
+
+Discarded preparations are wasted summarizer calls; :attr:`Preparations.stats` counts them
+(and their tokens) per middleware, the ``prepared`` events carry each one's cost.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator
+from dataclasses import dataclass, field
+from typing import Any, Protocol, cast
+
+from langchain_core.messages import BaseMessage, HumanMessage
+
+from ctxlab.core.cutoff import CutoffContext, first_new_position, to_global
+from ctxlab.core.events import PreparedStats
+from ctxlab.core.l2 import L2Plan, RoundView, summary_to_commit
+from ctxlab.core.messages import valid_cut_positions
+from ctxlab.core.preparations import (
+    AwaitPreparation,
+    Preparation,
+    Preparations,
+    Prepared,
+    PrepareEffect,
+    PrepareJob,
+    StartPreparation,
+    WriteHistory,
+)
+from ctxlab.core.summarize import SummaryResult
+
+__all__ = ["EmitPrepared", "PrepareView", "Taken", "maybe_prepare", "take_prepared"]
+
+
+class PrepareView(RoundView, Protocol):
+    """What the two steps read of a round's input (:class:`ctxlab.core.compression.RoundInput`)."""
+
+    @property
+    def preparations(self) -> Preparations | None: ...
+
+
+#: emits a ``prepared`` event: ``(stats["prepared"], the end of the prepared span)``
+EmitPrepared = Callable[[PreparedStats, int], None]
+
+
+def _key(thread_id: str | None) -> str:
+    return thread_id or ""
+
+
+def _discard(
+    store: Preparations, entry: Preparation, reason: str, emit: EmitPrepared, waited: float | None = None
+) -> PreparedStats:
+    info: PreparedStats = {
+        "status": "discarded",
+        "cutoff_index": entry.job.end,
+        "reason": reason,
+        "wasted": store.discard(entry, reason),
+    }
+    if waited is not None:
+        info["waited_s"] = waited
+    emit(info, entry.job.end)
+    return info
+
+
+def maybe_prepare(
+    inp: PrepareView,
+    eff: list[BaseMessage],
+    prev_cut: int | None,
+    est: int,
+    view1: list[BaseMessage] | None,
+    emit: EmitPrepared,
+) -> Generator[PrepareEffect, Any, None]:
+    """Start preparing the next L2 summary when ``est`` passes ``ratio × T`` (``view1`` ``None``:
+    a call below T) or ``ratio × T2`` (``view1``: the L1 view of an L1-only round).  Below T it
+    starts only once the span it would summarize holds at least ``T − T2`` tokens (committed at
+    T, the request would otherwise stay over T2 and the round would not use it).  A valid open
+    preparation is kept; one that no longer matches the state, or (L1-only round) whose kept
+    window grew over ``ratio × T2``, is discarded and replaced.  Yields :class:`StartPreparation`."""
+    store, s = inp.preparations, inp.settings
+    ratio = s.summary_prepare_ratio
+    if store is None or ratio is None:
+        return
+    limit = ratio * (s.entry_threshold_tokens if view1 is None else s.l2_threshold_tokens)
+    if est < limit:
+        return
+    key = _key(inp.thread_id)
+    entry = store.get(key)
+    if entry is not None:
+        reason = entry.mismatch(eff, prev_cut, s, full=False)
+        if reason is None and view1 is not None:
+            kept = est - sum(inp.estimates.message_tokens(m) for m in view1[: entry.job.local])
+            if kept > ratio * s.l2_threshold_tokens:
+                reason = f"superseded: the window it would keep grew to {kept} tokens"
+        if reason is None:
+            return
+        _discard(store, entry, reason, emit)
+    has_prev = prev_cut is not None
+    cut = inp.hooks.select_cutoff(
+        list(eff),
+        CutoffContext(
+            keep_messages=s.summary_keep_messages,
+            has_previous_summary=has_prev,
+            estimate=inp.estimates.message_tokens,
+            target_tokens=s.l2_threshold_tokens,
+        ),
+    )
+    local = cut.index if cut is not None else None
+    if local is None or not first_new_position(has_prev) <= local <= len(eff):
+        return
+    if view1 is None:
+        # committed when the request reaches T, this span leaves about T minus its tokens (raw
+        # tokens: L1 only shrinks what is kept); over T2 the round would not commit it: later
+        span = sum(inp.estimates.message_tokens(m) for m in eff[(1 if has_prev else 0) : local])
+        if s.entry_threshold_tokens - span > s.l2_threshold_tokens:
+            return
+    end = to_global(local, prev_cut, has_prev)
+    job = PrepareJob(
+        key=key,
+        eff=tuple(eff),
+        local=local,
+        start=prev_cut if prev_cut is not None else 0,
+        end=end,
+        prev_cut=prev_cut,
+        previous=eff[0] if has_prev else None,
+        settings=s,
+        view1=tuple(view1) if view1 is not None else None,
+        system=inp.system,
+        budget_tokens=inp.summarizer_budget,
+        thread_id=inp.thread_id,
+        hooks=inp.hooks,
+        estimates=inp.estimates,
+    )
+    entry = store.begin(job)
+    yield StartPreparation(entry)
+    if not entry.closed:
+        emit({"status": "started", "cutoff_index": end}, end)
+
+
+@dataclass
+class Taken:
+    """A prepared summary an L2 round commits: the plan of its span, the history file's path
+    (``None``: not written), the summarizer's result, the summary message and its preparation."""
+
+    plan: L2Plan
+    file_path: str | None
+    result: SummaryResult
+    message: HumanMessage
+    entry: Preparation = field(repr=False)
+
+
+def take_prepared(
+    inp: PrepareView,
+    eff: list[BaseMessage],
+    view1: list[BaseMessage],
+    plan: L2Plan,
+    prev_cut: int | None,
+    tokens: Callable[[list[BaseMessage]], int],
+    emit: EmitPrepared,
+) -> Generator[PrepareEffect, Any, Taken | None]:
+    """The thread's prepared summary, when this L2 round (``plan``) can commit it (see the module
+    docstring); else ``None`` — the round summarizes as without preparation, the preparation is
+    discarded and ``inp.stats["prepared"]`` says why.  Waits up to ``summary_prepare_wait_s``
+    for one still running (:class:`AwaitPreparation`) and writes its history file
+    (:class:`WriteHistory`)."""
+    store, s, stats = inp.preparations, inp.settings, inp.stats
+    entry = store.get(_key(inp.thread_id)) if store is not None else None
+    if store is None or entry is None:
+        return None
+
+    def drop(reason: str, waited: float | None = None) -> None:
+        stats["prepared"] = _discard(store, entry, reason, emit, waited)
+
+    job = entry.job
+    reason = entry.mismatch(eff, prev_cut, s, full=True)
+    if reason is None and job.end > plan.global_cut:
+        reason = f"it ends at {job.end}, after this round's cutoff {plan.global_cut}"
+    if reason is None and not valid_cut_positions(eff)[job.local]:
+        reason = "its end is no longer a valid cutoff (R9)"
+    if reason is not None or entry.pending is None:
+        drop(reason or "it never started")
+        return None
+    waited = 0.0
+    if not entry.pending.done():
+        waited = yield AwaitPreparation(entry, s.summary_prepare_wait_s)
+        if not entry.pending.done():
+            drop(f"not ready after {waited:.3f} s (summary_prepare_wait_s)", waited)
+            return None
+    out = entry.pending.outcome()
+    result = out.result if isinstance(out, Prepared) else None
+    if not isinstance(out, Prepared) or out.job is None or result is None:
+        why = out.reason if isinstance(out, Prepared) else f"{type(out).__name__}: {out}"
+        drop(f"not made: {why}", waited)
+        return None
+    if result.error or not result.text.strip():
+        drop(f"the background summary failed: {result.error or 'no text'}", waited)
+        return None
+    # the size rules of a committed summary, with the path it will name, before writing the file
+    record = cast(dict[str, Any], stats)
+    before = dict(record)
+    span = sum(inp.estimates.message_tokens(m) for m in view1[: job.local])
+    pplan = L2Plan(job.local, job.end, span, out.job, out.history_path, out.history, plan.forced)
+    message = summary_to_commit(inp, eff, pplan, out.history_path, result)
+    why = stats.get("summary_rejected") if message is None else None
+    if message is not None:
+        kept = tokens([message, *view1[job.local :]])
+        if kept > s.l2_threshold_tokens and plan.local > job.local:
+            why = f"the kept window would be {kept} tokens, over T2 ({s.l2_threshold_tokens:g})"
+    if why is not None or message is None:
+        record.clear()  # what the prepared summary's checks recorded is not this round's
+        record.update(before)
+        drop(why or "not committed", waited)
+        return None
+    file_path = yield WriteHistory(out.history_path, out.history)
+    if file_path != out.history_path:  # the write failed: the summary names no file of its own
+        message = summary_to_commit(inp, eff, pplan, file_path, result)
+        if message is None:
+            drop("not committed after its history file could not be written", waited)
+            return None
+    stats["prepared"] = {
+        "status": "used",
+        "cutoff_index": job.end,
+        "waited_s": waited,
+        "sync_cutoff_index": plan.global_cut,
+    }
+    return Taken(pplan, file_path, result, message, entry)

@@ -1,0 +1,199 @@
+"""The replay's stall columns and prepared summaries on simulated time (issue 34).
+
+Real parts: a real recorded transcript of the public set (an OpenCode session that reaches
+T = 32k tokens several times), the registered strategies ``ars`` and ``ars-prepared``, the
+column registry's frames; the CLI end to end.  The summarizer is the offline structured one
+(one summarizer "call" per summary); its latency is simulated: nothing sleeps.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from ctxlab.core.settings import CompressionSettings
+from ctxlab.core.strategy import Strategy
+from ctxlab.replay import make_lab_manager, replay_many
+from ctxlab.replay.building import strategy_records
+from ctxlab.replay.latency import Latency, SimClock, SimTime, SimulatedRunner, parse_seconds
+from ctxlab.replay.run_measures import resolve_price
+from ctxlab.replay.table import strategy_totals, summary_frame
+
+SESSION = Path(__file__).resolve().parents[2] / "shared/transcripts/raw/opencode/session-ses_4313.md"
+SETTINGS = CompressionSettings(summary_threshold=32)
+
+
+@pytest.fixture(scope="module")
+def timed() -> pl.DataFrame:
+    result = replay_many(
+        SESSION, ["ars", "ars-prepared"], settings=SETTINGS, summarizer_latency="2s", progress=False
+    )
+    assert not [e for e in result.errors if e.kind != "summary"], result.errors
+    return result.frame()
+
+
+def test_latency_forms_and_their_errors():
+    assert parse_seconds("2s") == 2.0 and parse_seconds("500ms") == 0.5 and parse_seconds("1.5") == 1.5
+    assert Latency.parse("2s") == Latency("fixed", 2.0)
+    assert Latency.parse("uniform:1s,3s") == Latency("uniform", 1.0, 3.0)
+    assert Latency.parse("lognormal:2s,0.5").describe() == "lognormal:2s,0.5"
+    for bad in ("2x", "-1s", "uniform:3s,1s", "lognormal:2s,x", "normal:1s,2s", "nan"):
+        with pytest.raises(ValueError, match="--summarizer-latency"):
+            Latency.parse(bad)
+    rng = random.Random(1)
+    draws = [Latency.parse("uniform:1s,3s").sample(rng) for _ in range(200)]
+    assert all(1.0 <= d <= 3.0 for d in draws) and max(draws) - min(draws) > 1.5
+
+
+def test_simulated_background_work_is_ready_after_its_latency():
+    clock = SimClock()
+    runner = SimulatedRunner(clock, Latency("fixed", 2.0), random.Random(0))
+
+    class Result:
+        calls, input_tokens, output_tokens = 2, 0, 0
+
+    from ctxlab.core.preparations import Prepared
+
+    pending = runner.start(lambda: Prepared("h", "/outputs/h.md", result=Result()))  # type: ignore[arg-type]
+    assert not pending.done() and pending.outcome() is not None  # computed, not yet "done"
+    clock.now = 3.0
+    pending.wait(0.5)  # a round waits 0.5 s of simulated time and gives up
+    assert clock.now == 3.5 and not pending.done()
+    pending.wait(10)  # it is ready at 4 s (two calls of 2 s): the clock moves to it, not further
+    assert clock.now == 4.0 and pending.done()
+    sim = SimTime(None, seed="t")
+    assert not sim.timed and sim.summarizer_seconds(3) == 0.0
+
+
+def test_synchronous_summaries_stall_by_the_summarizer_latency(timed):
+    # issue 34: without preparation every L2 round waits for its summarizer calls
+    ars = timed.filter(pl.col("strategy") == "ars")
+    l2 = ars.filter(pl.col("level") == "L2")
+    assert l2.height >= 3
+    assert (l2["stall_s"] == 2.0 * l2["summarizer_calls"]).all() and (l2["stall_s"] >= 2.0).all()
+    assert (ars.filter(pl.col("level") != "L2")["stall_s"] == 0.0).all()
+    assert ars["prepared_started"].sum() == 0 and ars["prepared_wasted"].sum() == 0
+
+
+def test_prepared_summaries_remove_the_stall_of_the_rounds_that_use_them(timed):
+    prepared = timed.filter(pl.col("strategy") == "ars-prepared")
+    l2 = prepared.filter(pl.col("level") == "L2")
+    used = l2.filter(pl.col("prepared_used"))
+    assert used.height >= 3 and used.height >= l2.height - 2
+    assert (used["stall_s"] < 0.05).all()  # ready before T: no wait
+    assert (used["summarizer_calls"] >= 1).all()  # the background calls, accounted at the commit
+    # the rounds that did not use one summarized themselves, and waited for it
+    assert (l2.filter(~pl.col("prepared_used"))["stall_s"] >= 2.0).all()
+    assert prepared["prepared_started"].sum() >= used.height
+    # every preparation started is used, discarded, or left when the run ended (the last call)
+    started, wasted = prepared["prepared_started"].sum(), prepared["prepared_wasted"].sum()
+    assert started == used.height + wasted
+
+
+def test_run_columns_aggregate_the_stall(timed):
+    runs = summary_frame(timed)
+    totals = strategy_totals(timed)
+    for frame in (runs, totals):
+        row = frame.filter(pl.col("strategy") == "ars").row(0, named=True)
+        assert (
+            row["l2_stall_p50_s"] == 2.0 and row["l2_stall_p99_s"] == 2.0 and row["l2_no_stall_share"] == 0.0
+        )
+        assert row["stall_total_s"] == timed.filter(pl.col("strategy") == "ars")["stall_s"].sum()
+        prep = frame.filter(pl.col("strategy") == "ars-prepared").row(0, named=True)
+        l2 = timed.filter((pl.col("strategy") == "ars-prepared") & (pl.col("level") == "L2"))
+        assert prep["prepared_rounds"] == l2["prepared_used"].sum()
+        assert prep["l2_no_stall_share"] == pytest.approx((l2["stall_s"] < 0.05).mean())
+        assert prep["l2_stall_p50_s"] == 0.0
+        made = l2.height + prep["prepared_wasted"]
+        assert prep["prepared_waste_share"] == pytest.approx(prep["prepared_wasted"] / made)
+
+
+def test_the_simulation_is_deterministic_and_off_without_a_latency(timed):
+    again = replay_many(
+        SESSION, ["ars-prepared"], settings=SETTINGS, summarizer_latency="2s", progress=False
+    ).frame()
+    cols = ["stall_s", "prepared_started", "prepared_used", "prepared_wasted", "cutoff_index", "view_tokens"]
+    assert again.select(cols).equals(timed.filter(pl.col("strategy") == "ars-prepared").select(cols))
+    untimed = replay_many(SESSION, ["ars-prepared"], settings=SETTINGS, progress=False).frame()
+    assert untimed["stall_s"].is_null().all()
+    # without a latency a prepared summary is ready at the next call: every L2 round that had
+    # one started uses it
+    assert (
+        untimed["prepared_used"].sum()
+        >= timed.filter(pl.col("strategy") == "ars-prepared")["prepared_used"].sum()
+    )
+
+
+def test_a_summary_not_ready_by_the_deadline_is_wasted_and_the_round_stalls():
+    # a 300 s summarizer and a 1 s deadline: the preparations are late; each L2 round waits 1 s,
+    # then summarizes itself (300 s more)
+    settings = SETTINGS.replace(summary_prepare_wait_s=1.0)
+    slow = replay_many(
+        SESSION, ["ars-prepared"], settings=settings, summarizer_latency="300s", progress=False
+    ).frame()
+    l2 = slow.filter(pl.col("level") == "L2")
+    late = l2.filter(pl.col("prepared_wasted") > 0)
+    assert late.height >= 3 and not l2["prepared_used"].any()
+    assert (late["stall_s"] == 301.0).all()
+    # the late ones were discarded unused: wasted summarizer calls, priced at the run's price row
+    wasted = slow.filter(pl.col("prepared_wasted") > 0)
+    assert wasted["prepared_wasted_calls"].sum() >= late.height
+    price = resolve_price(None, None)
+    for row in wasted.iter_rows(named=True):
+        spent = (
+            row["prepared_wasted_input_tokens"] * price.input
+            + row["prepared_wasted_output_tokens"] * price.output
+        )
+        assert row["prepared_wasted_usd"] == pytest.approx(spent / 1e6) and spent > 0
+
+
+def test_a_strategy_changes_settings_fields_and_provenance_names_them():
+    with pytest.raises(ValueError, match="not a settings field"):
+        Strategy("x", lambda s: [], settings={"summary_bogus": 1})
+    s = Strategy("x", lambda s: [], settings={"summary_prepare_ratio": 0.8})
+    assert s.settings_for(SETTINGS).summary_prepare_ratio == 0.8 and SETTINGS.summary_prepare_ratio is None
+    pm = make_lab_manager()
+    records = strategy_records(["ars-prepared"], pm, SETTINGS)
+    assert records["ars-prepared"]["parameters"]["settings"] == {"summary_prepare_ratio": 0.8}
+
+
+def test_cli_takes_the_latency_and_names_a_bad_one(tmp_path, capsys):
+    from ctxlab.cli.main import main
+
+    code = main(
+        [
+            "compare",
+            str(SESSION),
+            "--strategies",
+            "ars,ars-prepared",
+            "--summarizer-latency",
+            "2x",
+            "--out",
+            str(tmp_path / "bad"),
+        ]
+    )
+    assert code == 2 and "--summarizer-latency='2x' is invalid" in capsys.readouterr().err
+    out = tmp_path / "ok"
+    code = main(
+        [
+            "compare",
+            str(SESSION),
+            "--strategies",
+            "ars,ars-prepared",
+            "--summarizer-latency",
+            "2s",
+            "--summary-threshold",
+            "32",
+            "--out",
+            str(out),
+            "--no-figures",
+            "--no-progress",
+        ]
+    )
+    assert code == 0
+    summary = pl.read_csv(out / "summary.csv")
+    assert summary.filter(pl.col("strategy") == "ars")["l2_stall_p50_s"].to_list() == [2.0]
+    assert summary.filter(pl.col("strategy") == "ars-prepared")["prepared_rounds"].item() >= 3
