@@ -118,6 +118,8 @@ def replay_one(
         system=system,
         data_provenance=data_provenance(transcript),
     )
+    if view_log is not None:
+        view_log.tools(observer.tools, measure.tools_tokens)
     for obs in observer.calls(limit_calls):
         result.rows.append(build_row(obs, measures))
         if view_log is not None:
