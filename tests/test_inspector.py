@@ -105,6 +105,22 @@ def _data_file(path: Path) -> dict:
     return json.loads(text[len("ctxlabRun(") : text.rstrip().rindex(")")])
 
 
+def _index_rows(page: str) -> list[dict]:
+    """The index page's runs, decoded as ``index.js`` decodes them (text columns by position in
+    their table; the run id from its two parts)."""
+    block = re.search(r'<script id="data" type="application/json">(.*?)</script>', page, re.S)
+    assert block is not None
+    data = json.loads(block.group(1))
+    rows = []
+    for encoded in data["runs"]:
+        row = {
+            k: data["tables"][k][v] if k in data["tables"] else v
+            for k, v in zip(data["keys"], encoded, strict=True)
+        }
+        rows.append({**row, "id": f"{row['id_transcript']}/{row['id_strategy']}"})
+    return rows
+
+
 def _decode(ranges: list[int]) -> list[int]:
     return [start + k for start, n in zip(ranges[::2], ranges[1::2], strict=True) for k in range(n)]
 
@@ -121,8 +137,7 @@ def test_the_pages_open_from_disk_and_carry_each_run(run_dir: Path) -> None:
             r"<script[^>]+src=|<link[^>]+href=|@import|https?://|fetch\(|XMLHttpRequest", code
         )
         assert all(u.startswith(("fonts/", "inspect/fonts/")) for u in re.findall(r'url\("([^"]+)"\)', code))
-    data = json.loads(block.group(1))
-    rows = [dict(zip(data["keys"], r, strict=True)) for r in data["runs"]]
+    rows = _index_rows(index)
     assert [(r["transcript"], r["strategy"]) for r in rows] == [
         ("sample_run.json", "ars"),
         ("sample_run.json", "masking"),
@@ -200,12 +215,7 @@ def test_failure_badges_come_from_the_failure_columns(tmp_path: Path) -> None:
     declined = calls.filter(pl.col("summary_declined").is_not_null())
     assert fallbacks.height >= 1
     site = write_site(out)
-    data = json.loads(
-        re.search(
-            r'<script id="data" type="application/json">(.*?)</script>', site.index.read_text(), re.S
-        ).group(1)
-    )
-    rows = {r[data["keys"].index("strategy")]: dict(zip(data["keys"], r, strict=True)) for r in data["runs"]}
+    rows = {r["strategy"]: r for r in _index_rows(site.index.read_text(encoding="utf-8"))}
     assert rows["langchain-summarization"]["fallback"] == fallbacks.height
     assert rows["ars"]["declined"] == declined.filter(pl.col("strategy") == "ars").height
     lc = _data_file(site.folder / "data" / f"{rows['langchain-summarization']['id']}.js")
@@ -302,6 +312,18 @@ def test_cli_replay_writes_views_and_html_and_show_rewrites_it(tmp_path: Path) -
     show = subprocess.run([*ctxlab, "show", str(out)], capture_output=True, text=True, timeout=120)
     assert show.returncode == 0 and (out / "inspect.html").is_file()
     assert "the index of 1 runs" in show.stdout and "bound 4.0 MB" in show.stdout
+    elsewhere = tmp_path / "pages" / "sample.html"  # an index page elsewhere: runs beside it
+    show = subprocess.run(
+        [*ctxlab, "show", str(out), "--out", str(elsewhere)], capture_output=True, text=True
+    )
+    assert show.returncode == 0 and elsewhere.is_file()
+    assert (tmp_path / "pages" / "sample_inspect" / "run.html").is_file()
+    data = next((tmp_path / "pages" / "sample_inspect" / "data").rglob("*.js")).read_text(encoding="utf-8")
+    assert '"base": "../../out"' in data  # the files the pages link to stay where they are
+    too_small = subprocess.run(
+        [*ctxlab, "show", str(out), "--max-run-bytes", "5"], capture_output=True, text=True
+    )
+    assert too_small.returncode == 2 and "--max-run-bytes=5 is invalid" in too_small.stderr
     missing = subprocess.run([*ctxlab, "show", str(tmp_path / "nope")], capture_output=True, text=True)
     assert missing.returncode == 1 and "no such run folder" in missing.stderr
 

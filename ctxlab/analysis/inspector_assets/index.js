@@ -3,7 +3,13 @@
 "use strict";
 (function () {
   const data = JSON.parse(document.getElementById("data").textContent);
-  const runs = data.runs.map((row) => Object.fromEntries(data.keys.map((k, i) => [k, row[i]])));
+  // a row is a list in data.keys' order; a text column in data.tables holds the value's position
+  const runs = data.runs.map((row) => {
+    const run = {};
+    data.keys.forEach((k, i) => { run[k] = data.tables[k] ? data.tables[k][row[i]] : row[i]; });
+    run.id = run.id_transcript + "/" + run.id_strategy;
+    return run;
+  });
   const columns = data.columns; // [key, header, kind]
   const $ = (id) => document.getElementById(id);
   const el = (tag, attrs, text) => {
