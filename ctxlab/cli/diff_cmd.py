@@ -50,11 +50,9 @@ def _cell(v: Any) -> str:
 
 
 def _number(v: float | None, column: str) -> str:
-    if v is None:
-        return ""
-    if column == "cost_usd":
-        return f"{v:.4f}"
-    return f"{v:,.0f}" if abs(v) >= 100 else f"{v:.3f}"
+    from ctxlab.replay.diff import format_value
+
+    return format_value(v, column, signed=False)
 
 
 def diff_markdown(diff: Any) -> str:

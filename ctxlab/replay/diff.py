@@ -30,6 +30,7 @@ __all__ = [
     "RunDiff",
     "RunDiffError",
     "diff_folders",
+    "format_value",
     "load_run_folder",
     "run_diff",
 ]
@@ -202,12 +203,22 @@ def _short(v: Any) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def _number(v: float, column: str) -> str:
+def format_value(v: float | None, column: str, *, signed: bool = True) -> str:
+    """A value of :attr:`RunDiff.table` as ``ctxlab diff`` prints it: dollars with 4 decimals
+    (below that, 2 significant digits: ``-3.1e-05``, never ``-0.0000``), tokens and counts of 100
+    or more as whole numbers, anything else with 3 decimals; ``""`` for an empty value."""
+    if v is None:
+        return ""
+    sign = "+" if signed else ""
     if column == "cost_usd":
-        return f"{v:+.4f}"
+        text = f"{v:{sign}.4f}"
+        return f"{v:{sign}.1e}" if v != 0 and float(text) == 0 else text
     if abs(v) >= 100:
-        return f"{v:+,.0f}"
-    return f"{v:+.3f}"
+        return f"{v:{sign},.0f}"
+    return f"{v:{sign}.3f}"
+
+
+_number = format_value
 
 
 def _phrase(r: Mapping[str, Any]) -> str:

@@ -64,10 +64,10 @@ def _panel(ax: Axes, rows: pl.DataFrame, strategies: list[str], measure: str) ->
     ax.set_xlabel(label_text(_AXIS.get(measure, measure)), fontfamily=fam, fontsize=8)
     ax.grid(True, axis="x", alpha=0.3, linewidth=0.6)
     ax.margins(x=0.15)
-    if measure == "tokens":
-        from matplotlib.ticker import FuncFormatter, MaxNLocator
+    from matplotlib.ticker import FuncFormatter, MaxNLocator
 
-        ax.xaxis.set_major_locator(MaxNLocator(5))
+    ax.xaxis.set_major_locator(MaxNLocator(4))  # few ticks: dollar labels are wide
+    if measure == "tokens":
         ax.xaxis.set_major_formatter(FuncFormatter(format_tokens))
 
 
