@@ -181,7 +181,7 @@ class RunDiff:
         for strategy in self.table["strategy"].unique(maintain_order=True).to_list():
             rows = self.table.filter(pl.col("strategy") == strategy)
             runs = max(rows["runs"].to_list() or [0])
-            parts = [_phrase(r) for r in rows.iter_rows(named=True)]
+            parts = [_phrase(r, runs) for r in rows.iter_rows(named=True)]
             lines.append(f"{strategy} ({runs} runs): " + "; ".join(parts) + ".")
         if self.only_a or self.only_b:
             lines.append(
@@ -221,14 +221,18 @@ def format_value(v: float | None, column: str, *, signed: bool = True) -> str:
 _number = format_value
 
 
-def _phrase(r: Mapping[str, Any]) -> str:
+def _phrase(r: Mapping[str, Any], runs: int) -> str:
+    """One measure of a strategy's line; its pairs are named when fewer than the line's ``runs``
+    (needed recall exists only for runs with a summarized span)."""
     measure, column = r["measure"], r["column"]
     if r["difference"] is None:
         return f"{measure}: no run has a value in both"
+    over = f" over {r['runs']} runs" if r["runs"] != runs else ""
     if r["verdict"] == "identical":
-        return f"{measure}: identical in every run"
+        where = f"the {r['runs']} run(s) with a value" if over else "every run"
+        return f"{measure}: identical in {where}"
     ci = f"CI {_number(r['low'], column)} to {_number(r['high'], column)}"
-    return f"{measure} {_number(r['difference'], column)} ({ci}): {r['verdict']}"
+    return f"{measure} {_number(r['difference'], column)}{over} ({ci}): {r['verdict']}"
 
 
 def run_diff(
