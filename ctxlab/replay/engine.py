@@ -87,9 +87,16 @@ def _count_calls(transcript: Transcript, limit_calls: int | None) -> int:
     return min(n, limit_calls) if limit_calls is not None else n
 
 
-def _progress(total: int, desc: str, enabled: bool, leave: bool = True) -> Any:
-    from tqdm.auto import tqdm
+def _progress(total: int, desc: str, enabled: bool | None, leave: bool = True) -> Any:
+    """A text progress bar on stderr (``enabled=None``: only when stderr is a terminal).  Never
+    a notebook widget: an executed notebook would store every bar's widget state (hundreds of
+    widgets, megabytes) for nothing."""
+    import sys
 
+    from tqdm import tqdm
+
+    if enabled is None:
+        enabled = sys.stderr.isatty()
     unit = "call" if not leave else "run"
     return tqdm(total=total, desc=desc, disable=not enabled, leave=leave, unit=unit, dynamic_ncols=True)
 
@@ -249,7 +256,14 @@ class _Batch:
         prefix, system = self.request_prefix(transcript, label)
         log = None
         if self.views_dir is not None:
-            log = ViewLog(view_file(self.views_dir, label, name), label, name, measure.message_tokens)
+            log = ViewLog(
+                view_file(self.views_dir, label, name),
+                label,
+                name,
+                measure.message_tokens,
+                source=transcript.source,
+                format=transcript.format,
+            )
         try:
             return replay_one(
                 transcript,
@@ -371,8 +385,8 @@ def replay_many(
         **options: :class:`ReplayOptions`, as for :func:`replay` (each transcript runs on the
             thread id of its label); ``out_dir`` is the root of the files the middlewares write
             (``<out_dir>/files/...``; reports are written by
-            :func:`ctxlab.analysis.report.write_report`), ``progress`` (default on) bars over
-            the runs and the calls of the current run.
+            :func:`ctxlab.analysis.report.write_report`), ``progress`` bars over the runs and the
+            calls of the current run (default: when stderr is a terminal).
 
     Returns:
         A :class:`ReplayResult`; files that failed to load (``kind="load"``), runs that failed
@@ -419,7 +433,7 @@ def replay_many(
     out_dir = options.get("out_dir")
     root = Path(out_dir) if out_dir is not None else Path(tempfile.mkdtemp(prefix="ctxlab-replay-"))
     result.files_dir = root / "files"
-    progress = options.get("progress", True)
+    progress = options.get("progress")
     jobs = [(t, lab, s) for t, lab in zip(transcripts, labels, strict=True) for s in strategies]
     outer = _progress(len(jobs), "replay", progress)
     levels = ExitStack()

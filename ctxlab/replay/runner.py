@@ -138,6 +138,8 @@ def replay_one(
         tools=observer.tools,
         cache_breakpoints=cache_breakpoints,
     )
+    if view_log is not None:
+        view_log.tools(observer.tools, measure.tools_tokens)
     for obs in observer.calls(limit_calls):
         result.rows.append(build_row(obs, measures))
         if view_log is not None:
