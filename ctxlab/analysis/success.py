@@ -90,7 +90,9 @@ def success_summary(frame: pl.DataFrame, baseline: str | None = None) -> list[st
     pairs = {c.a: c for c in paired_success(frame, best["strategy"])}
     beaten = [n for n, c in pairs.items() if c.high is not None and c.high < 0]
     if len(beaten) == len(names) - 1 and beaten:
-        lines.append(f"Winner: {best['strategy']}: its success exceeds every other strategy's beyond the interval.")
+        lines.append(
+            f"Winner: {best['strategy']}: its success exceeds every other strategy's beyond the interval."
+        )
     else:
         tied = [n for n in names if n != best["strategy"] and n not in beaten]
         lines.append(

@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import Any
 
 from ctxlab.cli.options import CliError
-from ctxlab.replay.names import did_you_mean
 
 __all__ = ["add_eval_parser", "run_eval_cmd"]
 
@@ -40,12 +39,18 @@ def add_eval_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description="Run an Inspect AI task under several strategies (same samples, seed and epochs) "
         "and report success rates with paired bootstrap intervals, tokens and dollars per solved sample.",
     )
-    p.add_argument("task", nargs="?", default=None, metavar="TASK", help="Inspect task (default: the offline task)")
-    p.add_argument("--strategies", required=True, metavar="A,B,...", help="'none' and/or strategy names (required)")
+    p.add_argument(
+        "task", nargs="?", default=None, metavar="TASK", help="Inspect task (default: the offline task)"
+    )
+    p.add_argument(
+        "--strategies", required=True, metavar="A,B,...", help="'none' and/or strategy names (required)"
+    )
     p.add_argument("--model", default="ctxlab/reader", help="Inspect model (default: %(default)s, offline)")
     p.add_argument("--epochs", type=int, default=1, help="epochs per sample (default: %(default)s)")
     p.add_argument("--seed", type=int, default=0, help="generation seed (default: %(default)s)")
-    p.add_argument("-T", "--task-arg", action="append", default=[], metavar="KEY=VALUE", help="a task argument")
+    p.add_argument(
+        "-T", "--task-arg", action="append", default=[], metavar="KEY=VALUE", help="a task argument"
+    )
     p.add_argument("--out", default="out/eval", help="output folder (default: %(default)s)")
     p.add_argument("--price-model", default=None, metavar="PROVIDER:MODEL", help="price row for dollars")
     p.add_argument("--prices", default=None, help="price table file (default: the shipped one)")
@@ -70,6 +75,7 @@ def _names(text: str) -> list[str]:
     from ctxlab.cli.replay_cmd import lab_manager
     from ctxlab.integrations.inspect.compaction import NO_COMPACTION
     from ctxlab.replay import strategies as registered
+    from ctxlab.replay.names import did_you_mean
 
     known = [NO_COMPACTION, *registered(lab_manager(argparse.Namespace(plugins_dir=None)))]
     names = [s.strip() for s in text.split(",") if s.strip()]
@@ -77,7 +83,9 @@ def _names(text: str) -> list[str]:
         raise CliError("--strategies names no strategy")
     for n in names:
         if n not in known:
-            raise CliError(f"unknown strategy {n!r}{did_you_mean(n, known)}; known: {', '.join(sorted(known))}")
+            raise CliError(
+                f"unknown strategy {n!r}{did_you_mean(n, known)}; known: {', '.join(sorted(known))}"
+            )
     if len(set(names)) != len(names):
         raise CliError("--strategies names a strategy twice")
     return names
@@ -140,4 +148,6 @@ def _print(result: Any, written: dict[str, Path]) -> None:
             "" if r["usd_per_solved"] is None else f"{r['usd_per_solved']:.4f}",
         )
     con.print(t)
-    con.print(f"written: {', '.join(str(p) for p in written.values())}; logs: {len(result.logs)} (inspect view)")
+    con.print(
+        f"written: {', '.join(str(p) for p in written.values())}; logs: {len(result.logs)} (inspect view)"
+    )

@@ -39,9 +39,19 @@ def plot_success(table: pl.DataFrame, ax: Axes | None = None, title: str | None 
         color = STRATEGY_COLORS[i % len(STRATEGY_COLORS)]
         x, y = float(row["usd_per_sample"]), 100 * float(row["success_rate"])
         low, high = 100 * float(row["success_low"]), 100 * float(row["success_high"])
-        ax.errorbar([x], [y], yerr=[[y - low], [high - y]], fmt="o", color=color, capsize=4, label=label_text(row["strategy"]))
-        ax.annotate(label_text(row["strategy"]), (x, y), textcoords="offset points", xytext=(6, 4), fontsize=8)
-    samples = int(table["samples"].max()) if table.height else 0
+        ax.errorbar(
+            [x],
+            [y],
+            yerr=[[y - low], [high - y]],
+            fmt="o",
+            color=color,
+            capsize=4,
+            label=label_text(row["strategy"]),
+        )
+        ax.annotate(
+            label_text(row["strategy"]), (x, y), textcoords="offset points", xytext=(6, 4), fontsize=8
+        )
+    samples = max((int(n) for n in table["samples"].to_list()), default=0)
     ax.set_xlabel("US dollars per sample (every model call, prompt caching counted)")
     ax.set_ylabel("success rate (%)")
     ax.set_ylim(-5, 105)

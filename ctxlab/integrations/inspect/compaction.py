@@ -88,7 +88,7 @@ class InspectSummarizer:
         text = job.prompt.replace("{messages}", "\n\n".join(render_message(m) for m in job.messages))
         try:
             out = await self.model.generate([ChatMessageUser(content=text)], config=GenerateConfig())
-        except Exception as exc:  # noqa: BLE001  (a summarizer reports, it does not raise)
+        except Exception as exc:  # a summarizer reports, it does not raise
             return SummaryResult(text="", error=f"{type(exc).__name__}: {exc}", calls=1)
         usage = out.usage
         return SummaryResult(
@@ -107,13 +107,19 @@ class InspectSummarizer:
 
 
 def _new_id(message: BaseMessage) -> str:
-    payload = json.dumps([message.type, str(message.content), getattr(message, "tool_calls", None)], default=str)
+    payload = json.dumps(
+        [message.type, str(message.content), getattr(message, "tool_calls", None)], default=str
+    )
     return "ctxlab-" + hashlib.sha256(payload.encode()).hexdigest()[:16]
 
 
 def _tool_schemas(tools: list[ToolInfo]) -> list[dict[str, Any]]:
     return [
-        {"name": t.name, "description": t.description, "parameters": t.parameters.model_dump(exclude_none=True)}
+        {
+            "name": t.name,
+            "description": t.description,
+            "parameters": t.parameters.model_dump(exclude_none=True),
+        }
         for t in tools
     ]
 
@@ -157,7 +163,9 @@ class CtxlabCompaction(CompactionStrategy):
         self.strategy = strategy
         self.pm = pm if pm is not None else make_lab_manager(load_entrypoints=True)
         self.summarizer = summarizer
-        self.files_root = Path(files_dir) if files_dir is not None else Path(tempfile.mkdtemp(prefix="ctxlab-inspect-"))
+        self.files_root = (
+            Path(files_dir) if files_dir is not None else Path(tempfile.mkdtemp(prefix="ctxlab-inspect-"))
+        )
         self._runs: dict[str, _SampleRun] = {}
         build_middleware(strategy, settings=self.settings, pm=self.pm)  # a bad name fails here, not mid-eval
 
@@ -181,7 +189,9 @@ class CtxlabCompaction(CompactionStrategy):
             harness = ModelNodeHarness(
                 mw,
                 tools=_tool_schemas(tools),
-                system_message=SystemMessage(content=system.text, id=system.id) if system is not None else None,
+                system_message=SystemMessage(content=system.text, id=system.id)
+                if system is not None
+                else None,
                 thread_id=f"inspect-{key}",
                 record=False,
             )
@@ -293,4 +303,3 @@ def compaction_strategy(
             return CompactionSummary(threshold=native.threshold, model=summarizer)
         return native
     return CtxlabCompaction(strategy, settings, summarizer=summarizer, files_dir=files_dir, pm=pm)
-

@@ -47,7 +47,7 @@ from inspect_ai.model import (
 from inspect_ai.tool import ToolCall
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
-from ctxlab.core.marks import is_observation, is_summary_message, langchain_summary_kwargs
+from ctxlab.core.marks import OBSERVATION_KEY, is_observation, is_summary_message, langchain_summary_kwargs
 from ctxlab.core.messages import message_text
 
 __all__ = ["OBSERVE_TOOL", "inspect_text", "to_inspect", "to_langchain"]
@@ -184,7 +184,7 @@ def _convert_one(m: ChatMessage, original: BaseMessage | None, calls: list[ToolC
         )
     if isinstance(m, ChatMessageTool):
         if (m.tool_call_id or "").startswith(_OBS_PREFIX):
-            return HumanMessage(content=text, id=m.id, additional_kwargs={"ctxlab_observation": True})
+            return HumanMessage(content=text, id=m.id, additional_kwargs={OBSERVATION_KEY: True})
         return ToolMessage(content=text, tool_call_id=m.tool_call_id or "", name=m.function, id=m.id)
     if "summary" in (m.metadata or {}):
         return HumanMessage(content=text, id=m.id, additional_kwargs=langchain_summary_kwargs())

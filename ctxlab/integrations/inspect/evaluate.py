@@ -100,7 +100,9 @@ def run_eval(
     price = price or load_prices().get(DEFAULT_PRICE_MODEL)
     provenance = "scripted" if model.startswith("ctxlab/") else "real"
     args = dict(task_args or {})
-    result = EvalResult(pl.DataFrame(), task=task or OFFLINE_TASK, model=model, epochs=epochs, seed=seed, price=price)
+    result = EvalResult(
+        pl.DataFrame(), task=task or OFFLINE_TASK, model=model, epochs=epochs, seed=seed, price=price
+    )
     rows: list[dict[str, Any]] = []
     for name in strategies:
         (log,) = inspect_eval(
@@ -140,9 +142,9 @@ def _shown(table: pl.DataFrame) -> pl.DataFrame:
         "samples",
         pl.col("solved").round(1),
         (pl.col("success_rate") * 100).round(1).alias("success %"),
-        pl.format("{} to {}", (pl.col("success_low") * 100).round(1), (pl.col("success_high") * 100).round(1)).alias(
-            "95 % CI"
-        ),
+        pl.format(
+            "{} to {}", (pl.col("success_low") * 100).round(1), (pl.col("success_high") * 100).round(1)
+        ).alias("95 % CI"),
         pl.col("tokens_per_solved").round(0).alias("tokens / solved"),
         pl.col("usd_per_solved").round(4).alias("$ / solved"),
         pl.col("usd_per_sample").round(4).alias("$ / sample"),
@@ -177,10 +179,15 @@ def write_eval_report(result: EvalResult, out: Path, command: str = "") -> dict[
         lines += ["", "Evals that did not finish (their samples count as failures):", ""]
         lines += [f"- {k}: {v}" for k, v in result.failed.items()]
     lines += ["", "## Success per strategy", "", _md_table(_shown(table)), ""]
-    pairs = pl.DataFrame([c.as_dict() for c in paired_success(frame, base)]) if len(names) > 1 else pl.DataFrame()
+    pairs = (
+        pl.DataFrame([c.as_dict() for c in paired_success(frame, base)]) if len(names) > 1 else pl.DataFrame()
+    )
     if pairs.height:
         lines += [f"## Paired with {base} (success difference per sample)", "", _md_table(pairs), ""]
-    lines += ["## Inspect logs (open with `inspect view`; ctxlab's measures are in each sample's metadata)", ""]
+    lines += [
+        "## Inspect logs (open with `inspect view`; ctxlab's measures are in each sample's metadata)",
+        "",
+    ]
     lines += [f"- {k}: `{v}`" for k, v in result.logs.items()]
     lines += ["", "![success against cost](figures/success.png)", ""]
     written = {"report": out / "report.md", "samples": out / "samples.csv"}

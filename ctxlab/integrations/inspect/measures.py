@@ -45,14 +45,20 @@ def _request(event: ModelEvent) -> RequestView:
     system = next((m for m in event.input if isinstance(m, ChatMessageSystem)), None)
     rest = [m for m in event.input if not isinstance(m, ChatMessageSystem)]
     tools = [
-        {"name": t.name, "description": t.description, "parameters": t.parameters.model_dump(exclude_none=True)}
+        {
+            "name": t.name,
+            "description": t.description,
+            "parameters": t.parameters.model_dump(exclude_none=True),
+        }
         for t in event.tools
     ]
     sys_lc = to_langchain([system])[0] if system is not None else None
-    return RequestView(system=sys_lc, tools=tools, messages=to_langchain(rest))  # type: ignore[arg-type]
+    return RequestView(system=sys_lc, tools=tools, messages=to_langchain(rest))
 
 
-def call_rows(sample: EvalSample, model: str, price: PriceRow, measure: EstimateCache | None = None) -> list[dict[str, Any]]:
+def call_rows(
+    sample: EvalSample, model: str, price: PriceRow, measure: EstimateCache | None = None
+) -> list[dict[str, Any]]:
     """One row per model call of ``sample``: ``call``, ``model``, ``kind`` (``main``: the eval's
     ``model``; ``summarizer``: any other), ``messages``, ``tokens`` (the request, ctxlab's
     measure), ``output_tokens``, ``cache_read_tokens``, ``cache_write_tokens``, ``cost_usd``,
@@ -69,7 +75,16 @@ def call_rows(sample: EvalSample, model: str, price: PriceRow, measure: Estimate
         out_tokens = measure.message_tokens(to_langchain([out_msg])[0]) if out_msg is not None else 0
         kind = "main" if e.model == model else "summarizer"
         calls.append(CallTokens(input_tokens=tokens, output_tokens=out_tokens, segments=segments, kind=kind))
-        rows.append({"call": i, "model": e.model, "kind": kind, "messages": len(e.input), "tokens": tokens, "output_tokens": out_tokens})
+        rows.append(
+            {
+                "call": i,
+                "model": e.model,
+                "kind": kind,
+                "messages": len(e.input),
+                "tokens": tokens,
+                "output_tokens": out_tokens,
+            }
+        )
     for row, cost in zip(rows, price_run(calls, price), strict=True):
         row.update(
             cache_read_tokens=cost.cache_read_tokens,
@@ -118,7 +133,12 @@ def annotate_log(log: EvalLog, strategy: str, price: PriceRow) -> EvalLog:
         }
     log.eval.metadata = {
         **(log.eval.metadata or {}),
-        "ctxlab": {"strategy": strategy, "measure": MEASURE, "price_row": price.key, "prices_as_of": price.as_of},
+        "ctxlab": {
+            "strategy": strategy,
+            "measure": MEASURE,
+            "price_row": price.key,
+            "prices_as_of": price.as_of,
+        },
     }
     return log
 
@@ -143,4 +163,3 @@ def sample_rows(log: EvalLog, data_provenance: str) -> list[dict[str, Any]]:
             }
         )
     return out
-

@@ -63,7 +63,8 @@ def task_settings(summary_threshold: float = 5.0) -> CompressionSettings:
 
 def _filler(rng: random.Random, n: int, head: str) -> str:
     lines = [head] + [
-        f"log {n}.{k}: {rng.choice(_WORDS)} {rng.randint(1000, 9999)} {rng.choice(_WORDS)} ok" for k in range(FILLER_LINES)
+        f"log {n}.{k}: {rng.choice(_WORDS)} {rng.randint(1000, 9999)} {rng.choice(_WORDS)} ok"
+        for k in range(FILLER_LINES)
     ]
     return "\n".join(lines)
 
@@ -89,7 +90,9 @@ def documents(kind: str, index: int) -> tuple[dict[str, str], str, str, str]:
     if kind == "early":
         docs["doc-1"] = f'NEXT: fetch("doc-2")\nNote for the team: {fact}'
     elif kind == "readback":
-        lines = ['NEXT: fetch("doc-2")'] + [f"row {k}: {rng.choice(_WORDS)} {rng.randint(10, 99)}" for k in range(63)]
+        lines = ['NEXT: fetch("doc-2")'] + [
+            f"row {k}: {rng.choice(_WORDS)} {rng.randint(10, 99)}" for k in range(63)
+        ]
         lines[55] = fact
         docs["doc-1"] = "\n".join(lines)
     else:
@@ -161,7 +164,11 @@ def context_recall(
     """
     settings = task_settings(summary_threshold)
     compaction = compaction_strategy(strategy, settings, summarizer=summarizer, files_dir=files_dir)
-    root = str(compaction.files_root) if isinstance(compaction, CtxlabCompaction) else (files_dir or "/nonexistent")
+    root = (
+        str(compaction.files_root)
+        if isinstance(compaction, CtxlabCompaction)
+        else (files_dir or "/nonexistent")
+    )
     tools: list[Any] = [fetch(), read_saved_output(root)]
     agent = react(
         prompt="You answer from the documents you fetch.",

@@ -1,0 +1,190 @@
+"""ctxlab inside Inspect AI: the strategy mapping, the reader, the read-back tool, and ``ctxlab eval``
+on the offline task, whose success rates must match the task's design
+(:mod:`ctxlab.integrations.inspect.task`)."""
+
+from __future__ import annotations
+
+import asyncio
+import csv
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("inspect_ai")
+from inspect_ai.event import InfoEvent, ModelEvent
+from inspect_ai.log import read_eval_log
+from inspect_ai.model import (
+    ChatMessageAssistant,
+    ChatMessageTool,
+    ChatMessageUser,
+    CompactionEdit,
+    CompactionSummary,
+)
+from inspect_ai.tool import ToolCall
+
+from ctxlab.cli.main import main
+from ctxlab.integrations.inspect.compaction import CtxlabCompaction, compaction_strategy, read_saved_output
+from ctxlab.integrations.inspect.models import PAGE_LINES, reader_policy
+from ctxlab.integrations.inspect.task import KINDS, SAMPLES_PER_KIND, documents, task_settings
+
+TASK = (
+    'Find the access code of project Omega12. Start with fetch("doc-1"); every document names the next one. '
+    "Constraint: submit the code prefixed with 'QX-'."
+)
+
+
+def _call(msgs: list, fn: str, args: dict, n: int, result: str) -> None:
+    msgs.append(
+        ChatMessageAssistant(content="", tool_calls=[ToolCall(id=f"c{n}", function=fn, arguments=args)])
+    )
+    msgs.append(ChatMessageTool(content=result, tool_call_id=f"c{n}", function=fn))
+
+
+def test_strategy_names_map_to_what_react_takes():
+    settings = task_settings(5.0)
+    assert compaction_strategy("none", settings) is None
+    edit = compaction_strategy("inspect-edit", settings)
+    assert isinstance(edit, CompactionEdit) and edit.threshold == 5 * 1024  # Inspect's own class, at T
+    summary = compaction_strategy("inspect-summary", settings, summarizer="ctxlab/offline")
+    assert isinstance(summary, CompactionSummary)
+    ars = compaction_strategy("ars", settings)
+    assert isinstance(ars, CtxlabCompaction) and ars.threshold == 5 * 1024 and ars.strategy == "ars"
+    with pytest.raises(KeyError, match="unknown strategy 'arz'"):
+        compaction_strategy("arz", settings)
+
+
+def test_the_docs_snippet_builds_a_react_agent_with_ars(tmp_path, monkeypatch):
+    import re
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "inspect.md").read_text(encoding="utf-8")
+    (code,) = re.findall(r"```python\n(.*?)```", doc, re.S)
+    monkeypatch.chdir(tmp_path)
+    namespace: dict = {}
+    exec(compile(code, "docs/inspect.md", "exec"), namespace)  # our own docs
+    assert (
+        isinstance(namespace["compaction"], CtxlabCompaction)
+        and namespace["compaction"].threshold == 64 * 1024
+    )
+    assert callable(namespace["agent"])
+
+
+def test_the_reader_answers_only_from_what_it_was_sent():
+    msgs: list = [ChatMessageUser(content=TASK)]
+    assert reader_policy(msgs, ["fetch"]).message.tool_calls[0].arguments == {"name": "doc-1"}
+    _call(
+        msgs,
+        "fetch",
+        {"name": "doc-1"},
+        1,
+        'NEXT: fetch("doc-2")\nThe access code of project Omega12 is 42AB7.',
+    )
+    assert reader_policy(msgs, ["fetch"]).message.tool_calls[0].arguments == {"name": "doc-2"}
+    _call(msgs, "fetch", {"name": "doc-2"}, 2, "END of documents")
+    answer = reader_policy(msgs, ["fetch"]).message.tool_calls[0]
+    assert (answer.function, answer.arguments) == ("submit", {"answer": "QX-42AB7"})
+    # the fact cleared: nothing saved to read back -> "unknown"
+    cleared = [
+        m
+        if m.text.startswith("END") or m.role != "tool"
+        else m.model_copy(update={"content": "(Tool result removed)"})
+        for m in msgs
+    ]
+    assert reader_policy(cleared, ["fetch", "read_saved_output"]).message.tool_calls[0].arguments == {
+        "answer": "unknown"
+    }
+    # the fact offloaded: read the saved file back, page by page
+    path = "/outputs/large_tool_results/fetch-abc123.txt"
+    saved = [
+        m
+        if m.text.startswith("END") or m.role != "tool"
+        else m.model_copy(update={"content": f"[offloaded] saved at {path} Preview:"})
+        for m in msgs
+    ]
+    call = reader_policy(saved, ["fetch", "read_saved_output"]).message.tool_calls[0]
+    assert (call.function, call.arguments) == (
+        "read_saved_output",
+        {"path": path, "offset": 0, "limit": PAGE_LINES},
+    )
+    _call(saved, "read_saved_output", call.arguments, 3, "row 1\nrow 2")
+    assert (
+        reader_policy(saved, ["fetch", "read_saved_output"]).message.tool_calls[0].arguments["offset"]
+        == PAGE_LINES
+    )
+    # without the task message nothing can be answered
+    assert reader_policy(msgs[1:], ["fetch"]).message.tool_calls[0].arguments == {"answer": "unknown"}
+
+
+def test_read_saved_output_reads_only_saved_outputs(tmp_path):
+    folder = tmp_path / "outputs" / "large_tool_results"
+    folder.mkdir(parents=True)
+    (folder / "fetch-1.txt").write_text("\n".join(f"line {i}" for i in range(30)))
+    tool = read_saved_output(str(tmp_path))
+    assert (
+        asyncio.run(tool(path="/outputs/large_tool_results/fetch-1.txt", offset=10, limit=3))
+        == "line 10\nline 11\nline 12"
+    )
+    assert asyncio.run(tool(path="/etc/passwd")).startswith("Error:")
+    assert asyncio.run(tool(path="/outputs/large_tool_results/../../x.txt")).startswith("Error:")
+    assert asyncio.run(tool(path="/outputs/large_tool_results/missing.txt")).startswith("Error:")
+
+
+def test_documents_are_deterministic_and_state_the_code_once():
+    for kind in KINDS:
+        docs, project, _, code = documents(kind, 0)
+        assert documents(kind, 0)[0] == docs
+        holders = [n for n, text in docs.items() if f"project {project} is {code}" in text]
+        assert holders == (["doc-16"] if kind == "recent" else ["doc-1"])
+
+
+# Inspect's eval leaves one anyio memory-object receive stream per sample to the garbage collector
+# (inspect_ai 0.3.285, with or without compaction: `none` runs no ctxlab code in the agent loop);
+# anyio warns in its __del__, which pytest turns into this warning. Nothing of ctxlab's is unclosed.
+@pytest.mark.filterwarnings(
+    "ignore:Exception ignored in. <function MemoryObjectReceiveStream.__del__:pytest.PytestUnraisableExceptionWarning"
+)
+def test_ctxlab_eval_success_matches_the_design(tmp_path, capsys):
+    out = tmp_path / "eval"
+    code = main(["eval", "--strategies", "none,ars,masking,inspect-edit", "--out", str(out)])
+    assert code == 0, capsys.readouterr().err
+    with (out / "samples.csv").open() as f:
+        rows = list(csv.DictReader(f))
+    got = {(r["strategy"], r["transcript"].split("-")[0]): 0.0 for r in rows}
+    for r in rows:
+        got[(r["strategy"], r["transcript"].split("-")[0])] += float(r["success"])
+    n = SAMPLES_PER_KIND
+    expected = {
+        **{("none", k): n for k in KINDS},
+        **{("ars", k): n for k in KINDS},  # ARS offloads the large results and the reader reads back
+        **{(s, k): (n if k == "recent" else 0) for s in ("masking", "inspect-edit") for k in KINDS},
+    }
+    assert got == expected
+    report = (out / "report.md").read_text()
+    assert "masking vs none: -66.7 points of success" in report and "ars vs none: +0.0 points" in report
+    assert (out / "figures" / "success.png").stat().st_size > 0
+    logs = {p: read_eval_log(str(p), resolve_attachments=True) for p in (out / "logs").glob("*.eval")}
+    assert len(logs) == 4
+    by_strategy = {log.eval.metadata["ctxlab"]["strategy"]: log for log in logs.values()}
+    ars = by_strategy["ars"]
+    for sample in ars.samples:
+        m = sample.metadata["ctxlab"]
+        calls = [e for e in sample.events if isinstance(e, ModelEvent) and e.model == "ctxlab/reader"]
+        assert m["calls"] == len(calls) and len(m["per_call"]) >= len(calls)
+        assert all(r["tokens"] > 0 and r["cost_usd"] > 0 for r in m["per_call"])
+        events = [e.data for e in sample.events if isinstance(e, InfoEvent) and e.source == "ctxlab"]
+        assert any(e["phase"] == "completed" and e["level"] == "L1" for e in events)
+        read_back = [
+            tc
+            for e in calls
+            for tc in e.output.message.tool_calls or []
+            if tc.function == "read_saved_output"
+        ]
+        assert bool(read_back) == sample.id.startswith("readback")
+    none = by_strategy["none"]
+    assert sum(s.metadata["ctxlab"]["tokens"] for s in none.samples) > 0
+    assert all(not s.metadata["ctxlab"]["compression_events"] for s in none.samples)
+
+
+def test_eval_refuses_an_unknown_strategy(tmp_path, capsys):
+    assert main(["eval", "--strategies", "none,arz", "--out", str(tmp_path)]) == 2
+    assert "unknown strategy 'arz'" in capsys.readouterr().err
+    assert not Path(tmp_path / "report.md").exists()
