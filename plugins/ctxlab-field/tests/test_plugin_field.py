@@ -21,6 +21,7 @@ from ctxlab.replay import make_lab_manager, replay_many, strategies
 from ctxlab.transcripts import load_transcripts
 
 pytest.importorskip("ctxlab_field")
+from ctxlab_field.adk import AdkSlidingWindowMiddleware, SlidingWindow, invocations
 from ctxlab_field.anthropic import PLACEHOLDER, ClearToolUses, clear_tool_uses
 from ctxlab_field.inspect_baselines import inspect_edit, inspect_summary, inspect_trim
 from ctxlab_field.openhands import CondenserConfig, condense
@@ -266,12 +267,38 @@ def test_openhands_token_limit_is_a_hard_reason():
     assert tokens(kept) <= 300 // 2 + 70  # under half the limit, up to one event's rounding
 
 
+# --- Google ADK sliding window (docs: context/compaction.md) ---------------------------------------
+
+
+def test_adk_docs_example_interval_3_overlap_1():
+    # "If you set compaction_interval to 3 and overlap_size to 1 ... invocation 3 completes: all 3
+    # invocations are compressed; invocation 6 completes: invocations 3 to 6; 9: 6 to 9"
+    from ctxlab.replay import ModelNodeHarness
+
+    mw = AdkSlidingWindowMiddleware(SlidingWindow(compaction_interval=3, overlap_size=1))
+    harness = ModelNodeHarness(mw, system_message="chat", thread_id="adk")
+    views = []
+    for k in range(1, 11):
+        harness.add(HumanMessage(f"question {k}", id=f"u{k}"))
+        call = harness.call(AIMessage(f"answer {k}", id=f"a{k}"))
+        views.append(call.views[-1].messages)
+    assert [(c.start, c.end) for c in mw.compactions] == [(1, 3), (3, 6), (6, 9)]
+    assert [m.content for m in views[2]] == ["question 1", "answer 1", "question 2", "answer 2", "question 3"]
+    fourth = views[3]  # invocation 4: invocations 1-3 are one summary, placed where they ended
+    assert fourth[0].additional_kwargs == {"lc_source": "summarization"} and "question 1" in fourth[0].content
+    assert [m.content for m in fourth[1:]] == ["question 4"]
+    tenth = views[9]  # no summary contains another: all three kept, in order, then invocation 10
+    assert [m.additional_kwargs.get("lc_source") for m in tenth[:3]] == ["summarization"] * 3
+    assert [m.content for m in tenth[3:]] == ["question 10"]
+    assert len(invocations(harness.state["messages"])) == 10
+
+
 # --- registered, and replayed on a real transcript -----------------------------------------------
 
 
 def test_field_strategies_replay_a_real_transcript(tmp_path):
     pm = make_lab_manager(load_entrypoints=True)
-    assert set(FIELD) <= set(strategies(pm))
+    assert {*FIELD, "adk-sliding-window"} <= set(strategies(pm))  # ADK: one invocation, never compacts
     (t,) = load_transcripts(
         "../shared/transcripts/raw/mini-swe-agent/swebench_results/20251118_gemini-3-pro-74pct/trajs/"
         "psf__requests-1142/psf__requests-1142.traj.json"

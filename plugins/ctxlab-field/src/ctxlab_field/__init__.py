@@ -58,6 +58,12 @@ def _openhands(settings: object) -> object:
     return openhands_summarizing(settings)  # type: ignore[arg-type]
 
 
+def _adk(settings: object) -> object:
+    from ctxlab_field.adk import adk_sliding_window
+
+    return adk_sliding_window(settings)  # type: ignore[arg-type]
+
+
 @hookimpl
 def ctxlab_register_strategies(register: RegisterStrategy) -> None:
     """The entry point's one hook: the field's strategies (module doc)."""
@@ -91,5 +97,11 @@ def ctxlab_register_strategies(register: RegisterStrategy) -> None:
         "openhands-summarizing",
         _openhands,
         "OpenHands LLMSummarizingCondenser from its documented rule: max_tokens T, keep_first 2, offline summaries",
+        per_run=True,
+    )
+    register(
+        "adk-sliding-window",
+        _adk,
+        "Google ADK sliding-window compaction from its documentation: every 3 invocations, overlap 1, offline summaries",
         per_run=True,
     )
