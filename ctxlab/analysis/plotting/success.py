@@ -55,6 +55,7 @@ def plot_success(table: pl.DataFrame, ax: Axes | None = None, title: str | None 
     ax.set_xlabel("US dollars per sample (every model call, prompt caching counted)")
     ax.set_ylabel("success rate (%)")
     ax.set_ylim(-5, 105)
+    ax.margins(x=0.15)
     ax.grid(alpha=0.3)
     ax.set_title(label_text(title or f"task success against cost ({samples} samples per strategy, 95 % CI)"))
     ax.legend(fontsize=8, loc="best")

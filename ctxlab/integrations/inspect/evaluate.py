@@ -145,7 +145,7 @@ def _shown(table: pl.DataFrame) -> pl.DataFrame:
         pl.format(
             "{} to {}", (pl.col("success_low") * 100).round(1), (pl.col("success_high") * 100).round(1)
         ).alias("95 % CI"),
-        pl.col("tokens_per_solved").round(0).alias("tokens / solved"),
+        pl.col("tokens_per_solved").round(0).cast(pl.Int64).alias("tokens / solved"),
         pl.col("usd_per_solved").round(4).alias("$ / solved"),
         pl.col("usd_per_sample").round(4).alias("$ / sample"),
         "errors",
