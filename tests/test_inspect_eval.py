@@ -188,3 +188,61 @@ def test_eval_refuses_an_unknown_strategy(tmp_path, capsys):
     assert main(["eval", "--strategies", "none,arz", "--out", str(tmp_path)]) == 2
     assert "unknown strategy 'arz'" in capsys.readouterr().err
     assert not Path(tmp_path / "report.md").exists()
+
+
+@pytest.mark.filterwarnings(
+    "ignore:Exception ignored in. <function MemoryObjectReceiveStream.__del__:pytest.PytestUnraisableExceptionWarning"
+)
+def test_inspect_view_serves_the_log_with_ctxlabs_measures(tmp_path):
+    # `inspect view` (a server on the loopback address, stopped at the end) opens the annotated log
+    import json
+    import socket
+    import subprocess
+    import sys
+    import time
+    import urllib.parse
+    import urllib.request
+
+    from ctxlab.integrations.inspect.evaluate import run_eval
+
+    result = run_eval(["ars"], model="ctxlab/reader", out=tmp_path, limit=1)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    inspect_cli = Path(sys.executable).parent / "inspect"
+    cmd = [
+        str(inspect_cli),
+        "view",
+        "--log-dir",
+        str(tmp_path / "logs"),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+    ]
+    with subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) as server:
+        try:
+            base = f"http://127.0.0.1:{port}/api/logs"
+            listing = None
+            for _ in range(120):
+                try:
+                    with urllib.request.urlopen(base, timeout=2) as r:
+                        listing = json.load(r)
+                    break
+                except OSError:
+                    time.sleep(0.25)
+            assert listing is not None, "inspect view did not answer"
+            (entry,) = listing["files"]
+            assert entry["name"].endswith(Path(result.logs["ars"]).name)
+            with urllib.request.urlopen(
+                f"{base}/{urllib.parse.quote(entry['name'], safe='')}", timeout=10
+            ) as r:
+                log = json.load(r)
+        finally:
+            server.terminate()
+            server.wait(timeout=20)
+    assert log["eval"]["metadata"]["ctxlab"]["strategy"] == "ars"
+    (sample,) = log["samples"]
+    measures = sample["metadata"]["ctxlab"]
+    assert measures["per_call"] and all(r["tokens"] > 0 for r in measures["per_call"])
+    assert measures["compression_events"], "the ars run compressed: its events are in the log"

@@ -101,9 +101,16 @@ class InspectSummarizer:
         )
 
     def summarize(self, job: SummaryJob) -> SummaryResult:
+        """:meth:`asummarize` from sync code (on a worker thread when an event loop runs here)."""
         import asyncio
+        from concurrent.futures import ThreadPoolExecutor
 
-        return asyncio.run(self.asummarize(job))
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self.asummarize(job))
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            return pool.submit(asyncio.run, self.asummarize(job)).result()
 
 
 def _new_id(message: BaseMessage) -> str:

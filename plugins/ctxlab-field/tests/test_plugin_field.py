@@ -327,3 +327,21 @@ def test_field_strategies_replay_a_real_transcript(tmp_path):
 def test_inspect_messages_mark_summaries_for_inspect():
     (m,) = to_inspect([HumanMessage("s", id="x", additional_kwargs={"lc_source": "summarization"})])
     assert isinstance(m, ChatMessageUser) and m.metadata == {"summary": True}
+
+
+async def test_inspect_strategies_replay_from_inside_a_running_event_loop(tmp_path):
+    # a notebook cell runs inside an event loop: the sync replay path must still drive Inspect
+    msgs = history(12)
+    t = __import__("ctxlab.transcripts.base", fromlist=["Transcript"]).Transcript(
+        messages=[*msgs, AIMessage("done", id="end")], source="synthetic", run_id="loop", format="test"
+    )
+    res = replay_many(
+        [t],
+        ["inspect-edit"],
+        settings=CompressionSettings(summary_threshold=0.5),
+        pm=make_lab_manager(load_entrypoints=True),
+        out_dir=tmp_path,
+        progress=False,
+    )
+    assert not res.errors
+    assert "L1" in set(res.frame()["level"].to_list())

@@ -30,7 +30,6 @@ error in the event (column ``summary_error``).
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Sequence
 from typing import Any
@@ -56,7 +55,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from ctxlab.core.settings import CompressionSettings
 from ctxlab.integrations.inspect.convert import to_inspect, to_langchain
-from ctxlab_field.view import Edit, ViewMiddleware
+from ctxlab_field.view import Edit, ViewMiddleware, run_sync
 
 __all__ = [
     "InspectCompactionMiddleware",
@@ -149,7 +148,7 @@ class InspectCompactionMiddleware(ViewMiddleware):
         return self._handler
 
     def edit(self, request: ModelRequest) -> Edit:
-        return asyncio.run(self.aedit(request))
+        return run_sync(self.aedit(request))
 
     async def aedit(self, request: ModelRequest) -> Edit:
         originals = list(request.messages)

@@ -20,9 +20,11 @@ a LangChain ``AgentMiddleware`` that a replay (or a real ``create_agent`` loop) 
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import asyncio
+from collections.abc import Awaitable, Callable, Coroutine
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal, NotRequired
+from typing import Annotated, Any, Literal, NotRequired, TypeVar
 
 from langchain.agents.middleware.types import (
     AgentMiddleware,
@@ -38,7 +40,20 @@ from langgraph.types import Command
 from ctxlab.core.estimation import CharClassEstimator, EstimateCache
 from ctxlab.core.events import make_event
 
-__all__ = ["Edit", "FieldState", "ViewMiddleware", "measure"]
+__all__ = ["Edit", "FieldState", "ViewMiddleware", "measure", "run_sync"]
+
+T = TypeVar("T")
+
+
+def run_sync(coro: Coroutine[Any, Any, T]) -> T:
+    """Run a coroutine to completion from sync code: ``asyncio.run`` here, or on a worker thread
+    when this thread already runs an event loop (a notebook cell, an async caller's sync hook)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, coro).result()
 
 
 def measure() -> EstimateCache:
