@@ -246,3 +246,40 @@ def test_inspect_view_serves_the_log_with_ctxlabs_measures(tmp_path):
     measures = sample["metadata"]["ctxlab"]
     assert measures["per_call"] and all(r["tokens"] > 0 for r in measures["per_call"])
     assert measures["compression_events"], "the ars run compressed: its events are in the log"
+
+
+@pytest.mark.filterwarnings(
+    "ignore:Exception ignored in. <function MemoryObjectReceiveStream.__del__:pytest.PytestUnraisableExceptionWarning"
+)
+def test_eval_runs_a_task_file_that_takes_the_strategy(tmp_path, capsys):
+    # TASK is any Inspect task reference whose task takes a `strategy` argument (docs/inspect.md)
+    file = tmp_path / "my_tasks.py"
+    file.write_text(
+        "from inspect_ai import task\n"
+        "from ctxlab.integrations.inspect.task import context_recall\n\n\n"
+        "@task\n"
+        "def recall_two(strategy: str = 'none', summary_threshold: float = 5.0):\n"
+        "    return context_recall(strategy=strategy, summary_threshold=summary_threshold)\n"
+    )
+    out = tmp_path / "out"
+    argv = [
+        "eval",
+        f"{file}@recall_two",
+        "--strategies",
+        "none,inspect-edit",
+        "--limit",
+        "2",
+        "-T",
+        "summary_threshold=5",
+    ]
+    assert main([*argv, "--out", str(out)]) == 0, capsys.readouterr().err
+    with (out / "samples.csv").open() as f:
+        rows = list(csv.DictReader(f))
+    assert [(r["strategy"], r["transcript"], r["success"]) for r in rows] == [
+        ("none", "early-0#1", "1.0"),
+        ("none", "early-1#1", "1.0"),
+        ("inspect-edit", "early-0#1", "0.0"),
+        ("inspect-edit", "early-1#1", "0.0"),
+    ]
+    logs = [read_eval_log(str(p), header_only=True) for p in (out / "logs").glob("*.eval")]
+    assert sorted(log.eval.task_args["strategy"] for log in logs) == ["inspect-edit", "none"]

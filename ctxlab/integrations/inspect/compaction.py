@@ -174,7 +174,8 @@ class CtxlabCompaction(CompactionStrategy):
             Path(files_dir) if files_dir is not None else Path(tempfile.mkdtemp(prefix="ctxlab-inspect-"))
         )
         self._runs: dict[str, _SampleRun] = {}
-        build_middleware(strategy, settings=self.settings, pm=self.pm)  # a bad name fails here, not mid-eval
+        # a bad name fails here, not mid-eval (RunFiles: no folder is made for this check)
+        build_middleware(strategy, settings=self.settings, pm=self.pm, backend=RunFiles())
 
     def _params(self) -> dict[str, Any]:
         return {"strategy": self.strategy, "threshold": self.threshold, "files": str(self.files_root)}
@@ -303,7 +304,7 @@ def compaction_strategy(
         return None
     settings = settings or CompressionSettings()
     pm = pm if pm is not None else make_lab_manager(load_entrypoints=True)
-    _, mw = build_middleware(strategy, settings=settings, pm=pm)
+    _, mw = build_middleware(strategy, settings=settings, pm=pm, backend=RunFiles())
     native = getattr(mw, "inspect_strategy", None)
     if isinstance(native, CompactionStrategy):
         if isinstance(native, CompactionSummary) and summarizer is not None:
