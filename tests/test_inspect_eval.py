@@ -283,3 +283,32 @@ def test_eval_runs_a_task_file_that_takes_the_strategy(tmp_path, capsys):
     ]
     logs = [read_eval_log(str(p), header_only=True) for p in (out / "logs").glob("*.eval")]
     assert sorted(log.eval.task_args["strategy"] for log in logs) == ["inspect-edit", "none"]
+
+
+@pytest.mark.filterwarnings(
+    "ignore:Exception ignored in. <function MemoryObjectReceiveStream.__del__:pytest.PytestUnraisableExceptionWarning"
+)
+def test_ars_summarizes_inside_inspect_through_the_given_model(tmp_path):
+    # T = T2 = 2,048 tokens and L2 keeping 2 messages: once the previews of the offline task pass T2,
+    # ARS summarizes (L2) with the `summarizer` model; the summary call is a model call in the log
+    from ctxlab.integrations.inspect.evaluate import run_eval
+
+    result = run_eval(
+        ["ars"],
+        model="ctxlab/reader",
+        out=tmp_path,
+        limit=1,
+        task_args={"summary_threshold": 2.0, "summary_keep_messages": 2},
+    )
+    log = read_eval_log(result.logs["ars"], resolve_attachments=True)
+    (sample,) = log.samples
+    events = [e.data for e in sample.events if isinstance(e, InfoEvent) and e.source == "ctxlab"]
+    l2 = [e for e in events if e["phase"] == "completed" and e["level"] == "L2"]
+    assert l2 and all(e["stats"]["summarizer"]["calls"] >= 1 for e in l2)
+    summarizer_calls = [e for e in sample.events if isinstance(e, ModelEvent) and e.model == "ctxlab/offline"]
+    assert len(summarizer_calls) == sum(e["stats"]["summarizer"]["calls"] for e in l2)
+    kinds = [r["kind"] for r in sample.metadata["ctxlab"]["per_call"]]
+    assert kinds.count("summarizer") == len(summarizer_calls) and "main" in kinds
+    # the reader was then sent the summary (a ctxlab summary message) in place of the early messages
+    later = [e for e in sample.events if isinstance(e, ModelEvent) and e.model == "ctxlab/reader"][-1]
+    assert any("summary" in m.text.lower() for m in later.input if m.role == "user")

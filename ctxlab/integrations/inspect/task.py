@@ -53,11 +53,15 @@ FILLER_LINES = 24
 _WORDS = ("alpha", "delta", "gamma", "sigma", "omega", "kappa", "theta", "lambda")
 
 
-def task_settings(summary_threshold: float = 5.0) -> CompressionSettings:
+def task_settings(summary_threshold: float = 5.0, summary_keep_messages: int = 10) -> CompressionSettings:
     """The task's compression settings: T = ``summary_threshold`` × 1,024 tokens, results over 200
-    tokens offloaded (200-token previews, which show a document's first line), T2 = T."""
+    tokens offloaded (200-token previews, which show a document's first line), T2 = T, L2 keeps
+    ``summary_keep_messages`` messages."""
     return CompressionSettings(
-        summary_threshold=summary_threshold, summary_tool_result_token_limit=200, summary_l2_trigger_ratio=1.0
+        summary_threshold=summary_threshold,
+        summary_keep_messages=summary_keep_messages,
+        summary_tool_result_token_limit=200,
+        summary_l2_trigger_ratio=1.0,
     )
 
 
@@ -152,6 +156,7 @@ def context_recall(
     strategy: str = "none",
     summarizer: str | None = "ctxlab/offline",
     summary_threshold: float = 5.0,
+    summary_keep_messages: int = 10,
     files_dir: str | None = None,
 ) -> Task:
     """The offline task (module doc) under one compaction strategy.
@@ -160,9 +165,10 @@ def context_recall(
         strategy: ``none`` or a ctxlab strategy name (``ars``, ``masking``, ``inspect-edit``, ...).
         summarizer: the model that writes summaries (``None``: the task's model).
         summary_threshold: T in K tokens (the threshold of every strategy).
+        summary_keep_messages: messages an L2 summary keeps (ctxlab strategies).
         files_dir: where a ctxlab strategy's saved outputs go (``None``: a temporary folder).
     """
-    settings = task_settings(summary_threshold)
+    settings = task_settings(summary_threshold, summary_keep_messages)
     compaction = compaction_strategy(strategy, settings, summarizer=summarizer, files_dir=files_dir)
     root = (
         str(compaction.files_root)
