@@ -96,6 +96,8 @@ def run_eval_cmd(args: argparse.Namespace, argv: Sequence[str]) -> int:
     try:
         from ctxlab.integrations.inspect.evaluate import run_eval, write_eval_report
     except ImportError as exc:
+        if not (exc.name or "").startswith("inspect_ai"):
+            raise
         raise CliError("`ctxlab eval` needs Inspect AI: pip install 'ctxlab[inspect]'") from exc
     from ctxlab.cli.resolve import price_row
 
