@@ -324,6 +324,40 @@ def test_field_strategies_replay_a_real_transcript(tmp_path):
     assert "L1" in levels["anthropic-clear-tool-uses"] and "L1" in levels["inspect-trim"]
 
 
+def test_inspect_edit_failures_are_its_own_errors_not_summaries_of_zero_rounds(tmp_path):
+    # Inspect raises "Compaction insufficient" when the edit cannot get under T: the call's
+    # summary_error at L1.  The executive summary said "inspect-edit's summaries failed N of 0 times".
+    from ctxlab.analysis.verdicts import executive_summary
+
+    res = replay_many(
+        [
+            "../shared/transcripts/raw/mini-swe-agent/swebench_results/20251118_gemini-3-pro-74pct/trajs/"
+            "pytest-dev__pytest-6197/pytest-dev__pytest-6197.traj.json"
+        ],
+        ["inspect-edit"],
+        settings=CompressionSettings(summary_threshold=16),
+        pm=make_lab_manager(load_entrypoints=True),
+        out_dir=tmp_path,
+        progress=False,
+        limit_calls=50,
+    )
+    frame = res.frame()
+    failed = frame.filter(frame["summary_error"].is_not_null())
+    assert failed.height > 0 and set(failed["level"].to_list()) == {"L1"}
+    assert all("Compaction insufficient" in e for e in failed["summary_error"].to_list())
+    run = res.summary().row(0, named=True)
+    assert (run["summary_errors"], run["failed_outside_l2"], run["l2_rounds"]) == (
+        failed.height,
+        failed.height,
+        0,
+    )
+    (line,) = [w for w in executive_summary(res).warnings if "failed" in w]
+    assert line.startswith(
+        f"inspect-edit's compression failed in {failed.height} call(s): {failed.height} without an L2 round"
+    ), line
+    assert "of 0 times" not in line
+
+
 def test_inspect_messages_mark_summaries_for_inspect():
     (m,) = to_inspect([HumanMessage("s", id="x", additional_kwargs={"lc_source": "summarization"})])
     assert isinstance(m, ChatMessageUser) and m.metadata == {"summary": True}
