@@ -108,6 +108,23 @@ def test_a_clean_rerun_marks_the_error_fixed_and_the_command_passed():
     assert section(text, "Errors").endswith("'_wrapped_value': fixed")
 
 
+def test_calls_of_other_tools_are_stated_with_their_outcome():
+    # a tool that is neither a shell nor a file tool (tau-bench's, a run_tests tool) is a command
+    # the summary states, with its first argument and what its result said
+    msgs = [
+        HumanMessage("Book the cheapest flight for user mia_li_3668."),
+        call("get_user_details", {"user_id": "mia_li_3668"}, "t1"),
+        ToolMessage('{"name": "Mia Li", "membership": "gold"}', tool_call_id="t1", name="get_user_details"),
+        call("run_tests", {"path": "src/app/module_4.py"}, "t2"),
+        ToolMessage("Traceback ...\nKeyError: 'seat'", tool_call_id="t2", name="run_tests"),
+        call("run_tests", {"path": "src/app/module_5.py"}, "t3"),
+    ]
+    lines = section(summary_of(msgs), "Commands").splitlines()
+    assert "- get_user_details: mia_li_3668: done" in lines
+    assert "- run_tests: src/app/module_4.py (KeyError: 'seat'): failed" in lines
+    assert "- run_tests: src/app/module_5.py: no result yet" in lines
+
+
 def test_salience_weighs_the_agents_own_calls_and_recent_messages_most():
     # the same identifier count in a tool result, the user's text and the agent's call
     ranked = dict(

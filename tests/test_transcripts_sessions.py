@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage, ToolMessage
 
+from ctxlab.core.settings import CompressionSettings
 from ctxlab.replay import replay
 from ctxlab.transcripts import SYNTHETIC_KEY, TranscriptError, TranscriptWarning, load_many, load_transcripts
 from ctxlab.transcripts.base import is_model_call, recorded_microcompaction_of
@@ -158,7 +159,9 @@ def test_recorded_replay_drops_the_cleared_results_at_the_boundary() -> None:
     assert falls == [5, 8] and recorded[7] - recorded[8] == 23_337
     # the histories alone (no unrecorded prefix: with it the request passes ARS's threshold)
     rec = replay(MICRO, "recorded", keep_views=True, measure="tiktoken", unrecorded_prefix="off")
-    ars = replay(MICRO, "ars", keep_views=True, measure="tiktoken", unrecorded_prefix="off")
+    # ARS with T above every request (~107K tokens at call 8), so that it compresses nothing
+    above = CompressionSettings(summary_threshold=200)
+    ars = replay(MICRO, "ars", keep_views=True, measure="tiktoken", unrecorded_prefix="off", settings=above)
     sent = [r["view_tokens"] for r in rec.rows]
     assert [r["recorded_input_tokens"] for r in rec.rows] == recorded
     # the sent tokens follow the recorded input: growth within a segment and the fall at each
@@ -173,6 +176,7 @@ def test_recorded_replay_drops_the_cleared_results_at_the_boundary() -> None:
     assert sum(1 for m in after if m.content == placeholder) == 9
     assert sum(1 for m in before if m.content == placeholder) == 5
     assert not any(m.content == placeholder for m in ars.views[(label, "ars", 8)].messages)
+    assert ars.rows[8]["level"] == "none"
     assert ars.rows[8]["view_tokens"] > sent[8] + 30_000  # ARS (below its threshold) keeps them all
 
 

@@ -74,7 +74,13 @@ _LABEL = (
     "that triggers, the context window and costs see a request of the size the agent sent. They are "
     "not part of the conversation and no strategy may compress them.]\n"
 )
-_WORDS = (" the", " and", " for", " you", " not", " are", " but", " can", " all", " one", " was", " has")
+#: the filler, word by word: a sentence the char-class estimate, cl100k and LangChain's
+#: characters / 4 count alike (within 2 % of each other: tests/test_prefix.py)
+_FILLER = (
+    "the system prompt and tool schemas of this agent are not in the log, nor are the 12 tools "
+    "or the 3 files it read."
+)
+_WORDS = tuple(" " + w for w in _FILLER.split(" "))
 
 
 @dataclass(frozen=True)

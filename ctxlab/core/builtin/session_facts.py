@@ -365,6 +365,27 @@ def _run_shell(facts: SessionFacts, command: str, result: str | None) -> list[st
     return keys
 
 
+def _run_tool(facts: SessionFacts, name: str, args: dict[str, Any], result: str | None) -> list[str]:
+    """Record a call of a tool that is neither a file tool nor a shell (``run_tests``,
+    ``get_user_details``) as a command ``name: <its first text argument>``; its outcome is
+    ``failed`` when the result shows an error, else ``done``.  The keys recorded (none without a
+    tool name)."""
+    if not name:
+        return []
+    arg = next((str(v) for v in args.values() if isinstance(v, str) and v.strip()), "")
+    key = f"{name}: {arg.splitlines()[0][:80]}" if arg else name
+    outcome, error = _outcome(result) if result is not None else ("no result yet", "")
+    old = facts.commands.pop(key, None)
+    facts.commands[key] = CommandFact(
+        key,
+        key,
+        "done" if outcome == "passed" else outcome,
+        runs=(old.runs + 1) if old else 1,
+        error=error,
+    )
+    return [key]
+
+
 def _values(facts: SessionFacts, text: str, *, seen: bool = False) -> None:
     """The named values of ``text``: the agent's or the user's (``seen=False``), or a tool result's
     (``seen=True``: kept apart, they rank after the ones the agent or the user wrote)."""
@@ -401,9 +422,9 @@ def session_facts(messages: Sequence[BaseMessage]) -> SessionFacts:
                 _values(facts, command)
             else:
                 _values(facts, json.dumps(args, ensure_ascii=False, default=str)[:4000])
-            if _tool(facts, name, args) or not command:
+            if _tool(facts, name, args):
                 continue
-            keys = _run_shell(facts, command, result)
+            keys = _run_shell(facts, command, result) if command else _run_tool(facts, name, args, result)
             if result is None or not keys:
                 continue
             seen = {e.group(1): e.group(0).strip()[:120] for e in _ERROR.finditer(_scanned(result))}

@@ -106,7 +106,9 @@ def test_offline_model_returns_a_structured_summary():
     )
     text = out.content
     assert "Task:\nFix the parser in /src/parser.py" in text
-    assert "/src/parser.py" in text and "bash: pytest tests/test_parser.py" in text and "KeyError" in text
+    # the command with what its result said (the result pairs with its call in LangChain's buffer)
+    assert "/src/parser.py" in text and "- pytest tests/test_parser.py (FAILED" in text
+    assert "KeyError: 'a'): failed" in text
     assert OfflineSummaryModel().bind_tools([run_tests]) is not None
 
 

@@ -96,6 +96,9 @@ def parse_prompt_messages(prompt: str) -> list[BaseMessage]:
     block = _MESSAGES_BLOCK.search(prompt)
     body = block.group(1) if block else prompt
     out: list[BaseMessage] = []
+    # LangChain's XML buffer names no call on a tool result: results answer the pending calls of
+    # the AI message before them in order (so that a summary pairs each command with its result)
+    pending: list[str] = []
     for i, m in enumerate(_MESSAGE.finditer(body)):
         kind, inner = m.group(1), m.group(2)
         if kind == "ai":
@@ -123,8 +126,10 @@ def parse_prompt_messages(prompt: str) -> list[BaseMessage]:
                     }
                 )
             out.append(AIMessage(content=content, tool_calls=calls))
+            pending = [str(c["id"]) for c in calls]
         elif kind == "tool":
-            out.append(ToolMessage(content=unescape(inner), tool_call_id=f"call-{i}"))
+            call_id = pending.pop(0) if pending else f"call-{i}"
+            out.append(ToolMessage(content=unescape(inner), tool_call_id=call_id))
         elif kind == "system":
             out.append(SystemMessage(content=unescape(inner)))
         else:
