@@ -26,7 +26,7 @@ __all__ = ["SUCCESS_FIGURE", "plot_success", "write_success_figure"]
 SUCCESS_FIGURE = "success.png"
 
 
-def plot_success(table: pl.DataFrame, ax: Axes | None = None, title: str | None = None) -> Figure:
+def plot_success(table: pl.DataFrame, *, ax: Axes | None = None, title: str | None = None) -> Figure:
     """Success rate (with its interval) against US dollars per sample, one marker per strategy.
 
     Args:
