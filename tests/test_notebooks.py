@@ -186,18 +186,29 @@ def _check_hygiene(nb: nbformat.NotebookNode, stem: str, record_property: pytest
 
 
 def _cost_per_call(nb: nbformat.NotebookNode) -> list[str]:
-    """The ``cost_per_call_usd`` cells of notebook 02's cost table, as printed (text/plain)."""
+    """The ``cost_per_call_usd`` cells of notebook 02's cost table, as printed (text/plain).
+
+    A wide table wraps its column names over several header lines ("cost_pe", "r_call_", "usd"
+    above the ``---`` under each name) and long cells over several lines: a column's name is its
+    header fragments joined, and a row's value is on its first line (the others hold the rest of
+    a wrapped label)."""
     for cell in nb.cells:
         for out in cell.get("outputs", []):
-            text = _text(out.get("data", {}).get("text/plain"))
-            if "cost_per_call_usd" not in text:
+            lines = _text(out.get("data", {}).get("text/plain")).splitlines()
+            top = next((i for i, line in enumerate(lines) if line.startswith("┌")), None)
+            sep = next((i for i, line in enumerate(lines) if line.startswith("╞")), None)
+            if top is None or sep is None:
                 continue
-            lines = text.splitlines()
-            head = next(line for line in lines if "cost_per_call_usd" in line)
-            col = [c.strip() for c in re.split(r"[│┆]", head)].index("cost_per_call_usd")
-            body = lines[next(i for i, line in enumerate(lines) if line.startswith("╞")) + 1 :]
-            rows = [line for line in body if line.startswith("│")]
-            return [[c.strip() for c in re.split(r"[│┆]", r)][col] for r in rows]
+            header = [[c.strip() for c in re.split(r"[│┆]", line)[1:-1]] for line in lines[top + 1 : sep]]
+            names = []
+            for j in range(len(header[0])):
+                parts = [row[j] for row in header]
+                names.append("".join(parts[: parts.index("---")] if "---" in parts else parts))
+            if "cost_per_call_usd" not in names:
+                continue
+            col = names.index("cost_per_call_usd")
+            rows = [[c.strip() for c in re.split(r"[│┆]", line)[1:-1]] for line in lines[sep + 1 :]]
+            return [r[col] for r in rows if len(r) == len(names) and r[col]]
     raise AssertionError("notebook 02 shows no cost table")
 
 
