@@ -67,7 +67,8 @@ from ctxlab.replay.stats import comparison_table, pooled_runs
 from ctxlab.transcripts import load_many
 from ctxlab.transcripts.locate import SAMPLE_TRANSCRIPT, shared_dir
 
-_ = pl.Config(tbl_rows=50, tbl_cols=-1, fmt_str_lengths=60, tbl_width_chars=220, float_precision=2)
+# four decimals: a cost per call is a fraction of a cent (two would print 0.01 for every strategy)
+_ = pl.Config(tbl_rows=50, tbl_cols=-1, fmt_str_lengths=60, tbl_width_chars=220, float_precision=4)
 
 # %% [markdown]
 # ## The strategies

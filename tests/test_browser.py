@@ -336,9 +336,9 @@ def test_a_missing_browser_fails_in_ci_and_skips_elsewhere(monkeypatch: pytest.M
 def test_the_call_inspector_of_make_demo_shows_call_42_in_chromium(
     browser: Any, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
-    """``make demo``'s command (``ctxlab replay --out DIR``) then ``ctxlab show DIR``: the page opens
-    from the file (no server), a click on call 42 shows its raw and sent views side by side, and
-    the run's summary text is on the page."""
+    """``make demo``'s command (``ctxlab replay --out DIR``) then ``ctxlab show DIR``: the index
+    opens from the file (no server), its run opens the run page, a click on call 42 shows its raw
+    and sent views side by side, and the run's summary text is on the page."""
     from selenium.webdriver.common.by import By
 
     out = tmp_path_factory.mktemp("demo") / "demo"
@@ -354,6 +354,12 @@ def test_the_call_inspector_of_make_demo_shows_call_42_in_chromium(
     first_l2 = min(i for i, r in rows.items() if r["level"] == "L2")
     try:
         browser.get(page.as_uri())
+        _wait("the index", lambda: browser.execute_script("return document.body.dataset.ready"), timeout=30)
+        browser.find_element(By.CSS_SELECTOR, "#runs-body a.open").click()
+        _wait(
+            "the run page", lambda: browser.execute_script("return document.body.dataset.ready"), timeout=30
+        )
+        assert browser.find_element(By.ID, "title").text == "sample_run.json [ars]"
         _wait("the call strip", lambda: browser.find_elements(By.CSS_SELECTOR, "#call-strip a"), timeout=30)
         link = browser.find_element(By.CSS_SELECTOR, "#call-strip a[data-call='42']")
         browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", link)

@@ -1,5 +1,5 @@
 """Odds and ends of ``ctxlab replay``/``compare``: ``--jobs`` is a usage error before any file is
-read and keeps the serial row order; Ctrl-C leaves no ``.ctxlab-staging``; the report's budget
+read and keeps the serial row order; Ctrl-C leaves only the finished runs; the report's budget
 figure of LangChain's summarization draws its T line."""
 
 from __future__ import annotations
@@ -65,7 +65,10 @@ def test_jobs_keeps_the_serial_row_order(tmp_path: Path) -> None:
     assert first.startswith("output.jsonl")  # openhands' runs first, as named on the command line
 
 
-def test_ctrl_c_removes_the_staging_folder(tmp_path: Path) -> None:
+def test_ctrl_c_leaves_only_the_finished_runs(tmp_path: Path) -> None:
+    """Ctrl-C while replaying: exit 130; no result is written; the staging folder stays only when
+    it holds finished runs (for ``--resume``, tests/test_resume.py), and then the message says so;
+    with none, nothing is left, not even the ``--out`` folder made for the run."""
     out = tmp_path / "out"
     proc = subprocess.Popen(
         [*CTXLAB, "replay", str(RAW), "--out", str(out), "--keep-going", "--no-progress"],
@@ -75,18 +78,23 @@ def test_ctrl_c_removes_the_staging_folder(tmp_path: Path) -> None:
     )
     try:
         deadline = time.monotonic() + 120
-        while not (out / ".ctxlab-staging" / "files").exists():  # replaying: the middlewares write there
+        while not (out / ".ctxlab-staging" / "resume.json").exists():  # about to replay
             assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
-            assert time.monotonic() < deadline, "the replay never started writing"
-            time.sleep(0.1)
+            assert time.monotonic() < deadline, "the replay never started"
+            time.sleep(0.05)
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 130 and "ctxlab: interrupted" in err
-    assert not (out / ".ctxlab-staging").exists()
-    assert not out.exists()  # made for this run and empty: removed too
+    stage = out / ".ctxlab-staging"
+    kept = sum(1 for _ in (stage / "runs").rglob("*.pickle")) if stage.exists() else 0
+    if kept:
+        assert f"{kept} finished run(s) are kept in {stage}" in err and "--resume" in err
+        assert sorted(p.name for p in out.iterdir()) == [".ctxlab-staging"]  # no result
+    else:
+        assert not out.exists()  # made for this run and empty: removed too
 
 
 def test_the_langchain_budget_figure_draws_t(tmp_path: Path) -> None:

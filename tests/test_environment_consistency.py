@@ -1,6 +1,6 @@
 """environment.yml and pyproject.toml name the same dependencies with the same version bounds.
 
-Every dependency of pyproject.toml (runtime, ``lab``, ``notebooks``, ``ray`` and ``dev`` extras; the
+Every dependency of pyproject.toml (runtime, ``lab``, ``notebooks``, ``ray``, ``inspect`` and ``dev`` extras; the
 self-references ``ctxlab[...]`` aside) must appear in environment.yml, in the conda list or in the
 pip section, with the same lower bound (compared as versions, so ``1.20`` equals ``1.20.0``) and
 the same upper bound when either side has one; and everything environment.yml installs (besides
@@ -28,7 +28,7 @@ PYPROJECT = ROOT / "pyproject.toml"
 ENVIRONMENT = ROOT / "environment.yml"
 
 #: extras whose dependencies environment.yml must carry (runtime deps are always checked)
-EXTRAS = ("lab", "notebooks", "ray", "dev")
+EXTRAS = ("lab", "notebooks", "ray", "inspect", "dev")
 #: conda-forge names that differ from the PyPI name (conda name -> PyPI name)
 CONDA_TO_PYPI = {"matplotlib-base": "matplotlib"}
 #: entries of environment.yml that are not project dependencies

@@ -43,6 +43,9 @@ EXAMPLES = int(os.environ.get("MW_HYPOTHESIS_EXAMPLES", "40"))
 PROPS = settings(
     max_examples=EXAMPLES,
     deadline=None,
+    # the same histories every run: the test also asserts that every injected fault occurred,
+    # which a random draw of 40 histories missed once (no cancellation drawn)
+    derandomize=True,
     suppress_health_check=[
         HealthCheck.too_slow,
         HealthCheck.data_too_large,

@@ -8,6 +8,11 @@
   size) and ``MPLBACKEND=Agg``, within a few minutes; the time is recorded: ``record_property``
   ``duration_s`` (JUnit XML), printed (``-rA`` / ``-s``), and kept in the pytest cache
   (``pytest --cache-show 'ctxlab/*/*'``);
+* the executed notebook stays small (:data:`MAX_EXECUTED_BYTES`, outputs and widget state
+  included): no progress bar is stored (no progress widget, no ``tqdm`` text), the only widgets
+  are the notebooks' own (the explorer), a loader's warning names its transcript file (never a
+  line of ctxlab's source), and notebook 02 prints costs per call with enough digits to tell
+  the strategies apart;
 * every figure it shows is an ``image/png`` output (``Agg`` has no inline display of its own:
   ``ctxlab.analysis`` registers the PNG formatter), decoded and checked to be a real picture
   (large enough, many colours, not blank), and no output is a bare ``<Figure ...>`` text; the
@@ -22,6 +27,7 @@ from __future__ import annotations
 import base64
 import io
 import os
+import re
 import time
 from pathlib import Path
 
@@ -52,6 +58,12 @@ SHOWN_FIGURES = {
     "05_findings": 1,
 }
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+#: the bound on an executed notebook (outputs, figures and widget state), under CI=true
+MAX_EXECUTED_BYTES = 1_000_000
+#: the widgets a notebook may show (its text/plain repr starts so); anything else is a stray one
+OWN_WIDGETS = ("BudgetExplorer(", "CallInspector(")
+#: a tqdm progress bar's text ("  40%|####      | 2/5 [00:01<00:01, ...]")
+PROGRESS_TEXT = re.compile(r"\d+%\|.*\| *\d+/\d+ \[")
 pytestmark = pytest.mark.slow
 
 
@@ -131,6 +143,7 @@ def test_notebook_executes(
     errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
     assert not errors
     assert seconds < MAX_SECONDS, f"{py.stem} took {seconds:.0f} s under CI=true (limit {MAX_SECONDS} s)"
+    _check_hygiene(nb, py.stem, record_property)
     shown = _shown_figures(nb, py.stem)
     assert len(shown) == SHOWN_FIGURES[py.stem], f"{py.stem} shows {len(shown)} figures: {shown}"
     for name in EXPECTED_FIGURES.get(py.stem, []):
@@ -139,6 +152,64 @@ def test_notebook_executes(
     cache = getattr(request.config, "cache", None)  # absent with -p no:cacheprovider
     if cache is not None:  # `pytest --cache-show "ctxlab/*/*"` lists the last timings
         cache.set(f"ctxlab/notebook_seconds/{py.stem}", round(seconds, 1))
+
+
+def _text(value: object) -> str:
+    return "".join(value) if isinstance(value, list) else str(value or "")
+
+
+def _check_hygiene(nb: nbformat.NotebookNode, stem: str, record_property: pytest.RecordProperty) -> None:
+    """Size, widgets, progress bars, warnings and cost digits of an executed notebook (module doc)."""
+    size = len(nbformat.writes(nb).encode("utf-8"))
+    record_property("executed_bytes", size)
+    print(f"{stem}: executed notebook {size:,} bytes")
+    assert size < MAX_EXECUTED_BYTES, f"{stem}: the executed notebook is {size:,} bytes"
+    state = (
+        nb.metadata.get("widgets", {}).get("application/vnd.jupyter.widget-state+json", {}).get("state", {})
+    )
+    progress = [k for k, m in state.items() if m.get("model_name") == "FloatProgressModel"]
+    assert not progress, f"{stem} stores {len(progress)} progress widgets"
+    for i, cell in enumerate(nb.cells):
+        for out in cell.get("outputs", []):
+            data = out.get("data", {})
+            if WIDGET_MIME in data:
+                shown = _text(data.get("text/plain"))
+                assert shown.startswith(OWN_WIDGETS), f"{stem} cell {i} shows a stray widget: {shown[:80]!r}"
+            text = _text(out.get("text"))
+            assert not PROGRESS_TEXT.search(text), f"{stem} cell {i} stores a progress bar: {text[:80]!r}"
+            if "Warning" in text:  # a loader's warning is located at its transcript, not in ctxlab
+                assert "ctxlab/transcripts/" not in text, f"{stem} cell {i}: {text[:200]!r}"
+    if stem == "02_strategies":
+        per_call = _cost_per_call(nb)
+        assert len(per_call) >= 3 and len(set(per_call)) > 1, per_call
+        assert all(re.fullmatch(r"0\.\d{4}", v) for v in per_call), per_call
+
+
+def _cost_per_call(nb: nbformat.NotebookNode) -> list[str]:
+    """The ``cost_per_call_usd`` cells of notebook 02's cost table, as printed (text/plain).
+
+    A wide table wraps its column names over several header lines ("cost_pe", "r_call_", "usd"
+    above the ``---`` under each name) and long cells over several lines: a column's name is its
+    header fragments joined, and a row's value is on its first line (the others hold the rest of
+    a wrapped label)."""
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            lines = _text(out.get("data", {}).get("text/plain")).splitlines()
+            top = next((i for i, line in enumerate(lines) if line.startswith("┌")), None)
+            sep = next((i for i, line in enumerate(lines) if line.startswith("╞")), None)
+            if top is None or sep is None:
+                continue
+            header = [[c.strip() for c in re.split(r"[│┆]", line)[1:-1]] for line in lines[top + 1 : sep]]
+            names = []
+            for j in range(len(header[0])):
+                parts = [row[j] for row in header]
+                names.append("".join(parts[: parts.index("---")] if "---" in parts else parts))
+            if "cost_per_call_usd" not in names:
+                continue
+            col = names.index("cost_per_call_usd")
+            rows = [[c.strip() for c in re.split(r"[│┆]", line)[1:-1]] for line in lines[sep + 1 :]]
+            return [r[col] for r in rows if len(r) == len(names) and r[col]]
+    raise AssertionError("notebook 02 shows no cost table")
 
 
 def check_png(data: str, where: str) -> tuple[int, int]:

@@ -186,6 +186,54 @@ def test_thrashing_run_is_counted_flagged_and_warned() -> None:
     assert not any("calm" in w for w in warnings)
 
 
+def test_failures_outside_l2_rounds_are_never_summaries_of_zero_rounds(tmp_path: Path) -> None:
+    # "edit's summaries failed 2 of 0 times" was said of a strategy whose failures are its own
+    # compaction errors at L1 (Inspect's "Compaction insufficient"): "X of Y" counts summaries
+    # against L2 rounds only; failures in calls without an L2 round are said apart
+    error = "Compaction insufficient"
+    levels = {
+        "edit": [("L1", None), ("L1", error), ("L1", error), ("none", None)],
+        "mixed": [("L1", error), ("L2", error), ("L2", None), ("none", None)],
+        "ars": [("L2", error), ("L2", None), ("none", None), ("none", None)],
+    }
+    rows = [
+        row(
+            transcript="t",
+            strategy=s,
+            call_index=i,
+            level=lv,
+            summary_error=err,
+            raw_tokens=2000,
+            view_tokens=900,
+        )
+        for s, calls in levels.items()
+        for i, (lv, err) in enumerate(calls)
+    ]
+    result = ReplayResult(
+        rows=rows, strategies=list(levels), settings=CompressionSettings(summary_threshold=1)
+    )
+    got = {r["strategy"]: r for r in result.summary().iter_rows(named=True)}
+    assert {s: (r["summary_errors"], r["failed_outside_l2"], r["l2_rounds"]) for s, r in got.items()} == {
+        "edit": (2, 2, 0),
+        "mixed": (2, 1, 2),
+        "ars": (1, 0, 2),
+    }
+    failed = [w for w in executive_summary(result).warnings if "failed" in w]
+    assert [w.split(";")[0] for w in failed] == [
+        "edit's compression failed in 2 call(s): 2 without an L2 round (the strategy's own error, not a "
+        "failed summary)",
+        "mixed's compression failed in 2 call(s): 1 without an L2 round (the strategy's own error, not a "
+        "failed summary) and 1 of its 2 L2 summaries",
+        "ars's summaries failed 1 of 2 times",
+    ]
+    for w in failed:
+        numbers = re.search(r"failed (\d+) of (\d+) times", w)
+        assert numbers is None or int(numbers[1]) <= int(numbers[2]), w
+    report = Path(write_report(result, tmp_path, figures="none")["report"]).read_text(encoding="utf-8")
+    assert "**edit: compression failed in 2 calls, 2 of them without an L2 round" in report
+    assert "**ars: 1 L2 summaries failed.**" in report
+
+
 def test_fallback_text_is_recognised_in_langchain_and_deepagents_messages() -> None:
     from ctxlab_baselines import OfflineSummaryModel
     from deepagents.middleware.summarization import SummarizationMiddleware as DeepSummarization

@@ -156,10 +156,17 @@ def accounting_lines(result: ReplayResult, totals: pl.DataFrame) -> list[str]:
     for r in rows:
         if r["summary_errors"]:
             without = r["saving_pct_without_failed"]
+            outside = min(int(r.get("failed_outside_l2") or 0), int(r["summary_errors"]))
+            what = (
+                f"{r['summary_errors']} L2 summaries failed.** Its saving of {r['saving_pct']:.1f} % "
+                "counts calls sent with a failed summary (a short error notice, no saving)"
+                if not outside
+                else f"compression failed in {r['summary_errors']} calls, {outside} of them without an "
+                "L2 round (the strategy's own error, not a failed summary).** Its saving of "
+                f"{r['saving_pct']:.1f} % counts the calls built on a failure"
+            )
             lines.append(
-                f"**{r['strategy']}: {r['summary_errors']} L2 summaries failed.** Its saving of "
-                f"{r['saving_pct']:.1f} % counts calls sent with a failed summary (a short error notice, "
-                "no saving); over the other calls it saves "
+                f"**{r['strategy']}: {what}; over the other calls it saves "
                 + (f"{without:.1f} %." if without is not None else "nothing (every call was built on one).")
             )
     renamed = {

@@ -153,14 +153,7 @@ def _failure_warnings(totals: pl.DataFrame) -> list[str]:
     for r in totals.iter_rows(named=True):
         failed, rounds = int(r.get("summary_errors") or 0), int(r.get("l2_rounds") or 0)
         if failed:
-            fallback = int(r.get("fallback_summaries") or 0)
-            how = f" ({fallback} of them a fallback text instead of a summary)" if fallback else ""
-            without = r.get("saving_pct_without_failed")
-            rest = f"{without:.1f} %" if without is not None else "nothing"
-            out.append(
-                f"{r['strategy']}'s summaries failed {failed} of {rounds} times{how}; its saving over the "
-                f"calls not built on a failed summary is {rest}."
-            )
+            out.append(_failed_line(r, failed, rounds))
         declined, rejected = int(r.get("declined_summaries") or 0), int(r.get("rejected_summaries") or 0)
         parts = []
         if declined and rounds:  # a strategy that never summarizes (masking) has no cutoff by design
@@ -172,6 +165,29 @@ def _failure_warnings(totals: pl.DataFrame) -> list[str]:
         if parts:
             out.append(f"{r['strategy']}: " + "; ".join(parts) + ".")
     return out
+
+
+def _failed_line(r: dict[str, Any], failed: int, rounds: int) -> str:
+    """A strategy's failures: "X of Y" only counts summaries against its L2 rounds; failures in
+    calls without an L2 round (``failed_outside_l2``: a strategy's own compression error, such as
+    a field baseline's "Compaction insufficient") are said apart, never as summaries of 0 rounds."""
+    fallback = int(r.get("fallback_summaries") or 0)
+    how = f" ({fallback} of them a fallback text instead of a summary)" if fallback else ""
+    without = r.get("saving_pct_without_failed")
+    rest = f"{without:.1f} %" if without is not None else "nothing"
+    outside = min(int(r.get("failed_outside_l2") or 0), failed)
+    if not outside:
+        return (
+            f"{r['strategy']}'s summaries failed {failed} of {rounds} times{how}; its saving over the "
+            f"calls not built on a failed summary is {rest}."
+        )
+    summaries = failed - outside
+    also = f" and {summaries} of its {rounds} L2 summaries{how}" if summaries else ""
+    return (
+        f"{r['strategy']}'s compression failed in {failed} call(s): {outside} without an L2 round (the "
+        f"strategy's own error, not a failed summary){also}; its saving over the calls not built on "
+        f"a failure is {rest}."
+    )
 
 
 def _thrash_warnings(rows: pl.DataFrame) -> list[str]:

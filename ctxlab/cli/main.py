@@ -4,10 +4,12 @@ Usage::
 
     ctxlab replay [PATH ...] [--strategy NAME] [--out DIR] [settings and options]
     ctxlab compare PATH [PATH ...] --strategies a,b,... [--out DIR] [settings and options]
-    ctxlab show RUN_DIR [--out FILE]
+    ctxlab show RUN_DIR [--out DIR]
+    ctxlab diff RUN_A RUN_B [--out DIR] [--data real|all]
     ctxlab plugins [--plugins-dir DIR]
     ctxlab plugins new NAME [--dir DIR]
     ctxlab findings PATH [PATH ...] [--measure NAME] [--strategies a,b,...] [--no-savings]
+    ctxlab eval [TASK] --strategies none,ars,... [--model M] [--epochs N] [--seed N] [--out DIR]
     ctxlab bench [ARGS ...]
     ctxlab --version          (also: python -m ctxlab ...)
 
@@ -25,6 +27,7 @@ interrupted.
 The modules: :mod:`~ctxlab.cli.options` (the option groups), :mod:`~ctxlab.cli.resolve` (what they resolve to),
 :mod:`~ctxlab.cli.replay_cmd` (replay and compare), :mod:`~ctxlab.cli.output` (what is printed),
 :mod:`~ctxlab.cli.plugins_cmd`, :mod:`~ctxlab.cli.findings`, :mod:`~ctxlab.cli.show_cmd`,
+:mod:`~ctxlab.cli.diff_cmd`, :mod:`~ctxlab.cli.eval_cmd`,
 :mod:`~ctxlab.cli.bench`.
 """
 
@@ -121,6 +124,12 @@ def build_parser() -> argparse.ArgumentParser:
     from ctxlab.cli.show_cmd import add_show_parser
 
     add_show_parser(sub)
+    from ctxlab.cli.diff_cmd import add_diff_parser
+
+    add_diff_parser(sub)
+    from ctxlab.cli.eval_cmd import add_eval_parser
+
+    add_eval_parser(sub)
     return parser
 
 
@@ -168,6 +177,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             from ctxlab.cli.show_cmd import run_show
 
             return run_show(args)
+        if args.command == "diff":
+            from ctxlab.cli.diff_cmd import run_diff_cmd
+
+            return run_diff_cmd(args)
+        if args.command == "eval":
+            from ctxlab.cli.eval_cmd import run_eval_cmd
+
+            return run_eval_cmd(args, argv)
         if args.command == "findings":
             from ctxlab.cli.findings import run_findings
 

@@ -322,6 +322,12 @@ def add_output_options(p: argparse.ArgumentParser, command: str) -> None:
             switch(
                 "--no-progress", "no progress bar (default: a bar on a terminal, none when stderr is not one)"
             ),
+            switch(
+                "--resume",
+                "go on with an interrupted run of the same command into the same --out: the runs it "
+                "finished (kept in OUT/.ctxlab-staging as they finish) are not replayed again; refused "
+                "when the settings, strategies, paths or versions differ (default: start afresh)",
+            ),
         ],
     )
 

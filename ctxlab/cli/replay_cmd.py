@@ -8,8 +8,10 @@ Order of work, so that nothing is written for a run that cannot happen:
    loaded are failures; without ``--keep-going`` the first load failure stops the run here (exit
    1, nothing written), with it the others are replayed;
 3. replaying (a failed run or a run with failed summaries stops the batch unless
-   ``--keep-going``), the middlewares writing into a staging folder inside ``--out``; nothing
-   replayed: exit 1, and ``--out`` is left as it was;
+   ``--keep-going``), the middlewares writing into a staging folder inside ``--out``, which also
+   keeps every transcript's finished runs as they finish (:mod:`ctxlab.replay.resume`): an
+   interrupted run leaves them there, and ``--resume`` goes on from them; nothing replayed: exit
+   1, and ``--out`` is left as it was;
 4. writing ``calls.parquet``, ``summary.csv``, ``report.md``, ``run.json``, ``summaries.jsonl``,
    ``views/`` (every call's raw and sent view, :mod:`ctxlab.replay.views`)
    and the figures (old results in ``--out`` are removed first, the staged files become
@@ -54,6 +56,7 @@ OUTPUTS = (
     "files",
     "views",
     "inspect.html",
+    "inspect",
 )
 
 
@@ -179,9 +182,9 @@ def load(
 STAGING = ".ctxlab-staging"
 
 
-def _staging(out: Path) -> tuple[Path, bool]:
-    """A fresh staging folder inside ``out`` (made, with ``out``, if missing) and whether ``out``
-    was made here.
+def _staging(out: Path, resume: bool = False) -> tuple[Path, bool]:
+    """The staging folder inside ``out`` (made, with ``out``, if missing; emptied unless
+    ``resume``: then an interrupted run's finished runs stay) and whether ``out`` was made here.
 
     Raises:
         CliError: ``out`` is not a folder or cannot be written.
@@ -192,8 +195,9 @@ def _staging(out: Path) -> tuple[Path, bool]:
     stage = out / STAGING
     try:
         out.mkdir(parents=True, exist_ok=True)
-        shutil.rmtree(stage, ignore_errors=True)
-        stage.mkdir()
+        if not resume:
+            shutil.rmtree(stage, ignore_errors=True)
+        stage.mkdir(exist_ok=True)
     except OSError as exc:
         raise CliError(f"--out {out}: cannot write there ({exc.strerror or exc})") from exc
     return stage, made
@@ -276,13 +280,21 @@ def run_replay(args: argparse.Namespace, argv: Sequence[str]) -> int:
         return _fail(problems, "nothing to replay; nothing written")
     if problems and not args.keep_going:
         return _fail(problems, "stopped before replaying (--keep-going replays the others); nothing written")
-    stage, made = _staging(out)
+    stage, made = _staging(out, resume=args.resume)
     try:
         result = _replay_into(
             args, transcripts, names, (settings, window, price, pm, summarizer_model), stage
         )
-    except BaseException:  # Ctrl-C (KeyboardInterrupt) or a crash: leave no staging folder behind
-        _discard(stage, out, made)
+    except BaseException:  # Ctrl-C (KeyboardInterrupt) or a crash: keep what finished, or nothing
+        finished = sum(1 for _ in (stage / "runs").rglob("*.pickle")) if (stage / "runs").is_dir() else 0
+        if finished:
+            print(
+                f"ctxlab: {finished} finished run(s) are kept in {stage}: the same command with "
+                "--resume goes on from there",
+                file=sys.stderr,
+            )
+        else:
+            _discard(stage, out, made)
         raise
     # the load problems found here; a parallel replay's planner found the same ones again
     result.errors = _once([*plugin_problems, *problems, *result.errors])
@@ -296,7 +308,7 @@ def run_replay(args: argparse.Namespace, argv: Sequence[str]) -> int:
     figures = "none" if args.no_figures else args.figures
     written = write_report(result, out, figures=figures, command=command, data=args.data)
     if args.html:
-        from ctxlab.analysis.inspector import write_inspector
+        from ctxlab.analysis.inspector_site import write_inspector
 
         written["html"] = write_inspector(out)
     print_summary(result, strategy_totals(result.frame()), written, out, top=args.top, data=args.data)
@@ -335,32 +347,55 @@ def _replay_into(
 ) -> Any:
     """Replay into the staging folder: serially, or on ``--jobs``/``--engine ray`` workers.
     ``how``: (settings, window, price row, plugin manager, summarizer model)."""
-    from ctxlab.replay import replay_many
+
+    from ctxlab.replay.resume import ResumeError, open_store, replay_resumable
 
     settings, window, price, pm, summarizer_model = how
     summary_cache = summary_cache_from_args(args)
     if args.jobs > 1 or args.engine == "ray":
         return _run_parallel(args, names, settings, stage, window, price, summary_cache)
-    return replay_many(
-        transcripts,
-        names,
-        settings=settings,
-        out_dir=stage,
-        pm=pm,
-        summarizer_model=summarizer_model,
-        context_window=window,
-        measure=args.measure,
-        limit_calls=args.limit_calls,
-        unrecorded_prefix=prefix_setting(args),
-        progress=not args.no_progress and sys.stderr.isatty(),
-        price_model=price,
-        cache_breakpoints=args.cache_breakpoints,
-        stop_on_failure=not args.keep_going,
-        write_views=True,
-        summary_cache=summary_cache,
-        summarizer_latency=args.summarizer_latency,
-        call_latency=args.call_latency,
-    )
+    options: dict[str, Any] = {
+        "settings": settings,
+        "out_dir": stage,
+        "pm": pm,
+        "summarizer_model": summarizer_model,
+        "context_window": window,
+        "measure": args.measure,
+        "limit_calls": args.limit_calls,
+        "unrecorded_prefix": prefix_setting(args),
+        "price_model": price,
+        "cache_breakpoints": args.cache_breakpoints,
+        "write_views": True,
+        "summary_cache": summary_cache,
+        "format": args.format,
+        "summarizer_latency": args.summarizer_latency,
+        "call_latency": args.call_latency,
+    }
+    try:
+        store = open_store(
+            stage, resume=args.resume, points=[settings], strategies=names, paths=_paths(args), **options
+        )
+    except ResumeError as exc:
+        raise CliError(str(exc)) from exc
+    bar = _bar(len(transcripts), not args.no_progress and sys.stderr.isatty())
+    try:
+        return replay_resumable(
+            transcripts,
+            names,
+            store=store,
+            stop_on_failure=not args.keep_going,
+            on_transcript=bar.update,
+            **options,
+        )
+    finally:
+        bar.close()
+
+
+def _bar(total: int, enabled: bool) -> Any:
+    """A text progress bar over the transcripts, on stderr."""
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc="replay", unit="transcript", disable=not enabled, dynamic_ncols=True)
 
 
 def _run_parallel(
@@ -375,6 +410,7 @@ def _run_parallel(
     """``--jobs N`` / ``--engine ray``: the same replay on worker processes or a Ray cluster, which
     load the files themselves (a task carries a path, never an object)."""
     from ctxlab.replay.parallel import RayUnavailableError, run_grid
+    from ctxlab.replay.resume import ResumeError
 
     try:
         grid = run_grid(
@@ -399,7 +435,9 @@ def _run_parallel(
             summary_cache=str(summary_cache) if summary_cache is not None else None,
             summarizer_latency=args.summarizer_latency,
             call_latency=args.call_latency,
+            checkpoint=stage,
+            resume=args.resume,
         )
-    except RayUnavailableError as exc:
+    except (RayUnavailableError, ResumeError) as exc:
         raise CliError(str(exc)) from exc
     return grid.results[0]

@@ -1,7 +1,9 @@
-"""``ctxlab show RUN_DIR``: write the call inspector of a run folder (one offline HTML file).
+"""``ctxlab show RUN_DIR``: write the call inspector of a run folder (pages opened from disk).
 
-See :mod:`ctxlab.analysis.inspector` for what the page shows and what it reads.  Exit status: 0
-when the page was written; 1 when the folder cannot be shown (no such folder, no ``views/``).
+See :mod:`ctxlab.analysis.inspector_site` for the pages (an index of every run, one page per
+run loading that run's data file) and their size bound, :mod:`ctxlab.analysis.inspector` for what
+they show.  Exit status: 0 when the pages were written; 1 when the folder cannot be shown (no
+such folder, no ``views/``); 2 on a usage error.
 """
 
 from __future__ import annotations
@@ -18,26 +20,52 @@ def add_show_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     """``ctxlab show``."""
     p = sub.add_parser(
         "show",
-        help="write the call inspector of a run folder: one offline HTML file (inspect.html)",
+        help="write the call inspector of a run folder: inspect.html (every run) and inspect/ (one page per run)",
         description=(
-            "Write RUN_DIR/inspect.html: runs x strategies, per call the raw and the sent view side by "
-            "side with each message's mark and tokens, the events, every summary in full, and one "
-            "strategy's view beside another's. No server, no network: open the file in a browser."
+            "Write RUN_DIR/inspect.html, a sortable and filterable table of every transcript x strategy "
+            "run (search, source, format, saving, cost, failures, reached T), and RUN_DIR/inspect/, the "
+            "page of each run: per call the raw and the sent view side by side with each message's mark "
+            "and tokens, changed-only, jumps to the next offloaded/truncated/summarized/failed call, text "
+            "search, the tool schemas, every summary in full, failure badges, and one strategy's view "
+            "beside another's. No server, no network: open inspect.html in a browser."
         ),
     )
     p.add_argument("run_dir", metavar="RUN_DIR", help="a folder written by ctxlab replay or compare")
     p.add_argument(
-        "--out", metavar="FILE", default=None, help="where to write the page (default: RUN_DIR/inspect.html)"
+        "--out",
+        metavar="DIR",
+        default=None,
+        help="where to write inspect.html and inspect/ (default: RUN_DIR); a path ending in .html "
+        "names the index page itself",
+    )
+    p.add_argument(
+        "--max-run-bytes",
+        metavar="BYTES",
+        type=int,
+        default=None,
+        help="the bound on one run's data file: longer message texts are cut to fit (default: 4000000)",
     )
 
 
 def run_show(args: argparse.Namespace) -> int:
-    """Write the page and print its path; a folder that cannot be shown is a :class:`CliError`."""
-    from ctxlab.analysis.inspector import InspectorError, write_inspector
+    """Write the pages and say where, how many and how big; a folder that cannot be shown is a
+    :class:`CliError`."""
+    from ctxlab.analysis.inspector import InspectorError
+    from ctxlab.analysis.inspector_site import DATA_BYTES, write_site
 
+    bound = args.max_run_bytes if args.max_run_bytes is not None else DATA_BYTES
+    if bound < 10_000:
+        raise CliError(f"--max-run-bytes={bound} is invalid: allowed an integer >= 10000")
     try:
-        path = write_inspector(Path(args.run_dir), args.out)
+        site = write_site(Path(args.run_dir), args.out, data_bytes=bound)
     except InspectorError as exc:
         raise CliError(str(exc), code=1) from exc
-    print(f"written: {path} (open it in a browser; it needs no server and no network)")
+    data = [size for path, size in site.sizes.items() if path.suffix == ".js"]
+    largest = max(data, default=0)
+    print(
+        f"written: {site.index} (the index of {site.runs:,} runs, {site.sizes[site.index] / 1e6:.2f} MB) and "
+        f"{site.folder}/ (one data file per run, the largest {largest / 1e6:.2f} MB; bound {bound / 1e6:.1f} MB"
+        + (f"; {len(site.cut)} run(s) with their texts cut shorter to fit" if site.cut else "")
+        + "). Open the index in a browser: no server, no network."
+    )
     return 0

@@ -88,9 +88,16 @@ def _count_calls(transcript: Transcript, limit_calls: int | None) -> int:
     return min(n, limit_calls) if limit_calls is not None else n
 
 
-def _progress(total: int, desc: str, enabled: bool, leave: bool = True) -> Any:
-    from tqdm.auto import tqdm
+def _progress(total: int, desc: str, enabled: bool | None, leave: bool = True) -> Any:
+    """A text progress bar on stderr (``enabled=None``: only when stderr is a terminal).  Never
+    a notebook widget: an executed notebook would store every bar's widget state (hundreds of
+    widgets, megabytes) for nothing."""
+    import sys
 
+    from tqdm import tqdm
+
+    if enabled is None:
+        enabled = sys.stderr.isatty()
     unit = "call" if not leave else "run"
     return tqdm(total=total, desc=desc, disable=not enabled, leave=leave, unit=unit, dynamic_ncols=True)
 
@@ -155,8 +162,8 @@ class _Batch:
             cache_breakpoints=check_breakpoints(options.get("cache_breakpoints", DEFAULT_BREAKPOINTS)),
             prefix_setting=parse_prefix_setting(options.get("unrecorded_prefix", "auto")),
             no_window=no_window_note(options.get("context_window", PRICE_WINDOW), price),
-            summarizer_latency=_latency(options.get("summarizer_latency"), "summarizer_latency"),
-            call_latency=_latency(options.get("call_latency"), "call_latency"),
+            summarizer_latency=Latency.optional(options.get("summarizer_latency"), "summarizer_latency"),
+            call_latency=Latency.optional(options.get("call_latency"), "call_latency"),
         )
 
     def request_prefix(
@@ -191,10 +198,7 @@ class _Batch:
             summarizer=summarizer_name(self.summarizer_model),
         )
         if self.summarizer_latency is not None:  # the simulated time of the stall columns
-            record["latency"] = {
-                "summarizer": self.summarizer_latency.describe(),
-                "agent_step": self.call_latency.describe() if self.call_latency is not None else "auto",
-            }
+            record["latency"] = self.summarizer_latency.provenance(self.call_latency)
         record["cost_model"] = {
             "price_row": self.price.label(),
             "cache_breakpoints": self.cache_breakpoints,
@@ -259,7 +263,14 @@ class _Batch:
         prefix, system = self.request_prefix(transcript, label)
         log = None
         if self.views_dir is not None:
-            log = ViewLog(view_file(self.views_dir, label, name), label, name, measure.message_tokens)
+            log = ViewLog(
+                view_file(self.views_dir, label, name),
+                label,
+                name,
+                measure.message_tokens,
+                source=transcript.source,
+                format=transcript.format,
+            )
         try:
             return replay_one(
                 transcript,
@@ -283,11 +294,6 @@ class _Batch:
         finally:
             if log is not None:
                 log.close()
-
-
-def _latency(spec: str | float | Latency | None, what: str) -> Latency | None:
-    """The latency model of an option (``None`` stays ``None``; raises ``ValueError`` naming it)."""
-    return None if spec is None else Latency.parse(spec, what)
 
 
 def replay(
@@ -387,8 +393,8 @@ def replay_many(
         **options: :class:`ReplayOptions`, as for :func:`replay` (each transcript runs on the
             thread id of its label); ``out_dir`` is the root of the files the middlewares write
             (``<out_dir>/files/...``; reports are written by
-            :func:`ctxlab.analysis.report.write_report`), ``progress`` (default on) bars over
-            the runs and the calls of the current run.
+            :func:`ctxlab.analysis.report.write_report`), ``progress`` bars over the runs and the
+            calls of the current run (default: when stderr is a terminal).
 
     Returns:
         A :class:`ReplayResult`; files that failed to load (``kind="load"``), runs that failed
@@ -435,7 +441,7 @@ def replay_many(
     out_dir = options.get("out_dir")
     root = Path(out_dir) if out_dir is not None else Path(tempfile.mkdtemp(prefix="ctxlab-replay-"))
     result.files_dir = root / "files"
-    progress = options.get("progress", True)
+    progress = options.get("progress")
     jobs = [(t, lab, s) for t, lab in zip(transcripts, labels, strict=True) for s in strategies]
     outer = _progress(len(jobs), "replay", progress)
     levels = ExitStack()

@@ -77,6 +77,16 @@ class Latency:
     b: float = 0.0
 
     @classmethod
+    def optional(cls, spec: str | float | Latency | None, what: str) -> Latency | None:
+        """:meth:`parse`, with ``None`` (no latency model) kept as ``None``."""
+        return None if spec is None else cls.parse(spec, what)
+
+    def provenance(self, call: Latency | None) -> dict[str, str]:
+        """What a run's provenance records of its simulated time: this (the summarizer's) latency
+        and the agent step's ``call`` (``None``: ``"auto"``)."""
+        return {"summarizer": self.describe(), "agent_step": call.describe() if call is not None else "auto"}
+
+    @classmethod
     def parse(cls, spec: str | float | Latency, what: str = "--summarizer-latency") -> Latency:
         """``"2s"`` (fixed), ``"uniform:1s,3s"``, ``"lognormal:2s,0.5"`` (median, sigma), or a
         number of seconds.

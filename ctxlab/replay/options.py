@@ -47,7 +47,8 @@ class ReplayOptions(TypedDict, total=False):
             ``result.updates``).
         write_views: write every call's raw and sent view into ``<out_dir>/views`` (the call
             inspector's data, :mod:`ctxlab.replay.views`; needs ``out_dir``). Default: off.
-        progress: progress bars (default: off for :func:`replay`, on for :func:`replay_many`).
+        progress: text progress bars on stderr (default: off for :func:`replay`; for
+            :func:`replay_many` on when stderr is a terminal, so never in a notebook).
         price_model, prices: the price row of the cost columns, ``"provider:model"`` of the
             ``prices`` file (default: the shipped table and its default row; see
             :func:`ctxlab.replay.run_measures.resolve_price`).
@@ -77,7 +78,7 @@ class ReplayOptions(TypedDict, total=False):
     limit_calls: int | None
     keep_views: bool
     write_views: bool
-    progress: bool
+    progress: bool | None
     price_model: str | PriceRow | None
     prices: str | Path | PriceTable | None
     cache_breakpoints: str

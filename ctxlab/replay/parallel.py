@@ -32,6 +32,7 @@ from ctxlab.replay.cost import DEFAULT_BREAKPOINTS
 from ctxlab.replay.engine import batch_result, replay_many, transcript_labels
 from ctxlab.replay.names import did_you_mean
 from ctxlab.replay.result import ReplayIssue, ReplayResult
+from ctxlab.replay.resume import add_cache_stats, grid_runs
 from ctxlab.replay.strategies import make_lab_manager
 from ctxlab.replay.strategies import strategies as registered_strategies
 from ctxlab.transcripts import load_many, load_transcripts
@@ -265,12 +266,15 @@ def _batches(tasks: Sequence[GridTask]) -> list[list[GridTask]]:
     return sorted(groups.values(), key=lambda b: -sum(t.size for t in b))
 
 
-def _execute_local(tasks: Sequence[GridTask], jobs: int, on_done: Callable[[], None]) -> list[ReplayResult]:
+_Done = Callable[[GridTask, ReplayResult], None]
+
+
+def _execute_local(tasks: Sequence[GridTask], jobs: int, on_done: _Done) -> list[ReplayResult]:
     results: dict[int, ReplayResult] = {}
     if jobs <= 1:
         for t in tasks:
             results[t.index] = run_task(t)
-            on_done()
+            on_done(t, results[t.index])
         return [results[t.index] for t in tasks]
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
@@ -279,12 +283,12 @@ def _execute_local(tasks: Sequence[GridTask], jobs: int, on_done: Callable[[], N
         for fut in as_completed(futures):
             for t, one in zip(futures[fut], fut.result(), strict=True):
                 results[t.index] = one
-                on_done()
+                on_done(t, one)
     return [results[t.index] for t in tasks]
 
 
 def _execute_ray(
-    tasks: Sequence[GridTask], address: str | None, init_kwargs: dict[str, Any], on_done: Callable[[], None]
+    tasks: Sequence[GridTask], address: str | None, init_kwargs: dict[str, Any], on_done: _Done
 ) -> list[ReplayResult]:
     try:
         import ray
@@ -307,7 +311,7 @@ def _execute_ray(
             for ref in done:
                 for t, one in zip(refs[ref], ray.get(ref), strict=True):
                     results[t.index] = one
-                    on_done()
+                    on_done(t, one)
         return [results[t.index] for t in tasks]
     finally:
         if started:
@@ -339,6 +343,8 @@ def run_grid(
     progress: bool = False,
     summarizer_latency: str | None = None,
     call_latency: str | None = None,
+    checkpoint: str | os.PathLike[str] | None = None,
+    resume: bool = False,
 ) -> GridResult:
     """Replay transcript files × strategies × settings points, in parallel, as the serial loop would.
 
@@ -369,6 +375,9 @@ def run_grid(
         progress: a progress bar over the finished tasks.
         summarizer_latency, call_latency: the simulated latencies of the stall columns, as for
             :func:`~ctxlab.replay.engine.replay_many` (``"2s"``, ``"uniform:1s,3s"``, ...).
+        checkpoint: a folder keeping every finished task as it finishes (:mod:`ctxlab.replay.resume`;
+            ``None``: none).  resume: reuse the tasks ``checkpoint`` holds from an earlier,
+            interrupted grid with the same settings and versions, and replay only the others.
 
     Returns:
         A :class:`GridResult`, one merged :class:`ReplayResult` per settings point.  Its rows
@@ -379,6 +388,7 @@ def run_grid(
         KeyError: an unknown strategy name (checked before anything runs).
         ValueError: an unknown engine, ``jobs`` < 1, or a ``summarizer_model`` that is not a string.
         RayUnavailableError: ``engine="ray"`` without the ``ray`` package.
+        ResumeError: ``resume=True`` and ``checkpoint`` holds another grid.
     """
     if engine not in ENGINES:
         raise ValueError(f"engine {engine!r}: allowed {', '.join(ENGINES)}")
@@ -417,28 +427,39 @@ def run_grid(
     }
     if price_model is not None:
         options["price_model"] = price_model
+    if resume and checkpoint is None:
+        raise ValueError("resume=True needs the checkpoint folder of the grid to resume")
+    paths = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
     tasks, load_errors, _ = grid_tasks(
         paths, names, points, out_dir=root, format=format, plugins_dir=plugins_dir, pm=pm, options=options
     )
+    store, stored = grid_runs(
+        checkpoint, resume, tasks, points, names, paths, pm, options, format, price_model
+    )
+    todo = [t for t in tasks if t.index not in stored]
     bar: Any = None
     if progress:
-        from tqdm.auto import tqdm
+        from tqdm import tqdm
 
-        bar = tqdm(total=len(tasks), desc=f"grid ({engine})", unit="run", dynamic_ncols=True)
+        bar = tqdm(total=len(todo), desc=f"grid ({engine})", unit="run", dynamic_ncols=True)
 
-    def on_done() -> None:
+    def on_done(task: GridTask, one: ReplayResult) -> None:
+        if store is not None:
+            store.save(task.label, task.strategy, one, task.point)
         if bar is not None:
             bar.update(1)
 
     try:
         if engine == "ray":
-            done = _execute_ray(tasks, ray_address, dict(ray_init or {}), on_done)
+            fresh = _execute_ray(todo, ray_address, dict(ray_init or {}), on_done)
         else:
-            done = _execute_local(tasks, jobs, on_done)
+            fresh = _execute_local(todo, jobs, on_done)
     finally:
         _PLANNED.clear()  # the planner's transcripts are not kept past the grid
         if bar is not None:
             bar.close()
+    by_index = {**stored, **{t.index: one for t, one in zip(todo, fresh, strict=True)}}
+    done = [by_index[t.index] for t in tasks]
     out = GridResult(settings=points, engine=engine, jobs=jobs)
     for p, point in enumerate(points):
         # what the serial replay records: settings, measure, price row, window, provenance
@@ -458,18 +479,6 @@ def run_grid(
         for task, one in zip(tasks, done, strict=True):
             if task.point == p:
                 merged.extend(one)
-                _add_cache_stats(merged, one)
+                add_cache_stats(merged, one)
         out.results.append(merged)
     return out
-
-
-def _add_cache_stats(merged: ReplayResult, one: ReplayResult) -> None:
-    """Sum a task's summary cache hits and misses into the merged result's provenance, and add
-    what wrote its strategy's summaries (as the serial replay records them)."""
-    if "summarizers" in one.provenance:
-        merged.provenance.setdefault("summarizers", {}).update(one.provenance["summarizers"])
-    stats = one.provenance.get("summary_cache")
-    if stats:
-        total = merged.provenance.setdefault("summary_cache", {"path": stats["path"], "hits": 0, "misses": 0})
-        total["hits"] += stats["hits"]
-        total["misses"] += stats["misses"]

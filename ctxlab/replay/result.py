@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
     import polars as pl
 
+    from ctxlab.replay.diff import RunDiff
     from ctxlab.replay.stats import PairedComparison
 
 __all__ = ["ReplayIssue", "ReplayResult", "raising_plugin"]
@@ -196,6 +197,37 @@ class ReplayResult:
         from ctxlab.replay.stats import paired_comparison
 
         return paired_comparison(self.summary(), a, b, measure, data=data, seed=seed)
+
+    def diff(
+        self,
+        other: ReplayResult,
+        *,
+        names: Sequence[str] = ("A", "B"),
+        data: str | Sequence[str] = "real",
+    ) -> RunDiff:
+        """This replay (A) against ``other`` (B), per strategy over the runs both hold: settings and
+        provenance side by side and the paired differences ``B − A`` of tokens, dollars, needed
+        recall and failures with compare's bootstrap intervals (:func:`ctxlab.replay.diff.run_diff`;
+        ``.summary()`` the executive summary, ``.table`` the numbers,
+        :func:`ctxlab.analysis.plotting.plot_diff` the figure).
+
+        Raises:
+            RunDiffError: no strategy in common.  ValueError: a bad ``data``.
+        """
+        from ctxlab.replay.diff import run_diff
+
+        return run_diff(
+            self.summary(), other.summary(), self._record(), other._record(), names=names, data=data
+        )
+
+    def _record(self) -> dict[str, Any]:
+        """The provenance with the price row, the runs and the calls (what ``run.json`` holds)."""
+        return {
+            **self.provenance,
+            "price": self.price.key if self.price is not None else None,
+            "replayed": self.replayed,
+            "calls": len(self.rows),
+        }
 
     @property
     def replayed(self) -> int:

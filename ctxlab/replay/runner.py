@@ -158,6 +158,8 @@ def replay_one(
         cache_breakpoints=cache_breakpoints,
         stall=stall,
     )
+    if view_log is not None:
+        view_log.tools(observer.tools, measure.tools_tokens)
     for obs in observer.calls(limit_calls):
         result.rows.append(build_row(obs, measures))
         if view_log is not None:

@@ -11,6 +11,8 @@ from langchain.agents.middleware.types import AgentMiddleware
 
 from ctxlab.core.settings import CompressionSettings
 from ctxlab.replay.engine import replay_many
+from ctxlab.replay.result import ReplayIssue
+from ctxlab.replay.resume import RunStore, open_store, replay_resumable
 from ctxlab.replay.table import TOTALS_COLUMNS, strategy_totals
 from ctxlab.transcripts.base import Transcript
 
@@ -30,6 +32,8 @@ def sweep(
     settings: CompressionSettings | None = None,
     pm: pluggy.PluginManager | None = None,
     out_dir: str | Path | None = None,
+    checkpoint: str | Path | None = None,
+    resume: bool = False,
     **replay_options: Any,
 ) -> pl.DataFrame:
     """Replay ``transcripts`` with ``strategy`` once per value of one setting; one row per value.
@@ -41,7 +45,12 @@ def sweep(
         strategy: the strategy name (or middleware).
         settings: the other fields (default: the ARS defaults).
         pm: the plugin manager strategies are looked up in.
-        out_dir: root of the files the replays write (a temporary folder when ``None``).
+        out_dir: root of the files the replays write (a temporary folder when ``None``; the
+            ``checkpoint`` folder when one is given).
+        checkpoint: a folder keeping every finished run of every value as it finishes
+            (:mod:`ctxlab.replay.resume`; ``strategy`` must then be a name).  resume: reuse the
+            runs ``checkpoint`` holds from an interrupted sweep with the same values, settings and
+            versions (refused otherwise) and replay only the others.
         **replay_options: more keyword arguments of :func:`replay_many` (``measure``,
             ``limit_calls``, ``summarizer_model``, ...).
 
@@ -53,20 +62,40 @@ def sweep(
 
     Raises:
         SettingsError: a value is invalid for the setting.
+        ValueError: a ``checkpoint`` with a strategy that is not a name.
+        ResumeError: ``resume=True`` and ``checkpoint`` holds another sweep.
     """
 
     import polars as pl
 
     base = settings or CompressionSettings()
     replay_options.setdefault("progress", False)
-    rows = []
+    values = list(values)
+    points = []
     for value in values:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)  # outside the recommended range: intended
-            current = base.replace(**{setting: value})
-        result = replay_many(
-            list(transcripts), [strategy], settings=current, pm=pm, out_dir=out_dir, **replay_options
-        )
+            points.append(base.replace(**{setting: value}))
+    resumable = _resumable(transcripts, strategy, points, pm, checkpoint, resume, replay_options)
+    rows = []
+    for i, (value, current) in enumerate(zip(values, points, strict=True)):
+        if resumable is not None:
+            store, loaded, load_errors = resumable
+            result = replay_resumable(
+                loaded,
+                [str(strategy)],
+                store=store,
+                point=i,
+                settings=current,
+                pm=pm,
+                out_dir=out_dir if out_dir is not None else checkpoint,
+                **replay_options,
+            )
+            result.errors[:0] = load_errors
+        else:
+            result = replay_many(
+                list(transcripts), [strategy], settings=current, pm=pm, out_dir=out_dir, **replay_options
+            )
         totals = strategy_totals(result.frame())
         row = totals.row(0, named=True) if totals.height else {}
         rows.append(
@@ -79,3 +108,38 @@ def sweep(
             }
         )
     return pl.DataFrame(rows).with_columns(pl.col("calls").cast(pl.Int64))
+
+
+def _resumable(
+    transcripts: Sequence[Transcript | str | Path],
+    strategy: str | AgentMiddleware,
+    points: Sequence[CompressionSettings],
+    pm: pluggy.PluginManager | None,
+    checkpoint: str | Path | None,
+    resume: bool,
+    options: dict[str, Any],
+) -> tuple[RunStore, list[Transcript], list[ReplayIssue]] | None:
+    """The checkpoint folder of a sweep, its transcripts loaded (in ``replay_many``'s order: the
+    loaded ones, then the files) and the load problems; ``None`` without a checkpoint."""
+    if checkpoint is None:
+        return None
+    if not isinstance(strategy, str):
+        raise ValueError("a sweep with a checkpoint needs a strategy name (a run is kept by its name)")
+    from ctxlab.replay.strategies import make_lab_manager
+    from ctxlab.transcripts import load_many
+
+    pm = pm or make_lab_manager(load_entrypoints=True)
+    loaded = [t for t in transcripts if isinstance(t, Transcript)]
+    paths = [t for t in transcripts if not isinstance(t, Transcript)]
+    more, errors = load_many(paths, format=options.get("format"), pm=pm) if paths else ([], [])
+    loaded += more
+    store = open_store(
+        checkpoint,
+        resume=resume,
+        points=points,
+        strategies=[strategy],
+        paths=[t.source for t in loaded],
+        pm=pm,
+        **options,
+    )
+    return store, loaded, [ReplayIssue.from_transcript_error(e) for e in errors]

@@ -3,7 +3,12 @@
 For each transcript × strategy run, ``<run folder>/views/<transcript>/<strategy>.jsonl.gz``
 (names made safe by :func:`ctxlab.replay.names.safe_name`) holds, as gzip-compressed JSON lines:
 
-* one ``{"kind": "run", "transcript", "strategy", "version": 1}`` line first;
+* one ``{"kind": "run", "transcript", "strategy", "version": 1, "source", "format"}`` line first
+  (``source``: the transcript's file, ``format``: its format name; absent in older files);
+* one ``{"kind": "tools", "tools": [{"name", "schema", "tokens"}], "tokens": n}`` line when the
+  transcript records tool schemas: each schema as the provider received it with its tokens (the
+  run's measuring estimate of that schema alone), and ``tokens`` the estimate of the whole list
+  (what a request counts, R16);
 * one ``{"kind": "message", "index": i, "message": <message_to_dict>, "tokens": n, "mark": m,
   "path": p}`` line the first time a message (by content) appears, raw or sent: ``index`` counts
   from 0 in order of appearance, ``tokens`` is the run's measuring estimate, ``mark`` what the
@@ -44,6 +49,8 @@ __all__ = [
     "ViewLog",
     "ViewsError",
     "read_views",
+    "read_views_head",
+    "tool_name",
     "view_file",
     "view_files",
     "view_mark",
@@ -101,7 +108,16 @@ class ViewLog:
         tokens: the measuring estimator's ``message -> tokens``.
     """
 
-    def __init__(self, path: Path, transcript: str, strategy: str, tokens: Any) -> None:
+    def __init__(
+        self,
+        path: Path,
+        transcript: str,
+        strategy: str,
+        tokens: Any,
+        *,
+        source: str | None = None,
+        format: str | None = None,
+    ) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         self._tokens = tokens
@@ -109,7 +125,12 @@ class ViewLog:
         self._by_object: dict[int, tuple[BaseMessage, int]] = {}  # id(obj) -> (obj kept alive, index)
         self._by_content: dict[str, int] = {}
         self._raw: list[int] = []
-        self._line({"kind": "run", "transcript": transcript, "strategy": strategy, "version": 1})
+        run: dict[str, Any] = {"kind": "run", "transcript": transcript, "strategy": strategy, "version": 1}
+        if source is not None:
+            run["source"] = source
+        if format is not None:
+            run["format"] = format
+        self._line(run)
 
     def _line(self, record: dict[str, Any]) -> None:
         self._out.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
@@ -139,6 +160,20 @@ class ViewLog:
         self._by_object[id(message)] = (message, index)
         return index
 
+    def tools(self, tools: Sequence[Any], tokens: Any) -> None:
+        """The run's tool schemas (none: nothing written), each with ``tokens([schema])`` and the
+        whole list with ``tokens(tools)`` (``tokens``: the measuring estimator's
+        ``tools -> tokens``)."""
+        if not tools:
+            return
+        self._line(
+            {
+                "kind": "tools",
+                "tools": [{"name": tool_name(t), "schema": t, "tokens": int(tokens([t]))} for t in tools],
+                "tokens": int(tokens(list(tools))),
+            }
+        )
+
     def arrive(self, message: BaseMessage) -> None:
         """A transcript message joined the history (in order)."""
         index = self._index(message)
@@ -165,14 +200,31 @@ class ViewLog:
         self._by_object.clear()
 
 
+def tool_name(schema: Any) -> str:
+    """The name of a tool schema as a provider receives it: ``{"name": ...}`` (Anthropic, a
+    LangChain tool dict), ``{"function": {"name": ...}}`` (OpenAI), a tool object's ``.name``;
+    ``"?"`` when it has none."""
+    if isinstance(schema, dict):
+        inner = schema.get("function")
+        name = inner.get("name") if isinstance(inner, dict) else schema.get("name")
+    else:
+        name = getattr(schema, "name", None)
+    return str(name) if name else "?"
+
+
 @dataclass
 class RunViews:
     """One run's views read back: ``messages[i]`` with ``tokens[i]``, ``marks[i]``,
-    ``paths[i]``; ``raw`` the raw history (message indices); ``calls`` the call records in order
-    (see the module doc)."""
+    ``paths[i]``; ``raw`` the raw history (message indices); ``calls`` the call records in order;
+    ``source`` and ``format`` of the transcript (``None``: not recorded); ``tools`` the tool
+    schemas with their tokens and ``tools_tokens`` the whole list's (see the module doc)."""
 
     transcript: str
     strategy: str
+    source: str | None = None
+    format: str | None = None
+    tools: list[dict[str, Any]] = field(default_factory=list)
+    tools_tokens: int = 0
     messages: list[BaseMessage] = field(default_factory=list)
     tokens: list[int] = field(default_factory=list)
     marks: list[str] = field(default_factory=list)
@@ -205,6 +257,26 @@ def _records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
         raise ViewsError(f"{path}: cannot read ({exc})") from exc
 
 
+def read_views_head(path: str | Path) -> RunViews:
+    """The run line of one views file only (``transcript``, ``strategy``, ``source``,
+    ``format``; no message, no call): what a listing of many runs needs.
+
+    Raises:
+        ViewsError: the file does not start with a run line.
+    """
+    p = Path(path)
+    for n, rec in _records(p):
+        if rec.get("kind") != "run":
+            raise ViewsError(f"{p}: line {n}: expected the run line first, got {rec.get('kind')!r}")
+        return RunViews(
+            transcript=str(rec["transcript"]),
+            strategy=str(rec["strategy"]),
+            source=rec.get("source"),
+            format=rec.get("format"),
+        )
+    raise ViewsError(f"{p}: empty views file")
+
+
 def read_views(path: str | Path) -> RunViews:
     """Read one views file (:class:`RunViews`).
 
@@ -216,7 +288,12 @@ def read_views(path: str | Path) -> RunViews:
     for n, rec in _records(p):
         kind = rec.get("kind")
         if kind == "run":
-            views = RunViews(transcript=str(rec["transcript"]), strategy=str(rec["strategy"]))
+            views = RunViews(
+                transcript=str(rec["transcript"]),
+                strategy=str(rec["strategy"]),
+                source=rec.get("source"),
+                format=rec.get("format"),
+            )
         elif views is None:
             raise ViewsError(f"{p}: line {n}: expected the run line first, got {kind!r}")
         elif kind == "message":
@@ -226,6 +303,9 @@ def read_views(path: str | Path) -> RunViews:
             views.tokens.append(int(rec.get("tokens") or 0))
             views.marks.append(str(rec.get("mark") or "kept"))
             views.paths.append(rec.get("path"))
+        elif kind == "tools":
+            views.tools = list(rec.get("tools") or [])
+            views.tools_tokens = int(rec.get("tokens") or 0)
         elif kind == "raw":
             views.raw.append(int(rec["index"]))
         elif kind == "call":

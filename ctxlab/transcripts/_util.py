@@ -98,9 +98,13 @@ def json_decode_error(path: Path, text: str, exc: json.JSONDecodeError) -> Trans
 
 def warn(path: Path | str, message: str, metadata: MutableMapping[str, Any] | None = None) -> None:
     """Say ``"<path>: <message>"`` as a :class:`TranscriptWarning` and keep it in
-    ``metadata["warnings"]`` (a list of strings) when ``metadata`` is given."""
+    ``metadata["warnings"]`` (a list of strings) when ``metadata`` is given.
+
+    The warning is located at the transcript file itself (``filename=path``, line 0: no source
+    line is shown), so Jupyter and the ``warnings`` module print the file it is about, never the
+    loader's own line."""
     text = f"{path}: {message}"
-    warnings.warn(TranscriptWarning(text), stacklevel=3)
+    warnings.warn_explicit(TranscriptWarning(text), TranscriptWarning, filename=str(path), lineno=0)
     if metadata is not None:
         metadata.setdefault("warnings", []).append(text)
 

@@ -21,6 +21,7 @@ The package, by job: :mod:`~ctxlab.analysis.plotting.style` (fonts, colours, axe
 :mod:`~ctxlab.analysis.plotting.figures` (the two-panel budget figure and the report's PNG files),
 :mod:`~ctxlab.analysis.plotting.cost` (the cost per call and its PNG),
 :mod:`~ctxlab.analysis.plotting.frontier` (cost saving against needed recall, and its PNG),
+:mod:`~ctxlab.analysis.plotting.diff` (two experiments' paired differences, ``ctxlab diff``),
 :mod:`~ctxlab.analysis.plotting.findings` (the paper's findings and ctxlab's),
 :mod:`~ctxlab.analysis.plotting.distributions` (the per-run plots: the saving distribution, the
 transcript × strategy heatmap, saving or cost against needed recall).
@@ -29,6 +30,7 @@ transcript × strategy heatmap, saving or cost against needed recall).
 from __future__ import annotations
 
 from ctxlab.analysis.plotting.cost import COST_FIGURE, plot_cost_per_call, write_cost_figure
+from ctxlab.analysis.plotting.diff import DIFF_FIGURE, plot_diff, write_diff_figure
 from ctxlab.analysis.plotting.distributions import (
     ROTATE_NAMES_OVER,
     plot_recall_scatter,
@@ -49,6 +51,7 @@ from ctxlab.analysis.plotting.style import LOG_RATIO, cjk_font, format_tokens
 
 __all__ = [
     "COST_FIGURE",
+    "DIFF_FIGURE",
     "FRONTIER_FIGURE",
     "LOG_RATIO",
     "ROTATE_NAMES_OVER",
@@ -60,6 +63,7 @@ __all__ = [
     "format_tokens",
     "plot_budget",
     "plot_cost_per_call",
+    "plot_diff",
     "plot_findings",
     "plot_frontier",
     "plot_recall_scatter",
@@ -70,6 +74,7 @@ __all__ = [
     "plot_view_parts",
     "reaching_runs",
     "write_cost_figure",
+    "write_diff_figure",
     "write_figures",
     "write_frontier_figure",
 ]

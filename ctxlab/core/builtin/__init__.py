@@ -1,7 +1,7 @@
 """The ARS behaviour as ordinary plugins, registered ``trylast`` in every plugin manager.
 
 * :class:`~ctxlab.core.builtin.estimator.DefaultEstimator` — character-class estimate (R16)
-* :class:`~ctxlab.core.builtin.trimmers.ArgumentTruncation` — write_file/edit_file args (R5)
+* :class:`~ctxlab.core.builtin.truncation.ArgumentTruncation` — write_file/edit_file args (R5)
 * :class:`~ctxlab.core.builtin.trimmers.ToolResultOffload` — large ToolMessages to files (R6)
 * :class:`~ctxlab.core.builtin.decision.ArsSummarizeRule` — L2 above T2 or after an overflow (R7, R8)
 * :class:`~ctxlab.core.builtin.decision.ResummarizeGuard` — no re-summary for a few new messages
@@ -19,7 +19,8 @@ from ctxlab.core.builtin.decision import ArsSummarizeRule, ResummarizeGuard
 from ctxlab.core.builtin.estimator import DefaultEstimator
 from ctxlab.core.builtin.extractive import ExtractiveSummarizer, ForceExtractiveSummarizer
 from ctxlab.core.builtin.summarizers import DefaultSummarizer, ForceStructuredSummarizer, StructuredSummarizer
-from ctxlab.core.builtin.trimmers import ArgumentTruncation, ToolResultOffload
+from ctxlab.core.builtin.trimmers import ToolResultOffload
+from ctxlab.core.builtin.truncation import ArgumentTruncation
 
 __all__ = [
     "ArgumentTruncation",

@@ -70,7 +70,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
-from ctxlab.core.builtin.session_facts import fact_sections
+from ctxlab.core.builtin.fact_sections import fact_sections
 from ctxlab.core.estimation import estimate_text_tokens
 from ctxlab.core.hookspecs import hookimpl
 from ctxlab.core.marks import is_observation, is_summary_message, is_user_request, latest_request_of

@@ -196,6 +196,21 @@ RUN_REGISTRY: tuple[RunColumn, ...] = (
         expr=lambda: _count(pl.col("summary_fallback").is_not_null()),
     ),
     RunColumn(
+        "failed_outside_l2",
+        _Int,
+        "count",
+        "failed calls (counted in summary_errors) whose level is not L2: a strategy's own compression "
+        "error in a call without a summary round (Inspect's 'Compaction insufficient' after an edit), "
+        "not a failed summary",
+        "compression",
+        ("summary_error", "summary_fallback", "level"),
+        "count",
+        expr=lambda: _count(
+            (pl.col("summary_error").is_not_null() | pl.col("summary_fallback").is_not_null())
+            & (pl.col("level") != "L2").fill_null(True)
+        ),
+    ),
+    RunColumn(
         "declined_summaries",
         _Int,
         "count",

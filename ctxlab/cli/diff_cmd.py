@@ -1,0 +1,155 @@
+"""``ctxlab diff RUN_A RUN_B``: two output folders of ``replay``/``compare`` compared run by run.
+
+Prints the executive summary (:meth:`ctxlab.replay.diff.RunDiff.summary`), the settings and
+provenance fields that differ, and per strategy the paired differences ``B − A`` (tokens,
+dollars, needed recall, failures) with ``compare``'s bootstrap intervals; writes ``diff.md``
+(all of it, every field side by side), ``diff.csv`` (the paired table) and ``diff.png``
+(:func:`ctxlab.analysis.plotting.plot_diff`) into ``--out``.
+
+Exit status: 0 when the folders were compared; 1 when one is not a run folder or they share no
+strategy; 2 on a usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from ctxlab.cli.options import CliError
+
+__all__ = ["add_diff_parser", "diff_markdown", "run_diff_cmd"]
+
+
+def add_diff_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``ctxlab diff``."""
+    p = sub.add_parser(
+        "diff",
+        help="compare two run folders: settings side by side, paired per-run differences with intervals",
+        description=(
+            "Compare two output folders of ctxlab replay/compare (A, then B): their settings and "
+            "provenance side by side, and per strategy the mean per-run difference B - A of tokens "
+            "sent, dollars, needed recall and failed summaries over the runs both hold, with the "
+            "bootstrap intervals of compare. Writes diff.md, diff.csv and diff.png into --out."
+        ),
+    )
+    p.add_argument("run_a", metavar="RUN_A", help="the first run folder (A)")
+    p.add_argument("run_b", metavar="RUN_B", help="the second run folder (B); differences are B - A")
+    p.add_argument("--out", metavar="DIR", default="out/diff", help="where to write (default: %(default)s)")
+    p.add_argument(
+        "--data",
+        choices=("real", "all"),
+        default="real",
+        help="which runs are paired: real (all runs when none is real) or all (default: %(default)s)",
+    )
+    p.add_argument("--no-figure", action="store_true", help="do not draw diff.png")
+
+
+def _cell(v: Any) -> str:
+    return "" if v is None else str(v).replace("|", "\\|").replace("\n", " ")
+
+
+def _number(v: float | None, column: str) -> str:
+    from ctxlab.replay.diff import format_value
+
+    return format_value(v, column, signed=False)
+
+
+def diff_markdown(diff: Any) -> str:
+    """``diff.md``: the executive summary, the paired table and every field side by side."""
+    lines = [f"# ctxlab diff: B = {diff.b} vs A = {diff.a}", "", "## Executive summary", ""]
+    lines += [f"- {line}" for line in diff.summary()]
+    lines += [
+        "",
+        "## Paired differences per strategy (B − A per run)",
+        "",
+        "| strategy | measure | runs | sources | mean A | mean B | B − A | 95 % CI | verdict |",
+        "|---|---|---:|---:|---:|---:|---:|---|---|",
+    ]
+    for r in diff.table.iter_rows(named=True):
+        c = r["column"]
+        ci = f"{_number(r['low'], c)} to {_number(r['high'], c)}" if r["low"] is not None else ""
+        lines.append(
+            f"| {r['strategy']} | {r['measure']} | {r['runs']} | {r['sources']} | {_number(r['mean_a'], c)} | "
+            f"{_number(r['mean_b'], c)} | {_number(r['difference'], c)} | {ci} | {r['verdict']} |"
+        )
+    lines += ["", "## Settings and provenance, side by side", "", "| field | A | B | |", "|---|---|---|---|"]
+    for name, a, b in diff.fields:
+        lines.append(f"| {name} | {_cell(a)} | {_cell(b)} | {'' if a == b else 'differs'} |")
+    return "\n".join(lines) + "\n"
+
+
+def run_diff_cmd(args: argparse.Namespace) -> int:
+    """Compare, print, write; a folder that cannot be compared is a :class:`CliError` (exit 1)."""
+    from ctxlab.cli.output import console, fit_table
+    from ctxlab.replay.diff import RunDiffError, diff_folders
+
+    try:
+        diff = diff_folders(args.run_a, args.run_b, data=args.data)
+    except RunDiffError as exc:
+        raise CliError(str(exc), code=1) from exc
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    md = out / "diff.md"
+    md.write_text(diff_markdown(diff), encoding="utf-8")
+    csv = out / "diff.csv"
+    diff.table.write_csv(csv)
+    written = [md.name, csv.name]
+    if not args.no_figure:
+        from ctxlab.analysis.plotting.diff import write_diff_figure
+
+        png = write_diff_figure(diff, out)
+        if png is not None:
+            written.append(png.name)
+    con = console()
+    con.print("executive summary:", markup=False)
+    for line in diff.summary():
+        con.print(f"  {line}", markup=False)
+    changed = diff.changed()
+    if changed:
+        table, _ = fit_table(
+            "settings and versions that differ (every field: diff.md)",
+            [("field", lambda r: r["field"]), ("A", lambda r: _cell(r["a"])), ("B", lambda r: _cell(r["b"]))],
+            [{"field": k, "a": a, "b": b} for k, a, b in changed],
+            con.width,
+            wrap=("field", "A", "B"),
+        )
+        con.print(table)
+    rows = list(diff.table.iter_rows(named=True))
+    columns = [
+        ("strategy", lambda r: r["strategy"]),
+        ("measure", lambda r: r["measure"]),
+        ("runs", lambda r: str(r["runs"])),
+        ("sources", lambda r: str(r["sources"])),
+        ("mean A", lambda r: _number(r["mean_a"], r["column"])),
+        ("mean B", lambda r: _number(r["mean_b"], r["column"])),
+        ("B − A", lambda r: _number(r["difference"], r["column"])),
+        ("95 % CI low", lambda r: _number(r["low"], r["column"])),
+        ("95 % CI high", lambda r: _number(r["high"], r["column"])),
+        ("verdict", lambda r: r["verdict"]),
+    ]
+    order = (
+        "strategy",
+        "measure",
+        "B − A",
+        "verdict",
+        "95 % CI low",
+        "95 % CI high",
+        "runs",
+        "mean A",
+        "mean B",
+        "sources",
+    )
+    table, dropped = fit_table(
+        f"paired per-run differences B − A ({diff.data})",
+        columns,
+        rows,
+        con.width,
+        priority=order,
+        wrap=("strategy", "measure", "verdict"),
+    )
+    con.print(table)
+    if dropped:
+        con.print(f"(left out: {', '.join(dropped)}; diff.csv has them)", markup=False)
+    con.print(f"written to {out}: {', '.join(written)}", markup=False)
+    return 0

@@ -1,0 +1,183 @@
+"""``ctxlab diff RUN_A RUN_B`` and ``ReplayResult.diff``: two compare runs of the same transcripts,
+at T = 16 K and T = 32 K, paired per strategy over the runs both hold.
+
+The paired intervals are recomputed here from the two ``summary.csv`` files with a bootstrap
+written out in the test and compared with what ``ctxlab diff`` prints and writes.  The runs come
+from four sources (formats), so, as in ``compare`` (issue 27), the difference is the
+source-balanced mean (the mean of each source's mean per-run difference B − A) and the bootstrap
+is stratified by source: 2,000 resamples drawn with one ``random.Random(0)``, each drawing within
+every source (in the order the sources first appear) as many runs as it has with ``choices`` (a
+source of one run keeps its value); the 2.5 % and 97.5 % quantiles of the resampled means, linear
+between ranks.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from ctxlab.core.settings import CompressionSettings
+from ctxlab.replay import replay_many
+from ctxlab.replay.diff import RunDiffError, diff_folders
+from ctxlab.transcripts.locate import shared_dir
+
+CTXLAB = [sys.executable, "-m", "ctxlab"]
+RAW = shared_dir() / "transcripts" / "raw"
+PATHS = [RAW / "mini-swe-agent", RAW / "deer-flow", RAW / "claude-code", RAW / "opencode"]
+STRATEGIES = "ars,masking,langchain-summarization"
+
+
+@pytest.fixture(scope="module")
+def two_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    root = tmp_path_factory.mktemp("diff")
+    outs = []
+    for t in (16, 32):
+        out = root / f"t{t}"
+        done = subprocess.run(
+            [
+                *CTXLAB, "compare", *map(str, PATHS), "--strategies", STRATEGIES, "--summary-threshold", str(t),
+                "--no-figures", "--keep-going", "--no-progress", "--out", str(out),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )  # fmt: skip
+        assert done.returncode in (0, 1), done.stderr  # 1: a failed (fallback) summary is a failure
+        outs.append(out)
+    return outs[0], outs[1]
+
+
+def _bootstrap(groups: list[list[float]]) -> tuple[float, float, float]:
+    """Source-balanced mean and stratified percentile interval of the per-source differences
+    ``groups``, written out (module doc)."""
+
+    def balanced(parts: list[list[float]]) -> float:
+        return sum(sum(g) / len(g) for g in parts) / len(parts)
+
+    mean = balanced(groups)
+    rng = random.Random(0)
+    means = sorted(
+        balanced([rng.choices(g, k=len(g)) if len(g) > 1 else g for g in groups]) for _ in range(2000)
+    )
+
+    def q(p: float) -> float:
+        pos = p * (len(means) - 1)
+        lo = math.floor(pos)
+        hi = min(lo + 1, len(means) - 1)
+        return means[lo] + (means[hi] - means[lo]) * (pos - lo)
+
+    return mean, q(0.025), q(0.975)
+
+
+def _expected(a: Path, b: Path, strategy: str, column: str) -> tuple[int, float, float, float]:
+    sa, sb = (pl.read_csv(p / "summary.csv").filter(pl.col("strategy") == strategy) for p in (a, b))
+    if column == "failures":
+        total = pl.col("summary_errors") + pl.col("declined_summaries") + pl.col("rejected_summaries")
+        sa, sb = (s.with_columns(total.alias("failures")) for s in (sa, sb))
+    real_a = sa.filter(pl.col("data_provenance") == "real")
+    va = dict(real_a.select("transcript", column).iter_rows())
+    vb = dict(sb.filter(pl.col("data_provenance") == "real").select("transcript", column).iter_rows())
+    source = dict(real_a.select("transcript", "transcript_format").iter_rows())
+    groups: dict[str, list[float]] = {}
+    for t in va:
+        if t in vb and va[t] is not None and vb[t] is not None:
+            groups.setdefault(source[t], []).append(float(vb[t]) - float(va[t]))
+    runs = sum(len(g) for g in groups.values())
+    return (runs, *_bootstrap(list(groups.values()))) if runs else (0, math.nan, math.nan, math.nan)
+
+
+def test_diff_prints_the_paired_intervals_a_recomputation_finds(
+    two_runs: tuple[Path, Path], tmp_path: Path
+) -> None:
+    a, b = two_runs
+    out = tmp_path / "diff"
+    done = subprocess.run(
+        [*CTXLAB, "diff", str(a), str(b), "--out", str(out)], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    table = pl.read_csv(out / "diff.csv")
+    checked = 0
+    for strategy in STRATEGIES.split(","):
+        for measure, column in (
+            ("tokens", "sent_tokens_total"),
+            ("dollars", "cost_usd"),
+            ("needed recall", "needed_recall"),
+            ("failures", "failures"),
+        ):
+            row = table.filter((pl.col("strategy") == strategy) & (pl.col("measure") == measure)).row(
+                0, named=True
+            )
+            runs, mean, low, high = _expected(a, b, strategy, column)
+            assert row["runs"] == runs
+            if not runs:
+                assert row["difference"] is None and row["verdict"] == "no pair"
+                continue
+            assert row["difference"] == pytest.approx(mean, rel=1e-9, abs=1e-12)
+            assert row["low"] == pytest.approx(low, rel=1e-9, abs=1e-12)
+            assert row["high"] == pytest.approx(high, rel=1e-9, abs=1e-12)
+            holds_zero = low <= 0 <= high
+            assert (
+                "no detectable difference" in row["verdict"] or row["verdict"] == "identical"
+            ) == holds_zero
+            checked += 1
+    assert checked >= 10
+    # the printed executive summary carries the same intervals
+    ars_tokens = table.filter((pl.col("strategy") == "ars") & (pl.col("measure") == "tokens")).row(
+        0, named=True
+    )
+    line = next(x for x in done.stdout.splitlines() if x.strip().startswith("ars ("))
+    assert line.strip().startswith(
+        f"ars ({ars_tokens['runs']} runs, {ars_tokens['sources']} sources, source-balanced)"
+    )
+    printed = re.search(r"tokens ([+-][\d,]+) \(CI ([+-][\d,]+) to ([+-][\d,]+)\)", line)
+    assert printed is not None, line
+    assert [int(g.replace(",", "")) for g in printed.groups()] == [
+        round(ars_tokens[k]) for k in ("difference", "low", "high")
+    ]
+    assert "settings.summary_threshold 16 → 32" in done.stdout
+    md = (out / "diff.md").read_text(encoding="utf-8")
+    assert "| settings.summary_threshold | 16 | 32 | differs |" in md
+    assert "| settings.summary_keep_messages | 10 | 10 |  |" in md
+    from PIL import Image
+
+    with Image.open(out / "diff.png") as png:
+        assert png.format == "PNG" and png.size[0] > 800
+
+
+def test_result_diff_is_the_folders_diff(two_runs: tuple[Path, Path]) -> None:
+    a, b = two_runs
+    from_folders = diff_folders(a, b)
+    results = [
+        replay_many(
+            PATHS, STRATEGIES.split(","), settings=CompressionSettings(summary_threshold=t), progress=False
+        )
+        for t in (16, 32)
+    ]
+    in_python = results[0].diff(results[1], names=("t16", "t32"))
+    assert in_python.table.drop("verdict").equals(from_folders.table.drop("verdict"))
+    assert in_python.summary()[2:] == from_folders.summary()[2:]
+    assert ("settings.summary_threshold", 16, 32) in in_python.changed()
+    from ctxlab.analysis.plotting import plot_diff
+
+    fig = plot_diff(in_python)
+    assert [ax.get_title() for ax in fig.axes][:2] == [
+        "tokens: B − A (lower is better)",
+        "dollars: B − A (lower is better)",
+    ]
+
+
+def test_what_cannot_be_compared_says_why(two_runs: tuple[Path, Path], tmp_path: Path) -> None:
+    a, _ = two_runs
+    missing = subprocess.run([*CTXLAB, "diff", str(a), str(tmp_path)], capture_output=True, text=True)
+    assert missing.returncode == 1 and "not a run folder (no calls.parquet" in missing.stderr
+    one = replay_many([RAW / "deer-flow"], ["hybrid"], progress=False)
+    other = replay_many([RAW / "deer-flow"], ["masking"], progress=False)
+    with pytest.raises(RunDiffError, match="no strategy in common"):
+        one.diff(other)
