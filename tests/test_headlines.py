@@ -76,6 +76,28 @@ def test_an_interval_holding_zero_names_no_winner() -> None:
     assert line.startswith("Best for tokens: **a**") and "vs b: +20.0 points per run" in line
 
 
+def test_a_reference_floor_is_never_named_best() -> None:
+    # floor-identifiers saves most here, but a floor is what strategies are measured against
+    rows = [
+        c
+        for i in range(12)
+        for c in (call(f"r{i}", "floor-identifiers", 60 + i % 3), call(f"r{i}", "a", 30 + i % 3))
+    ]
+    line = tokens_line(ReplayResult(rows=rows, strategies=["floor-identifiers", "a"]))
+    assert line.startswith("Best for tokens: **a**") and "floor-identifiers" not in line
+
+
+def test_a_run_a_strategy_compressed_counts_as_reached_by_its_own_trigger() -> None:
+    # a trigger that is not a token count (ADK's event window) fires below T: the run it
+    # compressed is one its trigger reached, so "reached" never counts fewer runs than "compressed"
+    rows = [call(f"r{i}", "adk", 20.0 if i < 3 else 0.0, acted=i < 3) for i in range(5)]
+    for r in rows:
+        r["trigger_reached"] = None
+        r["raw_tokens"] = 100  # below T = 500 on every call
+    lines = executive_summary(ReplayResult(rows=rows, strategies=["adk"])).plain()
+    assert any("adk 3 reached / 3 compressed" in line for line in lines), lines
+
+
 def test_means_are_over_the_compressed_runs_beside_all_runs() -> None:
     rows = [call(f"r{i}", "a", 50.0 if i < 2 else 0.0, acted=i < 2) for i in range(10)]
     line = tokens_line(ReplayResult(rows=rows, strategies=["a"]))

@@ -36,6 +36,7 @@ import polars as pl
 from ctxlab.analysis.fidelity_verdicts import fidelity_line, fidelity_warnings
 from ctxlab.analysis.run_facts import baseline_lines, summarizer_lines, summarizer_note
 from ctxlab.analysis.verdict_warnings import verdict_warnings
+from ctxlab.core.builtin.floors import FLOOR_STRATEGIES
 from ctxlab.replay.per_run import compressed_runs, per_run_stats, reached_runs, reached_transcripts
 from ctxlab.replay.stats import (
     CONFIDENCE,
@@ -218,7 +219,8 @@ def _best(summary: pl.DataFrame, objective: str) -> Best | None:
     column, _ = OBJECTIVES[objective]
     if column not in summary.columns:
         return None
-    candidates = _names(summary)
+    # the reference floors are what a strategy must beat, not contenders (issue 28)
+    candidates = [n for n in _names(summary) if n not in FLOOR_STRATEGIES]
     if column != "needed_recall":
         candidates = [NO_COMPRESSION, *candidates]
     sources = run_sources(summary)

@@ -327,7 +327,8 @@ def summarizer_of(mw: AgentMiddleware) -> str:
     if isinstance(mw, CompressionMiddleware):
         given = getattr(mw, "_summarizer", None)  # what the replay gave it (make_summarizer)
         return _summarizer_label(given if given is not None else StructuredSummarizer())
-    model = getattr(mw, "model", None)
+    # a foreign middleware's summarizer (the field baselines' ``summarizer``), else its ``model``
+    model = getattr(mw, "summarizer", None) or getattr(mw, "model", None)
     if model is None:
         return "the agent's own (recorded)" if getattr(mw, "replays_recorded_compactions", False) else "none"
     return _summarizer_label(model)
@@ -340,4 +341,8 @@ def _summarizer_label(obj: Any) -> str:
     if offline or (isinstance(llm_type, str) and llm_type.startswith("ctxlab-offline")):
         return f"{kind} ({STAND_IN})"
     name = getattr(obj, "model_name", None) or getattr(obj, "model", None)
+    if not isinstance(name, str) and type(obj).__module__.startswith("inspect_ai"):
+        name = str(obj)  # an Inspect AI model: "provider/name"
+    if isinstance(name, str) and name.startswith("ctxlab/"):
+        return f"{name} ({STAND_IN})"  # ctxlab's offline Inspect models
     return f"chat model {name}" if isinstance(name, str) else f"chat model {kind}"

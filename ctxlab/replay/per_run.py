@@ -120,11 +120,13 @@ def reached_transcripts(summary: pl.DataFrame, threshold: float | None = None) -
 
 def reached_runs(summary: pl.DataFrame, strategy: str, threshold: float | None = None) -> set[str]:
     """The transcripts where ``strategy``'s own trigger fired (``reached_threshold``; a run that
-    does not say falls back on its uncompressed request against ``threshold``);
-    :data:`NO_COMPRESSION`: :func:`reached_transcripts`."""
+    does not say falls back on its uncompressed request against ``threshold``), and every run it
+    compressed (:func:`compressed_runs`: a trigger that is not a token count, e.g. ADK's event
+    window, fired there whatever the request's size); :data:`NO_COMPRESSION`:
+    :func:`reached_transcripts`."""
     if strategy == NO_COMPRESSION:
         return reached_transcripts(summary, threshold)
-    out: set[str] = set()
+    out: set[str] = compressed_runs(summary, strategy)
     for row in summary.filter(pl.col("strategy") == strategy).iter_rows(named=True):
         flag = row.get("reached_threshold")
         if flag is None and threshold is not None:

@@ -35,6 +35,7 @@ from ctxlab.core.summarize import SummaryJob, SummaryResult, render_message, sum
 
 __all__ = [
     "FLOORS",
+    "FLOOR_STRATEGIES",
     "ForceIdentifierDump",
     "ForceRecentMessages",
     "IdentifierDumpSummarizer",
@@ -143,6 +144,8 @@ FLOORS: dict[str, type[_Floor]] = {
     "identifiers": IdentifierDumpSummarizer,
     "recent": RecentMessagesSummarizer,
 }
+#: the floors' strategy names: references a strategy is measured against, never named "best"
+FLOOR_STRATEGIES = tuple(f"floor-{name}" for name in FLOORS)
 
 
 class ForceIdentifierDump:

@@ -18,6 +18,7 @@ from ctxlab import CompressionSettings
 from ctxlab.core.estimation import CharClassEstimator
 from ctxlab.integrations.inspect.convert import to_inspect, to_langchain
 from ctxlab.replay import make_lab_manager, replay_many, strategies
+from ctxlab.replay.building import build_middleware, summarizer_of
 from ctxlab.transcripts import load_transcripts
 
 pytest.importorskip("ctxlab_field")
@@ -379,3 +380,19 @@ async def test_inspect_strategies_replay_from_inside_a_running_event_loop(tmp_pa
     )
     assert not res.errors
     assert "L1" in set(res.frame()["level"].to_list())
+
+
+def test_the_reports_name_what_writes_each_field_baselines_summaries():
+    # the executive summary's first line: an offline Inspect model and ctxlab's structured summary
+    # are named as stand-ins, not as "chat model Model" or "none"
+    pm = make_lab_manager(load_entrypoints=True)
+    settings = CompressionSettings(summary_threshold=8)
+    names = {}
+    for name in ("inspect-summary", "inspect-edit", "openhands-summarizing", "adk-sliding-window"):
+        _, mw = build_middleware(name, settings=settings, pm=pm)
+        names[name] = summarizer_of(mw)
+    assert (
+        names["inspect-summary"] == names["inspect-edit"] == "ctxlab/offline (offline stand-in, not a model)"
+    )
+    assert names["openhands-summarizing"] == "StructuredSummarizer (offline stand-in, not a model)"
+    assert names["adk-sliding-window"] == "StructuredSummarizer (offline stand-in, not a model)"
