@@ -99,16 +99,20 @@ def save_png(fig: Figure, path: Path, note: str | None = None) -> Path:
 
     FigureCanvasAgg(fig)
     if note:
+        # below everything the figure draws (its x label included): the saved image grows to
+        # hold the line instead of writing it over the axis label
         fig.text(
             0.005,
-            0.003,
+            -0.005,
             label_text(note),
             fontsize=7,
             color="#555555",
             ha="left",
-            va="bottom",
+            va="top",
             fontfamily=font_families(),
         )
+        fig.savefig(path, dpi=100, bbox_inches="tight", pad_inches=0.08, pil_kwargs={"compress_level": 3})
+        return path
     fig.savefig(path, dpi=100, pil_kwargs={"compress_level": 3})
     return path
 
