@@ -178,6 +178,11 @@ class SessionFacts:
     #: values named in tool results (the agent's and the user's are :attr:`values`)
     seen_values: OrderedDict[str, ValueFact] = field(default_factory=OrderedDict)
 
+    def ran(self, shown: str, key: str, outcome: str, error: str) -> None:
+        """Record a run of the command ``key`` (the latest last; its runs counted)."""
+        old = self.commands.pop(key, None)
+        self.commands[key] = CommandFact(shown, key, outcome, runs=(old.runs + 1) if old else 1, error=error)
+
     def touch(self, path: str, action: str) -> None:
         key = next((k for k in self.files if same_file(k, path)), None)
         if key is None:
@@ -356,13 +361,8 @@ def _run_shell(facts: SessionFacts, command: str, result: str | None) -> list[st
             if key is None:
                 continue
             keys.append(key)
-            old = facts.commands.pop(key, None)
-            facts.commands[key] = CommandFact(
-                segment.splitlines()[0][:100] if segment else key,
-                key,
-                outcome or "no result yet",
-                runs=(old.runs + 1) if old else 1,
-                error=error,
+            facts.ran(
+                segment.splitlines()[0][:100] if segment else key, key, outcome or "no result yet", error
             )
     return keys
 
@@ -377,14 +377,7 @@ def _run_tool(facts: SessionFacts, name: str, args: dict[str, Any], result: str 
     arg = next((str(v) for v in args.values() if isinstance(v, str) and v.strip()), "")
     key = f"{name}: {arg.splitlines()[0][:80]}" if arg else name
     outcome, error = _outcome(result) if result is not None else ("no result yet", "")
-    old = facts.commands.pop(key, None)
-    facts.commands[key] = CommandFact(
-        key,
-        key,
-        "done" if outcome == "passed" else outcome,
-        runs=(old.runs + 1) if old else 1,
-        error=error,
-    )
+    facts.ran(key, key, "done" if outcome == "passed" else outcome, error)
     return [key]
 
 
