@@ -87,7 +87,7 @@ def test_ctrl_c_leaves_only_the_finished_runs(tmp_path: Path) -> None:
     finally:
         if proc.poll() is None:
             proc.kill()
-    assert proc.returncode == 130 and "ctxlab: interrupted" in err
+    assert proc.returncode == 130 and "ctxlab: interrupted" in err, (proc.returncode, err[-3000:])
     stage = out / ".ctxlab-staging"
     kept = sum(1 for _ in (stage / "runs").rglob("*.pickle")) if stage.exists() else 0
     if kept:
@@ -118,3 +118,16 @@ def test_an_ars_budget_figure_keeps_its_own_thresholds() -> None:
     )
     labels = [line.get_label() for line in fig.axes[0].lines]
     assert "T = 102,400" in labels or "T = 102,400 (above the plot)" in labels  # the run's T, not 1 K
+
+
+def test_ctrl_c_outside_a_command_is_still_status_130(monkeypatch, capsys) -> None:  # type: ignore[no-untyped-def]
+    """Ctrl-C while the parser's imports load (before any command runs) ends as 130 with the
+    message, not as a KeyboardInterrupt traceback (which ends the interpreter by SIGINT, -2)."""
+    from ctxlab.cli import main as cli
+
+    def interrupted() -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "build_parser", interrupted)
+    assert cli.main(["replay"]) == 130
+    assert "ctxlab: interrupted" in capsys.readouterr().err

@@ -152,7 +152,20 @@ def _bench(argv: Sequence[str]) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run ``ctxlab``; returns the exit status (see the module doc: 0, 1, 2 or 130)."""
+    """Run ``ctxlab``; returns the exit status (see the module doc: 0, 1, 2 or 130).
+
+    Ctrl-C anywhere — while the parser's imports load, inside a command, or in its clean-up —
+    prints ``ctxlab: interrupted`` and returns 130; it never escapes as a traceback (which would
+    make the interpreter end by SIGINT, status -2, and skip the message).
+    """
+    try:
+        return _run(argv)
+    except KeyboardInterrupt:
+        print("ctxlab: interrupted", file=sys.stderr)
+        return 130
+
+
+def _run(argv: Sequence[str] | None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "bench":
         return _bench(argv[1:])
@@ -198,9 +211,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CliError as exc:
         print(f"ctxlab: error: {exc}", file=sys.stderr)
         return exc.code
-    except KeyboardInterrupt:
-        print("ctxlab: interrupted", file=sys.stderr)
-        return 130
     finally:
         quiet.setLevel(level)
 
