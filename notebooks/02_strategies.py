@@ -252,7 +252,7 @@ fig
 # reference to beat. The price row (`--price-model`, default Claude Sonnet 4.5) is named with
 # the day its figures were read and their source; `ctxlab/replay/prices.toml` has the others.
 #
-# A summary can also drop what the agent needs later. *Needed recall* (`ctxlab.replay.fidelity`):
+# A summary can also drop what the agent needs later. *Identifier recall* (`ctxlab.replay.fidelity`):
 # of the identifiers (paths, names, error types, numbers) that later assistant turns used and
 # that stood only in the span an L2 round summarized, the share the summary carried. *Span
 # recall* is the same share over every identifier of the span. Both are pooled over a strategy's
@@ -273,7 +273,7 @@ save_figure(fig, "nb02_cost")
 fig
 
 # %% [markdown]
-# ### Saving and cost against needed recall
+# ### Saving and cost against identifier recall
 #
 # One point per run and strategy with L2 rounds: what it saved (tokens, then dollars with
 # caching) against the share of the needed identifiers its summaries carried. Up and to the
@@ -358,7 +358,7 @@ save_figure(fig, "nb02_sweep")
 fig
 
 # %% [markdown]
-# ## Cost saving against needed recall, on two price rows
+# ## Cost saving against identifier recall, on two price rows
 #
 # What a team deciding on compression asks first: how many dollars a strategy saves against no
 # compression, and what its summaries keep of what the agent needed next (`needed_recall`, see
@@ -370,7 +370,7 @@ fig
 # `docs/cost-model.md`. The hollow markers with error bars are each strategy's mean per run with
 # its 95 % bootstrap interval over the runs (`frontier_intervals`, the bootstrap of the paired
 # comparisons above); the table gives them beside the pooled values, with how many runs there were
-# and how many qualified for needed recall (runs with a summarized span).
+# and how many qualified for identifier recall (runs with a summarized span).
 
 # %%
 from ctxlab.analysis.frontier import frontier_table

@@ -53,7 +53,7 @@ def test_replay_end_to_end_on_real_transcripts(shared: Path, tmp_path: Path) -> 
     # the terminal summary table
     assert "session-ses_434e.md" in proc.stdout and "katy.traj" in proc.stdout
     assert "saving %" in proc.stdout and "T = 8,192 tokens" in proc.stdout
-    # cost per strategy, naming the price row and its date, and needed recall
+    # cost per strategy, naming the price row and its date, and identifier recall
     assert "prices: anthropic:claude-sonnet-4-5 as of 2026-12-01" in proc.stdout
     assert "identifier recall" in proc.stdout and "probe pass" in proc.stdout and "cost $" in proc.stdout
     calls = pl.read_parquet(out / "calls.parquet")

@@ -108,7 +108,7 @@ def test_diff_prints_the_paired_intervals_a_recomputation_finds(
         for measure, column in (
             ("tokens", "sent_tokens_total"),
             ("dollars", "cost_usd"),
-            ("needed recall", "needed_recall"),
+            ("identifier recall", "needed_recall"),
             ("failures", "failures"),
         ):
             row = table.filter((pl.col("strategy") == strategy) & (pl.col("measure") == measure)).row(

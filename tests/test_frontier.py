@@ -1,4 +1,4 @@
-"""The frontier of strategies (issue 23): cost saving against needed recall, per run and pooled,
+"""The frontier of strategies (issue 23): cost saving against identifier recall, per run and pooled,
 for several price rows — values equal the column registry's, and the figure draws them."""
 
 from __future__ import annotations
@@ -54,11 +54,13 @@ def test_frontier_values_are_the_registry_columns(frames):
     assert table["strategy"].to_list() == ["ars", "ars-extractive", "masking"]
     a, o = (f"cost saving % ({r})" for r in ROWS)
     assert table[a].to_list() != table[o].to_list()
-    assert table[f"needed recall ({ROWS[0]})"].to_list() == table[f"needed recall ({ROWS[1]})"].to_list()
+    assert (
+        table[f"identifier recall ({ROWS[0]})"].to_list() == table[f"identifier recall ({ROWS[1]})"].to_list()
+    )
     masking = table.filter(pl.col("strategy") == "masking")
-    assert masking[f"needed recall ({ROWS[0]})"][0] is None  # no summary, no recall
+    assert masking[f"identifier recall ({ROWS[0]})"][0] is None  # no summary, no recall
     ars, ext = (
-        table.filter(pl.col("strategy") == s)[f"needed recall ({ROWS[0]})"][0]
+        table.filter(pl.col("strategy") == s)[f"identifier recall ({ROWS[0]})"][0]
         for s in ("ars", "ars-extractive")
     )
     assert ext > ars
@@ -135,7 +137,7 @@ def test_frontier_intervals_are_the_paired_bootstrap_over_the_runs(frames):
                 got["cost_saving_high"],
             ) == bootstrap_mean(costs)
             assert got["cost_saving_low"] <= got["cost_saving_mean"] <= got["cost_saving_high"]
-            assert got["qualified"] == len(recalls)  # needed recall only where a span was summarized
+            assert got["qualified"] == len(recalls)  # identifier recall only where a span was summarized
             if recalls:
                 mean, low, high = bootstrap_mean(recalls)
                 assert (got["needed_recall_mean"], got["needed_recall_low"], got["needed_recall_high"]) == (

@@ -38,7 +38,7 @@ COST_TABLE_COLUMNS = (
 def cost_table(calls: pl.DataFrame) -> pl.DataFrame:
     """One row per strategy over all transcripts: calls, L2 rounds, cost per call and in total
     (US dollars, the summarizer's included), the uncompressed reference, the cost saving in % and
-    the pooled span and needed recall (:data:`COST_TABLE_COLUMNS`)."""
+    the pooled span and identifier recall (:data:`COST_TABLE_COLUMNS`)."""
     totals = strategy_totals(calls)
     if totals.is_empty():
         return pl.DataFrame(schema={c: pl.Float64 for c in COST_TABLE_COLUMNS}).with_columns(

@@ -1,7 +1,7 @@
-"""The frontier of strategies: cost saving against needed recall, per run and pooled (issue 23).
+"""The frontier of strategies: cost saving against identifier recall, per run and pooled (issue 23).
 
 A strategy is better when it saves more dollars (``cost_saving_pct``, under a price row's prompt
-caching, :mod:`ctxlab.replay.cost`) at higher needed recall (``needed_recall``: of what later
+caching, :mod:`ctxlab.replay.cost`) at higher identifier recall (``needed_recall``: of what later
 turns used that stood only in a summarized span, the share the summaries carried,
 :mod:`ctxlab.replay.fidelity`).  Both columns come from the column registry through
 :func:`ctxlab.replay.table.summary_frame` (per run) and
@@ -13,9 +13,9 @@ from its own replay.  The figure is :func:`ctxlab.analysis.plotting.frontier.plo
 
 The uncertainty (:func:`frontier_intervals`) is that of the verdicts work (issue 19,
 :func:`ctxlab.replay.stats.bootstrap_mean`): per strategy, the mean per-run cost saving and the
-mean per-run needed recall with their 95 % percentile-bootstrap intervals over runs (seeded,
+mean per-run identifier recall with their 95 % percentile-bootstrap intervals over runs (seeded,
 :data:`~ctxlab.replay.stats.RESAMPLES` resamples).  They are over the same runs as the dots (all
-runs of the frame); the cost saving over every run (``runs``), the needed recall over the runs
+runs of the frame); the cost saving over every run (``runs``), the identifier recall over the runs
 with a summarized span (``qualified``: it is defined only there).
 """
 
@@ -105,7 +105,7 @@ def frontier_intervals(calls_by_price: Mapping[str, pl.DataFrame]) -> pl.DataFra
     ``needed_recall`` (0-1) with their bootstrap interval at :data:`~ctxlab.replay.stats.CONFIDENCE`
     (:func:`ctxlab.replay.stats.bootstrap_mean`): :data:`INTERVAL_COLUMNS`.
 
-    ``runs`` counts the runs with a cost saving, ``qualified`` those with a needed recall (a
+    ``runs`` counts the runs with a cost saving, ``qualified`` those with a identifier recall (a
     summarized span); ``None`` in a mean and its interval: no such run (masking has no summary).
     With one run the interval is that run's value.
 
@@ -137,9 +137,9 @@ def _ci_text(mean: pl.Expr, low: pl.Expr, high: pl.Expr, digits: int) -> pl.Expr
 
 def frontier_table(calls_by_price: Mapping[str, pl.DataFrame]) -> pl.DataFrame:
     """The frontier side by side: one row per strategy (first-seen order), and for each price
-    row ``cost saving % (<row>)`` and ``needed recall (<row>)`` (pooled over the strategy's calls
+    row ``cost saving % (<row>)`` and ``identifier recall (<row>)`` (pooled over the strategy's calls
     and rounds), the mean per run with its 95 % bootstrap interval as text ``"mean [low, high]"``
-    (``cost saving % per run, 95 % CI (<row>)``, ``needed recall per run, 95 % CI (<row>)``,
+    (``cost saving % per run, 95 % CI (<row>)``, ``identifier recall per run, 95 % CI (<row>)``,
     :func:`frontier_intervals`), ``runs (<row>)`` and ``qualified runs (<row>)`` (runs with a
     summarized span: those the recall interval is over).
 
@@ -158,14 +158,14 @@ def frontier_table(calls_by_price: Mapping[str, pl.DataFrame]) -> pl.DataFrame:
             ).alias(f"cost saving % per run, {pct} % CI ({key})"),
             _ci_text(
                 pl.col("needed_recall_mean"), pl.col("needed_recall_low"), pl.col("needed_recall_high"), 3
-            ).alias(f"needed recall per run, {pct} % CI ({key})"),
+            ).alias(f"identifier recall per run, {pct} % CI ({key})"),
             pl.col("runs").alias(f"runs ({key})"),
             pl.col("qualified").alias(f"qualified runs ({key})"),
         )
         part = pooled.filter(pl.col("price_row") == key).select(
             "strategy",
             pl.col("cost_saving_pct").round(1).alias(f"cost saving % ({key})"),
-            pl.col("needed_recall").round(3).alias(f"needed recall ({key})"),
+            pl.col("needed_recall").round(3).alias(f"identifier recall ({key})"),
         )
         part = part.join(ci, on="strategy", how="left", maintain_order="left")
         table = (

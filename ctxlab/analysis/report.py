@@ -484,15 +484,15 @@ def _cost_section(
     if frontier is not None:
         lines += [
             "",
-            "Cost saving against needed recall (up and right is better; large dots pooled per strategy, "
+            "Cost saving against identifier recall (up and right is better; large dots pooled per strategy, "
             "small dots its runs; a run without a summary at *no summary*). Another price row: replay "
             "again with `--price-model` (`ars-cache` optimizes for that row too); "
             "`ctxlab.analysis.plotting.plot_frontier` draws several side by side.",
             "",
-            f"![cost saving vs needed recall]({frontier.relative_to(out).as_posix()})",
+            f"![cost saving vs identifier recall]({frontier.relative_to(out).as_posix()})",
             "",
             "Pooled per strategy, and the mean per run with its 95 % bootstrap interval over runs "
-            "(hollow markers and error bars in the figure); the needed recall's over the *qualified* "
+            "(hollow markers and error bars in the figure); the identifier recall's over the *qualified* "
             "runs, those with a summarized span.",
             "",
             markdown_table(frontier_table({price.key: calls})),

@@ -16,7 +16,7 @@ What it says, in order:
    that savings are over the feasible calls; the unrecorded prefix per source (where nothing is
    recorded, said so); the sources the runs come from;
 4. per objective — tokens (per-run ``saving_pct_feasible``), dollars with caching
-   (``cost_saving_pct_feasible``), needed recall (per-run ``needed_recall`` over the runs with L2
+   (``cost_saving_pct_feasible``), identifier recall (per-run ``needed_recall`` over the runs with L2
    rounds) — either the best strategy, when its paired interval against the runner-up excludes 0,
    or "no detectable difference" with that interval; each strategy's mean over the runs it
    compressed (n) beside its mean over all runs; with several sources the means are
@@ -72,7 +72,7 @@ _UNITS = {"saving_pct_feasible": " %", "cost_saving_pct_feasible": " %", "needed
 MEASURE_LABELS = {
     "saving_pct_feasible": "mean per-run token saving over feasible calls",
     "cost_saving_pct_feasible": "mean per-run dollar saving over feasible calls",
-    "needed_recall": "mean per-run needed recall (each run's pooled over its L2 rounds)",
+    "needed_recall": "mean per-run identifier recall (each run's pooled over its L2 rounds)",
 }
 
 
@@ -403,11 +403,11 @@ def verdict_sections(
         "the bootstrap stratified by source, `ctxlab.replay.stratified`) and, in brackets, the number "
         "of paired runs. Definitions in this table: Δ saving, the per-run token saving over feasible "
         "calls in percentage points (higher: A saves more); Δ cost, the cost with caching in US "
-        "dollars per run (negative: A is cheaper); Δ needed recall, the per-run needed recall (each "
+        "dollars per run (negative: A is cheaper); Δ identifier recall, the per-run identifier recall (each "
         "run's pooled over its L2 rounds) over the runs where both summarized (`-`: none). An "
         "interval that holds 0 is no detectable difference. In Python: `result.compare(A, B, measure=...)`.",
         "",
-        "| A | B | Δ saving (points) | Δ cost $ per run | Δ needed recall |",
+        "| A | B | Δ saving (points) | Δ cost $ per run | Δ identifier recall |",
         "|---|---|---|---|---|",
     ]
     for row in paired_table(result, data):

@@ -2,7 +2,7 @@
 
 Prints the executive summary (:meth:`ctxlab.replay.diff.RunDiff.summary`), the settings and
 provenance fields that differ, and per strategy the paired differences ``B − A`` (tokens,
-dollars, needed recall, failures) with ``compare``'s bootstrap intervals; writes ``diff.md``
+dollars, identifier recall, failures) with ``compare``'s bootstrap intervals; writes ``diff.md``
 (all of it, every field side by side), ``diff.csv`` (the paired table) and ``diff.png``
 (:func:`ctxlab.analysis.plotting.plot_diff`) into ``--out``.
 
@@ -29,7 +29,7 @@ def add_diff_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description=(
             "Compare two output folders of ctxlab replay/compare (A, then B): their settings and "
             "provenance side by side, and per strategy the mean per-run difference B - A of tokens "
-            "sent, dollars, needed recall and failed summaries over the runs both hold, with the "
+            "sent, dollars, identifier recall and failed summaries over the runs both hold, with the "
             "bootstrap intervals of compare. Writes diff.md, diff.csv and diff.png into --out."
         ),
     )

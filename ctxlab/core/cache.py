@@ -57,7 +57,7 @@ __all__ = [
 
 #: messages ``ars-cache`` keeps after its cutoff: the latest exchange (measured on the public
 #: mini-swe-agent runs at T = 16K, Sonnet 4.5 prices, 1,300-token summaries: keeping 1 / 2 / 4 messages saved 25.5 / 24.3 /
-#: 23.1 % at needed recall 0.87 / 0.85 / 0.83; the ARS default of 10 saved 17.4 % at 0.83)
+#: 23.1 % at identifier recall 0.87 / 0.85 / 0.83; the ARS default of 10 saved 17.4 % at 0.83)
 CACHE_KEEP_MESSAGES = 2
 #: how the summarizer is billed in the cost model (see the module docstring)
 SUMMARIZER_KINDS = ("extractive", "cached-prefix", "fresh")

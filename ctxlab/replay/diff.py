@@ -42,7 +42,7 @@ __all__ = [
 DIFF_MEASURES: dict[str, tuple[str, str, str]] = {
     "tokens": ("sent_tokens_total", "tokens sent per run", "lower"),
     "dollars": ("cost_usd", "US dollars per run (prompt caching, summarizer included)", "lower"),
-    "needed recall": ("needed_recall", "share of the needed identifiers the summaries carried", "higher"),
+    "identifier recall": ("needed_recall", "share of the needed identifiers the summaries carried", "higher"),
     "failures": ("failures", "failed, fallback, declined and rejected summaries per run", "lower"),
 }
 #: the columns of :attr:`RunDiff.table`
@@ -230,7 +230,7 @@ _number = format_value
 
 def _phrase(r: Mapping[str, Any], runs: int) -> str:
     """One measure of a strategy's line; its pairs are named when fewer than the line's ``runs``
-    (needed recall exists only for runs with a summarized span)."""
+    (identifier recall exists only for runs with a summarized span)."""
     measure, column = r["measure"], r["column"]
     if r["difference"] is None:
         return f"{measure}: no run has a value in both"

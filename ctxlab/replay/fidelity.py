@@ -127,7 +127,7 @@ def summary_fidelity(
     system: BaseMessage | None = None,
     index: IdentifierIndex | None = None,
 ) -> RoundFidelity:
-    """Span recall and needed recall of one L2 summary.
+    """Span recall and identifier recall of one L2 summary.
 
     Args:
         span: the summarized messages (what the round removed from the view, in order).

@@ -69,7 +69,7 @@ CONFIDENCE = 0.95
 OBJECTIVES: dict[str, tuple[str, str]] = {
     "tokens": ("saving_pct_feasible", "higher"),
     "dollars with caching": ("cost_saving_pct_feasible", "higher"),
-    "needed recall": ("needed_recall", "higher"),
+    "identifier recall": ("needed_recall", "higher"),
 }
 
 #: what "no compression" has in a per-run column (absent: empty, nothing to measure)

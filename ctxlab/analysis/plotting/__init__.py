@@ -20,11 +20,11 @@ The package, by job: :mod:`~ctxlab.analysis.plotting.style` (fonts, colours, axe
 :mod:`~ctxlab.analysis.plotting.plots` (the plots into one axes each),
 :mod:`~ctxlab.analysis.plotting.figures` (the two-panel budget figure and the report's PNG files),
 :mod:`~ctxlab.analysis.plotting.cost` (the cost per call and its PNG),
-:mod:`~ctxlab.analysis.plotting.frontier` (cost saving against needed recall, and its PNG),
+:mod:`~ctxlab.analysis.plotting.frontier` (cost saving against identifier recall, and its PNG),
 :mod:`~ctxlab.analysis.plotting.diff` (two experiments' paired differences, ``ctxlab diff``),
 :mod:`~ctxlab.analysis.plotting.findings` (the paper's findings and ctxlab's),
 :mod:`~ctxlab.analysis.plotting.distributions` (the per-run plots: the saving distribution, the
-transcript × strategy heatmap, saving or cost against needed recall).
+transcript × strategy heatmap, saving or cost against identifier recall).
 """
 
 from __future__ import annotations

@@ -33,7 +33,7 @@ _COLORS = {"better": "#2b8a3e", "worse": "#c92a2a", "neutral": "#868e96"}
 _AXIS = {
     "tokens": "tokens sent per run",
     "dollars": "US $ per run",
-    "needed recall": "needed recall (share)",
+    "identifier recall": "identifier recall (share)",
     "failures": "failed/fallback/declined/rejected\nsummaries per run",
 }
 

@@ -1,6 +1,6 @@
 """Per-run plots: the saving by strategy as a per-run distribution (:func:`plot_savings`), a
 transcript × strategy heatmap (:func:`plot_run_heatmap`) and per-run saving or cost against
-needed recall (:func:`plot_recall_scatter`).
+identifier recall (:func:`plot_recall_scatter`).
 
 A pooled bar hides that most runs may never reach T; these plots show every run.  They read the
 per-call frame, aggregate it per run with the registry (``summary_frame``) and use the runs of
@@ -227,7 +227,8 @@ def plot_recall_scatter(
     ax.axhline(0, color="black", linewidth=0.8)
     ax.grid(True, alpha=0.3, linewidth=0.6)
     head = (
-        panel.title or f"{y} against needed recall per run ({pool.label}; {missing} runs without L2 left out)"
+        panel.title
+        or f"{y} against identifier recall per run ({pool.label}; {missing} runs without L2 left out)"
     )
     ax.set_title(label_text(head), fontfamily=fam, fontsize=10)
     if shown:

@@ -1,11 +1,11 @@
-"""The frontier figure: cost saving against needed recall per strategy, one panel per price row
+"""The frontier figure: cost saving against identifier recall per strategy, one panel per price row
 (:func:`plot_frontier`), and its PNG in a report's ``figures/`` folder (:func:`write_frontier_figure`).
 
 The values are those of :func:`ctxlab.analysis.frontier.frontier_frame` (the column registry's
 ``cost_saving_pct`` and ``needed_recall``).  Up and to the right is better.  A strategy without
-an L2 summary (masking) has no needed recall: it is drawn on a strip left of the axis, at
+an L2 summary (masking) has no identifier recall: it is drawn on a strip left of the axis, at
 "no summary".  The uncertainty is :func:`ctxlab.analysis.frontier.frontier_intervals`: a hollow
-marker at the mean per-run cost saving and needed recall with error bars spanning their 95 %
+marker at the mean per-run cost saving and identifier recall with error bars spanning their 95 %
 bootstrap intervals (the recall's over the runs with a summarized span); it sits apart from the
 pooled marker when long runs dominate the pool.
 """
@@ -34,7 +34,7 @@ __all__ = ["FRONTIER_FIGURE", "MARKERS", "NO_SUMMARY_X", "plot_frontier", "write
 FRONTIER_FIGURE = "frontier.png"
 #: the markers of the strategies, one per round of the colour palette
 MARKERS = ("o", "s", "^", "D")
-#: where a strategy without a summary (no needed recall) is drawn on the recall axis
+#: where a strategy without a summary (no identifier recall) is drawn on the recall axis
 NO_SUMMARY_X = -0.1
 
 
@@ -106,17 +106,17 @@ def _panel(
 
 @with_options(FigureOptions)
 def plot_frontier(calls_by_price: Mapping[str, pl.DataFrame], **options: Unpack[FigureOptions]) -> Figure:
-    """Cost saving (%, y) against needed recall (x) per strategy, one panel per price row: small
+    """Cost saving (%, y) against identifier recall (x) per strategy, one panel per price row: small
     dots are runs, large dots the strategy pooled over its runs (in the legend; past the colour
     palette a strategy gets the next of :data:`MARKERS`), hollow markers with error bars the
     mean per run and its 95 % bootstrap intervals (module docstring).  A run without an L2
-    round has no needed recall and is drawn at "no summary".
+    round has no identifier recall and is drawn at "no summary".
 
     Args:
         calls_by_price: ``{"provider:model": per-call frame}``, each replayed under that price row
             (:func:`ctxlab.analysis.frontier.frontier_frame`).
         ax: one axes per price row, all of one figure; ``fig``: redraw into this figure;
-            ``title``: the figure title (default: ``"Cost saving vs needed recall (up and right is
+            ``title``: the figure title (default: ``"Cost saving vs identifier recall (up and right is
             better)"``) — :class:`~ctxlab.analysis.plotting.options.FigureOptions`.
 
     Returns:
@@ -136,7 +136,7 @@ def plot_frontier(calls_by_price: Mapping[str, pl.DataFrame], **options: Unpack[
     for ax, key in zip(axes, calls_by_price, strict=True):
         where = pl.col("price_row") == key
         _panel(ax, frame.filter(where), intervals.filter(where), styles, key)
-    title = options.get("title") or "Cost saving vs needed recall (up and right is better)"
+    title = options.get("title") or "Cost saving vs identifier recall (up and right is better)"
     fam = font_families()
     fig.suptitle(label_text(title), fontfamily=fam, fontsize=11)
     handles, labels = axes[0].get_legend_handles_labels()

@@ -222,7 +222,7 @@ class _Facts:
 def recency(position: float) -> float:
     """The recency factor of a message at ``position`` in (0, 1] of the span (1: the last):
     ``0.5 + 0.5 * position``, so the end of the span, nearest the turns to come, weighs most
-    (a steeper curve and a previous summary exempt from it both measured lower needed recall)."""
+    (a steeper curve and a previous summary exempt from it both measured lower identifier recall)."""
     return 0.5 + 0.5 * position
 
 

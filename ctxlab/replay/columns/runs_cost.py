@@ -132,6 +132,7 @@ COST_AND_FIDELITY: tuple[RunColumn, ...] = (
         "pooled ratio",
         expr=lambda: _pooled("needed_carried", "needed_identifiers"),
         detail=d.NEEDED_RECALL,
+        label="identifier recall (needed_recall, share)",
     ),
     RunColumn(
         "probe_pass_rate",
