@@ -37,7 +37,7 @@ from typing import Any
 import polars as pl
 
 from ctxlab.replay.sources import DATA_PROVENANCES
-from ctxlab.replay.stratified import balanced_mean, run_sources
+from ctxlab.replay.stratified import balanced_mean, check_bootstrap, run_sources
 
 __all__ = [
     "CONFIDENCE",
@@ -203,12 +203,7 @@ def bootstrap_mean(
     Raises:
         ValueError: no values; ``confidence`` outside (0, 1); ``resamples`` below 1.
     """
-    if not values:
-        raise ValueError("bootstrap_mean needs at least one value")
-    if not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence={confidence} is invalid: allowed 0 < confidence < 1")
-    if resamples < 1:
-        raise ValueError(f"resamples={resamples} is invalid: allowed an integer >= 1")
+    check_bootstrap("bootstrap_mean", len(values), confidence, resamples)
     mean = statistics.fmean(values)
     if len(values) == 1:
         return mean, mean, mean

@@ -35,6 +35,7 @@ __all__ = [
     "SOURCE_COLUMN",
     "Balanced",
     "balanced_mean",
+    "check_bootstrap",
     "dominant_sources",
     "run_sources",
 ]
@@ -80,6 +81,21 @@ def run_sources(summary: pl.DataFrame) -> dict[str, str]:
     return {str(t): str(s or "unknown") for t, s in firsts.select("transcript", SOURCE_COLUMN).iter_rows()}
 
 
+def check_bootstrap(caller: str, count: int, confidence: float, resamples: int) -> None:
+    """The arguments every bootstrap of ctxlab takes, checked in one place: ``count`` values
+    (at least one), ``confidence`` in (0, 1), ``resamples`` ≥ 1.
+
+    Raises:
+        ValueError: naming ``caller`` for no values, else the argument and its allowed range.
+    """
+    if count < 1:
+        raise ValueError(f"{caller} needs at least one value")
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence={confidence} is invalid: allowed 0 < confidence < 1")
+    if resamples < 1:
+        raise ValueError(f"resamples={resamples} is invalid: allowed an integer >= 1")
+
+
 def balanced_mean(
     values: Mapping[str, float],
     sources: Mapping[str, str],
@@ -94,12 +110,7 @@ def balanced_mean(
     Raises:
         ValueError: no values; ``confidence`` outside (0, 1); ``resamples`` below 1.
     """
-    if not values:
-        raise ValueError("balanced_mean needs at least one value")
-    if not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence={confidence} is invalid: allowed 0 < confidence < 1")
-    if resamples < 1:
-        raise ValueError(f"resamples={resamples} is invalid: allowed an integer >= 1")
+    check_bootstrap("balanced_mean", len(values), confidence, resamples)
     strata: dict[str, list[float]] = {}
     for run, value in values.items():
         strata.setdefault(sources.get(run, f"run {run}"), []).append(float(value))
