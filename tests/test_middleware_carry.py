@@ -13,29 +13,20 @@ The summarizer is the offline fake that repeats the facts it was shown.
 from __future__ import annotations
 
 import itertools
-import os
 import re
 import tempfile
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from langchain_core.messages import HumanMessage
 
 from ctxlab import CompressionMiddleware, CompressionSettings
 from ctxlab.core.estimation import CharClassEstimator
+from tests.hypothesis_profiles import middleware_props
 
 EST = CharClassEstimator()
-EXAMPLES = int(os.environ.get("MW_HYPOTHESIS_EXAMPLES", "40"))
-PROPS = settings(
-    max_examples=EXAMPLES,
-    deadline=None,
-    suppress_health_check=[
-        HealthCheck.too_slow,
-        HealthCheck.data_too_large,
-        HealthCheck.function_scoped_fixture,
-    ],
-)
+PROPS = middleware_props(40)
 PATH_RE = re.compile(r"/outputs/conversation_history/[^\s\]]+\.md")
 
 

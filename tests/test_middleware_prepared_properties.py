@@ -27,31 +27,21 @@ from __future__ import annotations
 import asyncio
 import collections
 import copy
-import os
 import re
 import tempfile
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from ctxlab import CompressionMiddleware, CompressionSettings
 from ctxlab.core.marks import is_summary_message
 from ctxlab.core.preparations import Preparations
+from tests.hypothesis_profiles import middleware_props
 
-EXAMPLES = int(os.environ.get("MW_HYPOTHESIS_EXAMPLES", "40"))
-PROPS = settings(
-    max_examples=EXAMPLES,
-    deadline=None,
-    # the same histories every run: the test also asserts that every injected fault occurred,
-    # which a random draw of 40 histories missed once (no cancellation drawn)
-    derandomize=True,
-    suppress_health_check=[
-        HealthCheck.too_slow,
-        HealthCheck.data_too_large,
-        HealthCheck.function_scoped_fixture,
-    ],
-)
+# the same histories every run: the test also asserts that every injected fault occurred,
+# which a random draw of 40 histories missed once (no cancellation drawn)
+PROPS = middleware_props(40, derandomize=True)
 FACT = re.compile(r"FACT-P\d+(?!\d)")
 
 

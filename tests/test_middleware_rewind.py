@@ -18,12 +18,11 @@ ever hidden behind a position that no longer means what it meant.
 from __future__ import annotations
 
 import asyncio
-import os
 import tempfile
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from langchain.agents import create_agent
 from langchain.agents.middleware import AgentMiddleware
@@ -35,17 +34,9 @@ from pydantic import ConfigDict, Field
 
 from ctxlab import CompressionMiddleware, CompressionSettings
 from ctxlab.core.messages import resolve_cutoff
+from tests.hypothesis_profiles import middleware_props
 
-EXAMPLES = int(os.environ.get("MW_HYPOTHESIS_EXAMPLES", "60"))
-PROPS = settings(
-    max_examples=EXAMPLES,
-    deadline=None,
-    suppress_health_check=[
-        HealthCheck.too_slow,
-        HealthCheck.data_too_large,
-        HealthCheck.function_scoped_fixture,
-    ],
-)
+PROPS = middleware_props(60)
 
 
 @pytest.fixture(params=["sync", "async"])

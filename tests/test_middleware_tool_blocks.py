@@ -14,29 +14,20 @@ through ``ModelNodeHarness``, ``FilesystemBackend`` files.
 from __future__ import annotations
 
 import json
-import os
 import re
 import tempfile
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage, convert_to_messages
 
 from ctxlab import CompressionMiddleware, CompressionSettings
 from ctxlab.core.marks import is_user_request
 from ctxlab.core.messages import sendable_view, valid_cut_positions
+from tests.hypothesis_profiles import middleware_props
 
-EXAMPLES = int(os.environ.get("MW_HYPOTHESIS_EXAMPLES", "40"))
-PROPS = settings(
-    max_examples=EXAMPLES,
-    deadline=None,
-    suppress_health_check=[
-        HealthCheck.too_slow,
-        HealthCheck.data_too_large,
-        HealthCheck.function_scoped_fixture,
-    ],
-)
+PROPS = middleware_props(40)
 LTR_RE = re.compile(r"/outputs/large_tool_results/[A-Za-z0-9_-]+-[0-9a-f]{64}\.txt")
 FORMATS = ["tool_calls", "anthropic", "responses"]
 
