@@ -209,8 +209,8 @@ def add_model_options(p: argparse.ArgumentParser) -> None:
             option(
                 "--summarizer-model",
                 "summarize with this chat model (init_chat_model), or offline: 'structured' or 'extractive' "
-                "(no model call; keeps by salience what later turns use) (default: the offline structured "
-                "summary)",
+                "(no model call; keeps by salience what later turns use); a chat model also writes the "
+                "LangChain and DeepAgents baselines' summaries (default: the offline structured summary)",
                 metavar="PROVIDER:MODEL|structured|extractive",
             ),
             option(

@@ -36,7 +36,11 @@ LEVELS = ("L1", "L2")
 #: schemas)``, the part of every request that is not the conversation (the recorded system message
 #: with the replay's unrecorded-prefix block, ``ctxlab.replay.prefix``; ``None`` when the caller
 #: has none), and a replay builds its middleware per run: a foreign middleware whose trigger counts
-#: the messages only (LangChain's) can count the same request as ctxlab's T (R16).
+#: the messages only (LangChain's) can count the same request as ctxlab's T (R16).  A factory
+#: naming a keyword parameter ``model`` (another framework's summarization) is given the run's
+#: summarizer chat model when the caller has one (``ctxlab replay --summarizer-model
+#: provider:model``), so that a comparison's summaries are written by the same model on every
+#: side; without one it is not passed and the factory keeps its own offline stand-in.
 StrategyFactory: TypeAlias = Callable[[CompressionSettings], Sequence[object] | AgentMiddleware[Any, Any]]
 
 
@@ -159,16 +163,29 @@ class Strategy:
         except (TypeError, ValueError):  # a builtin without a signature takes settings only
             return {}
 
+    @property
+    def takes_model(self) -> bool:
+        """The factory names a ``model`` parameter (it is given the run's summarizer chat model,
+        when there is one: :data:`StrategyFactory`)."""
+        return "model" in self._parameters()
+
     def make(
-        self, settings: CompressionSettings, price: Any = None, fixed_request: Any = None
+        self,
+        settings: CompressionSettings,
+        price: Any = None,
+        fixed_request: Any = None,
+        model: Any = None,
     ) -> Sequence[object] | AgentMiddleware[Any, Any]:
         """What the factory makes for ``settings``; ``price`` (the run's price row, or ``None``)
         is passed as ``price=`` to a factory that :attr:`takes_price`, ``fixed_request`` (the
         run's ``(system message, tools)``, or ``None``) as ``fixed_request=`` to one that
-        :attr:`takes_fixed_request`; other factories get neither."""
+        :attr:`takes_fixed_request`, ``model`` (the run's summarizer chat model) as ``model=`` to
+        one that :attr:`takes_model` when it is not ``None``; other factories get none of them."""
         kwargs: dict[str, Any] = {}
         if self.takes_price:
             kwargs["price"] = price
         if self.takes_fixed_request:
             kwargs["fixed_request"] = fixed_request
+        if model is not None and self.takes_model:
+            kwargs["model"] = model
         return self.factory(settings, **kwargs)

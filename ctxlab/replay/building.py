@@ -29,6 +29,7 @@ __all__ = [
     "STAND_IN",
     "RunFiles",
     "build_middleware",
+    "chat_model",
     "make_summarizer",
     "make_window",
     "no_window_note",
@@ -107,6 +108,8 @@ def build_middleware(
             (:meth:`~ctxlab.core.strategy.Strategy.make`; ``ars-cache``); ``None``: none.
         fixed: the run's ``(system message, tool schemas)``, given to a factory that names
             ``fixed_request`` (the LangChain baseline's trigger counts it); ``None``: none.
+            A ``summarizer`` that is a chat model is also given to a factory that names
+            ``model`` (the LangChain and DeepAgents baselines summarize with it too).
 
     Raises:
         KeyError: the strategy name is not registered (the message lists the known names).
@@ -124,7 +127,7 @@ def build_middleware(
             f"known: {', '.join(sorted(known)) or '(none)'}"
         )
     settings = known[strategy].settings_for(settings)  # a strategy may change settings fields
-    made = known[strategy].make(settings, price, fixed)
+    made = known[strategy].make(settings, price, fixed, model=chat_model(summarizer))
     if isinstance(made, AgentMiddleware):
         return strategy, made
     if isinstance(made, (list, tuple)):
@@ -276,6 +279,14 @@ def _strategy_summarizer(plugins: Sequence[object], summarizer: Any, settings: C
         if chosen is not None:
             return chosen
     return summarizer
+
+
+def chat_model(summarizer: Any) -> Any:
+    """``summarizer`` when it is a LangChain chat model (``BaseChatModel``), else ``None`` (an
+    offline ctxlab summarizer, or none): what another framework's summarization can be given."""
+    from langchain_core.language_models import BaseChatModel
+
+    return summarizer if isinstance(summarizer, BaseChatModel) else None
 
 
 #: offline summarizers by the name ``summarizer_model`` (``--summarizer-model``) may give instead

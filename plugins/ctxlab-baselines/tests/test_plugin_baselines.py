@@ -192,3 +192,63 @@ def test_strategies_are_registered_and_replay(tmp_path):
         rows = [r for r in res.rows if r["strategy"] == name]
         assert len(rows) == 11
         assert max(r["view_tokens"] for r in rows) < max(r["raw_tokens"] for r in rows)
+
+
+class RecordingSummaryModel(BaseChatModel):
+    """A chat model standing in for ``--summarizer-model provider:model``: answers every
+    summarization request with a numbered marker text and records the requests."""
+
+    asked: list[list[Any]] = Field(default_factory=list)
+
+    @property
+    def _llm_type(self) -> str:
+        return "recording-summary-model"
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs):
+        self.asked.append(list(messages))
+        text = f"MODEL-SUMMARY-{len(self.asked)}: the tests of m0.py to m9.py were run."
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(content=text))])
+
+
+def test_a_summarizer_chat_model_writes_the_baselines_summaries_too(tmp_path):
+    """``replay(..., summarizer_model=<chat model>)`` (``--summarizer-model``): LangChain's and
+    DeepAgents' summarization summarize with that model — the summary each committed is the
+    model's answer, the model was asked, and the provenance names the model — instead of the
+    baselines' offline stand-in."""
+    from ctxlab.replay import replay_many
+    from ctxlab.transcripts.base import Transcript
+
+    msgs: list[Any] = [
+        SystemMessage(content="You fix code.", id="s"),
+        HumanMessage(content="Fix it.", id="u"),
+    ]
+    for i in range(10):
+        msgs.append(
+            AIMessage(
+                content=f"step {i}",
+                id=f"a{i}",
+                tool_calls=[{"name": "run_tests", "args": {"path": f"m{i}.py"}, "id": f"c{i}"}],
+            )
+        )
+        msgs.append(
+            ToolMessage(content=run_tests.invoke({"path": f"m{i}.py"}), tool_call_id=f"c{i}", id=f"t{i}")
+        )
+    msgs.append(AIMessage(content="done", id="end"))
+    model = RecordingSummaryModel()
+    res = replay_many(
+        [Transcript(messages=msgs, source="synthetic", run_id="model", format="test")],
+        ["langchain-summarization", "deepagents-summarization"],
+        settings=SETTINGS,
+        pm=make_lab_manager(load_entrypoints=True),
+        out_dir=tmp_path,
+        progress=False,
+        summarizer_model=model,
+        keep_views=True,
+    )
+    assert not res.errors
+    assert model.asked, "the baselines never asked the given model"
+    for name in ("langchain-summarization", "deepagents-summarization"):
+        assert "RecordingSummaryModel" in res.provenance["summarizers"][name]
+        last = max((k for k in res.views if k[1] == name), key=lambda k: k[2])
+        texts = [str(m.content) for m in res.views[last].messages]
+        assert any("MODEL-SUMMARY-" in t for t in texts), (name, texts[:2])

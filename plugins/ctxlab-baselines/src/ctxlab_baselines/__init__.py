@@ -290,11 +290,13 @@ def ctxlab_register_strategies(register: RegisterStrategy) -> None:
     register(
         "langchain-summarization",
         langchain_summarization,
-        "LangChain SummarizationMiddleware (trigger T tokens, keep summary_keep_messages; offline summarizer)",
+        "LangChain SummarizationMiddleware (trigger T tokens, keep summary_keep_messages; offline summarizer "
+        "unless the run has a summarizer chat model)",
     )
     register(
         "deepagents-summarization",
         deepagents_summarization,
-        "DeepAgents SummarizationMiddleware (trigger T tokens, keep summary_keep_messages; offline summarizer, "
+        "DeepAgents SummarizationMiddleware (trigger T tokens, keep summary_keep_messages; offline summarizer "
+        "unless the run has a summarizer chat model, "
         "FilesystemBackend in a temporary folder)",
     )
