@@ -26,6 +26,7 @@ import pytest
 from ctxlab.core.settings import CompressionSettings
 from ctxlab.replay import replay_many
 from ctxlab.replay.diff import RunDiffError, diff_folders
+from ctxlab.replay.stats import MIN_PAIRED_RUNS
 from ctxlab.transcripts.locate import shared_dir
 
 CTXLAB = [sys.executable, "-m", "ctxlab"]
@@ -63,8 +64,13 @@ def _bootstrap(groups: list[list[float]]) -> tuple[float, float, float]:
 
     mean = balanced(groups)
     rng = random.Random(0)
+    many = [g for g in groups if len(g) > 1]
+    single = [g[0] for g in groups if len(g) == 1]  # the single-run sources: one stratum together
     means = sorted(
-        balanced([rng.choices(g, k=len(g)) if len(g) > 1 else g for g in groups]) for _ in range(2000)
+        balanced(
+            [*(rng.choices(g, k=len(g)) for g in many), *([v] for v in rng.choices(single, k=len(single)))]
+        )
+        for _ in range(2000)
     )
 
     def q(p: float) -> float:
@@ -122,10 +128,12 @@ def test_diff_prints_the_paired_intervals_a_recomputation_finds(
             assert row["difference"] == pytest.approx(mean, rel=1e-9, abs=1e-12)
             assert row["low"] == pytest.approx(low, rel=1e-9, abs=1e-12)
             assert row["high"] == pytest.approx(high, rel=1e-9, abs=1e-12)
-            holds_zero = low <= 0 <= high
-            assert (
-                "no detectable difference" in row["verdict"] or row["verdict"] == "identical"
-            ) == holds_zero
+            if row["verdict"] == "identical":
+                assert low == high == mean == 0
+            elif runs < MIN_PAIRED_RUNS:  # no difference is called on so few runs
+                assert row["verdict"] == f"too few runs to call ({runs} < {MIN_PAIRED_RUNS})"
+            else:
+                assert ("no detectable difference" in row["verdict"]) == (low <= 0 <= high)
             checked += 1
     assert checked >= 10
     # the printed executive summary carries the same intervals
@@ -181,3 +189,45 @@ def test_what_cannot_be_compared_says_why(two_runs: tuple[Path, Path], tmp_path:
     other = replay_many([RAW / "deer-flow"], ["masking"], progress=False)
     with pytest.raises(RunDiffError, match="no strategy in common"):
         one.diff(other)
+
+
+def _summary(transcripts: list[str], provenance: str) -> pl.DataFrame:
+    """The per-run frame of runs of one call each (``ars``, 1,000 raw tokens, 600 sent)."""
+    from ctxlab.replay import CALL_COLUMNS, ReplayResult
+
+    rows = []
+    for t in transcripts:
+        row = dict.fromkeys(CALL_COLUMNS)
+        row.update(
+            transcript=t,
+            strategy="ars",
+            data_provenance=provenance,
+            call_index=0,
+            message_index=1,
+            raw_tokens=1000,
+            view_tokens=600,
+            view_messages=1,
+            level="L2",
+            summarizer_calls=0,
+            threshold=500.0,
+            l2_threshold=200.0,
+            trigger_reached=True,
+            unmatched_tool_pairs=0,
+        )
+        rows.append(row)
+    return ReplayResult(rows=rows, strategies=["ars"]).summary()
+
+
+def test_a_side_without_the_runs_pooled_or_no_run_in_common_is_a_clear_error() -> None:
+    """``ctxlab diff out/demo <a real compare>``: the demo's one run is scripted, so the real runs
+    pooled by default leave A empty — an error that says so and names ``--data all`` (it was a
+    traceback naming internal strategy labels); two folders with no transcript in common: an
+    error too (it was exit 0 and an empty figure)."""
+    from ctxlab.replay.diff import run_diff
+
+    demo, real = _summary(["sample"], "scripted"), _summary(["sample", "r1"], "real")
+    with pytest.raises(RunDiffError, match=r"A holds none of the runs pooled \(real runs\).*--data all"):
+        run_diff(demo, real)
+    assert run_diff(demo, real, data="all").table.height > 0  # pairs the common run
+    with pytest.raises(RunDiffError, match=r"A and B share no run \(transcript\): nothing to pair"):
+        run_diff(_summary(["x1", "x2"], "real"), _summary(["y1"], "real"))

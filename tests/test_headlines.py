@@ -228,3 +228,63 @@ def test_a_run_still_off_its_recorded_tokens_is_named() -> None:
         "correction (estimate / recorded on the median call): r0 (3.02×); their raw requests are not what the "
         "agent sent."
     ]
+
+
+def test_too_few_paired_runs_name_no_winner_however_they_agree() -> None:
+    """Five runs where a saves 20 points more than b in every one: the interval excludes 0, but
+    five runs that all agree cannot exclude no difference (sign test p = 2 · 0.5**5 > 0.05), so no
+    winner is named; six can (the same data, one run more)."""
+    rows = [c for i in range(5) for c in (call(f"r{i}", "a", 50 + i % 3), call(f"r{i}", "b", 30 + i % 3))]
+    line = tokens_line(ReplayResult(rows=rows, strategies=["a", "b"]))
+    assert "**too few paired runs to name a winner** (5 < 6" in line and "Best for" not in line
+    assert "a − b: +20.0 points per run" in line  # the numbers are still there
+    rows += [call("r5", "a", 52.0), call("r5", "b", 32.0)]
+    assert tokens_line(ReplayResult(rows=rows, strategies=["a", "b"])).startswith("Best for tokens: **a**")
+
+
+def test_one_run_per_source_still_gets_an_interval_with_its_spread() -> None:
+    """Seven runs, each from its own format, whose differences disagree in sign: the single-run
+    sources are resampled among themselves, so the interval is not the point (width 0, as a
+    stratum of one run would make it) and it holds 0: no winner."""
+    diffs = [3.6, -0.1, 0.0, 2.0, -2.5, 1.0, -1.5]
+    rows = []
+    for i, d in enumerate(diffs):
+        fmt = f"format{i}"
+        rows += [call(f"r{i}", "a", 40 + d, fmt=fmt), call(f"r{i}", "b", 40.0, fmt=fmt)]
+    est = balanced_mean({f"r{i}": d for i, d in enumerate(diffs)}, {f"r{i}": f"f{i}" for i in range(7)})
+    assert est.low < 0 < est.high and est.high - est.low > 1.0
+    line = tokens_line(ReplayResult(rows=rows, strategies=["a", "b"]))
+    assert "**no detectable difference**" in line and "in 7 sources, stratified" in line
+
+
+def test_a_measure_only_one_strategy_has_names_no_best() -> None:
+    """Identifier recall when only one strategy summarizes: nothing to compare it with."""
+    rows = [c for i in range(8) for c in (call(f"r{i}", "ars", 40.0), call(f"r{i}", "masking", 20.0))]
+    for r in rows:
+        r["needed_identifiers"] = 10 if r["strategy"] == "ars" else None
+        r["needed_carried"] = 3 if r["strategy"] == "ars" else None
+    best = executive_summary(ReplayResult(rows=rows, strategies=["ars", "masking"])).best
+    recall = next((b for b in best if b.objective == "identifier recall"), None)
+    assert recall is not None, [b.objective for b in best]
+    assert recall.line().startswith("Identifier recall: only **ars** has a value, nothing to compare it with")
+
+
+def test_a_round_that_changed_nothing_did_not_compress_and_designed_declines_are_not_marked() -> None:
+    """Masking before its keep window fills: L1 rounds that send the raw request.  The run is
+    not "compressed" (the means over compressed runs leave it out), and its designed "no L2"
+    is neither a declined summary in the counts nor a "declined" badge in the inspector."""
+    from ctxlab.analysis.inspector import call_failures
+    from ctxlab.replay.per_run import compressed_runs
+
+    rows = [call("same", "masking", 0.0), call("cut", "masking", 30.0)]
+    for r in rows:
+        r["level"] = "L1"
+        r["summary_declined"] = "declined: masking strategy: no L2"
+    summary = summary_frame(pl.DataFrame(rows, schema={c: None for c in CALL_COLUMNS}, orient="row"))
+    assert compressed_runs(summary, "masking") == {"cut"}
+    assert summary["declined_summaries"].to_list() == [0, 0]
+    assert call_failures(rows[0]) == []
+    r13 = {**rows[0], "summary_declined": "no valid cutoff: 3 messages, keep 10"}
+    assert call_failures(r13) == [{"kind": "declined", "reason": "no valid cutoff: 3 messages, keep 10"}]
+    lines = executive_summary(ReplayResult(rows=rows, strategies=["masking"])).plain()
+    assert any("masking 2 reached / 1 compressed" in line for line in lines), lines

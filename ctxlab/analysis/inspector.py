@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from ctxlab.core.messages import message_text
+from ctxlab.replay.failures import is_counted_decline
 from ctxlab.replay.names import safe_name
 from ctxlab.replay.result import ReplayResult
 from ctxlab.replay.views import RunViews, ViewsError, read_views, view_files
@@ -107,12 +108,15 @@ def cut_text(text: str, limit: int = MESSAGE_CHARS) -> str:
 def call_failures(row: dict[str, Any]) -> list[dict[str, str]]:
     """The failures of one call as the page badges them: ``[{"kind", "reason"}]``, one per
     non-empty failure column of the row (:data:`FAILURE_COLUMNS`; a failed summary that is a
-    fallback is one ``fallback``).  The columns are filled by the rules of
+    fallback is one ``fallback``; a designed decline, :func:`~ctxlab.replay.failures.is_counted_decline`,
+    is none).  The columns are filled by the rules of
     :mod:`ctxlab.replay.failures`; nothing is decided here."""
     out = []
     for column, kind in FAILURE_COLUMNS.items():
         reason = row.get(column)
         if not reason or (kind == "failed" and row.get("summary_fallback")):
+            continue
+        if kind == "declined" and not is_counted_decline(reason):  # the strategy's design
             continue
         out.append({"kind": kind, "reason": str(reason)})
     return out

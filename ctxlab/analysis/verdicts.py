@@ -40,6 +40,7 @@ from ctxlab.core.builtin.floors import FLOOR_STRATEGIES
 from ctxlab.replay.per_run import compressed_runs, per_run_stats, reached_runs, reached_transcripts
 from ctxlab.replay.stats import (
     CONFIDENCE,
+    MIN_PAIRED_RUNS,
     NO_COMPRESSION,
     OBJECTIVES,
     PairedComparison,
@@ -136,8 +137,9 @@ class Best:
 
     @property
     def decided(self) -> bool:
-        """A winner is named: there is no other strategy, or the paired interval excludes 0."""
-        return self.versus is None or not self.versus.holds_zero
+        """A winner is named: there is another strategy to beat, the paired comparison has at
+        least :data:`~ctxlab.replay.stats.MIN_PAIRED_RUNS` runs and its interval excludes 0."""
+        return self.versus is not None and self.versus.decides
 
     def line(self) -> str:
         label = MEASURE_LABELS.get(self.column, self.column)
@@ -157,7 +159,19 @@ class Best:
             if self.runner_up is not None:
                 text += f"; vs {self.runner_up.strategy}: {versus or 'no paired run'}"
             return text + "."
-        assert self.runner_up is not None
+        if self.runner_up is None:
+            return (
+                f"{self.objective.capitalize()}: only **{self.first.strategy}** has a value, nothing to compare "
+                f"it with; {label} {self.first.text(self.column)}."
+            )
+        if cmp is not None and cmp.too_few:
+            return (
+                f"{self.objective.capitalize()}: **too few paired runs to name a winner** ({cmp.runs} < "
+                f"{MIN_PAIRED_RUNS}: with fewer, even runs that all agree cannot exclude no difference); "
+                f"{self.first.strategy} − {self.runner_up.strategy}: {versus or 'no paired run'}; {label}: "
+                f"{self.first.strategy} {self.first.text(self.column)}; {self.runner_up.strategy} "
+                f"{self.runner_up.text(self.column)}."
+            )
         return (
             f"{self.objective.capitalize()}: **no detectable difference** between {self.first.strategy} and "
             f"{self.runner_up.strategy} ({versus or 'no paired run'}); {label}: {self.first.strategy} "
@@ -384,7 +398,7 @@ def verdict_sections(
     lines = [
         "## Per-run statistics",
         "",
-        f"Over the {pool.label}. Definitions in this table: `runs`, N; `reached`, the runs where the "
+        f"Over {pool.label}. Definitions in this table: `runs`, N; `reached`, the runs where the "
         "strategy's own trigger fired (for no compression: the uncompressed request reached T); "
         "`compressed`, the runs it compressed at least once. Every saving is a **per-run saving over "
         "the feasible calls** (the calls whose uncompressed request fits the window), in %: its mean "

@@ -153,10 +153,14 @@ class CutoffContext:
 @dataclass(frozen=True)
 class CutoffDecision:
     """A cutoff choice: ``index`` local to the effective messages, or ``None`` (no valid cutoff,
-    R13); ``reason`` says why, for events and reports."""
+    R13); ``reason`` says why, for events and reports.  ``by_design``: with ``index=None``, the
+    strategy never summarizes here by its own rule (a masking-only strategy), not for want of a
+    valid cutoff — the round's ``l2_decision`` says so and it is no declined summary (the replay's
+    ``declined_summaries`` and marks count only R13's "no valid cutoff")."""
 
     index: int | None
     reason: str = ""
+    by_design: bool = False
 
 
 def to_global(local: int, previous_cutoff: int | None, has_previous_summary: bool) -> int:

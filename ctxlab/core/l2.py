@@ -123,7 +123,10 @@ def plan_l2(
     )
     local = cut.index if cut is not None else None
     if local is None:
-        stats["no_cutoff"] = cut.reason if cut is not None else "no cutoff plugin answered"
+        if cut is not None and cut.by_design:  # the strategy's own rule: no L2 here
+            stats["l2_decision"] = cut.reason
+        else:
+            stats["no_cutoff"] = cut.reason if cut is not None else "no cutoff plugin answered"
         return None
     if not 1 <= local <= len(eff):
         raise ValueError(f"cutoff plugin returned index {local} outside 1..{len(eff)}")

@@ -25,7 +25,7 @@ from typing import Any
 
 import polars as pl
 
-from ctxlab.replay.stats import CONFIDENCE, RESAMPLES, SEED, paired_comparison, pooled_runs
+from ctxlab.replay.stats import CONFIDENCE, MIN_PAIRED_RUNS, RESAMPLES, SEED, paired_comparison, pooled_runs
 
 __all__ = [
     "DIFF_MEASURES",
@@ -115,11 +115,13 @@ def _flat(record: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _verdict(diff: float | None, low: float | None, high: float | None, better: str) -> str:
+def _verdict(diff: float | None, low: float | None, high: float | None, better: str, runs: int) -> str:
     if diff is None or low is None or high is None:
         return "no pair"
     if low == high == diff == 0:
         return "identical"
+    if runs < MIN_PAIRED_RUNS:
+        return f"too few runs to call ({runs} < {MIN_PAIRED_RUNS})"
     if low <= 0 <= high:
         return "no detectable difference"
     higher = low > 0
@@ -138,7 +140,8 @@ class RunDiff:
             runs dropped for an empty value, the sources (formats) the pairs come from, the
             plain means in A and B over the pairs, the mean difference ``B − A`` (source-balanced
             when ``sources`` > 1, as in compare) and its interval ``low``..``high``, and the verdict (``"B lower (better)"``, ``"no
-            detectable difference"``, ``"identical"``, ...).
+            detectable difference"``, ``"identical"``, ``"too few runs to call"`` below
+            :data:`~ctxlab.replay.stats.MIN_PAIRED_RUNS` pairs, ...).
         only_a, only_b: strategies only one of them holds.  runs_only: transcripts per
             experiment that the other does not hold (left out of every pair).
         data: the runs pooled (:func:`ctxlab.replay.stats.pooled_runs`' label).
@@ -178,7 +181,7 @@ class RunDiff:
         pct = round(100 * CONFIDENCE)
         lines = [
             f"B = {self.b} against A = {self.a}: {len(changed)} setting(s) or version(s) differ: {what}{more}.",
-            f"Per strategy, paired over the {self.data} both hold: mean per-run difference B − A with its "
+            f"Per strategy, paired over the runs both hold ({self.data}): mean per-run difference B − A with its "
             f"{pct} % bootstrap interval ({RESAMPLES:,} resamples, seed {SEED}, as in compare; with runs "
             "from several sources the mean is source-balanced and the bootstrap stratified by source); "
             "an interval holding 0 is no detectable difference.",
@@ -263,7 +266,8 @@ def run_diff(
         measures: name -> (per-run column, unit, better direction) (:data:`DIFF_MEASURES`).
 
     Raises:
-        RunDiffError: no strategy in common.  ValueError: a bad ``data``.
+        RunDiffError: no strategy in common, no run in common, or one side without a run of the
+            kind ``data`` pools.  ValueError: a bad ``data``.
     """
     fa, fb = _with_failures(a), _with_failures(b)
     sa = fa["strategy"].unique(maintain_order=True).to_list() if fa.height else []
@@ -279,7 +283,22 @@ def run_diff(
         ],
         how="diagonal_relaxed",
     )
-    label = pooled_runs(both, data).label
+    pool = pooled_runs(both, data)
+    label = pool.label
+    pooled = set(pool.summary["strategy"].to_list()) if pool.summary.height else set()
+    for name, tag in zip(names, (tag_a, tag_b), strict=True):
+        if not any(str(s).endswith(tag) for s in pooled):
+            raise RunDiffError(
+                f"{name} holds none of the runs pooled ({label}): its runs are of another kind "
+                "(the bundled sample is scripted, not real); --data all pairs every run"
+            )
+    ta = set(fa["transcript"].to_list()) if fa.height else set()
+    tb = set(fb["transcript"].to_list()) if fb.height else set()
+    if not ta & tb:
+        raise RunDiffError(
+            f"{names[0]} and {names[1]} share no run (transcript): nothing to pair "
+            f"({len(ta)} run(s) only in {names[0]}, {len(tb)} only in {names[1]})"
+        )
     rows = []
     for s in common:
         for name, (column, _unit, better) in measures.items():
@@ -299,7 +318,7 @@ def run_diff(
                     "difference": c.difference,
                     "low": c.low,
                     "high": c.high,
-                    "verdict": _verdict(c.difference, c.low, c.high, better),
+                    "verdict": _verdict(c.difference, c.low, c.high, better, c.runs),
                 }
             )
     schema = {

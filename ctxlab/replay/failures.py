@@ -27,8 +27,10 @@ rules behind the failure columns of :mod:`ctxlab.replay.columns` (one home for e
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
+
+import polars as pl
 
 __all__ = [
     "FALLBACK_TEXTS",
@@ -37,8 +39,10 @@ __all__ = [
     "THRASH_CONSECUTIVE",
     "THRASH_COUNT",
     "THRASH_WINDOW",
+    "counted_declines",
     "declined_of",
     "fallback_of",
+    "is_counted_decline",
     "rejected_of",
 ]
 
@@ -112,6 +116,22 @@ def declined_of(stats: Mapping[str, Any], level: str, l2_threshold: float | None
     if "l2_decision" in stats:
         return f"declined: {stats['l2_decision']}"
     return None
+
+
+def is_counted_decline(reason: str | None) -> bool:
+    """One call's ``summary_declined``: a declined summary that counts (R13's :data:`NO_CUTOFF`;
+    the per-call form of :func:`counted_declines`)."""
+    return bool(reason) and str(reason).startswith(NO_CUTOFF)
+
+
+def counted_declines(columns: Collection[str] = ("summary_declined",)) -> pl.Expr:
+    """Per call (``calls.parquet``'s rows, whose column names are ``columns``): a declined summary
+    that counts — R13's :data:`NO_CUTOFF` — as ``declined_summaries`` counts it and the figures
+    and the inspector mark it; a strategy's designed declines (a decision plugin's, a masking-only
+    strategy's) are not.  ``False`` for every row of a frame without ``summary_declined``."""
+    if "summary_declined" not in columns:
+        return pl.lit(False)
+    return pl.col("summary_declined").cast(pl.String).str.starts_with(NO_CUTOFF).fill_null(False)
 
 
 def rejected_of(stats: Mapping[str, Any]) -> str | None:

@@ -137,13 +137,17 @@ def reached_runs(summary: pl.DataFrame, strategy: str, threshold: float | None =
 
 
 def compressed_runs(summary: pl.DataFrame, strategy: str) -> set[str]:
-    """The transcripts where ``strategy`` compressed at least once (an L1 or L2 round; the
-    ``recorded`` strategy: the agent's own compaction or truncation); none for
-    :data:`NO_COMPRESSION`."""
+    """The transcripts where ``strategy`` compressed at least once: an L2 round, or an L1 round
+    that sent fewer tokens than the raw requests (the ``recorded`` strategy: the agent's own
+    compaction or truncation).  A round that changed nothing — masking before its keep window
+    fills — compresses nothing, so its run is not counted.  None for :data:`NO_COMPRESSION`."""
     if strategy == NO_COMPRESSION or summary.is_empty():
         return set()
     mine = summary.filter(pl.col("strategy") == strategy)
-    acted = mine.filter((pl.col("l1_rounds").fill_null(0) + pl.col("l2_rounds").fill_null(0)) > 0)
+    shrunk = pl.col("sent_tokens_total").fill_null(0) < pl.col("raw_tokens_total").fill_null(0)
+    acted = mine.filter(
+        (pl.col("l2_rounds").fill_null(0) > 0) | ((pl.col("l1_rounds").fill_null(0) > 0) & shrunk)
+    )
     return {str(t) for t in acted["transcript"].to_list()}
 
 

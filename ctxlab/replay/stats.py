@@ -41,6 +41,7 @@ from ctxlab.replay.stratified import balanced_mean, check_bootstrap, run_sources
 
 __all__ = [
     "CONFIDENCE",
+    "MIN_PAIRED_RUNS",
     "NO_COMPRESSION",
     "OBJECTIVES",
     "RESAMPLES",
@@ -62,6 +63,11 @@ NO_COMPRESSION = "no compression"
 RESAMPLES = 2000
 SEED = 0
 CONFIDENCE = 0.95
+#: the fewest paired runs on which a difference is called (a winner named, "B lower"): with
+#: fewer, even runs that all agree in sign cannot exclude no difference at the 95 % level (a
+#: two-sided sign test on n runs that all agree has p = 2 · 0.5**n, below 0.05 from n = 6 on),
+#: and a percentile bootstrap over so few values is an interval only in name
+MIN_PAIRED_RUNS = 6
 
 #: the objectives of a verdict: name -> (per-run column of ``summary.csv``, better direction);
 #: the savings are over the calls whose uncompressed request fits the provider's window (a saving
@@ -259,6 +265,16 @@ class PairedComparison:
     def holds_zero(self) -> bool:
         """The interval holds 0: no detectable difference (also when there is no pair)."""
         return self.low is None or self.high is None or self.low <= 0.0 <= self.high
+
+    @property
+    def too_few(self) -> bool:
+        """Fewer than :data:`MIN_PAIRED_RUNS` pairs: no difference is called, whatever the interval."""
+        return self.runs < MIN_PAIRED_RUNS
+
+    @property
+    def decides(self) -> bool:
+        """A difference is called: enough pairs (:attr:`too_few`) and an interval without 0."""
+        return not self.too_few and not self.holds_zero
 
     def as_dict(self) -> dict[str, Any]:
         """The comparison as a flat dict (one row of :func:`comparison_table`)."""

@@ -13,7 +13,9 @@ column), and:
   source, as many runs as it has, with replacement (a seeded ``random.Random``), and computes the
   balanced mean; the interval is the ``(1 − confidence) / 2`` and ``(1 + confidence) / 2``
   quantiles of :data:`~ctxlab.replay.stats.RESAMPLES` resampled means.  A source with one run
-  contributes its value to every resample;
+  cannot be resampled within itself (it would add the same value to every resample, and a folder
+  of one run per format would get an interval of width 0): the single-run sources form one
+  stratum together, resampled among themselves, so that their spread is in the interval;
 * :func:`dominant_sources` names a source that holds most of the runs or of the raw tokens
   (more than :data:`DOMINANT_SHARE`), for a warning.
 
@@ -120,8 +122,12 @@ def balanced_mean(
     if len(values) == 1:
         return Balanced(mean, mean, mean, 1, 1, plain)
     rng = random.Random(seed)
+    many = [g for g in groups if len(g) > 1]
+    single = [g[0] for g in groups if len(g) == 1]  # one stratum of their own (module docstring)
     drawn = sorted(
-        statistics.fmean(statistics.fmean(rng.choices(g, k=len(g))) if len(g) > 1 else g[0] for g in groups)
+        statistics.fmean(
+            [*(statistics.fmean(rng.choices(g, k=len(g))) for g in many), *rng.choices(single, k=len(single))]
+        )
         for _ in range(resamples)
     )
     tail = (1.0 - confidence) / 2.0

@@ -27,6 +27,7 @@ from ctxlab.analysis.plotting.style import (
     use_log,
 )
 from ctxlab.replay.columns import VIEW_PARTS, axis_label
+from ctxlab.replay.failures import counted_declines
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -147,7 +148,7 @@ def _round_marks(df: pl.DataFrame) -> list[tuple[str, pl.DataFrame, str, str]]:
     summary and sent a view above T2 without one)."""
     failed = ~(_null(df, "summary_error") & _null(df, "summary_fallback"))
     rejected = ~_null(df, "summary_rejected")
-    declined = ~_null(df, "summary_declined")
+    declined = counted_declines(df.columns)
     return [
         ("L1 call", df.filter((pl.col("level") == "L1") & ~rejected & ~declined), "^", COLORS["L1"]),
         ("L2 call", df.filter((pl.col("level") == "L2") & ~failed), "D", COLORS["L2"]),

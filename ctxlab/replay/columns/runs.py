@@ -16,7 +16,7 @@ from ctxlab.replay.columns.feasible import FEASIBLE_RUN_COLUMNS
 from ctxlab.replay.columns.registry import RunColumn
 from ctxlab.replay.columns.runs_cost import COST_AND_FIDELITY
 from ctxlab.replay.columns.stall import STALL_RUN_COLUMNS
-from ctxlab.replay.failures import NO_CUTOFF, THRASH_CONSECUTIVE, THRASH_COUNT, THRASH_WINDOW
+from ctxlab.replay.failures import THRASH_CONSECUTIVE, THRASH_COUNT, THRASH_WINDOW, counted_declines
 
 __all__ = ["RUN_REGISTRY"]
 
@@ -220,9 +220,7 @@ RUN_REGISTRY: tuple[RunColumn, ...] = (
         "compression",
         ("summary_declined",),
         "count",
-        expr=lambda: _count(
-            pl.col("summary_declined").cast(pl.String).str.starts_with(NO_CUTOFF).fill_null(False)
-        ),
+        expr=lambda: _count(counted_declines()),
     ),
     RunColumn(
         "rejected_summaries",

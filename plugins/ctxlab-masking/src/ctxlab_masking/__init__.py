@@ -14,7 +14,7 @@ and it runs whenever L1 runs, i.e. once the request estimate reaches the entry t
 What a faithful masking baseline needs, and how the ``masking`` strategy provides it:
 
 * **Masking only, no summary.**  :class:`NoSummaryCutoff` answers ``ctxlab_select_cutoff`` with
-  ``CutoffDecision(None, "masking strategy: no L2")``: L2 never runs and the masked (L1) view is
+  ``CutoffDecision(None, "masking strategy: no L2", by_design=True)``: L2 never runs and the masked (L1) view is
   sent even above T2 (spec R13's fallback).
 * **Masking from the entry threshold on, every call.**  ARS runs L1 as soon as the estimate of
   the *unmasked* effective messages reaches T, and the state is never rewritten, so once a run
@@ -174,7 +174,7 @@ class NoSummaryCutoff:
 
     @hookimpl(tryfirst=True)
     def ctxlab_select_cutoff(self, messages: list[BaseMessage], ctx: CutoffContext) -> CutoffDecision:
-        return CutoffDecision(None, self.reason)
+        return CutoffDecision(None, self.reason, by_design=True)
 
 
 def keep_from_env(default: int = DEFAULT_KEEP) -> int:
