@@ -105,6 +105,9 @@
     return td;
   }
 
+  // as on the run page: draw the table again once the lazily loaded CJK subset font has arrived
+  if (document.fonts) document.fonts.addEventListener("loadingdone", () => render());
+
   function render() {
     const q = $("search").value.trim().toLowerCase();
     const f = {

@@ -412,6 +412,10 @@
     box.appendChild(frag);
   }
 
+  // Chromium may keep text it first drew with a fallback font when the CJK subset font (loaded
+  // lazily, by unicode-range) arrives later: draw the view again once a font has loaded
+  if (document.fonts) document.fonts.addEventListener("loadingdone", () => { if (state.run) render(); });
+
   function render() {
     const run = state.run;
     strip(run);
