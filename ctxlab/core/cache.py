@@ -237,7 +237,11 @@ class CacheAwareCutoff:
     pairing) with its own kept window of ``keep_messages`` messages.  In the cost model a
     compaction's one-time write and its per-call saving both improve with every kept token
     removed (``extra`` and ``saving`` are linear in ``after``), so dollars alone would keep
-    nothing; ``keep_messages`` is the floor that keeps the latest exchange verbatim.
+    nothing; ``keep_messages`` is the floor that keeps the latest exchange verbatim.  Its cutoffs
+    are ``kept_as_sent`` (:class:`~ctxlab.core.cutoff.CutoffDecision`): the kept messages go out
+    in the form the compacting request sent them until the next compaction, so the next request
+    repeats that request and reads it from the cache; ARS would send them whole again below T
+    (R3), a second write of the compacted request and more tokens on every call (issue 28).
 
     Raises:
         ValueError: ``keep_messages`` < 1.
@@ -254,7 +258,7 @@ class CacheAwareCutoff:
     @hookimpl(tryfirst=True)
     def ctxlab_select_cutoff(self, messages: list[BaseMessage], ctx: CutoffContext) -> CutoffDecision:
         decision = self._rule.ctxlab_select_cutoff(messages, replace(ctx, keep_messages=self.keep_messages))
-        return CutoffDecision(decision.index, f"ars-cache: {decision.reason}")
+        return CutoffDecision(decision.index, f"ars-cache: {decision.reason}", kept_as_sent=True)
 
 
 class CachedPrefixSummarizer(LLMSummarizer):

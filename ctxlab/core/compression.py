@@ -45,14 +45,14 @@ from ctxlab.core.events import (
 )
 from ctxlab.core.hooks import CompressionHooks
 from ctxlab.core.l1 import RunL1, TrimContext
-from ctxlab.core.l2 import plan_l2, summary_to_commit
+from ctxlab.core.l2 import kept_as_sent, plan_l2, summary_to_commit
 from ctxlab.core.messages import ScanMemory, effective_messages, resolve_cutoff, sendable_view
 from ctxlab.core.overflow import OVERFLOW_RETRY_SHARE, read_overflow, retry_target
 from ctxlab.core.preparations import Preparations, PrepareEffect
 from ctxlab.core.prepare import Taken, maybe_prepare, take_prepared
 from ctxlab.core.settings import CompressionSettings
 from ctxlab.core.summarize import SummaryJob
-from ctxlab.core.tail_trim import L1Result, RoundStats, record_trims, tail_trim, written_back
+from ctxlab.core.tail_trim import RoundStats, fit_tail, record_trims, written_back
 
 logger = logging.getLogger("ctxlab.core.compression")
 
@@ -274,34 +274,34 @@ def compression_round(inp: RoundInput) -> Generator[Effect, Any, tuple[Any, Roun
     # are not read: seed, 入口阈值未达到时，中间件直接调用主模型)
     if est0 < s.entry_threshold_tokens:
         yield from prepare(est0, None)
+        # issue 28: kept messages go out as the summarizing round sent them, if its cutoff asked
+        sent, est_sent = eff, est0
+        n_kept = kept_as_sent(inp.event, eff) if prev_cut is not None else 0
+        if n_kept:
+            head, reports = yield RunL1(list(eff[: 1 + n_kept]), _trim_context(inp))
+            record_trims(stats, reports)
+            sent = [*head, *eff[1 + n_kept :]]
+            est_sent = tokens(sent)
         try:
-            response = yield CallModel(eff, inp.scans)
-            stats["tokens_after"] = est0
+            response = yield CallModel(sent, inp.scans)
+            stats["tokens_after"] = est_sent
             return response, None
         except ContextOverflowError as exc:
             logger.warning(
                 "context overflow below the entry threshold (%s < %s tokens): forcing compression",
-                est0,
+                est_sent,
                 s.entry_threshold_tokens,
             )
             forced = True
             stats["overflow"] = str(exc)
-            overflow_error, overflowed_tokens = exc, est0
+            overflow_error, overflowed_tokens = exc, est_sent
     else:
         started = True
         emit("started")  # R4
 
     try:
         # L1 (R5, R6)
-        trim_ctx = TrimContext(
-            settings=s,
-            estimate=inp.estimates.message_tokens,
-            save_tool_result=inp.save_tool_result,
-            token_limit=s.summary_tool_result_token_limit,
-            file_exists=inp.file_exists,
-            files_epoch=inp.files_epoch() if inp.files_epoch is not None else None,
-            file_owned=inp.file_owned,
-        )
+        trim_ctx = _trim_context(inp)
         view1, reports = yield RunL1(eff, trim_ctx)
         record_trims(stats, reports)
         est1 = tokens(view1)
@@ -369,11 +369,11 @@ def compression_round(inp: RoundInput) -> Generator[Effect, Any, tuple[Any, Roun
         kept = view1[local:]
         while True:
             prefix: list[BaseMessage] = [summary_msg] if summary_msg is not None else []
-            kept, est2 = yield from _fit(trim_ctx, prefix, eff[local:], kept, target, tokens, stats)
+            kept, est2 = yield from fit_tail(trim_ctx, prefix, eff[local:], kept, target, tokens, stats)
             if summary_msg is not None and target is not None and est2 > target:
                 # R12: the summary and its trimmed tail do not fit: the whole L1 view, trimmed,
                 # is sent instead when it is smaller (the summary is not committed)
-                alt, alt_tokens = yield from _fit(trim_ctx, [], eff, view1, target, tokens, stats)
+                alt, alt_tokens = yield from fit_tail(trim_ctx, [], eff, view1, target, tokens, stats)
                 if alt_tokens < est2:
                     stats["summary_rejected"] = (
                         f"not committed: after the overflow trim the request is smaller without it "
@@ -419,9 +419,10 @@ def compression_round(inp: RoundInput) -> Generator[Effect, Any, tuple[Any, Roun
         # R9/R11: eff[:local] and their L1 copies are behind the cumulative cutoff for good
         copies = (m for m, o in zip(view1[:local], eff[:local], strict=True) if m is not o)
         _forget(inp, [*eff[:local], *copies])
-        update["_summarization_event"] = summarization_event(
-            msgs, global_cut, summary_msg, file_path, result.error
-        )
+        event = summarization_event(msgs, global_cut, summary_msg, file_path, result.error)
+        if plan.kept_as_sent and any(k is not o for k, o in zip(kept, eff[local:], strict=False)):
+            event["kept_as_sent"] = len(kept)  # issue 28: later requests repeat this one's prefix
+        update["_summarization_event"] = event
         emit(
             "completed",
             level="L2",
@@ -435,6 +436,20 @@ def compression_round(inp: RoundInput) -> Generator[Effect, Any, tuple[Any, Roun
     except BaseException as exc:
         fail(exc)
         raise
+
+
+def _trim_context(inp: RoundInput) -> TrimContext:
+    """The L1 trimmers' context of a round (R5, R6)."""
+    s = inp.settings
+    return TrimContext(
+        settings=s,
+        estimate=inp.estimates.message_tokens,
+        save_tool_result=inp.save_tool_result,
+        token_limit=s.summary_tool_result_token_limit,
+        file_exists=inp.file_exists,
+        files_epoch=inp.files_epoch() if inp.files_epoch is not None else None,
+        file_owned=inp.file_owned,
+    )
 
 
 def _forget(inp: RoundInput, behind: list[BaseMessage]) -> None:
@@ -464,23 +479,6 @@ def _retry_target(stats: RoundStats, inp: RoundInput, overflowed: int, error: Ba
             window["reserve_tokens"] = stated.reserve_tokens
         stats["overflow_window"] = window
     return target.tokens
-
-
-def _fit(
-    ctx: TrimContext,
-    prefix: list[BaseMessage],
-    originals: list[BaseMessage],
-    current: list[BaseMessage],
-    target: int | None,
-    tokens: Callable[[list[BaseMessage]], int],
-    stats: RoundStats,
-) -> Generator[RunL1, L1Result, tuple[list[BaseMessage], int]]:
-    """``current`` as it is when ``[*prefix, *current]`` fits ``target`` (or there is none),
-    else trimmed toward it (:func:`ctxlab.core.tail_trim.tail_trim`); with its estimate."""
-    size = tokens([*prefix, *current])
-    if target is None or size <= target:
-        return list(current), size
-    return (yield from tail_trim(ctx, prefix, originals, current, target, tokens, stats))
 
 
 #: the path of an offload record (:func:`_public`)

@@ -14,7 +14,7 @@ import json
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TypedDict
+from typing import NotRequired, TypedDict
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
@@ -67,6 +67,9 @@ class SummarizationEvent(TypedDict):
         last_summarized_digest: when the last summarized message is a user request, a digest
             of its content (:func:`ctxlab.core.messages.request_digest`): the request edited in
             place is sent again (issue 30); ``None`` otherwise.
+        kept_as_sent: only when the cutoff rule asked for it (:attr:`CutoffDecision.kept_as_sent`)
+            and the round sent some of its kept messages as L1 copies: how many messages after
+            the cutoff later requests send in their L1 form, below T too (issue 28).
     """
 
     cutoff_index: int
@@ -76,6 +79,7 @@ class SummarizationEvent(TypedDict):
     last_summarized_id: str | None
     first_kept_id: str | None
     last_summarized_digest: str | None
+    kept_as_sent: NotRequired[int]
 
 
 def summarization_event(
@@ -153,14 +157,27 @@ class CutoffContext:
 @dataclass(frozen=True)
 class CutoffDecision:
     """A cutoff choice: ``index`` local to the effective messages, or ``None`` (no valid cutoff,
-    R13); ``reason`` says why, for events and reports.  ``by_design``: with ``index=None``, the
-    strategy never summarizes here by its own rule (a masking-only strategy), not for want of a
-    valid cutoff — the round's ``l2_decision`` says so and it is no declined summary (the replay's
-    ``declined_summaries`` and marks count only R13's "no valid cutoff")."""
+    R13); ``reason`` says why, for events and reports.
+
+    ``by_design`` (default ``False``): with ``index=None``, the strategy never summarizes here by
+    its own rule (a masking-only strategy), not for want of a valid cutoff — the round's
+    ``l2_decision`` says so and it is no declined summary (the replay's ``declined_summaries`` and
+    marks count only R13's "no valid cutoff").
+
+    ``kept_as_sent`` (default ``False``, the ARS rule): the messages the round keeps after the
+    cutoff go out, until the next summary, in the form the round sends them — their L1 copies
+    (an offloaded tool result stays offloaded) — also in the calls below T, where ARS sends the
+    effective messages whole (R3).  The compacted request is then the prefix of the next one, so
+    that a provider's prompt cache reads it instead of writing the kept window again whole
+    (issue 28; ``ars-cache``'s cutoff sets it).  The state messages keep their full text (R6):
+    the event records only how many messages this applies to
+    (:attr:`SummarizationEvent.kept_as_sent`).
+    """
 
     index: int | None
     reason: str = ""
     by_design: bool = False
+    kept_as_sent: bool = False
 
 
 def to_global(local: int, previous_cutoff: int | None, has_previous_summary: bool) -> int:

@@ -11,9 +11,9 @@ bounded (:func:`ctxlab.core.summarize.summary_token_limit`) before it is committ
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from langchain_core.messages import BaseMessage, HumanMessage
 
@@ -36,7 +36,7 @@ from ctxlab.core.prompts import summary_language_of
 from ctxlab.core.settings import CompressionSettings
 from ctxlab.core.summarize import SummaryJob, SummaryResult, bound_summary, summary_token_limit
 
-__all__ = ["L2Plan", "RoundView", "plan_l2", "summary_to_commit"]
+__all__ = ["L2Plan", "RoundView", "kept_as_sent", "plan_l2", "summary_to_commit"]
 
 
 class RoundView(Protocol):
@@ -74,6 +74,8 @@ class L2Plan:
     #: the history file's text, or a function rendering it where it is written (issue 31)
     history: str | Callable[[], str]
     forced: bool = False
+    #: the cutoff rule's :attr:`~ctxlab.core.cutoff.CutoffDecision.kept_as_sent`
+    kept_as_sent: bool = False
 
 
 def plan_l2(
@@ -159,7 +161,18 @@ def plan_l2(
         kept=list(view1[local:]),
         system=inp.system,
     )
-    return L2Plan(local, global_cut, span, job, path, history, forced)
+    kept_as_sent = cut is not None and cut.kept_as_sent
+    return L2Plan(local, global_cut, span, job, path, history, forced, kept_as_sent)
+
+
+def kept_as_sent(event: Mapping[str, Any] | None, eff: Sequence[BaseMessage]) -> int:
+    """How many messages after the summary ``eff[0]`` go out in their L1 form below T: the event's
+    ``kept_as_sent`` (issue 28, :attr:`ctxlab.core.cutoff.CutoffDecision.kept_as_sent`), at most
+    the messages after the summary; 0 when it has none or a malformed one."""
+    n = event.get("kept_as_sent") if event is not None else None
+    if not isinstance(n, int) or isinstance(n, bool) or n <= 0:
+        return 0
+    return min(n, len(eff) - 1)
 
 
 def summary_to_commit(

@@ -224,7 +224,9 @@ def take_prepared(
     record = cast(dict[str, Any], stats)
     before = dict(record)
     span = sum(inp.estimates.message_tokens(m) for m in view1[: job.local])
-    pplan = L2Plan(job.local, job.end, span, out.job, out.history_path, out.history, plan.forced)
+    pplan = L2Plan(
+        job.local, job.end, span, out.job, out.history_path, out.history, plan.forced, plan.kept_as_sent
+    )
     message = summary_to_commit(inp, eff, pplan, out.history_path, result)
     why = stats.get("summary_rejected") if message is None else None
     if message is not None:

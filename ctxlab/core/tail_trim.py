@@ -26,7 +26,7 @@ from ctxlab.core.events import StatsCommon
 from ctxlab.core.l1 import OffloadRecord, RunL1, TrimContext, TrimReport, TruncatedArg
 from ctxlab.core.marks import offloaded_path_of
 
-__all__ = ["L1Result", "RoundStats", "record_trims", "tail_trim", "written_back"]
+__all__ = ["L1Result", "RoundStats", "fit_tail", "record_trims", "tail_trim", "written_back"]
 
 #: what a driver sends back for :class:`~ctxlab.core.l1.RunL1`: the trimmed view and the reports
 L1Result = tuple[list[BaseMessage], list[TrimReport]]
@@ -52,6 +52,23 @@ def record_trims(stats: RoundStats, reports: list[TrimReport]) -> None:
         stats.setdefault("truncated_args", []).extend(r.truncated_args)
         if r.errors:
             stats.setdefault("trim_errors", []).extend(r.errors)
+
+
+def fit_tail(
+    ctx: TrimContext,
+    prefix: list[BaseMessage],
+    originals: list[BaseMessage],
+    current: list[BaseMessage],
+    target: int | None,
+    tokens: Callable[[list[BaseMessage]], int],
+    stats: RoundStats,
+) -> Generator[RunL1, L1Result, tuple[list[BaseMessage], int]]:
+    """``current`` as it is when ``[*prefix, *current]`` fits ``target`` (or there is none),
+    else trimmed toward it (:func:`ctxlab.core.tail_trim.tail_trim`); with its estimate."""
+    size = tokens([*prefix, *current])
+    if target is None or size <= target:
+        return list(current), size
+    return (yield from tail_trim(ctx, prefix, originals, current, target, tokens, stats))
 
 
 def tail_trim(
