@@ -39,8 +39,15 @@ from typing import Any, Protocol, cast
 
 from langchain_core.messages import BaseMessage, HumanMessage
 
-from ctxlab.core.cutoff import CutoffContext, first_new_position, to_global
+from ctxlab.core.cutoff import (
+    CutoffContext,
+    build_summary_message,
+    carried_request_tokens,
+    first_new_position,
+    to_global,
+)
 from ctxlab.core.events import PreparedStats
+from ctxlab.core.files import history_path
 from ctxlab.core.l2 import L2Plan, RoundView, summary_to_commit
 from ctxlab.core.messages import valid_cut_positions
 from ctxlab.core.preparations import (
@@ -54,9 +61,18 @@ from ctxlab.core.preparations import (
     WriteHistory,
     l1_copy,
 )
+from ctxlab.core.prompts import summary_language_of
 from ctxlab.core.summarize import SummaryResult
 
-__all__ = ["EmitPrepared", "PrepareView", "Taken", "expected_kept", "maybe_prepare", "take_prepared"]
+__all__ = [
+    "EmitPrepared",
+    "PrepareView",
+    "Taken",
+    "expected_kept",
+    "maybe_prepare",
+    "summary_tokens",
+    "take_prepared",
+]
 
 
 class PrepareView(RoundView, Protocol):
@@ -89,9 +105,21 @@ def _discard(
     return info
 
 
+def summary_tokens(inp: PrepareView, eff: list[BaseMessage], local: int, end: int, text: str) -> int:
+    """The tokens of the summary message (R10: header, ``text``, history path, the latest request
+    it carries, :func:`~ctxlab.core.cutoff.build_summary_message`) that would replace
+    ``eff[:local]``; ``text`` ``""``: the empty message, the least a summary of it holds."""
+    s = inp.settings
+    language = summary_language_of(s.summary_language, s.summary_prompt, eff)
+    path = history_path(inp.thread_id, 0, end, "")  # the shape of the real path, its length
+    request = carried_request_tokens(s.l2_threshold_tokens)
+    message = build_summary_message(eff, local, SummaryResult(text=text), path, language, end, request)
+    return inp.estimates.message_tokens(message)
+
+
 def expected_kept(
     inp: PrepareView,
-    previous: BaseMessage | None,
+    summary_tokens: int,
     view: list[BaseMessage],
     local: int,
     est: int,
@@ -101,16 +129,16 @@ def expected_kept(
     """The request a commit of ``view[:local]`` is expected to leave at the L2 round that commits
     it, and the growth allowed for until that round (tokens).
 
-    The request then holds the system message and tool schemas, the new summary (expected as
-    large as the previous one; none yet: 0), the L1 view of the messages after ``local`` and
+    The request then holds the system message and tool schemas, the new summary
+    (``summary_tokens``: the previous summary's size; none yet: the empty summary message of the
+    span, :func:`summary_tokens`, the least a summary holds), the L1 view of the messages after ``local`` and
     what arrives until the round: below T (``below_t``) at most ``T − est`` (the raw request
     must reach T, and L1 never makes a message bigger), in an L1-only round about ``T2 − est``
     (R8: the round comes when the L1 estimate ``est`` passes T2)."""
     s = inp.settings
-    summary = inp.estimates.message_tokens(previous) if previous is not None else 0
     limit = s.entry_threshold_tokens if below_t else s.l2_threshold_tokens
     growth = max(0, int(limit) - est)
-    return tokens(view[local:]) + summary + growth, growth
+    return tokens(view[local:]) + summary_tokens + growth, growth
 
 
 def maybe_prepare(
@@ -146,6 +174,10 @@ def maybe_prepare(
         return
     key = _key(inp.thread_id)
     entry = store.get(key)
+    has_prev = prev_cut is not None
+    previous = eff[0] if has_prev else None
+    # the new summary is expected as large as the previous one (none: at least an empty summary)
+    summary: int | None = inp.estimates.message_tokens(previous) if previous is not None else None
     if entry is not None:
         reason = entry.mismatch(eff, prev_cut, s, full=False)
         if reason is None and view1 is not None:
@@ -155,7 +187,6 @@ def maybe_prepare(
         if reason is None:
             return
         _discard(store, entry, reason, emit)
-    has_prev = prev_cut is not None
     cut = inp.hooks.select_cutoff(
         list(eff),
         CutoffContext(
@@ -171,11 +202,12 @@ def maybe_prepare(
     view = view1 if view1 is not None else l1_copy(list(eff), s, inp.hooks, inp.estimates)
     if below_t and tokens(view) + s.entry_threshold_tokens - est <= s.l2_threshold_tokens:
         return  # the round at T sends the L1 view (R7): the L1-only rounds prepare
-    previous = eff[0] if has_prev else None
-    expected, growth = expected_kept(inp, previous, view, local, est, below_t, tokens)
+    end = to_global(local, prev_cut, has_prev)
+    if summary is None:
+        summary = summary_tokens(inp, eff, local, end, "")
+    expected, growth = expected_kept(inp, summary, view, local, est, below_t, tokens)
     if expected > s.l2_threshold_tokens:
         return  # committed at the L2 round, it would leave the request over T2: refused there
-    end = to_global(local, prev_cut, has_prev)
     job = PrepareJob(
         key=key,
         eff=tuple(eff),
