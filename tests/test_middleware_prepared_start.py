@@ -123,7 +123,9 @@ def test_below_t_it_waits_for_the_l1_only_rounds_and_the_l2_round_commits_it(mw_
     assert mw_kit.view_matches(view, rec["state_before"], d.event) is None
     assert mw_kit.pairing_problems(view, rec["state_before"]) == []
     summary = mw_kit.text(d.event["summary_message"])
-    covered = {f for m in rec["state_before"][: d.event["cutoff_index"]] for f in FACT.findall(mw_kit.text(m))}
+    covered = {
+        f for m in rec["state_before"][: d.event["cutoff_index"]] for f in FACT.findall(mw_kit.text(m))
+    }
     assert "FACT-U0" in summary and set(FACT.findall(summary)) <= covered
     assert mw.preparations.stats["started"] == 1 and mw.preparations.stats["used"] == 1
     assert mw.preparations.stats["wasted_calls"] == 0 and summ.calls == 1

@@ -159,7 +159,9 @@ def test_started_preparations_expect_a_request_under_t2_and_the_rounds_that_use_
     # issue 34, the start rule: a preparation starts only when the request its commit is expected
     # to leave (kept window + summary + growth until the L2 round) is at most T2; the rounds
     # that commit one send at most T2 (the round refuses a commit over T2)
-    result = replay_many(SESSION, ["ars-prepared"], settings=SETTINGS, summarizer_latency="2s", progress=False)
+    result = replay_many(
+        SESSION, ["ars-prepared"], settings=SETTINGS, summarizer_latency="2s", progress=False
+    )
     t2 = SETTINGS.l2_threshold_tokens
     starts = [
         e["stats"]["prepared"]
