@@ -1,7 +1,8 @@
 """The replay's stall columns and prepared summaries on simulated time (issue 34).
 
-Real parts: a real recorded transcript of the public set (an OpenCode session that reaches
-T = 32k tokens several times), the registered strategies ``ars`` and ``ars-prepared``, the
+Real parts: real recorded transcripts of the public set (an OpenCode session that reaches
+T = 32k tokens several times; a Claude Code session whose recorded prefix is over T2 at 16k),
+the registered strategies ``ars`` and ``ars-prepared``, the
 column registry's frames; the CLI end to end.  The summarizer is the offline structured one
 (one summarizer "call" per summary); its latency is simulated: nothing sleeps.
 """
@@ -23,6 +24,10 @@ from ctxlab.replay.run_measures import resolve_price
 from ctxlab.replay.table import strategy_totals, summary_frame
 
 SESSION = Path(__file__).resolve().parents[2] / "shared/transcripts/raw/opencode/session-ses_4313.md"
+RUST_PORT = (
+    Path(__file__).resolve().parents[2]
+    / "shared/transcripts/raw/claude-code/snapshot-tests/tests/python-to-rust-port/transcript.jsonl"
+)
 SETTINGS = CompressionSettings(summary_threshold=32)
 
 
@@ -148,6 +153,43 @@ def test_a_summary_not_ready_by_the_deadline_is_wasted_and_the_round_stalls():
             + row["prepared_wasted_output_tokens"] * price.output
         )
         assert row["prepared_wasted_usd"] == pytest.approx(spent / 1e6) and spent > 0
+
+
+def test_started_preparations_expect_a_request_under_t2_and_the_rounds_that_use_them_keep_it():
+    # issue 34, the start rule: a preparation starts only when the request its commit is expected
+    # to leave (kept window + summary + growth until the L2 round) is at most T2; the rounds
+    # that commit one send at most T2 (the round refuses a commit over T2)
+    result = replay_many(
+        SESSION, ["ars-prepared"], settings=SETTINGS, summarizer_latency="2s", progress=False
+    )
+    t2 = SETTINGS.l2_threshold_tokens
+    starts = [
+        e["stats"]["prepared"]
+        for e in result.events
+        if e.get("phase") == "prepared" and e["stats"]["prepared"]["status"] == "started"
+    ]
+    assert len(starts) >= 3
+    assert all(0 <= p["growth_tokens"] < p["expected_tokens"] <= t2 for p in starts)
+    used = result.frame().filter(pl.col("prepared_used"))
+    assert used.height >= 3 and (used["view_tokens"] <= t2).all()
+
+
+def test_a_recorded_prefix_over_t2_is_never_prepared():
+    # issue 34: Claude Code's recorded prefix (its system prompt and tool schemas, ~20k tokens)
+    # is over T2 at T = 16k; no commit could leave the request under T2, so nothing is prepared
+    # (before the start rule: a preparation made and discarded on almost every call) and the
+    # L2 rounds are those of ars, each waiting for its summarizer
+    settings = CompressionSettings(summary_threshold=16)
+    frame = replay_many(
+        RUST_PORT, ["ars", "ars-prepared"], settings=settings, summarizer_latency="2s", progress=False
+    ).frame()
+    ars = frame.filter(pl.col("strategy") == "ars").sort("call_index")
+    prepared = frame.filter(pl.col("strategy") == "ars-prepared").sort("call_index")
+    assert (prepared["view_system_tokens"] > prepared["l2_threshold"]).all()
+    l2 = prepared.filter(pl.col("level") == "L2")
+    assert l2.height >= 3 and (l2["stall_s"] >= 2.0).all()
+    assert prepared["prepared_started"].sum() == 0 and prepared["prepared_wasted"].sum() == 0
+    assert prepared["view_tokens"].to_list() == ars["view_tokens"].to_list()
 
 
 def test_a_strategy_changes_settings_fields_and_provenance_names_them():

@@ -258,7 +258,7 @@ def compression_round(inp: RoundInput) -> Generator[Effect, Any, tuple[Any, Roun
     def prepare(est: int, view: list[BaseMessage] | None) -> Generator[Effect, Any, None]:
         """Start preparing the next summary (never fails the model call it runs in)."""
         try:
-            yield from maybe_prepare(inp, eff, prev_cut, est, view, emit_prepared)
+            yield from maybe_prepare(inp, eff, prev_cut, est, view, emit_prepared, tokens)
         except Exception as exc:
             logger.warning("preparing a summary failed: %s", exc)
 

@@ -111,6 +111,11 @@ class PreparedStats(TypedDict, total=False):
             discarded one; ``None`` while it still runs (its cost is counted by the middleware's
             :attr:`ctxlab.core.prepare.Preparations.stats` when it ends).
         sync_cutoff_index: the cutoff the round would have made without it (``used``).
+        expected_tokens: (``started``) the request its commit is expected to leave at the L2
+            round: the kept window now plus ``growth_tokens`` (at most T2, else it is not started;
+            :func:`ctxlab.core.prepare.expected_kept`).
+        growth_tokens: (``started``) the growth allowed for until that round: ``T − estimate``
+            below T, ``T2 − L1 estimate`` in an L1-only round.
     """
 
     status: Literal["started", "discarded", "used"]
@@ -119,6 +124,8 @@ class PreparedStats(TypedDict, total=False):
     waited_s: float
     wasted: dict[str, int] | None
     sync_cutoff_index: int
+    expected_tokens: int
+    growth_tokens: int
 
 
 class StatsCommon(TypedDict, total=False):

@@ -44,6 +44,7 @@ __all__ = [
     "StartPreparation",
     "WriteHistory",
     "aprepare_now",
+    "l1_copy",
     "prepare_now",
     "waste_of",
 ]
@@ -69,8 +70,8 @@ class PrepareJob:
         prev_cut: the previous summary's global cutoff (``None``: no previous summary).
         previous: the previous summary message (``None``: none).
         settings: the middleware's settings when it started.
-        view1: the L1 view of ``eff`` when the call had one (an L1-only round), else ``None``:
-            the background work then trims a copy without writing files.
+        view1: the L1 view of ``eff`` (an L1-only round's, or below T the copy the start rule
+            built, :func:`l1_copy`), or ``None``: the background work then trims a copy.
         system: the system message (the summarizer job's).
         budget_tokens: the summarizer's input budget (tokens).
         thread_id: names the history file.
@@ -110,22 +111,29 @@ class Prepared:
     reason: str | None = None
 
 
+def l1_copy(
+    eff: list[BaseMessage], settings: CompressionSettings, hooks: Any, estimates: Any
+) -> list[BaseMessage]:
+    """The L1 view of ``eff`` (R5, R6) built on a copy without writing any file: offload paths
+    are computed, never written (the round that commits writes them).  A preparation's span and
+    the start rule's estimate of the window a commit would keep are read from it."""
+    ctx = TrimContext(
+        settings=settings,
+        estimate=estimates.message_tokens,
+        save_tool_result=tool_result_path,
+        token_limit=settings.summary_tool_result_token_limit,
+        file_exists=None,
+    )
+    view, _reports = run_l1(hooks.l1_trim, eff, ctx)
+    return view
+
+
 def _inputs(job: PrepareJob) -> Prepared:
     """The deterministic part of the background work (CPU only, no file written): the L1 view of
     the span, the history document (R10) and the summarizer job."""
     s = job.settings
     eff = list(job.eff)
-    if job.view1 is not None:
-        view = list(job.view1)
-    else:  # the trimmers on a copy; offload paths are computed, never written (the round writes)
-        ctx = TrimContext(
-            settings=s,
-            estimate=job.estimates.message_tokens,
-            save_tool_result=tool_result_path,
-            token_limit=s.summary_tool_result_token_limit,
-            file_exists=None,
-        )
-        view, _reports = run_l1(job.hooks.l1_trim, eff, ctx)
+    view = list(job.view1) if job.view1 is not None else l1_copy(eff, s, job.hooks, job.estimates)
     previous_summary = message_text(job.previous) if job.previous is not None else None
     history = history_document(eff[: job.local], job.start, job.end, previous_summary)
     path = history_path(job.thread_id, job.start, job.end, history)

@@ -39,8 +39,15 @@ from typing import Any, Protocol, cast
 
 from langchain_core.messages import BaseMessage, HumanMessage
 
-from ctxlab.core.cutoff import CutoffContext, first_new_position, to_global
+from ctxlab.core.cutoff import (
+    CutoffContext,
+    build_summary_message,
+    carried_request_tokens,
+    first_new_position,
+    to_global,
+)
 from ctxlab.core.events import PreparedStats
+from ctxlab.core.files import history_path
 from ctxlab.core.l2 import L2Plan, RoundView, summary_to_commit
 from ctxlab.core.messages import valid_cut_positions
 from ctxlab.core.preparations import (
@@ -52,10 +59,20 @@ from ctxlab.core.preparations import (
     PrepareJob,
     StartPreparation,
     WriteHistory,
+    l1_copy,
 )
+from ctxlab.core.prompts import summary_language_of
 from ctxlab.core.summarize import SummaryResult
 
-__all__ = ["EmitPrepared", "PrepareView", "Taken", "maybe_prepare", "take_prepared"]
+__all__ = [
+    "EmitPrepared",
+    "PrepareView",
+    "Taken",
+    "expected_kept",
+    "maybe_prepare",
+    "summary_tokens",
+    "take_prepared",
+]
 
 
 class PrepareView(RoundView, Protocol):
@@ -88,6 +105,42 @@ def _discard(
     return info
 
 
+def summary_tokens(inp: PrepareView, eff: list[BaseMessage], local: int, end: int, text: str) -> int:
+    """The tokens of the summary message (R10: header, ``text``, history path, the latest request
+    it carries, :func:`~ctxlab.core.cutoff.build_summary_message`) that would replace
+    ``eff[:local]``; ``text`` ``""``: the empty message, the least a summary of it holds."""
+    s = inp.settings
+    language = summary_language_of(s.summary_language, s.summary_prompt, eff)
+    path = history_path(inp.thread_id, 0, end, "")  # the shape of the real path, its length
+    request = carried_request_tokens(s.l2_threshold_tokens)
+    message = build_summary_message(eff, local, SummaryResult(text=text), path, language, end, request)
+    return inp.estimates.message_tokens(message)
+
+
+def expected_kept(
+    inp: PrepareView,
+    summary_tokens: int,
+    view: list[BaseMessage],
+    local: int,
+    est: int,
+    below_t: bool,
+    tokens: Callable[[list[BaseMessage]], int],
+) -> tuple[int, int]:
+    """The request a commit of ``view[:local]`` is expected to leave at the L2 round that commits
+    it, and the growth allowed for until that round (tokens).
+
+    The request then holds the system message and tool schemas, the new summary
+    (``summary_tokens``: the previous summary's size; none yet: the empty summary message of the
+    span, :func:`summary_tokens`, the least a summary holds), the L1 view of the messages after ``local`` and
+    what arrives until the round: below T (``below_t``) at most ``T − est`` (the raw request
+    must reach T, and L1 never makes a message bigger), in an L1-only round about ``T2 − est``
+    (R8: the round comes when the L1 estimate ``est`` passes T2)."""
+    s = inp.settings
+    limit = s.entry_threshold_tokens if below_t else s.l2_threshold_tokens
+    growth = max(0, int(limit) - est)
+    return tokens(view[local:]) + summary_tokens + growth, growth
+
+
 def maybe_prepare(
     inp: PrepareView,
     eff: list[BaseMessage],
@@ -95,22 +148,36 @@ def maybe_prepare(
     est: int,
     view1: list[BaseMessage] | None,
     emit: EmitPrepared,
+    tokens: Callable[[list[BaseMessage]], int],
 ) -> Generator[PrepareEffect, Any, None]:
     """Start preparing the next L2 summary when ``est`` passes ``ratio × T`` (``view1`` ``None``:
-    a call below T) or ``ratio × T2`` (``view1``: the L1 view of an L1-only round).  Below T it
-    starts only once the span it would summarize holds at least ``T − T2`` tokens (committed at
-    T, the request would otherwise stay over T2 and the round would not use it).  A valid open
-    preparation is kept; one that no longer matches the state, or (L1-only round) whose kept
-    window grew over ``ratio × T2``, is discarded and replaced.  Yields :class:`StartPreparation`."""
+    a call below T) or ``ratio × T2`` (``view1``: the L1 view of an L1-only round), and the L2
+    round that would commit it is in reach and can take it:
+
+    * below T the L1 view of a copy is built (:func:`~ctxlab.core.preparations.l1_copy`, no file
+      written); when its estimate plus the raw growth still needed to reach T stays at or below
+      T2, the round at T is an L1-only round (R7) and the preparation waits for those rounds;
+    * the request the commit is expected to leave (:func:`expected_kept`: the kept window now
+      plus the growth until the round) must be at most T2; otherwise the round would refuse it
+      (the T2 rule of :func:`take_prepared`) and the summary would be made for nothing.
+
+    A valid open preparation is kept; one that no longer matches the state, or (L1-only round)
+    whose kept window grew over ``ratio × T2``, is discarded and replaced.  Yields
+    :class:`StartPreparation`; ``tokens`` estimates a whole request (system, tools, messages)."""
     store, s = inp.preparations, inp.settings
     ratio = s.summary_prepare_ratio
     if store is None or ratio is None:
         return
-    limit = ratio * (s.entry_threshold_tokens if view1 is None else s.l2_threshold_tokens)
+    below_t = view1 is None
+    limit = ratio * (s.entry_threshold_tokens if below_t else s.l2_threshold_tokens)
     if est < limit:
         return
     key = _key(inp.thread_id)
     entry = store.get(key)
+    has_prev = prev_cut is not None
+    previous = eff[0] if has_prev else None
+    # the new summary is expected as large as the previous one (none: at least an empty summary)
+    summary: int | None = inp.estimates.message_tokens(previous) if previous is not None else None
     if entry is not None:
         reason = entry.mismatch(eff, prev_cut, s, full=False)
         if reason is None and view1 is not None:
@@ -120,7 +187,6 @@ def maybe_prepare(
         if reason is None:
             return
         _discard(store, entry, reason, emit)
-    has_prev = prev_cut is not None
     cut = inp.hooks.select_cutoff(
         list(eff),
         CutoffContext(
@@ -133,13 +199,15 @@ def maybe_prepare(
     local = cut.index if cut is not None else None
     if local is None or not first_new_position(has_prev) <= local <= len(eff):
         return
-    if view1 is None:
-        # committed when the request reaches T, this span leaves about T minus its tokens (raw
-        # tokens: L1 only shrinks what is kept); over T2 the round would not commit it: later
-        span = sum(inp.estimates.message_tokens(m) for m in eff[(1 if has_prev else 0) : local])
-        if s.entry_threshold_tokens - span > s.l2_threshold_tokens:
-            return
+    view = view1 if view1 is not None else l1_copy(list(eff), s, inp.hooks, inp.estimates)
+    if below_t and tokens(view) + s.entry_threshold_tokens - est <= s.l2_threshold_tokens:
+        return  # the round at T sends the L1 view (R7): the L1-only rounds prepare
     end = to_global(local, prev_cut, has_prev)
+    if summary is None:
+        summary = summary_tokens(inp, eff, local, end, "")
+    expected, growth = expected_kept(inp, summary, view, local, est, below_t, tokens)
+    if expected > s.l2_threshold_tokens:
+        return  # committed at the L2 round, it would leave the request over T2: refused there
     job = PrepareJob(
         key=key,
         eff=tuple(eff),
@@ -147,9 +215,9 @@ def maybe_prepare(
         start=prev_cut if prev_cut is not None else 0,
         end=end,
         prev_cut=prev_cut,
-        previous=eff[0] if has_prev else None,
+        previous=previous,
         settings=s,
-        view1=tuple(view1) if view1 is not None else None,
+        view1=tuple(view),
         system=inp.system,
         budget_tokens=inp.summarizer_budget,
         thread_id=inp.thread_id,
@@ -159,7 +227,10 @@ def maybe_prepare(
     entry = store.begin(job)
     yield StartPreparation(entry)
     if not entry.closed:
-        emit({"status": "started", "cutoff_index": end}, end)
+        emit(
+            {"status": "started", "cutoff_index": end, "expected_tokens": expected, "growth_tokens": growth},
+            end,
+        )
 
 
 @dataclass
