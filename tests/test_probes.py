@@ -173,12 +173,14 @@ def test_the_executive_summary_says_when_a_strategy_does_not_beat_the_floors() -
             "probe_pass_rate": [0.9, 0.1, 0.0, None],
             "dump_probe_pass_rate": [0.0, 0.0, 0.0, None],
             "recent_probe_pass_rate": [0.1, 0.2, 0.1, None],
+            "probes": [20, 1, 20, None],
             "rejected_calls": [0, 0, 0, 3],
             "cost_saving_pct_without_failed": [20.0, 10.0, 5.0, 4.5],
         }
     )
     line = fidelity_line(totals)
-    assert line is not None and "good 0.900 (identifier dump 0.000, keep-recent 0.100)" in line
+    assert line is not None and "good 0.900 over 20 probes (identifier dump 0.000, keep-recent 0.100)" in line
+    assert "names-only 0.100 over 1 probe (" in line  # a rate over one probe says so
     assert "floor-identifiers" not in line  # a floor is not judged against itself
     warnings = fidelity_warnings(totals)
     assert warnings == [

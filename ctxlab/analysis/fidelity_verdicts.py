@@ -32,6 +32,12 @@ def _judged(totals: pl.DataFrame) -> list[Mapping[str, Any]]:
     ]
 
 
+def _over(row: Mapping[str, Any]) -> str:
+    """`` over N probes`` (a rate of 1.000 over one probe says little), or nothing when unknown."""
+    n = row.get("probes")
+    return f" over {int(n)} probe{'s' if int(n) != 1 else ''}" if n is not None else ""
+
+
 def fidelity_line(totals: pl.DataFrame) -> str | None:
     """One sentence: each strategy's probe pass rate and the floors' on the same probes; ``None``
     when no strategy has a probe."""
@@ -39,8 +45,8 @@ def fidelity_line(totals: pl.DataFrame) -> str | None:
     if not judged:
         return None
     parts = [
-        f"{r['strategy']} {r['probe_pass_rate']:.3f} (identifier dump {r['dump_probe_pass_rate']:.3f}, "
-        f"keep-recent {r['recent_probe_pass_rate']:.3f})"
+        f"{r['strategy']} {r['probe_pass_rate']:.3f}{_over(r)} (identifier dump "
+        f"{r['dump_probe_pass_rate']:.3f}, keep-recent {r['recent_probe_pass_rate']:.3f})"
         for r in sorted(judged, key=lambda r: -float(r["probe_pass_rate"]))
     ]
     return (

@@ -13,7 +13,7 @@ from ctxlab.replay.columns.registry import RunColumn
 
 __all__ = ["COST_AND_FIDELITY"]
 
-_Float = pl.Float64
+_Float, _Int = pl.Float64, pl.Int64
 _sum_or_null, _saving, _cost, _pooled = a.sum_or_null, a.saving, a.cost, a.pooled
 _valid, _ok_cost, _feasible, _feasible_cost = a.valid, a.ok_cost, a.feasible, a.feasible_cost
 _RATIO = "ratio of the pooled sums"
@@ -133,6 +133,16 @@ COST_AND_FIDELITY: tuple[RunColumn, ...] = (
         expr=lambda: _pooled("needed_carried", "needed_identifiers"),
         detail=d.NEEDED_RECALL,
         label="identifier recall (needed_recall, share)",
+    ),
+    RunColumn(
+        "probes",
+        _Int,
+        "count",
+        "Σ probes over the L2 rounds (empty: no probe): what probe_pass_rate is over",
+        "fidelity",
+        ("probes",),
+        "sum",
+        expr=lambda: _sum_or_null("probes"),
     ),
     RunColumn(
         "probe_pass_rate",
