@@ -305,16 +305,19 @@ def compare_with_paper(by_agent: pl.DataFrame, savings: pl.DataFrame | None = No
         )
         by_name = {r["strategy"]: r for r in overall.iter_rows(named=True)}
         for name, r in by_name.items():
-            note = f"{r['runs']} runs; with summarizer tokens {_pct(r['cost_saving_pct'])}"
+            note = (
+                f"{r['runs']} runs; with summarizer tokens {_pct(r['cost_saving_pct'])}; paper: "
+                + ("its LLM-Summary's" if name in SUMMARY_STRATEGIES else "its")
+                + " dollar saving, ctxlab: tokens not sent (not comparable one to one)"
+            )
             rows.append((f"saving vs raw, {name}", r["paper_saving_pct"], r["saving_pct"], "%", note))
         masked = by_name.get("masking")
         for name in SUMMARY_STRATEGIES:
             if masked is not None and name in by_name:
                 paper = PAPER.masking_saving_pct - PAPER.summary_saving_pct
                 ours = masked["saving_pct"] - by_name[name]["saving_pct"]
-                rows.append(
-                    (f"masking's saving minus {name}'s", paper, ours, "pp", "positive: masking saves more")
-                )
+                note = "positive: masking saves more; paper: dollars vs its LLM-Summary, ctxlab: tokens"
+                rows.append((f"masking's saving minus {name}'s", paper, ours, "pp", note))
     schema = {
         "finding": pl.String,
         "paper": pl.Float64,
