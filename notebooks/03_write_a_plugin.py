@@ -226,11 +226,28 @@ fig
 # ## The plugin in a middleware instance
 #
 # A `CompressionMiddleware` instance can be replayed directly too: this is the middleware built
-# above with `plugins=[TokenBudgetCutoff(...)]`, as it would run inside an agent. Its saving and
-# L2 rounds match the named strategy's on the same run.
+# above with `plugins=[TokenBudgetCutoff(...)]`, as it would run inside an agent. Its L2 rounds
+# match the named strategy's on the same run; its saving is a little lower because an instance
+# adds its read tool (`read_saved_output`, for the offloaded results) to every request, which the
+# replay of a named strategy leaves out (the recorded agent never had it). Built with
+# `read_tool=False`, the instance sends what the named strategy sends.
 
 # %%
 run = next(t for t in transcripts if t.name == FOCUS)
 direct = replay(run, middleware, settings=settings)
+without_read_tool = CompressionMiddleware(
+    settings=CompressionSettings(summary_threshold=THRESHOLD_K),
+    plugins=[TokenBudgetCutoff(SHARE)],
+    summarizer=StructuredSummarizer(),
+    backend=default_backend(tempfile.mkdtemp(prefix="ctxlab-nb03-")),
+    read_tool=False,
+)
+bare = replay(run, without_read_tool, settings=settings)
 named = result.summary().filter((pl.col("transcript") == focus) & (pl.col("strategy") == "ars-token-budget"))
-pl.concat([direct.summary(), named]).select("transcript", "strategy", "calls", "saving_pct", "l2_rounds")
+pl.concat(
+    [
+        direct.summary().with_columns(pl.lit("instance, with its read tool").alias("strategy")),
+        bare.summary().with_columns(pl.lit("instance, read_tool=False").alias("strategy")),
+        named,
+    ]
+).select("transcript", "strategy", "calls", "saving_pct", "l2_rounds")
