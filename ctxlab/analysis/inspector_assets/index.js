@@ -27,7 +27,9 @@
   $("command").textContent = data.command ? "command: " + data.command : "";
   const s = data.settings || {};
   const keys = Object.keys(s);
-  if (keys.length) $("settings").textContent = "settings: " + keys.map((k) => k + " = " + s[k]).join(", ");
+  // token counts are whole tokens (T2 = 0.4 × 16,384 is 6,554 tokens, as the terminal says); off: an empty setting
+  const shown = (k, v) => (v === null || v === undefined || v === "" ? "off" : typeof v === "number" && k.endsWith("_tokens") ? Math.round(v).toLocaleString("en-US") : v);
+  if (keys.length) $("settings").textContent = "settings: " + keys.map((k) => k + " = " + shown(k, s[k])).join(", ");
   if (data.problems.length || data.cut) {
     const box = el("div", { class: "box" });
     for (const p of data.problems) box.appendChild(el("div", { class: "problem" }, "problem: " + p));
