@@ -398,7 +398,7 @@ def _report_markdown(
     lines.append("All token values are estimates in tokens by the measuring estimator.")
     lines.append("")
     for name, text in report_definitions().items():  # the column registry's, in its order
-        lines.append(f"- **{name}**: {text}.")
+        lines.append(f"- **{name}**: {text.rstrip('.')}.")
     lines += ["", "## Errors and skipped files", ""]
     lines += problem_lines(result)
     lines += ["", "## Figures", ""]

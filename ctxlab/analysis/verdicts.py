@@ -109,6 +109,8 @@ class Mean:
         done = (
             f"{fmt.format(self.compressed)}{unit} over the {self.compressed_runs} run(s) it compressed; "
             if self.compressed is not None
+            else ""
+            if self.strategy == NO_COMPRESSION  # the baseline compresses nothing by definition
             else "no run compressed; "
         )
         return f"{done}{fmt.format(self.value)}{unit} {over} ({ci})"
