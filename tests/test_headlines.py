@@ -288,3 +288,20 @@ def test_a_round_that_changed_nothing_did_not_compress_and_designed_declines_are
     assert call_failures(r13) == [{"kind": "declined", "reason": "no valid cutoff: 3 messages, keep 10"}]
     lines = executive_summary(ReplayResult(rows=rows, strategies=["masking"])).plain()
     assert any("masking 2 reached / 1 compressed" in line for line in lines), lines
+
+
+def test_a_strategy_that_made_no_summary_is_not_said_to_have_a_summarizer() -> None:
+    """Masking never summarizes: the summary's first line and every figure's note say it made
+    none, instead of naming the batch's StructuredSummarizer for it."""
+    from ctxlab.analysis.run_facts import NONE_MADE, summarizer_lines, summarizer_note
+
+    rows = [c for i in range(3) for c in (call(f"r{i}", "ars", 40.0), call(f"r{i}", "masking", 20.0))]
+    for r in rows:
+        r["level"] = "L2" if r["strategy"] == "ars" else "L1"
+    result = ReplayResult(rows=rows, strategies=["ars", "masking"])
+    result.provenance["summarizers"] = {"ars": "StructuredSummarizer (offline stand-in, not a model)"} | {
+        "masking": "StructuredSummarizer (offline stand-in, not a model)"
+    }
+    line = summarizer_lines(result)[0]
+    assert "ars: StructuredSummarizer" in line and f"masking: {NONE_MADE}" in line
+    assert summarizer_note(result).endswith(f"StructuredSummarizer (ars); {NONE_MADE} (masking)")

@@ -20,16 +20,32 @@ if TYPE_CHECKING:
 __all__ = ["baseline_lines", "summarizer_lines", "summarizer_note"]
 
 
+#: what the summarizer lines say of a strategy that made no summary in the runs (masking)
+NONE_MADE = "no summary made"
+
+
+def _summarizing(result: ReplayResult) -> set[str]:
+    """The strategies that made a summary or called a summarizer in ``result``'s calls: the others
+    (masking, a run that never reached T) are not said to have summaries written by anything."""
+    frame = result.frame()
+    if frame.is_empty():
+        return set()
+    made = frame.group_by("strategy").agg(
+        ((pl.col("level") == "L2").sum() + pl.col("summarizer_calls").fill_null(0).sum()).alias("made")
+    )
+    return {str(s) for s, n in made.iter_rows() if n}
+
+
 def summarizer_lines(result: ReplayResult) -> list[str]:
     """What wrote each strategy's summaries (``result.provenance["summarizers"]``, else the
     batch's summarizer), strategies with the same one grouped; the line is bold when an offline
     stand-in wrote some."""
     by: dict[str, list[str]] = {}
     known = result.provenance.get("summarizers") or {}
+    wrote = _summarizing(result)
     for name in result.strategies:
-        by.setdefault(
-            str(known.get(name) or result.provenance.get("summarizer") or "not recorded"), []
-        ).append(name)
+        what = str(known.get(name) or result.provenance.get("summarizer") or "not recorded")
+        by.setdefault(what if name in wrote else NONE_MADE, []).append(name)
     if not by:
         return []
     parts = "; ".join(f"{', '.join(names)}: {what}" for what, names in by.items())
@@ -43,9 +59,10 @@ def summarizer_note(result: ReplayResult) -> str:
     not a model: StructuredSummarizer (ars, hybrid); ..."``)."""
     by: dict[str, list[str]] = {}
     known = result.provenance.get("summarizers") or {}
+    wrote = _summarizing(result)
     for name in result.strategies:
         what = str(known.get(name) or result.provenance.get("summarizer") or "not recorded")
-        by.setdefault(what.replace(f" ({STAND_IN})", ""), []).append(name)
+        by.setdefault(what.replace(f" ({STAND_IN})", "") if name in wrote else NONE_MADE, []).append(name)
     stand_in = any(STAND_IN in str(v) or str(v).startswith("offline") for v in known.values()) or (
         not known and str(result.provenance.get("summarizer") or "").startswith("offline")
     )

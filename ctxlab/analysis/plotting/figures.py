@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Unpack
 
@@ -101,10 +102,13 @@ def save_png(fig: Figure, path: Path, note: str | None = None) -> Path:
     if note:
         # below everything the figure draws (its x label included): the saved image grows to
         # hold the line instead of writing it over the axis label
+        # wrapped to the figure's width (7-pt text is about 4.3 px a character at 100 dpi), so a
+        # long note adds lines below instead of widening the image beside the plot
+        chars = max(40, int(fig.get_figwidth() * 100 / 4.3))
         fig.text(
             0.005,
             -0.005,
-            label_text(note),
+            label_text(textwrap.fill(note, width=chars, break_long_words=False)),
             fontsize=7,
             color="#555555",
             ha="left",

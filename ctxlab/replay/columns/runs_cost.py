@@ -59,6 +59,7 @@ COST_AND_FIDELITY: tuple[RunColumn, ...] = (
         ("cost_usd", "summarizer_cost_usd", "raw_cost_usd"),
         _RATIO,
         expr=lambda: _saving(_cost(), _sum_or_null("raw_cost_usd")),
+        label="dollar saving (% of the uncompressed run's cost)",
     ),
     RunColumn(
         "cost_saving_pct_without_failed",
