@@ -118,7 +118,7 @@ def test_report_definitions_come_from_the_registry(replayed) -> None:
     report = (out / "report.md").read_text(encoding="utf-8")
     section = report.split("## Metric definitions", 1)[1].split("\n## ", 1)[0]
     bullets = [line for line in section.splitlines() if line.startswith("- **")]
-    expected = [f"- **{heading}**: {text}." for heading, text in report_definitions().items()]
+    expected = [f"- **{heading}**: {text.rstrip('.')}." for heading, text in report_definitions().items()]
     assert bullets == expected
     assert len(bullets) == len(REPORT_DEFINITIONS)
     assert "- **saving %**: 1 - sum(view_tokens) / sum(raw_tokens)" in section  # under its heading
