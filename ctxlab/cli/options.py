@@ -128,10 +128,10 @@ def add_options(p: argparse.ArgumentParser, title: str | None, options: Iterable
 
 
 def add_settings_options(p: argparse.ArgumentParser) -> None:
-    """``--config`` and the ``--summary-*`` flags (the five ARS fields; flags override the file)."""
+    """``--config`` and the ``--summary-*`` flags (the five ARS fields and the later settings; flags override the file)."""
     add_options(
         p,
-        "settings (the five ARS fields and the summary language; flags override --config)",
+        "settings (the five ARS fields of the spec, the summary language and prompt, and the prepared-summary ratio and wait; flags override --config)",
         [
             file_option("--config", "TOML or JSON file with the settings fields (default: none)"),
             *(option(SETTING_FLAGS[f], h, metavar=m) for f, (m, h) in _SETTING_HELP.items()),
