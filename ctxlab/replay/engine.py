@@ -138,6 +138,8 @@ class _Batch:
 
     def __post_init__(self) -> None:
         self.meter = make_measure(self.measure)
+        if self.window is not None:
+            self.window.fingerprints_from(self.meter)  # fingerprint each message once (issue 31)
         self.summarizer = make_summarizer(self.summarizer_model)
         self.cache = attach_cache(self.summarizer, self.summary_cache)
 

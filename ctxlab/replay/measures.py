@@ -298,6 +298,17 @@ def default_measures(
     return out
 
 
+def _allowed(names: tuple[str, ...]) -> frozenset[str]:
+    """The registry columns of the measures ``names`` (computed once per tuple of names)."""
+    known = _ALLOWED.get(names)
+    if known is None:
+        known = _ALLOWED[names] = frozenset(c for name in names for c in measure_columns(name))
+    return known
+
+
+_ALLOWED: dict[tuple[str, ...], frozenset[str]] = {}
+
+
 def build_row(obs: CallObservation, measures: Sequence[Measure]) -> dict[str, Any]:
     """The call's row (the keys of :class:`~ctxlab.replay.columns.CallRow`, in order): every
     registry column, empty until its measure fills it.
@@ -308,7 +319,7 @@ def build_row(obs: CallObservation, measures: Sequence[Measure]) -> dict[str, An
     row: dict[str, Any] = dict.fromkeys(CALL_COLUMNS)
     for m in measures:
         values = m.measure(obs, row)
-        allowed = {c for name in m.names for c in measure_columns(name)}
+        allowed = _allowed(m.names)
         if not values.keys() <= allowed:
             raise ValueError(
                 f"measure {type(m).__name__} returned {sorted(values.keys() - allowed)}: not columns of "

@@ -366,7 +366,10 @@ def run_measure(mw: object, measure: str, meter: EstimateCache) -> EstimateCache
         known = estimates.peek(message)  # neither reorders the middleware's LRU nor counts a hit
         return known if known is not None else meter.message_tokens(message)  # shared by the batch
 
-    return EstimateCache(message_tokens, impl.tools_tokens, name=meter.name)
+    cache = EstimateCache(message_tokens, impl.tools_tokens, name=meter.name)
+    cache.read_first(estimates)  # the same reads by object, without a fingerprint of each message
+    cache.read_first(meter, as_use=True)
+    return cache
 
 
 def counts_as_measure(mw: object, measure: str) -> bool:

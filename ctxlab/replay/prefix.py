@@ -35,6 +35,7 @@ same under cl100k (the provider stand-in) and under LangChain's ``count_tokens_a
 from __future__ import annotations
 
 import statistics
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -81,6 +82,7 @@ _FILLER = (
     "or the 3 files it read."
 )
 _WORDS = tuple(" " + w for w in _FILLER.split(" "))
+_CYCLE = "".join(_WORDS)
 
 
 @dataclass(frozen=True)
@@ -248,27 +250,64 @@ def prefix_text(tokens: int, meter: EstimateCache, source: str = "measured from 
     if tokens < 1:
         raise ValueError(f"tokens={tokens} is invalid: allowed an integer >= 1")
     label = _LABEL.format(n=tokens, source=source)
+    empty = meter.message_tokens(SystemMessage([]))
 
     def count(words: int) -> int:
-        return meter.message_tokens(
-            SystemMessage([{"type": "text", "text": _text(label, words)}])
-        ) - meter.message_tokens(SystemMessage([]))
+        return meter.message_tokens(SystemMessage([{"type": "text", "text": _text(label, words)}])) - empty
 
-    lo, hi = 0, max(1, tokens)
-    while count(hi) < tokens:  # the filler's tokens per word is about 1; widen when it is less
-        hi *= 2
-    while lo < hi:  # the fewest words reaching the count
+    return _text(label, fewest_words(tokens, count))
+
+
+def fewest_words(tokens: int, count: Callable[[int], int]) -> int:
+    """The fewest filler words ``w`` >= 0 with ``count(w) >= tokens``, for a ``count`` that does not
+    decrease with ``w`` (the estimate of a text that grows by a word).
+
+    The answer of a bisection over ``[0, w]`` in a few estimates instead of one per halving
+    (issue 31: each estimate reads the whole block, tens of thousands of words for a Claude Code
+    run): the count is close to linear in the words, so a guess interpolated from the label's
+    count and one probe lands within a few words, and the bracket around it is closed by
+    galloping, then bisection.  Returns 0 when the label alone counts ``tokens`` or more.
+    """
+    base = count(0)
+    if base >= tokens:
+        return 0
+    probe = max(1, tokens)
+    at = count(probe)
+    guess = max(1, round((tokens - base) * probe / max(at - base, 1)))
+    lo, hi = (0, probe) if at >= tokens else (probe, None)  # count(lo) < tokens <= count(hi)
+    down = False
+    if lo < guess and (hi is None or guess < hi):
+        down = count(guess) >= tokens
+        lo, hi = (lo, guess) if down else (guess, hi)
+    step = 1
+    if down:  # the answer is at most the guess: gallop down to a word below it
+        assert hi is not None
+        while hi - step > lo:
+            if count(hi - step) < tokens:
+                lo = hi - step
+                break
+            hi -= step
+            step *= 2
+    else:  # at least the guess: gallop up, up to a known upper end
+        while hi is None or lo + step < hi:
+            if count(lo + step) >= tokens:
+                hi = lo + step
+                break
+            lo += step
+            step *= 2
+    assert hi is not None
+    while hi - lo > 1:  # the fewest words reaching the count
         mid = (lo + hi) // 2
-        if count(mid) < tokens:
-            lo = mid + 1
-        else:
+        if count(mid) >= tokens:
             hi = mid
-    return _text(label, lo)
+        else:
+            lo = mid
+    return hi
 
 
 def _text(label: str, words: int) -> str:
-    filler = "".join(_WORDS[i % len(_WORDS)] for i in range(words))
-    return label + filler
+    whole, part = divmod(words, len(_WORDS))
+    return label + _CYCLE * whole + "".join(_WORDS[:part])
 
 
 def with_prefix(

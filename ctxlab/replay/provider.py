@@ -99,6 +99,13 @@ class ContextWindow:
             )
         return n
 
+    def fingerprints_from(self, meter: EstimateCache) -> None:
+        """Count with the fingerprints ``meter`` (the replay's measure) made of the same message
+        objects (:meth:`EstimateCache.fingerprints_from`); the counts are unchanged."""
+        for cache in (self._count, self._bound):
+            if cache is not None:
+                cache.fingerprints_from(meter)
+
     def refuse(
         self, system: BaseMessage | None, tools: Sequence[Any], messages: Sequence[BaseMessage]
     ) -> None:

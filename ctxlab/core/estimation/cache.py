@@ -133,14 +133,46 @@ class EstimateCache:
         self._tools: IdentityCache[tuple[Any, ...], int] = IdentityCache(TOOL_LISTS_CACHED)
         self._prefixes: list[tuple[list[BaseMessage], list[int]]] = []
         self._prefix_lock = threading.Lock()
+        # caches in front of the same estimator read by object first: (cache, counts as its use)
+        self._shared: list[tuple[EstimateCache, bool]] = []
+        # caches (of any estimator) whose fingerprint of a message object this one takes
+        self._fingerprints: list[EstimateCache] = []
         self.hits = 0
         self.misses = 0
 
     def share_with(self, other: EstimateCache) -> None:
         """Estimate what this cache misses through ``other``, a cache in front of the very same
         estimator (the same counts): the strategies of a replay batch that share one estimator
-        estimate each message once between them (issue 31).  The caller vouches for the sameness."""
+        estimate each message once between them (issue 31).  The caller vouches for the sameness.
+
+        A message object ``other`` already estimated is then taken with the fingerprint ``other``
+        made of it (no second fingerprint: a ``json.dumps`` of list content); hits, misses and
+        both caches' entries end up as if ``other.message_tokens`` had been called."""
         self._message_fn = other.message_tokens
+        self.read_first(other, as_use=True)
+
+    def read_first(self, other: EstimateCache, *, as_use: bool = False) -> None:
+        """Before estimating a message, take ``other``'s estimate of the very same object (and the
+        fingerprint ``other`` made of it) if it holds one; caches are read in the order given.
+        ``other`` is in front of the very same estimator (the replay's per-run measure reading
+        the middleware's cache, ``ctxlab.replay.metrics.run_measure``); the caller vouches for
+        the sameness.  ``as_use``: ``other`` counts a hit and a use as its ``message_tokens``
+        would; else it is read as :meth:`peek` reads (its counts and eviction order unchanged)."""
+        self._shared.append((other, as_use))
+
+    def fingerprints_from(self, other: EstimateCache) -> None:
+        """Take the fingerprint ``other`` made of a message object it holds instead of making it
+        again (a fingerprint does not depend on the estimator: a cache of another estimator over
+        the same messages, the replay's provider stand-in beside its measure).  Estimates are
+        still this cache's own."""
+        self._fingerprints.append(other)
+
+    def _fingerprint_of(self, message: BaseMessage) -> tuple[Any, ...] | None:
+        for other in self._fingerprints:
+            known = other._by_object.peek(message)
+            if known is not None and known[1] is not None:
+                return known[1]
+        return _fingerprint(message)
 
     def message_tokens(self, message: BaseMessage) -> int:
         """Tokens of one message (cached).
@@ -152,7 +184,30 @@ class EstimateCache:
         if seen is not None:
             self.hits += 1
             return seen[0]
+        for shared, counts in self._shared:
+            known = shared._by_object.peek(message)
+            if known is not None and known[1] is not None:
+                value = self._from_shared(message, known[0], known[1], shared if counts else None)
+                return self._by_object.put(message, value)[0]
         return self._by_object.put(message, self._message_tokens_by_key(message))[0]
+
+    def _from_shared(
+        self, message: BaseMessage, value: int, key: tuple[Any, ...], asked: EstimateCache | None
+    ) -> tuple[int, tuple[Any, ...]]:
+        """:meth:`_message_tokens_by_key` for a message whose estimate ``value`` and fingerprint
+        ``key`` a cache read first holds by object: the same lookups and counts, without making
+        the fingerprint again (a ``json.dumps`` of list content).  ``asked``: the cache of
+        :meth:`share_with`, which counts a hit (and a use) as its ``message_tokens`` would."""
+        hit = self._by_content.get(key)
+        if hit is not None:
+            self.hits += 1
+            return hit, key
+        if asked is not None:
+            asked._by_object.get(message)  # its use, as asked.message_tokens makes it
+            asked.hits += 1
+        self.misses += 1
+        self._by_content.put(key, value)
+        return value, key
 
     def peek(self, message: BaseMessage) -> int | None:
         """The estimate (tokens) already made of this very message object, else ``None``; never
@@ -162,7 +217,7 @@ class EstimateCache:
         return None if seen is None else seen[0]
 
     def _message_tokens_by_key(self, message: BaseMessage) -> tuple[int, tuple[Any, ...] | None]:
-        key = _fingerprint(message)
+        key = self._fingerprint_of(message)
         if key is not None:
             hit = self._by_content.get(key)
             if hit is not None:

@@ -136,7 +136,13 @@ def axis_label(name: str) -> str:
 
 def measure_columns(measure: str) -> tuple[str, ...]:
     """The per-call columns a measure computes (:attr:`CallColumn.measure`), in frame order."""
-    return tuple(c.name for c in CALL_REGISTRY if c.measure == measure)
+    known = _MEASURE_COLUMNS.get(measure)
+    if known is None:  # the registry is a constant: each measure's columns are listed once
+        known = _MEASURE_COLUMNS[measure] = tuple(c.name for c in CALL_REGISTRY if c.measure == measure)
+    return known
+
+
+_MEASURE_COLUMNS: dict[str, tuple[str, ...]] = {}
 
 
 def report_definitions(group: str | None = None) -> dict[str, str]:
