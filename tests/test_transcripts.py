@@ -719,3 +719,31 @@ def test_iter_transcript_files(tmp_path: Path) -> None:
     ]
     with pytest.raises(FileNotFoundError):
         iter_transcript_files(tmp_path / "nope")
+
+
+def test_a_content_that_is_not_text_is_warned_about_by_file_and_key(tmp_path: Path) -> None:
+    """A public mini-swe-agent run with one user message's content set to null and the next one's
+    to a number: the run still loads (nothing lost: the number is kept as its JSON text), and each
+    is named in a TranscriptWarning with the file and the key; the untouched file warns nothing."""
+    rel = "mini-swe-agent/swebench_results/20251118_gemini-3-pro-74pct/trajs/sympy__sympy-21930/sympy__sympy-21930.traj.json"
+    data = json.loads((RAW / rel).read_text(encoding="utf-8"))
+    users = [i for i, m in enumerate(data["messages"]) if m.get("role") == "user"]
+    first, second = users[1], users[2]
+    data["messages"][first]["content"] = None
+    data["messages"][second]["content"] = 12345
+    bad = tmp_path / "sympy.traj.json"
+    bad.write_text(json.dumps(data), encoding="utf-8")
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        (t,) = load_transcripts(bad)
+    said = [str(w.message) for w in seen if issubclass(w.category, TranscriptWarning)]
+    assert f"{bad}: key messages[{first}].content: null; loaded as an empty user message" in said
+    assert (
+        f"{bad}: key messages[{second}].content: a number instead of text or content blocks; kept as its JSON text"
+        in said
+    )
+    assert any(m.content == "12345" for m in t.messages)
+    with warnings.catch_warnings(record=True) as clean:
+        warnings.simplefilter("always")
+        load_transcripts(RAW / rel)
+    assert not [w for w in clean if "content" in str(w.message)]

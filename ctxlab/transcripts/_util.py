@@ -330,6 +330,25 @@ class MessageBuilder:
 TEXT_TOOL_RESULT = re.compile(r"\ATool: [^\n]*\nResult:")
 
 
+def _check_content(path: Path, msg: dict[str, Any], role: str, at: str) -> None:
+    """Warn (file and key) about a message content that is neither text nor a list of blocks: a
+    number or object is kept as its JSON text, a missing or null one as an empty message — only an
+    assistant message that carries tool calls may have none (the chat-completions shape)."""
+    content = msg.get("content")
+    if isinstance(content, (str, list)):
+        return
+    if content is None:
+        if role == "assistant" and (msg.get("tool_calls") or msg.get("function_call")):
+            return
+        warn(
+            path,
+            f"key {at}: {'missing' if 'content' not in msg else 'null'}; loaded as an empty {role} message",
+        )
+        return
+    kind = "a number" if isinstance(content, (int, float)) else type(content).__name__
+    warn(path, f"key {at}: {kind} instead of text or content blocks; kept as its JSON text")
+
+
 def add_openai_messages(
     path: Path,
     builder: MessageBuilder,
@@ -363,6 +382,7 @@ def add_openai_messages(
         expect(path, msg, dict, at)
         role = need(path, msg, "role", str, at)
         content = msg.get("content")
+        _check_content(path, msg, role, join_key(at, "content"))
         if role in ("system", "developer"):
             builder.system(content)
         elif role == "user":
