@@ -24,16 +24,17 @@ __all__ = ["baseline_lines", "summarizer_lines", "summarizer_note"]
 NONE_MADE = "no summary made"
 
 
-def _summarizing(result: ReplayResult) -> set[str]:
-    """The strategies that made a summary or called a summarizer in ``result``'s calls: the others
-    (masking, a run that never reached T) are not said to have summaries written by anything."""
-    frame = result.frame()
-    if frame.is_empty():
-        return set()
-    made = frame.group_by("strategy").agg(
-        ((pl.col("level") == "L2").sum() + pl.col("summarizer_calls").fill_null(0).sum()).alias("made")
-    )
-    return {str(s) for s, n in made.iter_rows() if n}
+def _writers(result: ReplayResult) -> dict[str, str]:
+    """Strategy -> what wrote its summaries (``result.provenance["summarizers"]``, else the batch's
+    summarizer), or :data:`NONE_MADE` for a strategy that made no summary and called no summarizer
+    in ``result``'s calls (masking, a run that never reached T): it is not said to have summaries
+    written by anything."""
+    made = {r["strategy"] for r in result.rows if r.get("level") == "L2" or r.get("summarizer_calls")}
+    known = result.provenance.get("summarizers") or {}
+    fallback = result.provenance.get("summarizer") or "not recorded"
+    return {
+        name: str(known.get(name) or fallback) if name in made else NONE_MADE for name in result.strategies
+    }
 
 
 def summarizer_lines(result: ReplayResult) -> list[str]:
@@ -41,11 +42,8 @@ def summarizer_lines(result: ReplayResult) -> list[str]:
     batch's summarizer), strategies with the same one grouped; the line is bold when an offline
     stand-in wrote some."""
     by: dict[str, list[str]] = {}
-    known = result.provenance.get("summarizers") or {}
-    wrote = _summarizing(result)
-    for name in result.strategies:
-        what = str(known.get(name) or result.provenance.get("summarizer") or "not recorded")
-        by.setdefault(what if name in wrote else NONE_MADE, []).append(name)
+    for name, what in _writers(result).items():
+        by.setdefault(what, []).append(name)
     if not by:
         return []
     parts = "; ".join(f"{', '.join(names)}: {what}" for what, names in by.items())
@@ -58,11 +56,9 @@ def summarizer_note(result: ReplayResult) -> str:
     """One short line for every figure: what wrote the summaries (``"summaries: offline stand-ins,
     not a model: StructuredSummarizer (ars, hybrid); ..."``)."""
     by: dict[str, list[str]] = {}
+    for name, what in _writers(result).items():
+        by.setdefault(what.replace(f" ({STAND_IN})", ""), []).append(name)
     known = result.provenance.get("summarizers") or {}
-    wrote = _summarizing(result)
-    for name in result.strategies:
-        what = str(known.get(name) or result.provenance.get("summarizer") or "not recorded")
-        by.setdefault(what.replace(f" ({STAND_IN})", "") if name in wrote else NONE_MADE, []).append(name)
     stand_in = any(STAND_IN in str(v) or str(v).startswith("offline") for v in known.values()) or (
         not known and str(result.provenance.get("summarizer") or "").startswith("offline")
     )
