@@ -152,19 +152,14 @@ def test_trigger_and_keep_come_from_the_settings():
     assert da._lc_helper.trigger == ("tokens", 8192) and da._lc_helper.keep == ("messages", 6)
 
 
-def test_strategies_are_registered_and_replay(tmp_path):
-    from langchain.agents.middleware.types import AgentMiddleware
-
-    from ctxlab.replay import replay_many
+def run_tests_transcript(request: str, run_id: str) -> Any:
+    """A recorded run: ``request``, ten ``run_tests`` calls with their results, a final answer (a
+    ``Transcript`` for ``replay_many``)."""
     from ctxlab.transcripts.base import Transcript
 
-    pm = make_lab_manager(load_entrypoints=True)
-    known = strategies(pm)
-    for name in ("langchain-summarization", "deepagents-summarization"):
-        assert isinstance(known[name].factory(SETTINGS), AgentMiddleware)
     msgs: list[Any] = [
         SystemMessage(content="You fix code.", id="s"),
-        HumanMessage(content="Fix the tests.", id="u"),
+        HumanMessage(content=request, id="u"),
     ]
     for i in range(10):
         msgs.append(
@@ -178,7 +173,19 @@ def test_strategies_are_registered_and_replay(tmp_path):
             ToolMessage(content=run_tests.invoke({"path": f"m{i}.py"}), tool_call_id=f"c{i}", id=f"t{i}")
         )
     msgs.append(AIMessage(content="done", id="end"))
-    t = Transcript(messages=msgs, source="synthetic", run_id="baselines", format="test")
+    return Transcript(messages=msgs, source="synthetic", run_id=run_id, format="test")
+
+
+def test_strategies_are_registered_and_replay(tmp_path):
+    from langchain.agents.middleware.types import AgentMiddleware
+
+    from ctxlab.replay import replay_many
+
+    pm = make_lab_manager(load_entrypoints=True)
+    known = strategies(pm)
+    for name in ("langchain-summarization", "deepagents-summarization"):
+        assert isinstance(known[name].factory(SETTINGS), AgentMiddleware)
+    t = run_tests_transcript("Fix the tests.", "baselines")
     res = replay_many(
         [t],
         ["langchain-summarization", "deepagents-summarization"],
@@ -216,27 +223,10 @@ def test_a_summarizer_chat_model_writes_the_baselines_summaries_too(tmp_path):
     model's answer, the model was asked, and the provenance names the model — instead of the
     baselines' offline stand-in."""
     from ctxlab.replay import replay_many
-    from ctxlab.transcripts.base import Transcript
 
-    msgs: list[Any] = [
-        SystemMessage(content="You fix code.", id="s"),
-        HumanMessage(content="Fix it.", id="u"),
-    ]
-    for i in range(10):
-        msgs.append(
-            AIMessage(
-                content=f"step {i}",
-                id=f"a{i}",
-                tool_calls=[{"name": "run_tests", "args": {"path": f"m{i}.py"}, "id": f"c{i}"}],
-            )
-        )
-        msgs.append(
-            ToolMessage(content=run_tests.invoke({"path": f"m{i}.py"}), tool_call_id=f"c{i}", id=f"t{i}")
-        )
-    msgs.append(AIMessage(content="done", id="end"))
     model = RecordingSummaryModel()
     res = replay_many(
-        [Transcript(messages=msgs, source="synthetic", run_id="model", format="test")],
+        [run_tests_transcript("Fix it.", "model")],
         ["langchain-summarization", "deepagents-summarization"],
         settings=SETTINGS,
         pm=make_lab_manager(load_entrypoints=True),
