@@ -542,7 +542,31 @@ def test_safe_name() -> None:
     assert a.startswith("a_b.json-") and b.startswith("a_b.json-") and a != b  # changed: a digest
     long = safe_name("x" * 200)
     assert len(long) == 80 and long != safe_name("x" * 201)
-    assert safe_name("如何", empty="figure").startswith("figure-")
+    assert safe_name("如何", empty="figure", ascii_only=True).startswith("figure-")
+    # Chinese names stay readable (a trial found figure files named `md__ars-c5703b4a.png`)
+    assert safe_name("深度研究") == "深度研究"
+    cjk = safe_name("研" * 60)  # 180 bytes of UTF-8: cut to the byte limit, whole characters only
+    assert len(cjk.encode("utf-8")) <= 80 and cjk.startswith("研" * 23 + "-")
+    assert cjk != safe_name("研" * 61)
+
+
+def test_figure_names_keep_chinese_but_thread_ids_stay_ascii() -> None:
+    import hashlib
+
+    from ctxlab.analysis.plotting import figure_name
+    from ctxlab.replay.names import thread_id_for
+
+    assert figure_name("深度研究 报告", "ars") == "深度研究_报告__ars-" + _sha8("深度研究 报告__ars") + ".png"
+    assert figure_name("研究", "ars") == "研究__ars.png"
+    # the thread id names the history files the summaries quote (R10): it must not change
+    assert thread_id_for("研究") == "x-" + hashlib.sha1("研究".encode()).hexdigest()[:8]
+    assert thread_id_for("katy.traj") == "katy.traj"
+
+
+def _sha8(text: str) -> str:
+    import hashlib
+
+    return hashlib.sha1(text.encode()).hexdigest()[:8]
 
 
 def test_replay_pairs_tool_call_ids_reused_across_turns(tmp_path: Path) -> None:

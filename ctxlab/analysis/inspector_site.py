@@ -99,8 +99,9 @@ class Site:
 
 
 def run_id(transcript: str, strategy: str) -> str:
-    """A run's id in the pages' URLs and its data file's path under ``data/`` (without ``.js``)."""
-    return f"{safe_name(transcript)}/{safe_name(strategy)}"
+    """A run's id in the pages' URLs and its data file's path under ``data/`` (without ``.js``):
+    ASCII (:func:`safe_name` with ``ascii_only``), so that no URL needs percent-encoding."""
+    return f"{safe_name(transcript, ascii_only=True)}/{safe_name(strategy, ascii_only=True)}"
 
 
 def _source_group(source: str | None, root: str | None) -> str:

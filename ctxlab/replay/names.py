@@ -17,27 +17,40 @@ if TYPE_CHECKING:
 __all__ = ["did_you_mean", "safe_name", "thread_id_for", "transcript_labels"]
 
 
-def safe_name(text: str, limit: int = 80, *, empty: str = "x") -> str:
-    """A file or folder name for ``text``: ASCII letters, digits, ``._-``, at most ``limit``
-    characters.  A name that had to change (other characters, or too long) ends with ``-`` and
+def safe_name(text: str, limit: int = 80, *, empty: str = "x", ascii_only: bool = False) -> str:
+    """A file or folder name for ``text``: letters and digits of any script (Chinese stays
+    readable: ``"深度研究"`` stays ``"深度研究"``), ``._-``, at most ``limit`` bytes of UTF-8 (file
+    systems bound a name in bytes; a CJK character takes 3).  ``ascii_only=True`` keeps ASCII
+    letters and digits only (identifiers such as a thread id).  Every other run of characters
+    becomes ``_``.  A name that had to change (other characters, or too long) ends with ``-`` and
     8 hex digits of the text's SHA-1, so that two texts never share a name.
 
-    Examples: ``safe_name("ars") == "ars"``; ``safe_name("a/b.json")`` is ``"a_b.json-<sha1>"``.
+    Examples: ``safe_name("ars") == "ars"``; ``safe_name("a/b.json")`` is ``"a_b.json-<sha1>"``;
+    ``safe_name("如何", ascii_only=True, empty="figure")`` is ``"figure-<sha1>"``.
     """
-    s = re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("._-") or empty
-    if len(s) > limit or s != text:
+    pattern = r"[^A-Za-z0-9._-]+" if ascii_only else r"[^\w.-]+"
+    s = re.sub(pattern, "_", text).strip("._-") or empty
+    if len(s.encode("utf-8", "surrogatepass")) > limit or s != text:
         digest = hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()[:8]
-        s = f"{s[: limit - 9]}-{digest}"
+        s = f"{_cut_bytes(s, limit - 9)}-{digest}"
     return s
+
+
+def _cut_bytes(text: str, limit: int) -> str:
+    """The longest prefix of ``text`` whose UTF-8 encoding has at most ``limit`` bytes."""
+    data = text.encode("utf-8", "surrogatepass")
+    if len(data) <= limit:
+        return text
+    return data[: max(limit, 0)].decode("utf-8", "ignore")
 
 
 def thread_id_for(label: str) -> str:
     """The LangGraph thread id a replay of the transcript labelled ``label`` runs under: the label
-    made safe for a file name (:func:`safe_name`: ASCII letters, digits and ``._-``, a hash
+    made safe for a file name (:func:`safe_name` with ``ascii_only``: ASCII letters, digits and ``._-``, a hash
     suffix when it had to change; ``"katy.traj"`` stays ``"katy.traj"``).  A live agent run on
     this thread id writes the same history files (spec R10) as the replay, so the summaries,
     which name those files, are the same text too."""
-    return safe_name(label)
+    return safe_name(label, ascii_only=True)
 
 
 def transcript_labels(transcripts: Sequence[Transcript]) -> list[str]:

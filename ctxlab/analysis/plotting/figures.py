@@ -84,8 +84,9 @@ def budget_figure(
 
 
 def figure_name(*parts: str) -> str:
-    """A safe, unique-enough PNG file name for a run: ASCII, at most ~100 characters
-    (:func:`ctxlab.replay.engine.safe_name` of the parts joined by ``__``)."""
+    """A safe, unique-enough PNG file name for a run: letters and digits of any script (a Chinese
+    transcript's name stays readable), ``._-``, at most ~100 bytes of UTF-8
+    (:func:`ctxlab.replay.names.safe_name` of the parts joined by ``__``)."""
     from ctxlab.replay import safe_name
 
     return safe_name("__".join(parts), limit=99, empty="figure") + ".png"
