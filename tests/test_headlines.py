@@ -305,3 +305,29 @@ def test_a_strategy_that_made_no_summary_is_not_said_to_have_a_summarizer() -> N
     line = summarizer_lines(result)[0]
     assert "ars: StructuredSummarizer" in line and f"masking: {NONE_MADE}" in line
     assert summarizer_note(result).endswith(f"StructuredSummarizer (ars); {NONE_MADE} (masking)")
+
+
+RAG = (
+    Path(__file__).resolve().parents[1].parent / "shared/transcripts/raw/deer-flow/web/public/replay/rag.txt"
+)
+
+
+def test_a_trigger_that_stays_silent_on_a_chinese_run_that_reached_t_is_named() -> None:
+    """A Chinese DeerFlow run whose request reaches T by the replay's measure: LangChain's own
+    counter (about 4 characters a token) stays under T, so the baseline sends it whole; the
+    summary says why instead of letting its 0 % stand beside ARS's saving on the same run."""
+    assert RAG.is_file(), f"shared transcript missing: {RAG}"
+    settings = CompressionSettings(summary_threshold=16)
+    result = replay_many([RAG], ["ars", "langchain-summarization"], settings=settings, progress=False)
+    assert not result.errors, result.errors
+    rows = result.summary()
+    by = {r["strategy"]: r for r in rows.iter_rows(named=True)}
+    assert by["ars"]["max_raw_tokens"] >= 16 * 1024 and by["ars"]["reached_threshold"]
+    assert by["langchain-summarization"]["reached_threshold"] is False
+    warnings = [w for w in executive_summary(result).warnings if "own trigger never fired" in w]
+    assert warnings == [
+        "langchain-summarization: its own trigger never fired in 1 of the 1 run(s) whose uncompressed request "
+        "reached T (rag.txt), so it sent them whole: it counts the request its own way, not with the replay's "
+        "measure (LangChain's approximate counter, which the LangChain and DeepAgents baselines use, takes about "
+        "4 characters a token and undercounts Chinese text and base64 about 3×)."
+    ]

@@ -10,7 +10,9 @@ correction (:mod:`ctxlab.replay.prefix`); failed summaries; declines where a str
 summarize (no valid cutoff, R13: a decision plugin's declines are the strategy's design, hybrid's
 "masking is enough" and ars-cache's "does not pay", and so is every missing cutoff of a strategy
 that never summarizes, masking's; none of those is warned about); rejected
-summaries; summary thrash (one line per strategy with its runs); plugin problems.
+summaries; summary thrash (one line per strategy with its runs); a strategy whose own trigger
+stayed silent in runs whose uncompressed request reached T (:func:`silent_trigger_warnings`);
+plugin problems.
 """
 
 from __future__ import annotations
@@ -22,12 +24,13 @@ import polars as pl
 
 from ctxlab.replay.failures import THRASH_CONSECUTIVE, THRASH_WINDOW
 from ctxlab.replay.prefix import OFF_BY
+from ctxlab.replay.recorded import RECORDED_STRATEGY
 from ctxlab.replay.stratified import dominant_sources
 
 if TYPE_CHECKING:
     from ctxlab.replay import ReplayResult
 
-__all__ = ["SIGN_EPSILON", "grouped", "verdict_warnings"]
+__all__ = ["SIGN_EPSILON", "grouped", "silent_trigger_warnings", "verdict_warnings"]
 
 #: a figure closer to 0 than this (percentage points) has no sign worth a warning
 SIGN_EPSILON = 0.05
@@ -100,6 +103,7 @@ def verdict_warnings(
         )
     out += _failure_warnings(totals)
     out += _thrash_warnings(rows)
+    out += silent_trigger_warnings(rows, int(result.settings.entry_threshold_tokens))
     plugins = [e for e in result.errors if e.kind == "plugin"]
     if plugins:
         out.append(
@@ -212,3 +216,40 @@ def _thrash_of(run: dict[str, Any]) -> str:
     if run["max_consecutive_summaries"] >= THRASH_CONSECUTIVE:
         return f"{run['max_consecutive_summaries']} consecutive calls"
     return f"{run['max_summaries_in_window']} times within {THRASH_WINDOW} calls"
+
+
+def silent_trigger_warnings(rows: pl.DataFrame, threshold: int) -> list[str]:
+    """One line per strategy whose own trigger never fired in runs whose uncompressed request
+    reached T by the replay's measure (``max_raw_tokens >= threshold``, the request with the
+    unrecorded prefix), naming those runs (at most five).
+
+    A strategy counts its request its own way (``reached_threshold``, the column's definition):
+    LangChain's and DeepAgents' baselines with LangChain's approximate counter, about 4
+    characters a token, which undercounts Chinese text and base64 about 3× (docs/benchmarks.md,
+    section 2), so on such runs they trigger late or never and send the run whole.  Said so a
+    reader does not take their 0 % there for a verdict on the same runs.  ``recorded`` is left
+    out: its trigger is the agent's own cut, not a count of the request."""
+    need = {"strategy", "transcript", "reached_threshold", "max_raw_tokens"}
+    if not need <= set(rows.columns) or not rows.height:
+        return []
+    out = []
+    for (strategy,), group in rows.group_by("strategy", maintain_order=True):
+        if strategy == RECORDED_STRATEGY:
+            continue
+        silent = group.filter(
+            (pl.col("max_raw_tokens").fill_null(0) >= threshold) & (pl.col("reached_threshold") == False)  # noqa: E712
+        )["transcript"].to_list()
+        if not silent:
+            continue
+        reached = group.filter(pl.col("max_raw_tokens").fill_null(0) >= threshold).height
+        named = ", ".join(str(t) for t in silent[:5]) + (
+            f" and {len(silent) - 5} more" if len(silent) > 5 else ""
+        )
+        out.append(
+            f"{strategy}: its own trigger never fired in {len(silent)} of the {reached} run(s) whose "
+            f"uncompressed request reached T ({named}), so it sent them whole: it counts the request its own "
+            "way, not with the replay's measure (LangChain's approximate counter, which the LangChain and "
+            "DeepAgents baselines use, takes about 4 characters a token and undercounts Chinese text and "
+            "base64 about 3×)."
+        )
+    return out
