@@ -331,3 +331,16 @@ def test_a_trigger_that_stays_silent_on_a_chinese_run_that_reached_t_is_named() 
         "measure (LangChain's approximate counter, which the LangChain and DeepAgents baselines use, takes about "
         "4 characters a token and undercounts Chinese text and base64 about 3×)."
     ]
+
+
+def test_one_run_gets_no_interval() -> None:
+    """A bootstrap over one run resamples that one value: its "interval" has no width and says
+    nothing (the demo printed "95 % CI +55.6 to +55.6, 1 paired runs"); with two runs it has."""
+    rows = [call("r0", "a", 55.0), call("r0", "b", 10.0)]
+    line = tokens_line(ReplayResult(rows=rows, strategies=["a", "b"]))
+    assert "a − b: +45.0 points per run (no interval from 1 paired run)" in line
+    assert "a 55.0 % over the 1 run(s) it compressed; 55.0 % over its 1 run (no interval from 1 run)" in line
+    assert "% CI" not in line
+    rows += [call("r1", "a", 45.0), call("r1", "b", 10.0)]
+    line = tokens_line(ReplayResult(rows=rows, strategies=["a", "b"]))
+    assert "a − b: +40.0 points per run (95 % CI +35.0 to +45.0, 2 paired runs)" in line

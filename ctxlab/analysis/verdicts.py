@@ -100,10 +100,14 @@ class Mean:
     def text(self, column: str) -> str:
         unit = _UNITS.get(column, "")
         fmt = "{:.3f}" if unit == "" else "{:.1f}"
-        over = f"over all {self.runs} runs" + (
+        over = (f"over all {self.runs} runs" if self.runs != 1 else "over its 1 run") + (
             f", source-balanced over {self.sources} sources" if self.sources > 1 else ""
         )
-        ci = f"{round(100 * CONFIDENCE)} % CI {fmt.format(self.low)} to {fmt.format(self.high)}{unit}"
+        ci = (
+            f"{round(100 * CONFIDENCE)} % CI {fmt.format(self.low)} to {fmt.format(self.high)}{unit}"
+            if self.runs > 1
+            else "no interval from 1 run"  # a bootstrap of one value is that value: no spread
+        )
         if column == "needed_recall":
             return f"{fmt.format(self.value)} ({ci}, over the {self.runs} runs it summarized)"
         done = (
@@ -152,10 +156,13 @@ class Best:
         versus = ""
         if cmp is not None and cmp.difference is not None and cmp.low is not None and cmp.high is not None:
             strata = f" in {cmp.sources} sources, stratified" if cmp.sources > 1 else ""
-            versus = (
-                f"{fmt.format(cmp.difference)}{pts} per run ({round(100 * CONFIDENCE)} % CI "
-                f"{fmt.format(cmp.low)} to {fmt.format(cmp.high)}, {cmp.runs} paired runs{strata})"
+            interval = (
+                f"{round(100 * CONFIDENCE)} % CI {fmt.format(cmp.low)} to {fmt.format(cmp.high)}, "
+                f"{cmp.runs} paired runs{strata}"
+                if cmp.runs > 1
+                else "no interval from 1 paired run"
             )
+            versus = f"{fmt.format(cmp.difference)}{pts} per run ({interval})"
         if self.decided:
             text = f"Best for {self.objective}: **{self.first.strategy}**, {label} {self.first.text(self.column)}"
             if self.runner_up is not None:

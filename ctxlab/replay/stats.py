@@ -297,11 +297,12 @@ class PairedComparison:
         big = max(abs(self.difference), abs(self.low), abs(self.high)) >= 10
         fmt = "{:+,.1f}" if big else "{:+.4f}"
         strata = f" in {self.sources} sources, source-balanced" if self.sources > 1 else ""
-        return (
-            f"{self.a} − {self.b} on {self.measure}: {fmt.format(self.difference)} per run "
-            f"({pct} % CI {fmt.format(self.low)} to {fmt.format(self.high)}, {self.runs} runs{strata}, "
-            f"{self.data})"
+        interval = (
+            f"{pct} % CI {fmt.format(self.low)} to {fmt.format(self.high)}, {self.runs} runs{strata}"
+            if self.runs > 1
+            else "no interval from 1 run"  # a bootstrap of one value is that value
         )
+        return f"{self.a} − {self.b} on {self.measure}: {fmt.format(self.difference)} per run ({interval}, {self.data})"
 
 
 def paired_comparison(
