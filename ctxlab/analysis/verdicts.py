@@ -144,7 +144,8 @@ class Best:
     @property
     def decided(self) -> bool:
         """A winner is named: there is another strategy to beat, the paired comparison has at
-        least :data:`~ctxlab.replay.stats.MIN_PAIRED_RUNS` runs and its interval excludes 0."""
+        least :data:`~ctxlab.replay.stats.MIN_PAIRED_RUNS` runs that differ (ties do not count) and
+        its interval excludes 0."""
         return self.versus is not None and self.versus.decides
 
     def line(self) -> str:
@@ -174,9 +175,14 @@ class Best:
                 f"it with; {label} {self.first.text(self.column)}."
             )
         if cmp is not None and cmp.too_few:
+            count = (
+                f"{cmp.evidence} < {MIN_PAIRED_RUNS}"
+                if cmp.evidence == cmp.runs
+                else f"{cmp.evidence} of {cmp.runs} paired runs differ, < {MIN_PAIRED_RUNS}; the others are ties"
+            )
             return (
-                f"{self.objective.capitalize()}: **too few paired runs to name a winner** ({cmp.runs} < "
-                f"{MIN_PAIRED_RUNS}: with fewer, even runs that all agree cannot exclude no difference); "
+                f"{self.objective.capitalize()}: **too few paired runs to name a winner** ({count}: with "
+                "fewer, even runs that all agree cannot exclude no difference); "
                 f"{self.first.strategy} − {self.runner_up.strategy}: {versus or 'no paired run'}; {label}: "
                 f"{self.first.strategy} {self.first.text(self.column)}; {self.runner_up.strategy} "
                 f"{self.runner_up.text(self.column)}."
