@@ -294,7 +294,7 @@ def test_a_round_that_changed_nothing_did_not_compress_and_designed_declines_are
 def test_a_strategy_that_made_no_summary_is_not_said_to_have_a_summarizer() -> None:
     """Masking never summarizes: the summary's first line and every figure's note say it made
     none, instead of naming the batch's StructuredSummarizer for it."""
-    from ctxlab.analysis.run_facts import NONE_MADE, summarizer_lines, summarizer_note
+    from ctxlab.analysis.run_facts import summarizer_lines, summarizer_note
 
     rows = [c for i in range(3) for c in (call(f"r{i}", "ars", 40.0), call(f"r{i}", "masking", 20.0))]
     for r in rows:
@@ -304,8 +304,21 @@ def test_a_strategy_that_made_no_summary_is_not_said_to_have_a_summarizer() -> N
         "masking": "StructuredSummarizer (offline stand-in, not a model)"
     }
     line = summarizer_lines(result)[0]
-    assert "ars: StructuredSummarizer" in line and f"masking: {NONE_MADE}" in line
-    assert summarizer_note(result).endswith(f"StructuredSummarizer (ars); {NONE_MADE} (masking)")
+    assert line == (
+        "**Summaries written by an offline stand-in, not a model** — ars: StructuredSummarizer (offline "
+        "stand-in, not a model). No summary made by masking in these runs."
+    )
+    assert (
+        summarizer_note(result)
+        == "summaries: StructuredSummarizer, offline stand-in (ars); none made (masking)"
+    )
+    # the agent's own summaries (the recorded strategy) are not called a stand-in's
+    rows = [call("r0", "recorded", 40.0)]
+    rows[0]["level"] = "L2"
+    result = ReplayResult(rows=rows, strategies=["recorded"])
+    result.provenance["summarizers"] = {"recorded": "the agent's model, as recorded"}
+    assert summarizer_lines(result) == ["Summaries written by: recorded: the agent's model, as recorded."]
+    assert summarizer_note(result) == "summaries: the agent's model, as recorded (recorded)"
 
 
 RAG = (
