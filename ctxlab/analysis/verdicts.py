@@ -416,8 +416,10 @@ def verdict_sections(
         f"Over {pool.label}. Definitions in this table: `runs`, N; `reached`, the runs where the "
         "strategy's own trigger fired (for no compression: the uncompressed request reached T); "
         "`compressed`, the runs it compressed at least once. Every saving is a **per-run saving over "
-        "the feasible calls** (the calls whose uncompressed request fits the window), in %: its mean "
-        "over the compressed runs and over all N runs, its median and interquartile range (`q1`, `q3`) "
+        "the feasible calls** (the calls whose uncompressed request fits the window), in %: its plain "
+        "mean (every run alike; the executive summary's means and the frontier's markers are "
+        "source-balanced, every source alike) over the compressed runs and over all N runs, its "
+        "median and interquartile range (`q1`, `q3`) "
         "over all N runs, its median over the runs that reached the trigger, and the pooled figure "
         "(Σ sent / Σ raw over the feasible calls of all runs) beside them; the same for the cost "
         "saving with prompt caching.",
