@@ -166,31 +166,29 @@ def sync_floor_ahead(
 
 
 def over_t2_refusal(s: CompressionSettings, request: int, floor: int, capacity: int | None) -> str | None:
-    """Why an L2 round refuses a prepared summary whose commit would leave ``request`` tokens,
-    over T2 (``None``: it commits it; docs/middleware.md, "Prepared summaries", rule 3).
+    """Why an L2 round refuses a prepared summary whose commit would leave ``request`` tokens
+    (``None``: it commits it; ``docs/middleware.md``, "Prepared summaries", rule 3).
 
     The issue's rule — over T2 the round falls back to its synchronous path — exists so that a
     prepared commit never sends a request the synchronous round would have got under T2.  It
-    holds whenever that is possible: ``floor`` (:func:`sync_floor`, the least the synchronous
-    round can send) at most T2 refuses the commit.  When ``floor`` is over T2 too, the
-    fallback would only buy a stall (the synchronous round's request is over T2 as well), so
-    the commit is taken when its request still fits what a request needs: at most T (the next
-    call is then below T and starts no round by itself, R3; over T, the messages the commit
-    keeps beyond the synchronous cutoff would let the next call summarize again, in the
-    round, at once) and at most the model's input ``capacity`` when known (never a request
-    the model refuses where the synchronous one fits, R12)."""
+    holds whenever that is possible: with ``floor`` (:func:`sync_floor`, the least the
+    synchronous round can send) at most T2, a commit over T2 is refused.  When ``floor`` is
+    over T2 too, the fallback only buys a stall (the synchronous request is over T2 as well),
+    so the commit is taken when its request is one a round may leave: at most T (the call
+    after it is then below T and starts no round by itself, R3; over T the messages the commit
+    keeps beyond the synchronous cutoff would let that call summarize again at once, in the
+    round) and at most the model's input ``capacity`` when known (never a request the model
+    refuses where the synchronous one fits, R12)."""
     t, t2 = s.entry_threshold_tokens, s.l2_threshold_tokens
     if request <= t2:
         return None
+    over = f"the kept window would be {request} tokens, over T2 ({t2:g})"
     if floor <= t2:
-        return (
-            f"the kept window would be {request} tokens, over T2 ({t2:g}), "
-            f"and the synchronous round can get under T2 (at least {floor} tokens)"
-        )
+        return f"{over}, and the synchronous round can get under T2 (at least {floor} tokens)"
     if request > t:
-        return f"the kept window would be {request} tokens, over T ({t:g}); the synchronous round's at least {floor}"
+        return f"{over} and over T ({t:g}; the synchronous round: at least {floor})"
     if capacity is not None and request > capacity:
-        return f"the kept window would be {request} tokens, over the model's input capacity ({capacity})"
+        return f"{over} and over the model's input capacity ({capacity})"
     return None
 
 
