@@ -102,7 +102,8 @@ class PreparedStats(TypedDict, total=False):
     Attributes:
         status: ``"started"`` (a preparation began in this call), ``"discarded"`` (one was
             dropped unused: its span changed, it failed, it was late, it covered more than the
-            round cuts, or committing it would leave the kept window over T2) or ``"used"``
+            round cuts, or the T2 rule refused its commit,
+            :func:`ctxlab.core.prepare.over_t2_refusal`) or ``"used"``
             (this L2 round committed it).
         cutoff_index: the end of the prepared span (a global position in the state messages).
         reason: why it was discarded.

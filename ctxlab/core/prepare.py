@@ -19,7 +19,10 @@ whole extra model call.  With ``summary_prepare_ratio`` set (off by default):
   messages after it stay in the kept window, the history file is written in the round (R10,
   R17: through the request's own backend), and the summary is committed by the usual rules
   (:func:`ctxlab.core.l2.summary_to_commit`; R11 cumulative cutoff).  When committing it would
-  leave the kept window over T2 and the round would cut further without it, it is not used.
+  leave the request over T2 and the round would cut further without it, it is not used if the
+  synchronous round could get under T2 (the issue's T2 fallback), nor if the request would be
+  over T or the model's capacity; it is used when the synchronous round cannot get under T2
+  either (:func:`over_t2_refusal`: the fallback would only buy a stall).
 * **Anything else is today's round.**  A preparation that failed, was late, no longer matches
   the state or is not used for another reason is discarded (a ``prepared`` event with the
   reason) and the round summarizes synchronously, as without preparation.  A background result
