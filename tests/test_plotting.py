@@ -222,3 +222,22 @@ def test_every_figure_of_one_transcript_shares_its_token_scale(
     paths = figures.write_figures(calls, None, tmp_path, settings=result.settings)
     assert seen == {"ars": "log", "langchain-summarization": "log", "overlay": "log"}
     assert len([p for p in paths if p.parent.name == "budget"]) == 2
+
+
+def test_a_saved_figure_holds_its_longest_tick_label(tmp_path: Path) -> None:
+    """diff.png cut its y label "langchain-summarization" at the left edge (trial): every PNG is
+    saved to the bounding box of what it draws, so the image's edge columns stay blank."""
+    from matplotlib.figure import Figure as MplFigure
+    from PIL import Image
+
+    from ctxlab.analysis.plotting.figures import save_png
+
+    fig = MplFigure(figsize=(4, 2))
+    ax = fig.add_subplot()
+    ax.barh([0, 1], [1.0, 2.0])
+    ax.set_yticks([0, 1], ["langchain-summarization-with-a-long-name", "ars"])
+    path = save_png(fig, tmp_path / "long.png")
+    with Image.open(path) as png:
+        grey = png.convert("L")
+        edge = [grey.getpixel((x, y)) for x in (0, 1) for y in range(grey.height)]
+    assert min(edge) > 200, "ink at the image's left edge: a label was cut"

@@ -117,9 +117,9 @@ def save_png(fig: Figure, path: Path, note: str | None = None) -> Path:
             va="top",
             fontfamily=font_families(),
         )
-        fig.savefig(path, dpi=100, bbox_inches="tight", pad_inches=0.08, pil_kwargs={"compress_level": 3})
-        return path
-    fig.savefig(path, dpi=100, pil_kwargs={"compress_level": 3})
+    # the saved image holds everything drawn: a long tick label (a strategy's name on diff.png's
+    # y axis) is never cut at the edge
+    fig.savefig(path, dpi=100, bbox_inches="tight", pad_inches=0.08, pil_kwargs={"compress_level": 3})
     return path
 
 
