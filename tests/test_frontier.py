@@ -177,3 +177,26 @@ def test_frontier_figure_draws_the_intervals_as_error_bars(frames):
             for lo, hi in part.select("cost_saving_low", "cost_saving_high").iter_rows()
         )
         assert spans == want
+
+
+def test_the_legend_covers_no_point_or_interval(frames):
+    """A trial saw the legend (then fixed in the lower right) over the lower end of a strategy's
+    interval: it now goes where it covers none of the drawn points and bars."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.collections import LineCollection, PathCollection
+
+    fig = plot_frontier(frames)
+    FigureCanvasAgg(fig).draw()
+    ax = fig.axes[-1]
+    box = ax.get_legend().get_window_extent()
+    points = []
+    for coll in ax.collections:
+        if isinstance(coll, PathCollection):
+            points += [tuple(p) for p in ax.transData.transform(coll.get_offsets())]
+        elif isinstance(coll, LineCollection):
+            points += [tuple(p) for seg in coll.get_segments() for p in ax.transData.transform(seg)]
+    for line in ax.lines:
+        points += [tuple(p) for p in ax.transData.transform(line.get_xydata())]
+    assert points
+    inside = [p for p in points if box.contains(*p)]
+    assert not inside, f"the legend covers {len(inside)} drawn point(s)"

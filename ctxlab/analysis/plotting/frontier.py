@@ -141,11 +141,13 @@ def plot_frontier(calls_by_price: Mapping[str, pl.DataFrame], **options: Unpack[
     fig.suptitle(label_text(title), fontfamily=fam, fontsize=11)
     handles, labels = axes[0].get_legend_handles_labels()
     if handles:  # one legend for the panels: large dots pooled per strategy, small dots its runs
+        # where it covers the fewest points and bars (matplotlib's "best"); a fixed corner sat on
+        # a strategy's interval (trial)
         axes[-1].legend(
             handles,
             labels,
             title="pooled (small: runs; bars: source-balanced mean per run, 95 % CI)",
-            loc="lower right",
+            loc="best",
             prop={"family": fam, "size": 8},
             title_fontsize=8,
             framealpha=0.9,
