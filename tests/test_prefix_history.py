@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from langchain_core.messages import HumanMessage
 
+from ctxlab.analysis.verdicts import executive_summary
 from ctxlab.replay import ReplayResult, replay_many
 from ctxlab.replay.metrics import make_measure
 from ctxlab.replay.prefix import HISTORY_KEY, OFF_BY, PREFIX_KEY, estimate_prefix
@@ -131,3 +132,61 @@ def test_the_earlier_conversation_is_history(transcript: Transcript, compared: R
     # a history message like any other: ARS summarized it away once it could
     last = compared.views[(label, "ars", 19)].messages
     assert not any(HISTORY_KEY in m.additional_kwargs for m in last)
+
+
+def test_the_old_prefix_on_every_request_is_warned_about(transcript: Transcript) -> None:
+    """Given the whole gap as a prefix of every request (what auto measured before the split),
+    ``recorded`` after the compaction is ~2× the provider's count: the run is named; without any
+    prefix it is far below: named too."""
+    provider = _provider_counts()
+    for setting, above in ((148_974, True), ("off", False)):
+        result = replay_many([transcript], ["recorded"], progress=False, unrecorded_prefix=setting)
+        prefix = result.prefixes[transcript.name]
+        after = prefix["after_off_by"]
+        assert after is not None and ((after > OFF_BY) if above else (after < 1 / OFF_BY)), (setting, after)
+        rows = _rows(result, "recorded")[BOUNDARY:]
+        worst = max(int(r["view_tokens"]) / n for r, n in zip(rows, provider[BOUNDARY:], strict=True))
+        assert (worst > OFF_BY) == above
+        warnings = [w for w in executive_summary(result).warnings if "stays more than 1.5×" in w]
+        assert len(warnings) == 1 and f"{after:.2f}× after the agent's compaction" in warnings[0], warnings
+        assert "the recorded ones" in warnings[0]
+
+
+def test_a_prefix_above_t_is_warned_about(transcript: Transcript) -> None:
+    from ctxlab import CompressionSettings
+
+    settings = CompressionSettings(summary_threshold=40)  # T = 40,960 tokens, below the ~50,000 fixed part
+    result = replay_many([transcript], ["recorded"], progress=False, settings=settings)
+    fixed = int(result.prefixes[transcript.name]["tokens"])
+    assert fixed >= settings.entry_threshold_tokens
+    warnings = [w for w in executive_summary(result).warnings if "unrecorded prefix alone" in w]
+    assert warnings == [
+        f"1 run(s) whose unrecorded prefix alone is at least T ({int(settings.entry_threshold_tokens):,} tokens): "
+        f"{transcript.name} ({fixed:,} tokens); every request of every strategy starts above the trigger, and "
+        "no strategy compresses that part."
+    ]
+    default = replay_many([transcript], ["recorded"], progress=False)
+    assert not [w for w in executive_summary(default).warnings if "unrecorded prefix alone" in w]
+
+
+def test_the_report_and_run_json_say_both_parts(transcript: Transcript, tmp_path: Path) -> None:
+    from ctxlab.cli.main import main
+
+    out = tmp_path / "out"
+    argv = [
+        "compare",
+        str(COMPACTION),
+        "--strategies",
+        "recorded",
+        "--out",
+        str(out),
+        "--no-progress",
+        "--no-figures",
+    ]
+    assert main(argv) == 0
+    prefix = json.loads((out / "run.json").read_text(encoding="utf-8"))["unrecorded_prefix"][transcript.name]
+    fixed, history = prefix["tokens"], prefix["history_tokens"]
+    assert history > fixed > 0 and prefix["calls_after"] == 10 and 0.9 < prefix["after_off_by"] < 1.1
+    report = (out / "report.md").read_text(encoding="utf-8")
+    assert f"| {transcript.name} | {fixed:,} | {history:,} | recorded usage | 10 + 10 after |" in report
+    assert f"their earlier conversation (median {history:,} tokens) is one history message" in report
