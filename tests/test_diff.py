@@ -55,23 +55,40 @@ def two_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return outs[0], outs[1]
 
 
-def _bootstrap(groups: list[list[float]]) -> tuple[float, float, float]:
-    """Source-balanced mean and stratified percentile interval of the per-source differences
-    ``groups``, written out (module doc)."""
+def _bootstrap(pairs: list[tuple[str, float]]) -> tuple[float, float, float]:
+    """Source-balanced mean and stratified percentile interval of the per-run differences
+    ``(source, difference)`` in run order, written out (module doc of ctxlab.replay.stratified)."""
 
     def balanced(parts: list[list[float]]) -> float:
         return sum(sum(g) / len(g) for g in parts) / len(parts)
 
+    by: dict[str, list[float]] = {}
+    for source, d in pairs:
+        by.setdefault(source, []).append(d)
+    groups = list(by.values())
     mean = balanced(groups)
     rng = random.Random(0)
     many = [g for g in groups if len(g) > 1]
     single = [g[0] for g in groups if len(g) == 1]  # the single-run sources: one stratum together
-    means = sorted(
-        balanced(
-            [*(rng.choices(g, k=len(g)) for g in many), *([v] for v in rng.choices(single, k=len(single)))]
+    if len(single) == 1:  # a lone one-run source: runs resampled across sources, balanced per draw
+
+        def drawn() -> float:
+            got: dict[str, list[float]] = {}
+            for source, d in rng.choices(pairs, k=len(pairs)):
+                got.setdefault(source, []).append(d)
+            return balanced(list(got.values()))
+
+        means = sorted(drawn() for _ in range(2000))
+    else:
+        means = sorted(
+            balanced(
+                [
+                    *(rng.choices(g, k=len(g)) for g in many),
+                    *([v] for v in rng.choices(single, k=len(single))),
+                ]
+            )
+            for _ in range(2000)
         )
-        for _ in range(2000)
-    )
 
     def q(p: float) -> float:
         pos = p * (len(means) - 1)
@@ -82,7 +99,8 @@ def _bootstrap(groups: list[list[float]]) -> tuple[float, float, float]:
     return mean, q(0.025), q(0.975)
 
 
-def _expected(a: Path, b: Path, strategy: str, column: str) -> tuple[int, float, float, float]:
+def _expected(a: Path, b: Path, strategy: str, column: str) -> tuple[int, int, float, float, float]:
+    """Pairs, pairs that differ (ties carry no sign), mean difference B − A, interval."""
     sa, sb = (pl.read_csv(p / "summary.csv").filter(pl.col("strategy") == strategy) for p in (a, b))
     if column == "failures":
         total = pl.col("summary_errors") + pl.col("declined_summaries") + pl.col("rejected_summaries")
@@ -91,12 +109,14 @@ def _expected(a: Path, b: Path, strategy: str, column: str) -> tuple[int, float,
     va = dict(real_a.select("transcript", column).iter_rows())
     vb = dict(sb.filter(pl.col("data_provenance") == "real").select("transcript", column).iter_rows())
     source = dict(real_a.select("transcript", "transcript_format").iter_rows())
-    groups: dict[str, list[float]] = {}
-    for t in va:
-        if t in vb and va[t] is not None and vb[t] is not None:
-            groups.setdefault(source[t], []).append(float(vb[t]) - float(va[t]))
-    runs = sum(len(g) for g in groups.values())
-    return (runs, *_bootstrap(list(groups.values()))) if runs else (0, math.nan, math.nan, math.nan)
+    pairs = [
+        (source[t], float(vb[t]) - float(va[t]))
+        for t in va
+        if t in vb and va[t] is not None and vb[t] is not None
+    ]
+    runs = len(pairs)
+    differ = sum(1 for _, d in pairs if abs(d) > 1e-9)
+    return (runs, differ, *_bootstrap(pairs)) if runs else (0, 0, math.nan, math.nan, math.nan)
 
 
 def test_diff_prints_the_paired_intervals_a_recomputation_finds(
@@ -120,7 +140,7 @@ def test_diff_prints_the_paired_intervals_a_recomputation_finds(
             row = table.filter((pl.col("strategy") == strategy) & (pl.col("measure") == measure)).row(
                 0, named=True
             )
-            runs, mean, low, high = _expected(a, b, strategy, column)
+            runs, differ, mean, low, high = _expected(a, b, strategy, column)
             assert row["runs"] == runs
             if not runs:
                 assert row["difference"] is None and row["verdict"] == "no pair"
@@ -130,8 +150,12 @@ def test_diff_prints_the_paired_intervals_a_recomputation_finds(
             assert row["high"] == pytest.approx(high, rel=1e-9, abs=1e-12)
             if row["verdict"] == "identical":
                 assert low == high == mean == 0
-            elif runs < MIN_PAIRED_RUNS:  # no difference is called on so few runs
-                assert row["verdict"] == f"too few runs to call ({runs} < {MIN_PAIRED_RUNS})"
+            elif differ < MIN_PAIRED_RUNS:  # no difference is called on so few runs that differ
+                assert row["verdict"] == (
+                    f"too few runs to call ({runs} < {MIN_PAIRED_RUNS})"
+                    if differ == runs
+                    else f"too few runs to call ({differ} of {runs} differ, < {MIN_PAIRED_RUNS})"
+                )
             else:
                 assert ("no detectable difference" in row["verdict"]) == (low <= 0 <= high)
             checked += 1

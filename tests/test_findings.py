@@ -163,6 +163,22 @@ def test_cli_prints_the_savings(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert 10 * 3_900 <= raw - sent <= 10 * 4_000, masking
     assert masking[6] == f"{100 * (1 - sent / raw):.1f}%" and masking[-1] == "52.7%", masking
     assert "paper vs ctxlab" in out
+    # one run beside the paper's figures: said to be no verdict (a trial read "-20.4 pp vs +2.3 pp"
+    # on 2 runs as a finding)
+    assert (
+        "The savings above are pooled over 1 run(s); fewer than 6 runs are no verdict on either side of "
+        "the paper's figure" in " ".join(out.split())
+    )
+
+
+def test_findings_help_names_its_defaults(capsys: pytest.CaptureFixture[str]) -> None:
+    from ctxlab.analysis.findings import DEFAULT_STRATEGIES, DEFAULT_THRESHOLD_K
+
+    with pytest.raises(SystemExit):
+        main(["findings", "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert f"(default: {','.join(DEFAULT_STRATEGIES)})" in out
+    assert f"(default: {DEFAULT_THRESHOLD_K})" in out and "DEFAULT_" not in out
 
 
 def test_cli_unknown_strategy_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -101,8 +101,9 @@ def test_a_run_a_strategy_compressed_counts_as_reached_by_its_own_trigger() -> N
 def test_means_are_over_the_compressed_runs_beside_all_runs() -> None:
     rows = [call(f"r{i}", "a", 50.0 if i < 2 else 0.0, acted=i < 2) for i in range(10)]
     line = tokens_line(ReplayResult(rows=rows, strategies=["a"]))
-    # two runs of ten: the interval against no compression holds 0, and the line says both means
-    assert "no detectable difference" in line
+    # two runs of ten differ from no compression (the other eight are ties): no winner, and the
+    # line says both means
+    assert "too few paired runs to name a winner** (2 of 10 paired runs differ" in line
     assert "a 50.0 % over the 2 run(s) it compressed; 10.0 % over all 10 runs" in line
 
 
@@ -293,7 +294,7 @@ def test_a_round_that_changed_nothing_did_not_compress_and_designed_declines_are
 def test_a_strategy_that_made_no_summary_is_not_said_to_have_a_summarizer() -> None:
     """Masking never summarizes: the summary's first line and every figure's note say it made
     none, instead of naming the batch's StructuredSummarizer for it."""
-    from ctxlab.analysis.run_facts import NONE_MADE, summarizer_lines, summarizer_note
+    from ctxlab.analysis.run_facts import summarizer_lines, summarizer_note
 
     rows = [c for i in range(3) for c in (call(f"r{i}", "ars", 40.0), call(f"r{i}", "masking", 20.0))]
     for r in rows:
@@ -303,8 +304,21 @@ def test_a_strategy_that_made_no_summary_is_not_said_to_have_a_summarizer() -> N
         "masking": "StructuredSummarizer (offline stand-in, not a model)"
     }
     line = summarizer_lines(result)[0]
-    assert "ars: StructuredSummarizer" in line and f"masking: {NONE_MADE}" in line
-    assert summarizer_note(result).endswith(f"StructuredSummarizer (ars); {NONE_MADE} (masking)")
+    assert line == (
+        "**Summaries written by an offline stand-in, not a model** — ars: StructuredSummarizer (offline "
+        "stand-in, not a model). No summary made by masking in these runs."
+    )
+    assert (
+        summarizer_note(result)
+        == "summaries: StructuredSummarizer, offline stand-in (ars); none made (masking)"
+    )
+    # the agent's own summaries (the recorded strategy) are not called a stand-in's
+    rows = [call("r0", "recorded", 40.0)]
+    rows[0]["level"] = "L2"
+    result = ReplayResult(rows=rows, strategies=["recorded"])
+    result.provenance["summarizers"] = {"recorded": "the agent's model, as recorded"}
+    assert summarizer_lines(result) == ["Summaries written by: recorded: the agent's model, as recorded."]
+    assert summarizer_note(result) == "summaries: the agent's model, as recorded (recorded)"
 
 
 RAG = (
@@ -344,3 +358,29 @@ def test_one_run_gets_no_interval() -> None:
     rows += [call("r1", "a", 45.0), call("r1", "b", 10.0)]
     line = tokens_line(ReplayResult(rows=rows, strategies=["a", "b"]))
     assert "a − b: +40.0 points per run (95 % CI +35.0 to +45.0, 2 paired runs)" in line
+
+
+def test_runs_neither_strategy_acted_on_are_ties_not_evidence() -> None:
+    """The trial's case: one DeerFlow run reached T (a saves 47 points there), ten SWE-agent runs
+    did not (both 0). Eleven pairs, one of them differs: like a sign test, ties carry no sign, so
+    no winner is named; and the lone DeerFlow run, alone in its stratum, no longer gives a
+    zero-width interval (it read "95 % CI +23.5 to +23.5, 11 paired runs")."""
+    rows = [call("deer", "a", 47.0, fmt="deer_flow"), call("deer", "b", 0.0, fmt="deer_flow", acted=False)]
+    for i in range(10):
+        rows += [
+            call(f"s{i}", "a", 0.0, fmt="swe_agent", acted=False),
+            call(f"s{i}", "b", 0.0, fmt="swe_agent", acted=False),
+        ]
+    best = next(
+        b
+        for b in executive_summary(ReplayResult(rows=rows, strategies=["a", "b"])).best
+        if b.objective == "tokens"
+    )
+    assert best.versus is not None and best.versus.runs == 11 and best.versus.evidence == 1
+    assert not best.decided and best.versus.holds_zero
+    line = best.line()
+    assert (
+        "**too few paired runs to name a winner** (1 of 11 paired runs differ, < 6; the others are ties"
+        in line
+    )
+    assert "+23.5 to +23.5" not in line

@@ -89,3 +89,61 @@ def test_the_same_chinese_message_renders_alike_in_both_views(tmp_path: Path, br
         f"the raw view draws the message differently from the sent view (boxes?): ink {ink_raw} vs "
         f"{ink_sent} pixels, mean difference {mean_diff:.1f}"
     )
+
+
+#: JavaScript: the width of the first Chinese run of characters in ``arguments[0]``'s text, in em
+_CJK_WIDTH_EM = """
+const el = arguments[0];
+const node = [...el.childNodes].find(n => n.nodeType === Node.TEXT_NODE) || el.firstChild;
+const m = /[\\u4e00-\\u9fff]+/.exec(node.textContent);
+if (!m) return null;
+const range = document.createRange();
+range.setStart(node, m.index);
+range.setEnd(node, m.index + m[0].length);
+const size = parseFloat(getComputedStyle(el).fontSize);
+return [m[0], range.getBoundingClientRect().width / size / m[0].length];
+"""
+
+
+def test_a_chinese_transcript_name_is_drawn_in_the_index_and_the_run_title(
+    tmp_path: Path,
+    browser: Any,  # noqa: F811
+) -> None:
+    """A transcript named in Chinese (the trial's ``外卖大战.txt``) showed as ``□□□□.txt`` in the
+    index and the run page's title while the messages below were readable: the sans-serif stack
+    named ``system-ui`` before the pages' CJK font, and Chromium's fallback for it drew boxes
+    before reaching the font.  A CJK glyph is 1 em wide; the boxes were about 0.55 em."""
+    assert CHINESE.is_file(), f"shared transcript missing: {CHINESE}"
+    folder = tmp_path / "in"
+    folder.mkdir()
+    (folder / "外卖大战.txt").write_bytes(CHINESE.read_bytes())
+    out = tmp_path / "run"
+    done = subprocess.run(
+        [*CTXLAB, "compare", str(folder), "--strategies", "ars", "--summary-threshold", "16", "--no-figures",
+         "--no-progress", "--out", str(out)],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    shown = subprocess.run([*CTXLAB, "show", str(out)], capture_output=True, text=True, timeout=300)
+    assert shown.returncode == 0, shown.stderr
+    browser.get((out / "inspect.html").as_uri())
+    _wait("the index", lambda: browser.find_elements("css selector", "tbody a"), 60)
+    _wait("the CJK font", lambda: browser.execute_script("return document.fonts.status") == "loaded", 30)
+    link = browser.find_element("css selector", "tbody a")
+    measured = _wait(
+        "the index's Chinese name drawn with glyphs",
+        lambda: (w := browser.execute_script(_CJK_WIDTH_EM, link)) and w[1] > 0.9 and w,
+        20,
+    )
+    _screenshot(browser, "cjk-index.png")
+    assert measured[0] == "外卖大战"
+    link.click()
+    _wait("the run page", lambda: browser.execute_script("return document.body.dataset.ready") == "true", 60)
+    title = browser.find_element("css selector", "#title")
+    measured = _wait(
+        "the run title's Chinese name drawn with glyphs",
+        lambda: (w := browser.execute_script(_CJK_WIDTH_EM, title)) and w[1] > 0.9 and w,
+        20,
+    )
+    _screenshot(browser, "cjk-run-title.png")
+    assert measured[0] == "外卖大战"

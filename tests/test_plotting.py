@@ -176,3 +176,68 @@ def test_budget_figure_draws_into_the_panels_it_is_given(tmp_path: Path) -> None
     assert fig.get_suptitle() == "both" and list(fig.axes) == [top, bottom]
     assert bottom.lines[0].get_ydata().tolist() == calls["view_tokens"].to_list()  # sent, per call
     assert top.get_title() == "request view by part (stacked), thresholds"
+
+
+def test_every_figure_of_one_transcript_shares_its_token_scale(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ARS sends a Chinese DeerFlow run at a fraction of its raw size (its own figure would be
+    logarithmic), LangChain's baseline sends most of it (linear): both figures of the run, and the
+    strategies' overlay, are drawn on one scale, the log one."""
+    from ctxlab.analysis.plotting import figures
+    from ctxlab.analysis.plotting.style import use_log
+    from ctxlab.transcripts.locate import shared_dir
+
+    deer = shared_dir() / "transcripts/raw/deer-flow/web/public/replay/china-food-delivery.txt"
+    assert deer.is_file(), f"shared transcript missing: {deer}"
+    result = replay_many(
+        [deer],
+        ["ars", "langchain-summarization"],
+        settings=CompressionSettings(summary_threshold=16),
+        progress=False,
+    )
+    calls = result.frame()
+    own = {
+        s: use_log("auto", float(calls["raw_tokens"].max()), float(g["view_tokens"].max()))  # type: ignore[arg-type]
+        for (s,), g in calls.group_by("strategy")
+    }
+    assert own == {"ars": True, "langchain-summarization": False}  # each alone would differ
+    seen: dict[str, str] = {}
+    budget, strategies = figures.budget_png_figure, figures.plot_strategies
+
+    def spy_budget(
+        calls: Any, transcript: str, strategy: str, settings: Any = None, yscale: str = "auto", **kw: Any
+    ) -> Figure:
+        seen[strategy] = yscale
+        return budget(calls, transcript, strategy, settings, yscale=yscale, **kw)
+
+    def spy_overlay(calls: Any, transcript: str, **kw: Any) -> Figure:
+        seen["overlay"] = kw["yscale"]
+        fig = strategies(calls, transcript, **kw)
+        assert fig.axes[0].get_yscale() == "log"
+        return fig
+
+    monkeypatch.setattr(figures, "budget_png_figure", spy_budget)
+    monkeypatch.setattr(figures, "plot_strategies", spy_overlay)
+    paths = figures.write_figures(calls, None, tmp_path, settings=result.settings)
+    assert seen == {"ars": "log", "langchain-summarization": "log", "overlay": "log"}
+    assert len([p for p in paths if p.parent.name == "budget"]) == 2
+
+
+def test_a_saved_figure_holds_its_longest_tick_label(tmp_path: Path) -> None:
+    """diff.png cut its y label "langchain-summarization" at the left edge (trial): every PNG is
+    saved to the bounding box of what it draws, so the image's edge columns stay blank."""
+    from matplotlib.figure import Figure as MplFigure
+    from PIL import Image
+
+    from ctxlab.analysis.plotting.figures import save_png
+
+    fig = MplFigure(figsize=(4, 2))
+    ax = fig.add_subplot()
+    ax.barh([0, 1], [1.0, 2.0])
+    ax.set_yticks([0, 1], ["langchain-summarization-with-a-long-name", "ars"])
+    path = save_png(fig, tmp_path / "long.png")
+    with Image.open(path) as png:
+        grey = png.convert("L")
+        edge = [grey.getpixel((x, y)) for x in (0, 1) for y in range(grey.height)]
+    assert min(edge) > 200, "ink at the image's left edge: a label was cut"

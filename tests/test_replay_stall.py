@@ -155,23 +155,33 @@ def test_a_summary_not_ready_by_the_deadline_is_wasted_and_the_round_stalls():
         assert row["prepared_wasted_usd"] == pytest.approx(spent / 1e6) and spent > 0
 
 
-def test_started_preparations_expect_a_request_under_t2_and_the_rounds_that_use_them_keep_it():
+def test_started_preparations_expect_a_request_the_round_takes_and_the_rounds_that_use_them_keep_it():
     # issue 34, the start rule: a preparation starts only when the request its commit is expected
-    # to leave (kept window + summary + growth until the L2 round) is at most T2; the rounds
-    # that commit one send at most T2 (the round refuses a commit over T2)
+    # to leave (kept window + summary + growth until the L2 round) is one the round takes: at
+    # most T2, or at most T when the synchronous round is predicted over T2 as well; the
+    # rounds that commit one send at most T2, or at most T with a synchronous floor over T2
     result = replay_many(
         SESSION, ["ars-prepared"], settings=SETTINGS, summarizer_latency="2s", progress=False
     )
-    t2 = SETTINGS.l2_threshold_tokens
+    t, t2 = SETTINGS.entry_threshold_tokens, SETTINGS.l2_threshold_tokens
     starts = [
         e["stats"]["prepared"]
         for e in result.events
         if e.get("phase") == "prepared" and e["stats"]["prepared"]["status"] == "started"
     ]
     assert len(starts) >= 3
-    assert all(0 <= p["growth_tokens"] < p["expected_tokens"] <= t2 for p in starts)
-    used = result.frame().filter(pl.col("prepared_used"))
-    assert used.height >= 3 and (used["view_tokens"] <= t2).all()
+    for p in starts:
+        assert 0 <= p["growth_tokens"] < p["expected_tokens"]
+        assert p["expected_tokens"] <= t2 or (p["sync_floor_tokens"] > t2 and p["expected_tokens"] <= t)
+    used_events = [
+        e
+        for e in result.events
+        if e.get("phase") == "completed" and e["stats"].get("prepared", {}).get("status") == "used"
+    ]
+    assert len(used_events) >= 3
+    for e in used_events:
+        floor = e["stats"]["prepared"].get("sync_floor_tokens")
+        assert e["tokens_after"] <= t2 or (floor is not None and floor > t2 and e["tokens_after"] <= t)
 
 
 def test_a_recorded_prefix_over_t2_is_never_prepared():

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 from langchain_core.messages import AIMessage, BaseMessage
 
-from ctxlab.analysis.paper import PAPER, PaperFindings
+from ctxlab.analysis.paper import DEFAULT_STRATEGIES, DEFAULT_THRESHOLD_K, PAPER, PaperFindings
 from ctxlab.analysis.plotting.findings import plot_findings
 from ctxlab.core.settings import CompressionSettings
 from ctxlab.replay.metrics import make_measure, message_part
@@ -63,12 +63,6 @@ __all__ = [
     "strategy_savings",
 ]
 
-#: the strategies replayed by default (masking against ctxlab's ARS and LangChain's summarization)
-DEFAULT_STRATEGIES = ("masking", "ars", "langchain-summarization")
-#: the entry threshold, in K tokens (T = 8 × 1024 = 8,192 tokens), every strategy gets by default:
-#: low enough that every strategy acts on most of the public runs (the ARS default of 100 K is
-#: above almost all of them); masking keeps the last 10 results whatever the threshold
-DEFAULT_THRESHOLD_K = 8
 #: display names of the agents, by transcript format
 AGENT_NAMES = {"swe_agent": "SWE-agent", "mini_swe_agent": "mini-swe-agent"}
 #: strategies compared with the paper's LLM-Summary

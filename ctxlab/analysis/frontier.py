@@ -11,10 +11,11 @@ The cost depends on the price row and so, for a strategy that decides by dollars
 (``ars-cache``), do its rounds and recall: the input is one per-call frame per price row, each
 from its own replay.  The figure is :func:`ctxlab.analysis.plotting.frontier.plot_frontier`.
 
-The uncertainty (:func:`frontier_intervals`) is that of the verdicts work (issue 19,
-:func:`ctxlab.replay.stats.bootstrap_mean`): per strategy, the mean per-run cost saving and the
-mean per-run identifier recall with their 95 % percentile-bootstrap intervals over runs (seeded,
-:data:`~ctxlab.replay.stats.RESAMPLES` resamples).  They are over the same runs as the dots (all
+The uncertainty (:func:`frontier_intervals`) is the executive summary's (issue 19,
+:func:`ctxlab.replay.stratified.balanced_mean`): per strategy, the **source-balanced** mean per-run
+cost saving and identifier recall (every source alike, the figure the summary states) with their
+95 % bootstrap intervals stratified by source (seeded, :data:`~ctxlab.replay.stats.RESAMPLES`
+resamples; one source: the plain mean and a plain bootstrap).  They are over the same runs as the dots (all
 runs of the frame); the cost saving over every run (``runs``), the identifier recall over the runs
 with a summarized span (``qualified``: it is defined only there).
 """
@@ -25,7 +26,8 @@ from collections.abc import Mapping
 
 import polars as pl
 
-from ctxlab.replay.stats import CONFIDENCE, bootstrap_mean, per_run_values
+from ctxlab.replay.stats import CONFIDENCE, per_run_values
+from ctxlab.replay.stratified import balanced_mean, run_sources
 from ctxlab.replay.table import strategy_totals, summary_frame
 
 __all__ = ["FRONTIER_COLUMNS", "INTERVAL_COLUMNS", "frontier_frame", "frontier_intervals", "frontier_table"]
@@ -93,21 +95,25 @@ def frontier_frame(calls_by_price: Mapping[str, pl.DataFrame]) -> pl.DataFrame:
     return pl.concat(parts, how="vertical_relaxed").select(FRONTIER_COLUMNS)
 
 
-def _interval(values: dict[str, float | None]) -> tuple[int, float | None, float | None, float | None]:
-    got = [v for v in values.values() if v is not None]
+def _interval(
+    values: dict[str, float | None], sources: dict[str, str]
+) -> tuple[int, float | None, float | None, float | None]:
+    got = {run: v for run, v in values.items() if v is not None}
     if not got:
         return 0, None, None, None
-    return (len(got), *bootstrap_mean(got))
+    est = balanced_mean(got, sources)
+    return len(got), est.mean, est.low, est.high
 
 
 def frontier_intervals(calls_by_price: Mapping[str, pl.DataFrame]) -> pl.DataFrame:
-    """Per price row × strategy (first-seen order): the mean per-run ``cost_saving_pct`` (%) and
-    ``needed_recall`` (0-1) with their bootstrap interval at :data:`~ctxlab.replay.stats.CONFIDENCE`
-    (:func:`ctxlab.replay.stats.bootstrap_mean`): :data:`INTERVAL_COLUMNS`.
+    """Per price row × strategy (first-seen order): the source-balanced mean per-run
+    ``cost_saving_pct`` (%) and ``needed_recall`` (0-1) with their bootstrap interval at
+    :data:`~ctxlab.replay.stats.CONFIDENCE` stratified by source
+    (:func:`ctxlab.replay.stratified.balanced_mean`): :data:`INTERVAL_COLUMNS`.
 
     ``runs`` counts the runs with a cost saving, ``qualified`` those with a identifier recall (a
     summarized span); ``None`` in a mean and its interval: no such run (masking has no summary).
-    With one run the interval is that run's value.
+    With one run the interval is that run's value (the figure draws no bar then).
 
     Raises:
         ValueError: as :func:`frontier_frame`.
@@ -116,9 +122,13 @@ def frontier_intervals(calls_by_price: Mapping[str, pl.DataFrame]) -> pl.DataFra
     rows = []
     for key, calls in calls_by_price.items():
         summary = summary_frame(calls)
+        sources = run_sources(summary)
         for name in summary["strategy"].unique(maintain_order=True).to_list():
-            runs, cost, cost_low, cost_high = _interval(per_run_values(summary, name, "cost_saving_pct"))
-            kept, recall, recall_low, recall_high = _interval(per_run_values(summary, name, "needed_recall"))
+            costs = per_run_values(summary, name, "cost_saving_pct")
+            runs, cost, cost_low, cost_high = _interval(costs, sources)
+            kept, recall, recall_low, recall_high = _interval(
+                per_run_values(summary, name, "needed_recall"), sources
+            )
             rows.append((key, name, runs, cost, cost_low, cost_high, kept, recall, recall_low, recall_high))
     schema = dict.fromkeys(INTERVAL_COLUMNS, pl.Float64) | {
         "price_row": pl.String,

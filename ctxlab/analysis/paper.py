@@ -7,7 +7,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["PAPER", "PaperFindings"]
+__all__ = ["DEFAULT_STRATEGIES", "DEFAULT_THRESHOLD_K", "PAPER", "PaperFindings"]
+
+
+#: the strategies ``ctxlab findings`` replays by default (masking against ctxlab's ARS and
+#: LangChain's summarization); here, beside the paper's figures, so that the CLI's help can name
+#: them without importing the replay
+DEFAULT_STRATEGIES = ("masking", "ars", "langchain-summarization")
+#: the entry threshold, in K tokens (T = 8 × 1024 = 8,192 tokens), every strategy gets by default:
+#: low enough that every strategy acts on most of the public runs (the ARS default of 100 K is
+#: above almost all of them); masking keeps the last 10 results whatever the threshold
+DEFAULT_THRESHOLD_K = 8
 
 
 @dataclass(frozen=True)

@@ -37,33 +37,53 @@ def _writers(result: ReplayResult) -> dict[str, str]:
     }
 
 
-def summarizer_lines(result: ReplayResult) -> list[str]:
-    """What wrote each strategy's summaries (``result.provenance["summarizers"]``, else the
-    batch's summarizer), strategies with the same one grouped; the line is bold when an offline
-    stand-in wrote some."""
+def _stand_in(what: str) -> bool:
+    return STAND_IN in what or what.startswith("offline")
+
+
+def _grouped(
+    result: ReplayResult,
+) -> tuple[list[tuple[str, list[str]]], list[tuple[str, list[str]]], list[str]]:
+    """``(stand-in writers, other writers, strategies that made none)``, writers as ``(what, names)``."""
     by: dict[str, list[str]] = {}
     for name, what in _writers(result).items():
         by.setdefault(what, []).append(name)
-    if not by:
+    stand = [(w, n) for w, n in by.items() if w != NONE_MADE and _stand_in(w)]
+    other = [(w, n) for w, n in by.items() if w != NONE_MADE and not _stand_in(w)]
+    return stand, other, by.get(NONE_MADE, [])
+
+
+def summarizer_lines(result: ReplayResult) -> list[str]:
+    """What wrote each strategy's summaries (``result.provenance["summarizers"]``, else the
+    batch's summarizer), strategies with the same one grouped: the offline stand-ins first, in
+    bold, then the others (a model, the agent's own as recorded), then the strategies that made
+    no summary in these runs."""
+    stand, other, none = _grouped(result)
+    if not (stand or other or none):
         return []
-    parts = "; ".join(f"{', '.join(names)}: {what}" for what, names in by.items())
-    if any(STAND_IN in what or what.startswith("offline") for what in by):
-        return [f"**Summaries written by an offline stand-in, not a model** — {parts}."]
-    return [f"Summaries written by: {parts}."]
+
+    def listed(groups: list[tuple[str, list[str]]]) -> str:
+        return "; ".join(f"{', '.join(names)}: {what}" for what, names in groups)
+
+    parts = []
+    if stand:
+        parts.append(f"**Summaries written by an offline stand-in, not a model** — {listed(stand)}.")
+    if other:
+        parts.append(f"{'Other summaries' if stand else 'Summaries'} written by: {listed(other)}.")
+    if none:
+        parts.append(f"No summary made by {', '.join(none)} in these runs.")
+    return [" ".join(parts)]
 
 
 def summarizer_note(result: ReplayResult) -> str:
-    """One short line for every figure: what wrote the summaries (``"summaries: offline stand-ins,
-    not a model: StructuredSummarizer (ars, hybrid); ..."``)."""
-    by: dict[str, list[str]] = {}
-    for name, what in _writers(result).items():
-        by.setdefault(what.replace(f" ({STAND_IN})", ""), []).append(name)
-    known = result.provenance.get("summarizers") or {}
-    stand_in = any(STAND_IN in str(v) or str(v).startswith("offline") for v in known.values()) or (
-        not known and str(result.provenance.get("summarizer") or "").startswith("offline")
-    )
-    parts = "; ".join(f"{what} ({', '.join(names)})" for what, names in by.items())
-    return ("summaries: offline stand-ins, not a model: " if stand_in else "summaries: ") + parts
+    """One short line for every figure: what wrote the summaries (``"summaries:
+    StructuredSummarizer, offline stand-in (ars, hybrid); none made (masking)"``)."""
+    stand, other, none = _grouped(result)
+    parts = [f"{what.replace(f' ({STAND_IN})', '')}, offline stand-in ({', '.join(n)})" for what, n in stand]
+    parts += [f"{what} ({', '.join(n)})" for what, n in other]
+    if none:
+        parts.append(f"none made ({', '.join(none)})")
+    return "summaries: " + "; ".join(parts)
 
 
 def baseline_lines(result: ReplayResult, rows: pl.DataFrame) -> list[str]:

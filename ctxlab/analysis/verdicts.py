@@ -144,7 +144,8 @@ class Best:
     @property
     def decided(self) -> bool:
         """A winner is named: there is another strategy to beat, the paired comparison has at
-        least :data:`~ctxlab.replay.stats.MIN_PAIRED_RUNS` runs and its interval excludes 0."""
+        least :data:`~ctxlab.replay.stats.MIN_PAIRED_RUNS` runs that differ (ties do not count) and
+        its interval excludes 0."""
         return self.versus is not None and self.versus.decides
 
     def line(self) -> str:
@@ -174,9 +175,14 @@ class Best:
                 f"it with; {label} {self.first.text(self.column)}."
             )
         if cmp is not None and cmp.too_few:
+            count = (
+                f"{cmp.evidence} < {MIN_PAIRED_RUNS}"
+                if cmp.evidence == cmp.runs
+                else f"{cmp.evidence} of {cmp.runs} paired runs differ, < {MIN_PAIRED_RUNS}; the others are ties"
+            )
             return (
-                f"{self.objective.capitalize()}: **too few paired runs to name a winner** ({cmp.runs} < "
-                f"{MIN_PAIRED_RUNS}: with fewer, even runs that all agree cannot exclude no difference); "
+                f"{self.objective.capitalize()}: **too few paired runs to name a winner** ({count}: with "
+                "fewer, even runs that all agree cannot exclude no difference); "
                 f"{self.first.strategy} − {self.runner_up.strategy}: {versus or 'no paired run'}; {label}: "
                 f"{self.first.strategy} {self.first.text(self.column)}; {self.runner_up.strategy} "
                 f"{self.runner_up.text(self.column)}."
@@ -410,8 +416,10 @@ def verdict_sections(
         f"Over {pool.label}. Definitions in this table: `runs`, N; `reached`, the runs where the "
         "strategy's own trigger fired (for no compression: the uncompressed request reached T); "
         "`compressed`, the runs it compressed at least once. Every saving is a **per-run saving over "
-        "the feasible calls** (the calls whose uncompressed request fits the window), in %: its mean "
-        "over the compressed runs and over all N runs, its median and interquartile range (`q1`, `q3`) "
+        "the feasible calls** (the calls whose uncompressed request fits the window), in %: its plain "
+        "mean (every run alike; the executive summary's means and the frontier's markers are "
+        "source-balanced, every source alike) over the compressed runs and over all N runs, its "
+        "median and interquartile range (`q1`, `q3`) "
         "over all N runs, its median over the runs that reached the trigger, and the pooled figure "
         "(Σ sent / Σ raw over the feasible calls of all runs) beside them; the same for the cost "
         "saving with prompt caching.",

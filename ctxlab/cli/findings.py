@@ -28,9 +28,11 @@ __all__ = ["add_findings_parser", "run_findings"]
 def add_findings_parser(sub: Any) -> argparse.ArgumentParser:
     """Add the ``findings`` subcommand to the ``ctxlab`` subparsers ``sub``.
 
-    Imports nothing heavy (``ctxlab --help`` stays a parser, issue 12): the defaults of
-    ``--strategies`` and ``--summary-threshold`` are filled in by :func:`run_findings` from
-    ``ctxlab.analysis.findings``."""
+    Imports nothing heavy (``ctxlab --help`` stays a parser, issue 12): the help names the
+    defaults of ``--strategies`` and ``--summary-threshold`` from ``ctxlab.analysis.paper`` (no
+    replay imported); :func:`run_findings` fills them in."""
+    from ctxlab.analysis.paper import DEFAULT_STRATEGIES, DEFAULT_THRESHOLD_K
+
     p: argparse.ArgumentParser = sub.add_parser(
         "findings",
         help="observation share of agent turns and masking's saving, next to The Complexity Trap's",
@@ -48,14 +50,14 @@ def add_findings_parser(sub: Any) -> argparse.ArgumentParser:
         "--strategies",
         default=None,
         metavar="A,B,...",
-        help="strategies to replay for the savings (default: ctxlab.analysis.findings.DEFAULT_STRATEGIES)",
+        help=f"strategies to replay for the savings (default: {','.join(DEFAULT_STRATEGIES)})",
     )
     p.add_argument(
         "--summary-threshold",
         type=float,
         default=None,
         metavar="K",
-        help="entry threshold of every strategy, in K tokens (default: ctxlab.analysis.findings.DEFAULT_THRESHOLD_K)",
+        help=f"entry threshold of every strategy, in K tokens (x1024) (default: {DEFAULT_THRESHOLD_K})",
     )
     p.add_argument("--limit-calls", type=int, metavar="N", help="replay at most N model calls per run")
     p.add_argument("--no-savings", action="store_true", help="the observation share only (no replay)")
@@ -129,6 +131,23 @@ def _table(title: str, columns: Sequence[str], rows: Iterable[dict[str, Any]]) -
     return table
 
 
+def _evidence_line(runs: int) -> str:
+    """What the savings beside the paper's rest on: ``runs`` runs, plain pooled figures without an
+    interval; below :data:`~ctxlab.replay.stats.MIN_PAIRED_RUNS` runs they are no verdict (the
+    rule of ``ctxlab compare``'s executive summary)."""
+    from ctxlab.replay.stats import MIN_PAIRED_RUNS
+
+    rule = (
+        f"fewer than {MIN_PAIRED_RUNS} runs are no verdict on either side of the paper's figure"
+        if runs < MIN_PAIRED_RUNS
+        else "they carry no interval"
+    )
+    return (
+        f"The savings above are pooled over {runs} run(s); {rule}: `ctxlab compare` on the same paths gives "
+        "the paired per-run differences with their intervals."
+    )
+
+
 def run_findings(args: argparse.Namespace) -> int:
     """Run ``ctxlab findings`` with parsed ``args``; returns the exit status.
 
@@ -193,6 +212,8 @@ def run_findings(args: argparse.Namespace) -> int:
     for r in result.comparison.iter_rows(named=True):
         c.add_row(r["finding"], _pct(r["paper"], r["unit"]), _pct(r["ctxlab"], r["unit"]), r["note"])
     console.print(c)
+    if result.savings is not None and not result.savings.is_empty():
+        console.print(_evidence_line(result.shares.height), markup=False)
     for e in result.errors[:20]:
         console.print(f"skipped: {e}", markup=False)
     return 0

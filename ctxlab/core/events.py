@@ -102,7 +102,8 @@ class PreparedStats(TypedDict, total=False):
     Attributes:
         status: ``"started"`` (a preparation began in this call), ``"discarded"`` (one was
             dropped unused: its span changed, it failed, it was late, it covered more than the
-            round cuts, or committing it would leave the kept window over T2) or ``"used"``
+            round cuts, or the T2 rule refused its commit,
+            :func:`ctxlab.core.prepare.over_t2_refusal`) or ``"used"``
             (this L2 round committed it).
         cutoff_index: the end of the prepared span (a global position in the state messages).
         reason: why it was discarded.
@@ -112,10 +113,14 @@ class PreparedStats(TypedDict, total=False):
             :attr:`ctxlab.core.prepare.Preparations.stats` when it ends).
         sync_cutoff_index: the cutoff the round would have made without it (``used``).
         expected_tokens: (``started``) the request its commit is expected to leave at the L2
-            round: the kept window now plus ``growth_tokens`` (at most T2, else it is not started;
+            round: the kept window now plus ``growth_tokens`` (at most T2, or at most T when the
+            synchronous round is predicted over T2 as well, else it is not started;
             :func:`ctxlab.core.prepare.expected_kept`).
         growth_tokens: (``started``) the growth allowed for until that round: ``T − estimate``
             below T, ``T2 − L1 estimate`` in an L1-only round.
+        sync_floor_tokens: (``started`` with ``expected_tokens`` over T2, ``used`` by a commit
+            over T2) the least request the synchronous round can send
+            (:func:`ctxlab.core.prepare.sync_floor`): over T2 too, else the commit is refused.
     """
 
     status: Literal["started", "discarded", "used"]
@@ -126,6 +131,7 @@ class PreparedStats(TypedDict, total=False):
     sync_cutoff_index: int
     expected_tokens: int
     growth_tokens: int
+    sync_floor_tokens: int
 
 
 class StatsCommon(TypedDict, total=False):

@@ -19,7 +19,10 @@ whole extra model call.  With ``summary_prepare_ratio`` set (off by default):
   messages after it stay in the kept window, the history file is written in the round (R10,
   R17: through the request's own backend), and the summary is committed by the usual rules
   (:func:`ctxlab.core.l2.summary_to_commit`; R11 cumulative cutoff).  When committing it would
-  leave the kept window over T2 and the round would cut further without it, it is not used.
+  leave the request over T2 and the round would cut further without it, it is not used if the
+  synchronous round could get under T2 (the issue's T2 fallback), nor if the request would be
+  over T or the model's capacity; it is used when the synchronous round cannot get under T2
+  either (:func:`over_t2_refusal`: the fallback would only buy a stall).
 * **Anything else is today's round.**  A preparation that failed, was late, no longer matches
   the state or is not used for another reason is discarded (a ``prepared`` event with the
   reason) and the round summarizes synchronously, as without preparation.  A background result
@@ -62,6 +65,7 @@ from ctxlab.core.preparations import (
     l1_copy,
 )
 from ctxlab.core.prompts import summary_language_of
+from ctxlab.core.settings import CompressionSettings
 from ctxlab.core.summarize import SummaryResult
 
 __all__ = [
@@ -70,7 +74,10 @@ __all__ = [
     "Taken",
     "expected_kept",
     "maybe_prepare",
+    "over_t2_refusal",
     "summary_tokens",
+    "sync_floor",
+    "sync_floor_ahead",
     "take_prepared",
 ]
 
@@ -105,16 +112,87 @@ def _discard(
     return info
 
 
-def summary_tokens(inp: PrepareView, eff: list[BaseMessage], local: int, end: int, text: str) -> int:
-    """The tokens of the summary message (R10: header, ``text``, history path, the latest request
-    it carries, :func:`~ctxlab.core.cutoff.build_summary_message`) that would replace
-    ``eff[:local]``; ``text`` ``""``: the empty message, the least a summary of it holds."""
+def _summary_message(
+    inp: PrepareView, eff: list[BaseMessage], local: int, end: int, text: str
+) -> HumanMessage:
     s = inp.settings
     language = summary_language_of(s.summary_language, s.summary_prompt, eff)
     path = history_path(inp.thread_id, 0, end, "")  # the shape of the real path, its length
     request = carried_request_tokens(s.l2_threshold_tokens)
-    message = build_summary_message(eff, local, SummaryResult(text=text), path, language, end, request)
-    return inp.estimates.message_tokens(message)
+    return build_summary_message(eff, local, SummaryResult(text=text), path, language, end, request)
+
+
+def summary_tokens(inp: PrepareView, eff: list[BaseMessage], local: int, end: int, text: str) -> int:
+    """The tokens of the summary message (R10: header, ``text``, history path, the latest request
+    it carries, :func:`~ctxlab.core.cutoff.build_summary_message`) that would replace
+    ``eff[:local]``; ``text`` ``""``: the empty message, the least a summary of it holds."""
+    return inp.estimates.message_tokens(_summary_message(inp, eff, local, end, text))
+
+
+def sync_floor(
+    inp: PrepareView,
+    eff: list[BaseMessage],
+    view: list[BaseMessage],
+    local: int,
+    end: int,
+    tokens: Callable[[list[BaseMessage]], int],
+) -> int:
+    """The least request a synchronous L2 round that cuts ``eff`` at ``local`` (global ``end``)
+    can send after its summary (tokens): the system message, tool schemas, its kept window
+    ``view[local:]`` (the L1 view) and the empty summary message of its span (R10).  Its real
+    summary only adds text; a summary it declines sends the L1 view, larger still.  Known
+    without calling the summarizer: it decides whether the synchronous round could get under
+    T2 at all (:func:`over_t2_refusal`)."""
+    return tokens([_summary_message(inp, eff, local, end, ""), *view[local:]])
+
+
+def sync_floor_ahead(
+    inp: PrepareView,
+    eff: list[BaseMessage],
+    view: list[BaseMessage],
+    local: int,
+    end: int,
+    tokens: Callable[[list[BaseMessage]], int],
+) -> int:
+    """:func:`sync_floor` as the start rule predicts it for the L2 round to come (tokens): the
+    synchronous floor of the cutoff chosen now, less the largest message of its kept window.
+
+    The round cuts later than the cutoff chosen now (the kept window slides by the messages
+    that arrive until then), and one large message (a file written, a long answer) often makes
+    a window over T2 on its own; the prediction that the synchronous round cannot get under T2
+    must survive it sliding out.  Counted with it, 7 of 15 preparations started on that
+    prediction were wasted on the public transcripts at T = 16K (``ctxlab compare
+    --summarizer-latency 2s``): 5 refused at their round, whose synchronous path could get under
+    T2 after all, 2 superseded (``docs/middleware.md``, "Prepared summaries")."""
+    floor = sync_floor(inp, eff, view, local, end, tokens)
+    return floor - max((inp.estimates.message_tokens(m) for m in view[local:]), default=0)
+
+
+def over_t2_refusal(s: CompressionSettings, request: int, floor: int, capacity: int | None) -> str | None:
+    """Why an L2 round refuses a prepared summary whose commit would leave ``request`` tokens
+    (``None``: it commits it; ``docs/middleware.md``, "Prepared summaries", rule 3).
+
+    The issue's rule — over T2 the round falls back to its synchronous path — exists so that a
+    prepared commit never sends a request the synchronous round would have got under T2.  It
+    holds whenever that is possible: with ``floor`` (:func:`sync_floor`, the least the
+    synchronous round can send) at most T2, a commit over T2 is refused.  When ``floor`` is
+    over T2 too, the fallback only buys a stall (the synchronous request is over T2 as well),
+    so the commit is taken when its request is one a round may leave: at most T (the call
+    after it is then below T and starts no round by itself, R3; over T the messages the commit
+    keeps beyond the synchronous cutoff would let that call summarize again at once, in the
+    round) and at most the model's input ``capacity`` when known (never a request the model
+    refuses where the synchronous one fits, R12)."""
+    t, t2 = s.entry_threshold_tokens, s.l2_threshold_tokens
+    if request <= t2:
+        return None
+    over = f"the kept window would be {request} tokens, over T2 ({t2:g})"
+    if floor <= t2:
+        return f"{over}, and the synchronous round can get under T2 (at least {floor} tokens)"
+    if request > t:
+        return f"{over} and over T ({t:g}; the synchronous round: at least {floor})"
+    if capacity is not None and request > capacity:
+        return f"{over} and over the model's input capacity ({capacity})"
+    return None
 
 
 def expected_kept(
@@ -141,6 +219,47 @@ def expected_kept(
     return tokens(view[local:]) + summary_tokens + growth, growth
 
 
+def _cutoff(inp: PrepareView, eff: list[BaseMessage], has_prev: bool) -> int | None:
+    """The cutoff an L2 round would take in ``eff`` now (hook ``ctxlab_select_cutoff``, R9), or
+    ``None`` (none, or not past the previous summary)."""
+    s = inp.settings
+    cut = inp.hooks.select_cutoff(
+        list(eff),
+        CutoffContext(
+            keep_messages=s.summary_keep_messages,
+            has_previous_summary=has_prev,
+            estimate=inp.estimates.message_tokens,
+            target_tokens=s.l2_threshold_tokens,
+        ),
+    )
+    local = cut.index if cut is not None else None
+    if local is None or not first_new_position(has_prev) <= local <= len(eff):
+        return None
+    return local
+
+
+def _taken_over_t2(
+    inp: PrepareView,
+    eff: list[BaseMessage],
+    view1: list[BaseMessage],
+    prev_cut: int | None,
+    request: int,
+    tokens: Callable[[list[BaseMessage]], int],
+) -> bool:
+    """Would the L2 round to come take a commit leaving ``request`` tokens although it is over T2:
+    its synchronous path predicted over T2 as well (:func:`sync_floor_ahead` at the cutoff it
+    would take now) and ``request`` within :func:`over_t2_refusal`'s limits?"""
+    has_prev = prev_cut is not None
+    local = _cutoff(inp, eff, has_prev)
+    if local is None:
+        return False
+    floor = sync_floor_ahead(inp, eff, view1, local, to_global(local, prev_cut, has_prev), tokens)
+    return (
+        floor > inp.settings.l2_threshold_tokens
+        and over_t2_refusal(inp.settings, request, floor, None) is None
+    )
+
+
 def maybe_prepare(
     inp: PrepareView,
     eff: list[BaseMessage],
@@ -158,11 +277,14 @@ def maybe_prepare(
       written); when its estimate plus the raw growth still needed to reach T stays at or below
       T2, the round at T is an L1-only round (R7) and the preparation waits for those rounds;
     * the request the commit is expected to leave (:func:`expected_kept`: the kept window now
-      plus the growth until the round) must be at most T2; otherwise the round would refuse it
-      (the T2 rule of :func:`take_prepared`) and the summary would be made for nothing.
+      plus the growth until the round) must be at most T2, or else be one the round takes over
+      T2 (:func:`over_t2_refusal`, with the synchronous floor predicted by
+      :func:`sync_floor_ahead`: over T2, and the request at most T); otherwise the round would
+      refuse it (the T2 rule of :func:`take_prepared`) and the summary would be made for nothing.
 
     A valid open preparation is kept; one that no longer matches the state, or (L1-only round)
-    whose kept window grew over ``ratio × T2``, is discarded and replaced.  Yields
+    whose kept window grew over ``ratio × T2`` and whose commit the round would not take over T2
+    either (:func:`_taken_over_t2`), is discarded and replaced.  Yields
     :class:`StartPreparation`; ``tokens`` estimates a whole request (system, tools, messages)."""
     store, s = inp.preparations, inp.settings
     ratio = s.summary_prepare_ratio
@@ -181,23 +303,22 @@ def maybe_prepare(
     if entry is not None:
         reason = entry.mismatch(eff, prev_cut, s, full=False)
         if reason is None and view1 is not None:
-            kept = est - sum(inp.estimates.message_tokens(m) for m in view1[: entry.job.local])
-            if kept > ratio * s.l2_threshold_tokens:
+            job = entry.job
+            kept = est - sum(inp.estimates.message_tokens(m) for m in view1[: job.local])
+            if kept > ratio * s.l2_threshold_tokens and not _taken_over_t2(
+                inp,
+                eff,
+                view1,
+                prev_cut,
+                kept + (summary or summary_tokens(inp, eff, job.local, job.end, "")),
+                tokens,
+            ):
                 reason = f"superseded: the window it would keep grew to {kept} tokens"
         if reason is None:
             return
         _discard(store, entry, reason, emit)
-    cut = inp.hooks.select_cutoff(
-        list(eff),
-        CutoffContext(
-            keep_messages=s.summary_keep_messages,
-            has_previous_summary=has_prev,
-            estimate=inp.estimates.message_tokens,
-            target_tokens=s.l2_threshold_tokens,
-        ),
-    )
-    local = cut.index if cut is not None else None
-    if local is None or not first_new_position(has_prev) <= local <= len(eff):
+    local = _cutoff(inp, eff, has_prev)
+    if local is None:
         return
     view = view1 if view1 is not None else l1_copy(list(eff), s, inp.hooks, inp.estimates)
     if below_t and tokens(view) + s.entry_threshold_tokens - est <= s.l2_threshold_tokens:
@@ -206,8 +327,13 @@ def maybe_prepare(
     if summary is None:
         summary = summary_tokens(inp, eff, local, end, "")
     expected, growth = expected_kept(inp, summary, view, local, est, below_t, tokens)
+    floor: int | None = None
     if expected > s.l2_threshold_tokens:
-        return  # committed at the L2 round, it would leave the request over T2: refused there
+        # over T2 the round takes it only when its synchronous path cannot get under T2 either
+        # (:func:`over_t2_refusal`): predicted from the synchronous round's kept window now
+        floor = sync_floor_ahead(inp, eff, view, local, end, tokens)
+        if over_t2_refusal(s, expected, floor, None) is not None:
+            return  # the L2 round would refuse it: made for nothing
     job = PrepareJob(
         key=key,
         eff=tuple(eff),
@@ -227,10 +353,15 @@ def maybe_prepare(
     entry = store.begin(job)
     yield StartPreparation(entry)
     if not entry.closed:
-        emit(
-            {"status": "started", "cutoff_index": end, "expected_tokens": expected, "growth_tokens": growth},
-            end,
-        )
+        info: PreparedStats = {
+            "status": "started",
+            "cutoff_index": end,
+            "expected_tokens": expected,
+            "growth_tokens": growth,
+        }
+        if floor is not None:
+            info["sync_floor_tokens"] = floor
+        emit(info, end)
 
 
 @dataclass
@@ -300,10 +431,12 @@ def take_prepared(
     )
     message = summary_to_commit(inp, eff, pplan, out.history_path, result)
     why = stats.get("summary_rejected") if message is None else None
+    floor: int | None = None
     if message is not None:
         kept = tokens([message, *view1[job.local :]])
-        if kept > s.l2_threshold_tokens and plan.local > job.local:
-            why = f"the kept window would be {kept} tokens, over T2 ({s.l2_threshold_tokens:g})"
+        if kept > s.l2_threshold_tokens and plan.local > job.local:  # same cutoff: the same request
+            floor = sync_floor(inp, eff, view1, plan.local, plan.global_cut, tokens)
+            why = over_t2_refusal(s, kept, floor, inp.capacity_tokens)
     if why is not None or message is None:
         record.clear()  # what the prepared summary's checks recorded is not this round's
         record.update(before)
@@ -315,10 +448,13 @@ def take_prepared(
         if message is None:
             drop("not committed after its history file could not be written", waited)
             return None
-    stats["prepared"] = {
+    used: PreparedStats = {
         "status": "used",
         "cutoff_index": job.end,
         "waited_s": waited,
         "sync_cutoff_index": plan.global_cut,
     }
+    if floor is not None:  # committed over T2: the synchronous round could not get under it
+        used["sync_floor_tokens"] = floor
+    stats["prepared"] = used
     return Taken(pplan, file_path, result, message, entry)

@@ -341,7 +341,9 @@ def summarizer_of(mw: AgentMiddleware) -> str:
     # a foreign middleware's summarizer (the field baselines' ``summarizer``), else its ``model``
     model = getattr(mw, "summarizer", None) or getattr(mw, "model", None)
     if model is None:
-        return "the agent's own (recorded)" if getattr(mw, "replays_recorded_compactions", False) else "none"
+        return (
+            "the agent's model, as recorded" if getattr(mw, "replays_recorded_compactions", False) else "none"
+        )
     return _summarizer_label(model)
 
 

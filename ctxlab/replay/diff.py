@@ -115,13 +115,17 @@ def _flat(record: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _verdict(diff: float | None, low: float | None, high: float | None, better: str, runs: int) -> str:
+def _verdict(
+    diff: float | None, low: float | None, high: float | None, better: str, runs: int, differing: int
+) -> str:
     if diff is None or low is None or high is None:
         return "no pair"
     if low == high == diff == 0:
         return "identical"
-    if runs < MIN_PAIRED_RUNS:
-        return f"too few runs to call ({runs} < {MIN_PAIRED_RUNS})"
+    if differing < MIN_PAIRED_RUNS:  # ties carry no sign (PairedComparison.too_few)
+        if differing == runs:
+            return f"too few runs to call ({runs} < {MIN_PAIRED_RUNS})"
+        return f"too few runs to call ({differing} of {runs} differ, < {MIN_PAIRED_RUNS})"
     if low <= 0 <= high:
         return "no detectable difference"
     higher = low > 0
@@ -318,7 +322,7 @@ def run_diff(
                     "difference": c.difference,
                     "low": c.low,
                     "high": c.high,
-                    "verdict": _verdict(c.difference, c.low, c.high, better, c.runs),
+                    "verdict": _verdict(c.difference, c.low, c.high, better, c.runs, c.evidence),
                 }
             )
     schema = {

@@ -50,6 +50,7 @@ __all__ = [
     "PooledRuns",
     "bootstrap_mean",
     "comparison_table",
+    "differing_pairs",
     "paired_comparison",
     "per_run_values",
     "pooled_runs",
@@ -243,6 +244,10 @@ class PairedComparison:
         sources: the sources (formats) the pairs come from; with more than one, ``difference`` is
             the source-balanced mean and the interval a bootstrap stratified by source
             (:mod:`ctxlab.replay.stratified`), so that no one source carries it.
+        differing: the pairs whose two values differ (``None``: as many as :attr:`runs`).  A pair
+            with equal values (a run neither strategy acted on) is a tie: like the sign test, the
+            verdict rule counts only the pairs that differ (:attr:`too_few`), so ten runs below
+            T beside one that reached it are one run of evidence, not eleven.
     """
 
     a: str
@@ -260,6 +265,12 @@ class PairedComparison:
     seed: int = SEED
     data: str = "all runs"
     sources: int = 1
+    differing: int | None = None
+
+    @property
+    def evidence(self) -> int:
+        """The pairs that carry a sign: :attr:`differing` (:attr:`runs` when not counted)."""
+        return self.runs if self.differing is None else self.differing
 
     @property
     def holds_zero(self) -> bool:
@@ -268,8 +279,9 @@ class PairedComparison:
 
     @property
     def too_few(self) -> bool:
-        """Fewer than :data:`MIN_PAIRED_RUNS` pairs: no difference is called, whatever the interval."""
-        return self.runs < MIN_PAIRED_RUNS
+        """Fewer than :data:`MIN_PAIRED_RUNS` pairs that differ (:attr:`evidence`; ties do not
+        count, as in a sign test): no difference is called, whatever the interval."""
+        return self.evidence < MIN_PAIRED_RUNS
 
     @property
     def decides(self) -> bool:
@@ -376,7 +388,14 @@ def paired_comparison(
         seed,
         pool.label,
         n_sources if by_source else 1,
+        differing_pairs(diffs),
     )
+
+
+def differing_pairs(diffs: Sequence[float]) -> int:
+    """How many paired differences are not ties: ``|d| > 1e-9`` (a per-run figure printed to
+    one decimal never shows a smaller one)."""
+    return sum(1 for d in diffs if abs(d) > 1e-9)
 
 
 def comparison_table(

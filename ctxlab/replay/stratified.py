@@ -15,7 +15,11 @@ column), and:
   quantiles of :data:`~ctxlab.replay.stats.RESAMPLES` resampled means.  A source with one run
   cannot be resampled within itself (it would add the same value to every resample, and a folder
   of one run per format would get an interval of width 0): the single-run sources form one
-  stratum together, resampled among themselves, so that their spread is in the interval;
+  stratum together, resampled among themselves, so that their spread is in the interval.  When
+  only **one** source has a single run, that stratum is one value again (one DeerFlow run beside
+  ten SWE-agent runs all at 0 gave "95 % CI +23.5 to +23.5"): then the runs are resampled across
+  sources (no strata), each resample's mean balanced over the sources it drew, so that whether
+  the lone run is drawn at all is in the interval;
 * :func:`dominant_sources` names a source that holds most of the runs or of the raw tokens
   (more than :data:`DOMINANT_SHARE`), for a warning.
 
@@ -124,16 +128,31 @@ def balanced_mean(
     rng = random.Random(seed)
     many = [g for g in groups if len(g) > 1]
     single = [g[0] for g in groups if len(g) == 1]  # one stratum of their own (module docstring)
-    drawn = sorted(
-        statistics.fmean(
-            [*(statistics.fmean(rng.choices(g, k=len(g))) for g in many), *rng.choices(single, k=len(single))]
+    if len(single) == 1:  # a lone one-run stratum has no spread to draw: resample across sources
+        pairs = [(sources.get(run, f"run {run}"), float(v)) for run, v in values.items()]
+        drawn = sorted(_balanced(rng.choices(pairs, k=len(pairs))) for _ in range(resamples))
+    else:
+        drawn = sorted(
+            statistics.fmean(
+                [
+                    *(statistics.fmean(rng.choices(g, k=len(g))) for g in many),
+                    *rng.choices(single, k=len(single)),
+                ]
+            )
+            for _ in range(resamples)
         )
-        for _ in range(resamples)
-    )
     tail = (1.0 - confidence) / 2.0
     return Balanced(
         mean, _quantile(drawn, tail), _quantile(drawn, 1.0 - tail), len(values), len(groups), plain
     )
+
+
+def _balanced(pairs: list[tuple[str, float]]) -> float:
+    """The mean of the per-source means of ``(source, value)`` pairs."""
+    by: dict[str, list[float]] = {}
+    for source, value in pairs:
+        by.setdefault(source, []).append(value)
+    return statistics.fmean(statistics.fmean(g) for g in by.values())
 
 
 def _quantile(ordered: list[float], q: float) -> float:

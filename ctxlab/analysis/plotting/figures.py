@@ -14,7 +14,7 @@ from ctxlab.analysis.plotting.distributions import plot_savings
 from ctxlab.analysis.plotting.options import FigureOptions, PlotOptions, open_panels, with_options
 from ctxlab.analysis.plotting.plots import plot_budget, plot_strategies, plot_view_parts
 from ctxlab.analysis.plotting.runs import one_value, pick_run
-from ctxlab.analysis.plotting.style import font_families, label_text
+from ctxlab.analysis.plotting.style import font_families, label_text, use_log
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -26,6 +26,7 @@ __all__ = [
     "reaching_runs",
     "run_threshold",
     "save_png",
+    "transcript_yscale",
     "write_figures",
 ]
 
@@ -116,9 +117,9 @@ def save_png(fig: Figure, path: Path, note: str | None = None) -> Path:
             va="top",
             fontfamily=font_families(),
         )
-        fig.savefig(path, dpi=100, bbox_inches="tight", pad_inches=0.08, pil_kwargs={"compress_level": 3})
-        return path
-    fig.savefig(path, dpi=100, pil_kwargs={"compress_level": 3})
+    # the saved image holds everything drawn: a long tick label (a strategy's name on diff.png's
+    # y axis) is never cut at the edge
+    fig.savefig(path, dpi=100, bbox_inches="tight", pad_inches=0.08, pil_kwargs={"compress_level": 3})
     return path
 
 
@@ -147,15 +148,30 @@ def budget_png_figure(
     transcript: str,
     strategy: str,
     settings: Any = None,
+    yscale: str = "auto",
     **options: Unpack[PlotOptions],
 ) -> Figure:
-    """The report's budget figure of one run (:func:`plot_budget`, same options), with the T line
-    of :func:`run_threshold` also for a run whose rows carry none (LangChain's and DeepAgents'
-    summarization)."""
+    """The report's budget figure of one run (:func:`plot_budget`, same options and ``yscale``),
+    with the T line of :func:`run_threshold` also for a run whose rows carry none (LangChain's and
+    DeepAgents' summarization)."""
     run = calls.filter((pl.col("transcript") == transcript) & (pl.col("strategy") == strategy))
     own = one_value(run["threshold"]) if run.height else None
     threshold = None if own else run_threshold(run, settings)
-    return plot_budget(calls, transcript, strategy, threshold=threshold, **options)
+    return plot_budget(calls, transcript, strategy, threshold=threshold, yscale=yscale, **options)
+
+
+def transcript_yscale(calls: pl.DataFrame, transcript: str) -> str:
+    """One token axis for every figure of ``transcript``: ``"log"`` when any strategy's own
+    figure would be logarithmic (:func:`~ctxlab.analysis.plotting.style.use_log` ``"auto"``: the raw
+    peak above 10× that strategy's sent peak), else ``"linear"``, so that two strategies' figures
+    of one run are never drawn on different scales (a trial saw ars on log beside LangChain's
+    baseline on linear, which shrank ars's saving to the eye)."""
+    run = calls.filter(pl.col("transcript") == transcript)
+    if run.is_empty():
+        return "linear"
+    raw_peak = float(run["raw_tokens"].max() or 0)  # type: ignore[arg-type]
+    sent = run.group_by("strategy").agg(pl.col("view_tokens").max())["view_tokens"].to_list()
+    return "log" if any(use_log("auto", raw_peak, float(p or 0)) for p in sent) else "linear"
 
 
 def write_figures(
@@ -201,12 +217,13 @@ def write_figures(
             for t, s in calls.select("transcript", "strategy").unique(maintain_order=True).iter_rows()
         ]
     )
+    scales = {t: transcript_yscale(calls, t) for t in dict.fromkeys(t for t, _ in chosen)}
     for transcript, strategy in chosen:
-        fig = budget_png_figure(calls, transcript, strategy, settings)
+        fig = budget_png_figure(calls, transcript, strategy, settings, yscale=scales[transcript])
         paths.append(save_png(fig, out / "budget" / figure_name(transcript, strategy), note))
     if calls["strategy"].n_unique() > 1:
         (out / "strategies").mkdir(parents=True, exist_ok=True)
-        for transcript in dict.fromkeys(t for t, _ in chosen):
-            fig = plot_strategies(calls, transcript)
+        for transcript in scales:
+            fig = plot_strategies(calls, transcript, yscale=scales[transcript])
             paths.append(save_png(fig, out / "strategies" / figure_name(transcript), note))
     return paths

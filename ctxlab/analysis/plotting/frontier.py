@@ -144,7 +144,7 @@ def plot_frontier(calls_by_price: Mapping[str, pl.DataFrame], **options: Unpack[
         axes[-1].legend(
             handles,
             labels,
-            title="pooled (small: runs; bars: mean per run, 95 % CI)",
+            title="pooled (small: runs; bars: source-balanced mean per run, 95 % CI)",
             loc="lower right",
             prop={"family": fam, "size": 8},
             title_fontsize=8,
