@@ -136,6 +136,9 @@ def test_a_given_prefix_and_a_run_without_recorded_usage(recording: tuple[Transc
         "calls": 0,
         "off_by": None,
         "raw_off_by": None,
+        "history_tokens": 0,
+        "calls_after": 0,
+        "after_off_by": None,
     }
     assert {r["unrecorded_prefix_tokens"] for r in bare.rows} == {0}
 

@@ -126,16 +126,20 @@ def baseline_lines(result: ReplayResult, rows: pl.DataFrame) -> list[str]:
 
 
 def _prefix_lines(result: ReplayResult, firsts: pl.DataFrame) -> list[str]:
-    """The unrecorded prefix per source: measured (median tokens, runs), given, off, or nothing
-    recorded (said so per source)."""
+    """The unrecorded prefix per source: measured (median tokens of the fixed part, runs), given,
+    off, or nothing recorded (said so per source); the runs that start mid-session with the median
+    of their earlier conversation (:mod:`ctxlab.replay.prefix`)."""
     if not result.prefixes or not firsts.height:
         return []
     by: dict[str, dict[str, list[int]]] = {}
+    history: dict[str, list[int]] = {}  # per source: the earlier conversations a file lacks
     for t, fmt in firsts.select("transcript", "transcript_format").iter_rows():
         p = result.prefixes.get(str(t))
         if p is None:
             continue
         by.setdefault(str(fmt), {}).setdefault(str(p["source"]), []).append(int(p["tokens"]))
+        if int(p.get("history_tokens") or 0) > 0:
+            history.setdefault(str(fmt), []).append(int(p["history_tokens"]))
     measured, nothing, other = [], [], []
     for fmt, kinds in sorted(by.items()):
         for source, tokens in kinds.items():
@@ -152,6 +156,13 @@ def _prefix_lines(result: ReplayResult, firsts: pl.DataFrame) -> list[str]:
         parts.append("measured from the recorded usage for " + ", ".join(measured))
     if other:
         parts.append(", ".join(other))
+    for fmt, tokens in sorted(history.items()):
+        tokens.sort()
+        parts.append(
+            f"{fmt}: {len(tokens)} run(s) start mid-session, their earlier conversation (median "
+            f"{tokens[len(tokens) // 2]:,} tokens) is one history message until the agent's compaction, "
+            "not part of that prefix"
+        )
     if nothing:
         parts.append(
             "**nothing recorded** for "

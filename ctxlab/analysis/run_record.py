@@ -186,9 +186,10 @@ def accounting_lines(result: ReplayResult, totals: pl.DataFrame) -> list[str]:
 
 
 def prefix_lines(result: ReplayResult) -> list[str]:
-    """The report's unrecorded-prefix section: per run its tokens, where they come from, the calls
-    the measure rests on and the estimate over the recorded input tokens on the median call before
-    and after the correction (:mod:`ctxlab.replay.prefix`)."""
+    """The report's unrecorded-prefix section: per run its fixed part and earlier conversation,
+    where they come from, the calls the measure rests on, the estimate over the recorded input
+    tokens on the median call before and after the correction, and the ``recorded`` request over
+    them after a recorded compaction (:mod:`ctxlab.replay.prefix`)."""
     if not result.prefixes:
         return ["Not recorded."]
     lines = [
@@ -196,19 +197,27 @@ def prefix_lines(result: ReplayResult) -> list[str]:
         "context), added to every strategy's request as one labelled block of the system message "
         "(`--unrecorded-prefix`; `ctxlab.replay.prefix`). `raw / recorded` is the replay's estimate of the "
         "uncompressed request over the provider's recorded input tokens on the median call before any "
-        "recorded compaction, without and with the prefix.",
+        "recorded compaction, without and with the prefix. A file that starts mid-session also lacks the "
+        "earlier conversation: where the run records usage after the agent's compaction, the gap is split "
+        "into the fixed part (`prefix tokens`, measured after the compaction) and the `earlier conversation`, "
+        "one labelled history message at the start of the conversation (the agent's compaction drops it, "
+        "a strategy may summarize it, the raw request keeps it); `recorded after` is the `recorded` "
+        "request over the provider's count on the median call after the compaction.",
         "",
-        "| run | prefix tokens | source | calls with usage | raw / recorded before | after |",
-        "|---|---|---|---|---|---|",
+        "| run | prefix tokens | earlier conversation | source | calls with usage | raw / recorded before | after "
+        "| recorded after |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     bare = [label for label, p in result.prefixes.items() if not p.get("calls") and not p.get("tokens")]
     for label, p in sorted(result.prefixes.items()):
         if label in bare:
             continue
-        before, after = p.get("raw_off_by"), p.get("off_by")
+        before, after, rec = p.get("raw_off_by"), p.get("off_by"), p.get("after_off_by")
+        calls = f"{p.get('calls') or 0}" + (f" + {p['calls_after']} after" if p.get("calls_after") else "")
         lines.append(
-            f"| {label} | {int(p.get('tokens') or 0):,} | {p.get('source')} | {p.get('calls') or 0} | "
-            f"{'' if before is None else f'{before:.3f}'} | {'' if after is None else f'{after:.3f}'} |"
+            f"| {label} | {int(p.get('tokens') or 0):,} | {int(p.get('history_tokens') or 0):,} | "
+            f"{p.get('source')} | {calls} | {'' if before is None else f'{before:.3f}'} | "
+            f"{'' if after is None else f'{after:.3f}'} | {'' if rec is None else f'{rec:.3f}'} |"
         )
     if len(bare) == len(result.prefixes):
         lines = lines[:2]  # no table: no run records its usage

@@ -6,7 +6,8 @@ In order: a strategy that costs more than no compression (per strategy, and once
 does); a strategy whose pooled and per-run figures disagree in sign; few runs reached T; a source
 holding most runs or raw tokens (:func:`ctxlab.replay.stratified.dominant_sources`); runs whose
 request stays more than 1.5× from the recorded input tokens after the unrecorded-prefix
-correction (:mod:`ctxlab.replay.prefix`); failed summaries; declines where a strategy could not
+correction, before or after a recorded compaction, and runs whose unrecorded prefix alone is T or
+more (:func:`prefix_warnings`); failed summaries; declines where a strategy could not
 summarize (no valid cutoff, R13: a decision plugin's declines are the strategy's design, hybrid's
 "masking is enough" and ars-cache's "does not pay", and so is every missing cutoff of a strategy
 that never summarizes, masking's; none of those is warned about); rejected
@@ -23,14 +24,14 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from ctxlab.replay.failures import THRASH_CONSECUTIVE, THRASH_WINDOW
-from ctxlab.replay.prefix import OFF_BY
+from ctxlab.replay.prefix import OFF_BY, is_off
 from ctxlab.replay.recorded import RECORDED_STRATEGY
 from ctxlab.replay.stratified import dominant_sources
 
 if TYPE_CHECKING:
     from ctxlab.replay import ReplayResult
 
-__all__ = ["SIGN_EPSILON", "grouped", "silent_trigger_warnings", "verdict_warnings"]
+__all__ = ["SIGN_EPSILON", "grouped", "prefix_warnings", "silent_trigger_warnings", "verdict_warnings"]
 
 #: a figure closer to 0 than this (percentage points) has no sign worth a warning
 SIGN_EPSILON = 0.05
@@ -88,19 +89,7 @@ def verdict_warnings(
             f"({100 * theirs / total:.0f} %); the verdicts weigh every source alike (source-balanced "
             "means, bootstrap stratified by source), the plain means do not."
         )
-    off = [
-        (label, p["off_by"])
-        for label, p in sorted(result.prefixes.items())
-        if p.get("off_by") is not None and not (1 / OFF_BY <= p["off_by"] <= OFF_BY)
-    ]
-    if off:
-        named = ", ".join(f"{label} ({ratio:.2f}×)" for label, ratio in off[:10])
-        more = f" and {len(off) - 10} more" if len(off) > 10 else ""
-        out.append(
-            f"{len(off)} run(s) whose estimate stays more than {OFF_BY:g}× from the recorded input tokens "
-            f"after the unrecorded-prefix correction (estimate / recorded on the median call): {named}{more}; "
-            "their raw requests are not what the agent sent."
-        )
+    out += prefix_warnings(result)
     out += _failure_warnings(totals)
     out += _thrash_warnings(rows)
     out += silent_trigger_warnings(rows, int(result.settings.entry_threshold_tokens))
@@ -112,6 +101,57 @@ def verdict_warnings(
             + " (see Errors and skipped files)."
         )
     return grouped(out, [str(n) for n in totals["strategy"].to_list()] if totals.height else [])
+
+
+def prefix_warnings(result: ReplayResult) -> list[str]:
+    """The unrecorded prefix's warnings (:mod:`ctxlab.replay.prefix`, ``result.prefixes``):
+
+    * runs whose estimate stays more than :data:`~ctxlab.replay.prefix.OFF_BY` × from the recorded
+      input tokens after the correction on the median call before any recorded compaction
+      (``off_by``), or whose ``recorded`` request (the agent's own view) does on the median call
+      after one (``after_off_by``): their raw or recorded requests are not what the agent sent;
+    * runs whose fixed part (in every request, no strategy compresses it) is T or more: every
+      request of every strategy starts above the trigger.
+    """
+    out = []
+    off = [
+        (label, p.get("off_by"), p.get("after_off_by"))
+        for label, p in sorted(result.prefixes.items())
+        if is_off(p.get("off_by")) or is_off(p.get("after_off_by"))
+    ]
+    if off:
+
+        def said(before: float | None, after: float | None) -> str:
+            parts = [f"{before:.2f}×"] if is_off(before) and before is not None else []
+            if is_off(after) and after is not None:
+                parts.append(f"{after:.2f}× after the agent's compaction")
+            return "; ".join(parts)
+
+        named = ", ".join(f"{label} ({said(b, a)})" for label, b, a in off[:10])
+        more = f" and {len(off) - 10} more" if len(off) > 10 else ""
+        out.append(
+            f"{len(off)} run(s) whose estimate stays more than {OFF_BY:g}× from the recorded input tokens "
+            f"after the unrecorded-prefix correction (estimate / recorded on the median call): {named}{more}; "
+            + (
+                "their raw requests (after a compaction: the recorded ones) are not what the agent sent."
+                if any(is_off(a) for _, _, a in off)
+                else "their raw requests are not what the agent sent."
+            )
+        )
+    threshold = int(result.settings.entry_threshold_tokens)
+    big = [
+        (label, int(p.get("tokens") or 0))
+        for label, p in sorted(result.prefixes.items())
+        if int(p.get("tokens") or 0) >= threshold
+    ]
+    if big:
+        named = ", ".join(f"{label} ({tokens:,} tokens)" for label, tokens in big[:10])
+        more = f" and {len(big) - 10} more" if len(big) > 10 else ""
+        out.append(
+            f"{len(big)} run(s) whose unrecorded prefix alone is at least T ({threshold:,} tokens): {named}{more}; "
+            "every request of every strategy starts above the trigger, and no strategy compresses that part."
+        )
+    return out
 
 
 def _cost_warnings(result: ReplayResult, totals: pl.DataFrame) -> list[str]:

@@ -10,7 +10,11 @@ middleware as LangGraph's model node would, the model answering with the recorde
 (the placeholder model, :class:`~ctxlab.replay.models.ReplayModel`, refuses to be called).  The
 messages of a recorded compaction (the agent's own summary,
 :data:`ctxlab.transcripts.base.RECORDED_COMPACTION_KEY`) join the state only for a middleware
-that replays them (``replays_recorded_compactions``: the ``recorded`` strategy).
+that replays them (``replays_recorded_compactions``: the ``recorded`` strategy), and never
+:attr:`CallObservation.arrived`: the uncompressed request (``raw_tokens``, ``over_window``) is the
+same for every strategy of a run, without the agent's compaction.  The message standing in for
+the earlier conversation a file lacks (:func:`ctxlab.replay.prefix.history_message`), when the
+run has one, is the first message of the state and arrives at the first call.
 
 A ctxlab middleware reports its rounds in ``context_compression`` events.  A foreign middleware
 (a baseline) emits none, so its L2 rounds are read from the state it changed, whichever hook
@@ -68,7 +72,9 @@ class CallObservation:
         call: the harness's record of the model-node run (views, events, updates, seconds).
         view: the last request the model received (the one it answered).
         previous_view: the previous call's view (``None`` for the first call).
-        arrived: the transcript messages added since the previous call (its answer first).
+        arrived: the transcript messages added since the previous call (its answer first; at
+            the first call, the earlier-conversation message first, when there is one), without
+            the agent's recorded compaction (which only ``recorded``'s state holds).
         completed: the call's last ``completed`` ``context_compression`` event (``None``: none).
         stats: that event's ``stats`` (``{}``); summarizer: the summarizer's ``calls``,
             ``input_tokens``, ``output_tokens`` (from the event, or counted for a foreign middleware).
@@ -134,6 +140,8 @@ class CallObserver:
             ``_ctxlab_files_root`` when it has one).
         system: the requests' system message instead of the transcript's (the transcript's
             with the unrecorded prefix, :mod:`ctxlab.replay.prefix`); ``"transcript"``: its own.
+        history: the message standing in for the earlier conversation the file lacks, the first
+            message of the state (:func:`ctxlab.replay.prefix.history_message`; ``None``: none).
     """
 
     def __init__(
@@ -150,12 +158,14 @@ class CallObserver:
         index: IdentifierIndex | None = None,
         files_root: Path | None = None,
         system: SystemMessage | Literal["transcript"] | None = "transcript",
+        history: BaseMessage | None = None,
     ) -> None:
         self.transcript, self.label, self.strategy, self.result = transcript, label, strategy, result
         self.measure, self.window = measure, window
         recorded_system, self.rest, self.offset = _split_system(transcript.messages)
         self.system = recorded_system if isinstance(system, str) else system
         self.tools = list(transcript.tools or [])
+        self.history = history
         self.harness = ModelNodeHarness(
             mw,
             model=ReplayModel.create(window.max_input_tokens if window is not None else None),
@@ -184,8 +194,9 @@ class CallObserver:
         answered: set[tuple[str | None, str]] = set()
         issuer: dict[str, str | None] = {}
         seen_offloads: set[str] = set()
-        pending: list[BaseMessage] = []
-        arrived: list[BaseMessage] = []  # transcript messages added to the state since the last call
+        # the earlier conversation the file lacks: history from the first call on, in every raw request
+        pending: list[BaseMessage] = [self.history] if self.history is not None else []
+        arrived: list[BaseMessage] = list(pending)  # messages added to the state since the last call
         prev_view: RequestView | None = None
         failed_summary_seen = False
         recorded_seen: set[Any] = set()  # indices of the recorded compactions already sent
@@ -194,7 +205,8 @@ class CallObserver:
         # replays them (``recorded``): without the agent's compaction they were never sent
         feeds_recorded = bool(getattr(self.harness.middleware, "replays_recorded_compactions", False))
         for pos, original in enumerate(self.rest):
-            if not feeds_recorded and recorded_compaction_of(original) is not None:
+            agents_compaction = recorded_compaction_of(original) is not None
+            if not feeds_recorded and agents_compaction:
                 continue
             if isinstance(original, AIMessage) and not is_model_call(original):
                 continue  # made up by the agent (Claude Code's <synthetic>): no call, in no request
@@ -202,6 +214,8 @@ class CallObserver:
                 original = original.model_copy(update={"id": f"{self.transcript.run_id}-{pos + self.offset}"})
             if not isinstance(original, AIMessage):
                 pending.append(original)
+                if agents_compaction:
+                    continue  # in recorded's state only: not part of the uncompressed request
                 arrived.append(original)
                 earlier.add(original)
                 if isinstance(original, ToolMessage):

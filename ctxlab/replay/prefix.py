@@ -19,6 +19,30 @@ the odd call whose recorded count is off (a retry, a sub-agent's call), and the 
 absorbs a constant tokenizer offset along with the missing text.  A prefix is never negative: a
 run whose estimate is above its recorded counts gets none.
 
+**A file that starts mid-session** (a Claude Code session file continued from an earlier one)
+lacks the earlier *conversation* too, and that is no prefix of every request: the agent's own
+compaction threw it away with the rest of its history.  Where the run records a compaction
+(:data:`ctxlab.transcripts.base.RECORDED_COMPACTION_KEY`) and the provider's usage on calls after
+it, the measured gap is split in two:
+
+* the **fixed part** (system prompt, tools: in every request, a compaction keeps it) is the
+  median of ``recorded − the replay's estimate of what the agent sent`` over those calls (the
+  ``recorded`` strategy's request, :func:`ctxlab.replay.recorded.recorded_view`; at most
+  :data:`AFTER_CALLS` calls, evenly spread); it stays the labelled block of the system message;
+* the **earlier conversation** is the rest of the gap measured before the compaction (kept only
+  when it is clearly positive: at least :data:`HISTORY_MIN_TOKENS` and :data:`HISTORY_MIN_SHARE`
+  of the gap; else the whole gap stays the fixed part, as without a compaction).  It becomes one
+  labelled **history message** at the start of the conversation (:func:`history_message`, a
+  ``HumanMessage`` marked ``additional_kwargs[HISTORY_KEY]``), sized like the block: it is history
+  like any old message, so ``recorded`` drops it with everything before the agent's compaction,
+  and ARS or a baseline may summarize or cut it.  The uncompressed request (``raw_tokens``) keeps
+  it on every call: the agent, uncompressed, would have kept that conversation.
+
+Without usage after a recorded compaction (no compaction, a Cline truncation, usage not recorded
+after it) the whole gap is the fixed part.  A run whose ``recorded`` request after a compaction
+stays more than :data:`OFF_BY` × from the provider's count on its median call is warned about too
+(:attr:`UnrecordedPrefix.after_off_by`).
+
 ``ctxlab replay/compare --unrecorded-prefix auto|off|N`` (:func:`resolve_prefix`): ``auto``
 (default) measures it where usage is recorded and adds nothing elsewhere; ``off`` never adds it;
 ``N`` adds N tokens to every run.  The value and its source are recorded per run
@@ -36,23 +60,31 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from langchain_core.messages import AIMessage, SystemMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
-from ctxlab.transcripts.base import recorded_compaction_of, recorded_truncation_of
+from ctxlab.replay.recorded import recorded_view
+from ctxlab.transcripts.base import is_model_call, recorded_compaction_of, recorded_truncation_of
 
 if TYPE_CHECKING:
     from ctxlab.core.estimation import EstimateCache
     from ctxlab.transcripts.base import Transcript
 
 __all__ = [
+    "AFTER_CALLS",
+    "HISTORY_KEY",
+    "HISTORY_MIN_SHARE",
+    "HISTORY_MIN_TOKENS",
     "OFF_BY",
     "PREFIX_KEY",
     "PREFIX_SETTINGS",
     "UnrecordedPrefix",
+    "after_compaction_pairs",
     "estimate_prefix",
+    "history_message",
+    "is_off",
     "parse_prefix_setting",
     "prefix_text",
     "recorded_pairs",
@@ -63,6 +95,16 @@ __all__ = [
 #: ``SystemMessage.additional_kwargs`` key marking the system message that carries the block
 #: (``{"tokens": N, "source": ...}``), for the inspector and the tests
 PREFIX_KEY = "ctxlab_unrecorded_prefix"
+#: ``HumanMessage.additional_kwargs`` key marking the message that stands in for the earlier
+#: conversation a file lacks (``{"tokens": N, "source": ...}``)
+HISTORY_KEY = "ctxlab_unrecorded_history"
+#: the earlier conversation is kept apart from the fixed part only when it is at least this many
+#: tokens and this share of the gap measured before the compaction (else: noise between two medians)
+HISTORY_MIN_TOKENS = 1_000
+HISTORY_MIN_SHARE = 0.1
+#: at most this many calls after a recorded compaction (evenly spread) measure the fixed part:
+#: each costs the ``recorded`` view of its request
+AFTER_CALLS = 64
 #: the named settings of ``--unrecorded-prefix`` (besides a number of tokens)
 PREFIX_SETTINGS = ("auto", "off")
 #: a run whose corrected estimate is more than this many times above or below its recorded input
@@ -74,6 +116,11 @@ _LABEL = (
     "(system prompt, tool schemas, injected context; {source}). These words stand in for them, so "
     "that triggers, the context window and costs see a request of the size the agent sent. They are "
     "not part of the conversation and no strategy may compress them.]\n"
+)
+_HISTORY_LABEL = (
+    "[ctxlab: the earlier conversation. The recording starts mid-session: before the agent's first "
+    "recorded compaction every request held about {n:,} tokens of earlier conversation the file does "
+    "not hold ({source}). These words stand in for them; they are history like any old message.]\n"
 )
 #: the filler, word by word: a sentence the char-class estimate, cl100k and LangChain's
 #: characters / 4 count alike (within 2 % of each other: tests/test_prefix.py)
@@ -90,13 +137,22 @@ class UnrecordedPrefix:
     """The prefix added to every request of one run.
 
     Attributes:
-        tokens: its size in the measuring estimator's tokens (0: none added).
+        tokens: the fixed part, in every request as the system message's block, in the measuring
+            estimator's tokens (0: none added).
         source: ``"recorded usage"`` (measured), ``"--unrecorded-prefix"`` (given), ``"off"``
             (not asked), ``"nothing recorded"`` (``auto`` on a run without recorded usage).
         calls: the calls with recorded usage the measure rests on (0: none).
         off_by: the corrected estimate over the recorded input tokens on the median of those
             calls (``None``: nothing recorded); outside ``[1 / OFF_BY, OFF_BY]`` the run is warned about.
         raw_off_by: the same ratio without the prefix (before the correction).
+        history_tokens: the earlier conversation the file lacks (module docstring), sent as
+            :attr:`history` at the start of the conversation (0: none).
+        calls_after: the calls after a recorded compaction with recorded usage that measure the
+            fixed part (0: none).
+        after_off_by: the estimate of the ``recorded`` request (the agent's own view) with the fixed
+            part over the recorded input tokens, on the median of those calls (``None``: none).
+        history: the message standing in for the earlier conversation (:func:`history_message`;
+            ``None``: none); not in :meth:`as_dict`.
     """
 
     tokens: int
@@ -104,21 +160,35 @@ class UnrecordedPrefix:
     calls: int = 0
     off_by: float | None = None
     raw_off_by: float | None = None
+    history_tokens: int = 0
+    calls_after: int = 0
+    after_off_by: float | None = None
+    history: HumanMessage | None = field(default=None, compare=False, repr=False)
 
     @property
     def stays_off(self) -> bool:
-        """The corrected estimate is still more than :data:`OFF_BY` × from the recorded tokens."""
-        return self.off_by is not None and not (1.0 / OFF_BY <= self.off_by <= OFF_BY)
+        """The corrected estimate is still more than :data:`OFF_BY` × from the recorded tokens,
+        before or after a recorded compaction (:func:`is_off`)."""
+        return is_off(self.off_by) or is_off(self.after_off_by)
 
     def as_dict(self) -> dict[str, Any]:
-        """JSON-ready: ``tokens``, ``source``, ``calls``, ``off_by``, ``raw_off_by``."""
+        """JSON-ready: ``tokens``, ``source``, ``calls``, ``off_by``, ``raw_off_by``,
+        ``history_tokens``, ``calls_after``, ``after_off_by``."""
         return {
             "tokens": self.tokens,
             "source": self.source,
             "calls": self.calls,
             "off_by": self.off_by,
             "raw_off_by": self.raw_off_by,
+            "history_tokens": self.history_tokens,
+            "calls_after": self.calls_after,
+            "after_off_by": self.after_off_by,
         }
+
+
+def is_off(ratio: float | None) -> bool:
+    """``ratio`` (estimate over recorded) is more than :data:`OFF_BY` × off (``None``: not)."""
+    return ratio is not None and not (1.0 / OFF_BY <= ratio <= OFF_BY)
 
 
 def parse_prefix_setting(value: str | int | None) -> str | int:
@@ -194,20 +264,68 @@ def recorded_pairs(transcript: Transcript, meter: EstimateCache) -> list[tuple[i
     return out
 
 
+def after_compaction_pairs(transcript: Transcript, meter: EstimateCache) -> list[tuple[int, int]]:
+    """``(estimate, recorded)`` per call of ``transcript`` after its first recorded compaction
+    with recorded input tokens (at most :data:`AFTER_CALLS`, evenly spread over them): the
+    replay's estimate of the request the agent sent (system message, tool schemas and the
+    ``recorded`` strategy's view of the messages before the call,
+    :func:`ctxlab.replay.recorded.recorded_view`, in ``meter``'s tokens) and the provider's
+    recorded input tokens.  Empty without a recorded compaction."""
+    messages = list(transcript.messages)
+    system = messages[0] if messages and isinstance(messages[0], SystemMessage) else None
+    rest = messages[1:] if system is not None else messages
+    base = meter.tools_tokens(list(transcript.tools or [])) + (
+        meter.message_tokens(system) if system is not None else 0
+    )
+    state: list[BaseMessage] = []  # the state of the ``recorded`` strategy, as the replay builds it
+    compacted = False
+    wanted: list[tuple[int, int]] = []  # (messages before the call, recorded input tokens)
+    for message in rest:
+        if isinstance(message, AIMessage) and not is_model_call(message):
+            continue  # made up by the agent: in no request
+        mark = recorded_compaction_of(message)
+        compacted = compacted or mark is not None
+        if compacted and mark is None and isinstance(message, AIMessage):
+            recorded = _recorded_input(message)
+            if recorded is not None:
+                wanted.append((len(state), recorded))
+        state.append(message)
+    if len(wanted) > AFTER_CALLS:
+        step = (len(wanted) - 1) / (AFTER_CALLS - 1)
+        wanted = [wanted[round(i * step)] for i in range(AFTER_CALLS)]
+    return [
+        (base + sum(map(meter.message_tokens, recorded_view(state[:n]))), recorded) for n, recorded in wanted
+    ]
+
+
 def estimate_prefix(transcript: Transcript, meter: EstimateCache) -> UnrecordedPrefix:
-    """The run's unrecorded prefix measured from its recorded usage (module docstring); a prefix
-    of 0 with source ``"nothing recorded"`` when no call records its input tokens."""
+    """The run's unrecorded prefix measured from its recorded usage (module docstring): the fixed
+    part and, for a file that starts mid-session and records a compaction, the earlier
+    conversation (with its :attr:`~UnrecordedPrefix.history` message); a prefix of 0 with source
+    ``"nothing recorded"`` when no call records its input tokens."""
     pairs = recorded_pairs(transcript, meter)
-    if not pairs:
+    after = after_compaction_pairs(transcript, meter)
+    if not pairs and not after:
         return UnrecordedPrefix(0, "nothing recorded")
-    tokens = max(0, round(statistics.median(r - e for e, r in pairs)))
-    return UnrecordedPrefix(
-        tokens,
+    gap = max(0, round(statistics.median(r - e for e, r in pairs))) if pairs else 0
+    fixed, history = gap, 0
+    if after:
+        fixed_after = max(0, round(statistics.median(r - e for e, r in after)))
+        if not pairs:
+            fixed = fixed_after
+        elif gap - fixed_after >= max(HISTORY_MIN_TOKENS, HISTORY_MIN_SHARE * gap):
+            fixed, history = fixed_after, gap - fixed_after
+    prefix = UnrecordedPrefix(
+        fixed,
         "recorded usage",
         len(pairs),
-        off_by=_median_ratio(pairs, tokens),
-        raw_off_by=_median_ratio(pairs, 0),
+        off_by=_median_ratio(pairs, gap) if pairs else None,
+        raw_off_by=_median_ratio(pairs, 0) if pairs else None,
+        history_tokens=history,
+        calls_after=len(after),
+        after_off_by=_median_ratio(after, fixed) if after else None,
     )
+    return replace(prefix, history=history_message(prefix, meter, transcript.run_id))
 
 
 def _median_ratio(pairs: list[tuple[int, int]], prefix: int) -> float:
@@ -217,7 +335,8 @@ def _median_ratio(pairs: list[tuple[int, int]], prefix: int) -> float:
 def resolve_prefix(setting: str | int, transcript: Transcript, meter: EstimateCache) -> UnrecordedPrefix:
     """The prefix of one run under ``--unrecorded-prefix`` (:func:`parse_prefix_setting`):
     ``"auto"`` measures it (:func:`estimate_prefix`), ``"off"`` adds none, a number adds that many
-    tokens (the recorded usage, when there is some, still gives :attr:`UnrecordedPrefix.off_by`).
+    tokens to every request, no earlier conversation (the recorded usage, when there is some, still
+    gives :attr:`UnrecordedPrefix.off_by` and :attr:`~UnrecordedPrefix.after_off_by`).
 
     Raises:
         ValueError: an invalid setting.
@@ -226,16 +345,16 @@ def resolve_prefix(setting: str | int, transcript: Transcript, meter: EstimateCa
     if setting == "auto":
         return estimate_prefix(transcript, meter)
     measured = recorded_pairs(transcript, meter)
-    if setting == "off":
-        ratio = _median_ratio(measured, 0) if measured else None
-        return UnrecordedPrefix(0, "off", len(measured), off_by=ratio, raw_off_by=ratio)
-    n = int(setting)
+    after = after_compaction_pairs(transcript, meter)
+    n = 0 if setting == "off" else int(setting)
     return UnrecordedPrefix(
         n,
-        "--unrecorded-prefix",
+        "off" if setting == "off" else "--unrecorded-prefix",
         len(measured),
         off_by=_median_ratio(measured, n) if measured else None,
         raw_off_by=_median_ratio(measured, 0) if measured else None,
+        calls_after=len(after),
+        after_off_by=_median_ratio(after, n) if after else None,
     )
 
 
@@ -335,3 +454,26 @@ def with_prefix(
     return system.model_copy(
         update={"content": [*blocks, block], "additional_kwargs": {**system.additional_kwargs, **mark}}
     )
+
+
+def history_message(prefix: UnrecordedPrefix, meter: EstimateCache, run_id: str = "") -> HumanMessage | None:
+    """The message standing in for the earlier conversation of ``prefix`` (module docstring):
+    a ``HumanMessage`` of a label and filler words (as :func:`prefix_text`) that ``meter`` counts
+    ``prefix.history_tokens`` tokens (as exactly as a word allows), marked
+    ``additional_kwargs[HISTORY_KEY]`` (``{"tokens": N, "source": ...}``), with the stable id
+    ``"<run_id>-unrecorded-history"``; ``None`` when there is no earlier conversation."""
+    tokens = prefix.history_tokens
+    if tokens <= 0:
+        return None
+    source = (
+        f"measured from the recorded usage of {prefix.calls} calls before the compaction and "
+        f"{prefix.calls_after} after it"
+    )
+    label = _HISTORY_LABEL.format(n=tokens, source=source)
+    mark = {HISTORY_KEY: {"tokens": tokens, "source": prefix.source}}
+    ident = f"{run_id}-unrecorded-history"
+
+    def message(words: int) -> HumanMessage:
+        return HumanMessage(_text(label, words), id=ident, additional_kwargs=mark)
+
+    return message(fewest_words(tokens, lambda words: meter.message_tokens(message(words))))

@@ -100,8 +100,9 @@ def replay_one(
         system: the system message of every request: the transcript's with the unrecorded
             prefix block (:func:`ctxlab.replay.prefix.with_prefix`); ``"transcript"`` (default):
             the transcript's own.
-        prefix: the run's unrecorded prefix (its tokens fill ``unrecorded_prefix_tokens``;
-            ``None``: 0).
+        prefix: the run's unrecorded prefix (its tokens fill ``unrecorded_prefix_tokens``; its
+            :attr:`~ctxlab.replay.prefix.UnrecordedPrefix.history` message, the earlier
+            conversation the file lacks, is the first message of the state; ``None``: 0, none).
         cache_breakpoints: the breakpoint policy of explicit caching in the cost columns
             (:data:`ctxlab.replay.cost.BREAKPOINTS`).
         sim: the run's simulated time (:mod:`ctxlab.replay.latency`: the stall columns and the
@@ -128,6 +129,7 @@ def replay_one(
         index=ids,
         files_root=files_root,
         system=system,
+        history=prefix.history if prefix is not None else None,
     )
     system = observer.system
     sim = sim if sim is not None else SimTime(None, seed=label)

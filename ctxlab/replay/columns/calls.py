@@ -383,7 +383,8 @@ CALL_REGISTRY: tuple[CallColumn, ...] = (
         "unrecorded_prefix_tokens",
         _Int,
         "tokens",
-        "the unrecorded prefix added to every request of the run, in raw_tokens and view_tokens (0: none)",
+        "the unrecorded prefix added to every request of the run (its fixed part), in raw_tokens and "
+        "view_tokens (0: none)",
         "recorded_usage",
         detail=d.UNRECORDED_PREFIX,
     ),

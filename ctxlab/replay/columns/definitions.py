@@ -12,8 +12,10 @@ UNRECORDED_PREFIX = (
     "context), added to every strategy's request as one labelled block of the system message, which "
     "no strategy compresses; with --unrecorded-prefix auto (default) the median over the run's calls "
     "before any recorded compaction of recorded input tokens (cache reads and writes included) minus "
-    "the replay's estimate of the same request, 0 where no call records its usage "
-    "(ctxlab.replay.prefix; per run with its source in run.json)"
+    "the replay's estimate of the same request, 0 where no call records its usage; a file that starts "
+    "mid-session and records usage after the agent's own compaction: only the fixed part, measured "
+    "on the calls after it (the earlier conversation the file lacks is a history message instead, "
+    "history_tokens in run.json) (ctxlab.replay.prefix; per run with its source in run.json)"
 )
 VIEW_TOKENS = (
     "estimate of what the strategy actually sent (system + tools + view messages); "
