@@ -354,11 +354,10 @@ def _report_markdown(
         f"Measuring estimator: `{result.measure}` (one estimator for every strategy)."
         + (f" Provider context window: {result.window}." if result.window else "")
     )
-    if result.errors:
-        lines += [
-            "",
-            f"**{len(result.errors)} problem(s)**: see [Errors and skipped files](#errors-and-skipped-files).",
-        ]
+    said = [f"**{len(result.errors)} problem(s)**"] if result.errors else []
+    said += [f"{len(result.warnings)} warning(s)"] if result.warnings else []
+    if said:
+        lines += ["", " and ".join(said) + ": see [Errors and skipped files](#errors-and-skipped-files)."]
     lines += ["", "## Settings", ""]
     lines.append("| field | value |")
     lines.append("|---|---|")

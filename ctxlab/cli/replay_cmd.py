@@ -17,6 +17,10 @@ Order of work, so that nothing is written for a run that cannot happen:
    and the figures (old results in ``--out`` are removed first, the staged files become
    ``files/``), then printing the tables.
 
+Every warning printed on the way (a setting outside its recommended range, a loader's warning, a
+file skipped as not a transcript) is also kept in the result's ``warnings`` and so in the run's
+record (``report.md``, ``run.json``).
+
 Exit status: 0 when every run replayed with no failure; 1 when anything failed (the report lists
 it); 2 on a usage error.
 """
@@ -24,6 +28,7 @@ it); 2 on a usage error.
 from __future__ import annotations
 
 import argparse
+import re
 import shutil
 import sys
 import warnings
@@ -142,12 +147,20 @@ def _paths(args: argparse.Namespace) -> list[str]:
 
 
 def load(
-    paths: Sequence[str], fmt: str | None, pm: Any, *, lenient: bool = False
+    paths: Sequence[str],
+    fmt: str | None,
+    pm: Any,
+    *,
+    lenient: bool = False,
+    said: list[Any] | None = None,
 ) -> tuple[list[Any], list[Any]]:
     """Every transcript under ``paths`` and the load problems (:class:`~ctxlab.replay.ReplayIssue`,
     ``kind="load"``): a path that does not exist, a path under which no transcript was found,
     each file that could not be loaded.  Loader warnings are printed as ``ctxlab: warning:``
-    (among them the list of files in folders that are not transcripts: skipped, not problems).
+    (the first 20; among them the list of files in folders that are not transcripts: skipped,
+    not problems) and, when ``said`` is given, every one of them is appended to it as a
+    ``ReplayIssue`` (``kind="load"``, ``source`` the file the warning names), and so is each
+    skipped file (``problem`` starting ``skipped:``).
     ``lenient`` (``--keep-going``): a JSON-lines file's bad lines are left out with a warning
     instead of failing the file."""
     from ctxlab.replay import ReplayIssue
@@ -155,6 +168,7 @@ def load(
 
     transcripts: list[Any] = []
     problems: list[Any] = []
+    skipped: list[Any] = []
     seen: set[tuple[str, str]] = set()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -162,7 +176,7 @@ def load(
             if not Path(p).exists() and not Path(p).is_symlink():  # loading names a link loop as such
                 problems.append(ReplayIssue(kind="load", source=p, problem=f"no such file or folder: {p}"))
                 continue
-            loaded, errors = load_many([p], format=fmt, pm=pm, lenient=lenient)
+            loaded, errors = load_many([p], format=fmt, pm=pm, lenient=lenient, skipped=skipped)
             problems.extend(ReplayIssue.from_transcript_error(e) for e in errors)
             if not loaded and not errors:
                 problems.append(ReplayIssue(kind="load", source=p, problem=f"no transcripts found under {p}"))
@@ -175,7 +189,29 @@ def load(
         warn(w.message)
     if len(caught) > 20:
         warn(f"... {len(caught) - 20} more loader warnings")
+    if said is not None:
+        said.extend(_load_warning(w) for w in caught)
+        said.extend(
+            ReplayIssue(kind="load", source=e.path, where=e.where, problem=f"skipped: {e.problem}")
+            for e in skipped
+        )
     return transcripts, problems
+
+
+def _load_warning(w: Any) -> Any:
+    """A loader's warning as a ``ReplayIssue``: a :class:`~ctxlab.transcripts.TranscriptWarning`
+    starts with the file's path (its documented shape), which becomes ``source``."""
+    from ctxlab.replay import ReplayIssue
+    from ctxlab.transcripts import TranscriptWarning
+
+    text = str(w.message)
+    head, sep, rest = text.partition(": ")
+    if issubclass(w.category, TranscriptWarning) and sep and rest:
+        place, sep, what = rest.partition(": ")
+        if sep and re.fullmatch(r"(line|byte|lines) \d+(-\d+)?|key \S+", place):
+            return ReplayIssue(kind="load", source=head, where=place, problem=what)
+        return ReplayIssue(kind="load", source=head, problem=rest)
+    return ReplayIssue(kind="load", source=str(w.filename), problem=f"{w.category.__name__}: {text}")
 
 
 #: where a run's middlewares write inside ``--out`` until the run has replayed something
@@ -239,9 +275,15 @@ def run_replay(args: argparse.Namespace, argv: Sequence[str]) -> int:
     """``ctxlab replay``/``compare`` (see the module doc); returns the exit status."""
     from ctxlab.analysis.report import strategy_totals, write_report
     from ctxlab.cli.output import print_summary
+    from ctxlab.replay import ReplayIssue
     from ctxlab.replay import strategies as registered
 
-    settings = settings_from_args(args)
+    setting_warnings: list[str] = []
+    settings = settings_from_args(args, setting_warnings)
+    said: list[Any] = [  # "<field>=<value> is outside ...": the field is the warning's source
+        ReplayIssue(kind="setting", source=text.partition("=")[0], problem=text.partition("=")[2] or text)
+        for text in setting_warnings
+    ]
     plugin_problems: list[Any] = []
     pm = lab_manager(args, plugin_problems)
     names = _strategy_names(args, registered(pm))
@@ -275,7 +317,7 @@ def run_replay(args: argparse.Namespace, argv: Sequence[str]) -> int:
     if out.exists() and not out.is_dir():
         raise CliError(f"--out {out}: exists and is not a folder")
 
-    transcripts, problems = load(_paths(args), args.format, pm, lenient=args.keep_going)
+    transcripts, problems = load(_paths(args), args.format, pm, lenient=args.keep_going, said=said)
     if not transcripts:
         return _fail(problems, "nothing to replay; nothing written")
     if problems and not args.keep_going:
@@ -298,6 +340,7 @@ def run_replay(args: argparse.Namespace, argv: Sequence[str]) -> int:
         raise
     # the load problems found here; a parallel replay's planner found the same ones again
     result.errors = _once([*plugin_problems, *problems, *result.errors])
+    result.warnings = [*said, *(w for w in result.warnings if w not in said)]
     if result.replayed == 0:
         _discard(stage, out, made)
         return _fail(result.errors, "nothing could be replayed; nothing written")

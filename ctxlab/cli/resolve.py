@@ -138,8 +138,10 @@ def _read_prompt(path: Path) -> str:
         raise CliError(f"summary prompt file {path}: cannot read: {exc.strerror or exc}") from exc
 
 
-def settings_from_args(args: argparse.Namespace) -> Any:
-    """The :class:`~ctxlab.CompressionSettings` of ``--config`` plus the flags.
+def settings_from_args(args: argparse.Namespace, said: list[str] | None = None) -> Any:
+    """The :class:`~ctxlab.CompressionSettings` of ``--config`` plus the flags.  A value outside
+    its recommended range is printed as ``ctxlab: warning: ...`` and, when ``said`` is given,
+    appended to it (so that the run records it).
 
     Raises:
         SettingsError: an invalid value (names the field and the allowed range).
@@ -161,6 +163,8 @@ def settings_from_args(args: argparse.Namespace) -> Any:
         settings = CompressionSettings.from_mapping(data)
     for w in caught:
         print(f"ctxlab: warning: {w.message}", file=sys.stderr)
+        if said is not None:
+            said.append(str(w.message))
     return settings
 
 
