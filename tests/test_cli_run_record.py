@@ -73,3 +73,112 @@ def test_a_clean_run_records_no_warning(tmp_path: Path) -> None:
     assert record["warnings"] == [] and record["problems"] == []
     section = (out / "report.md").read_text(encoding="utf-8").split("## Errors and skipped files", 1)[1]
     assert section.split("\n## ", 1)[0].strip() == "None."
+
+
+def test_ctrl_c_while_writing_leaves_a_folder_that_says_so_and_resume_finishes_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import ctxlab.analysis.run_record as run_record
+
+    folder = tmp_path / "in"
+    folder.mkdir()
+    shutil.copy(KATY, folder / "katy.traj")
+    shutil.copy(SHARED / "raw" / "swe-agent" / "trajectories" / "demonstrations" / "ctf" / "crypto" / "katy.traj",
+                folder / "katy2.traj")  # fmt: skip
+    out, done = tmp_path / "out", tmp_path / "done"
+    args = ["compare", str(folder), "--strategies", "ars,masking", "--summary-threshold", "4"]
+    assert _run(*args, "--out", str(done)) == 0
+    real = run_record.write_run_json
+
+    def interrupted(*_: object) -> Path:
+        raise KeyboardInterrupt  # Ctrl-C after calls.parquet, summary.csv and report.md
+
+    monkeypatch.setattr(run_record, "write_run_json", interrupted)
+    capsys.readouterr()
+    assert _run(*args, "--out", str(out)) == 130
+    err = capsys.readouterr().err
+    stage = out / ".ctxlab-staging"
+    assert (
+        (out / "calls.parquet").is_file()
+        and (out / "report.md").is_file()
+        and not (out / "run.json").exists()
+    )
+    assert (out / ".ctxlab-incomplete").is_file()
+    assert f"stopped while writing the outputs: {out} is not a finished run" in err
+    assert (
+        f"the 4 finished run(s) are kept in {stage}: the same command with --resume writes the outputs" in err
+    )
+    assert err.rstrip().endswith("ctxlab: interrupted")
+    assert len(list((stage / "runs").rglob("*.pickle"))) == 4 and (stage / "views").is_dir()
+    monkeypatch.setattr(run_record, "write_run_json", real)
+
+    assert main(["show", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert (
+        f"ctxlab: error: {out}: not a finished run: its outputs were being written when ctxlab stopped" in err
+    )
+    assert "no run.json" in err and not (out / "inspect.html").exists()
+    assert main(["diff", str(out), str(done), "--out", str(tmp_path / "d")]) == 1
+    err = capsys.readouterr().err
+    assert f"{out}: not a finished run" in err and not (tmp_path / "d").exists()
+
+    assert _run(*args, "--out", str(out), "--resume") == 0
+    err = capsys.readouterr().err
+    assert f"ctxlab: --resume: 4 finished run(s) in {stage} are reused" in err
+    assert not (out / ".ctxlab-incomplete").exists() and not stage.exists()
+    assert json.loads((out / "run.json").read_text(encoding="utf-8"))["replayed"] == 4
+    views = sorted(p.relative_to(out) for p in (out / "views").rglob("*.gz"))
+    assert views == sorted(p.relative_to(done) for p in (done / "views").rglob("*.gz")) and len(views) == 4
+    assert main(["show", str(out)]) == 0
+
+
+def test_a_folder_without_run_json_is_refused_by_diff_and_show(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = tmp_path / "run"
+    assert _run("replay", str(KATY), "--out", str(run)) == 0
+    (run / "run.json").unlink()  # e.g. a folder copied before its writing ended
+    assert main(["diff", str(run), str(run), "--out", str(tmp_path / "d")]) == 1
+    assert main(["show", str(run)]) == 1
+    err = capsys.readouterr().err
+    assert err.count(f"ctxlab: error: {run}: not a run folder (no run.json;") == 2
+
+
+def test_resume_without_a_checkpoint_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "out"
+    assert _run("replay", str(KATY), "--out", str(out), "--resume") == 0
+    err = capsys.readouterr().err
+    assert (
+        f"ctxlab: --resume: no checkpoint in {out / '.ctxlab-staging'}" in err
+        and "replaying every run" in err
+    )
+    assert (out / "run.json").is_file()
+
+
+def test_ctrl_c_while_replaying_says_what_was_kept(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import ctxlab.replay.resume as resume
+
+    real, calls = resume.RunStore.save, []
+
+    def save_then_stop(self: object, *a: object, **k: object) -> None:
+        real(self, *a, **k)  # type: ignore[arg-type]
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(resume.RunStore, "save", save_then_stop)
+    folder = tmp_path / "in"
+    folder.mkdir()
+    for i in range(3):
+        shutil.copy(KATY, folder / f"katy{i}.traj")
+    out = tmp_path / "out"
+    assert _run("replay", str(folder), "--out", str(out)) == 130
+    err = capsys.readouterr().err
+    assert (
+        f"stopped while replaying: 2 finished run(s) are kept in {out / '.ctxlab-staging'} (of about 3;"
+        in err
+    )
+    assert "--resume replays only the others" in err
+    assert sorted(p.name for p in out.iterdir()) == [".ctxlab-staging"]

@@ -307,13 +307,13 @@ def write_report(
         _report_markdown(result, calls, summary, totals, figure_paths, out, title, command, which, data),
         encoding="utf-8",
     )
-    run_path = write_run_json(result, out)
     summaries_path = None
     if result.summaries:
         summaries_path = out / "summaries.jsonl"
         with summaries_path.open("w", encoding="utf-8") as f:
             for s in result.summaries:
                 f.write(json.dumps(s, ensure_ascii=False, default=str) + "\n")
+    run_path = write_run_json(result, out)  # last: a folder with run.json is a finished run
     return {
         "calls": calls_path,
         "summary": summary_path,

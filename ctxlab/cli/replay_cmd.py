@@ -12,10 +12,12 @@ Order of work, so that nothing is written for a run that cannot happen:
    keeps every transcript's finished runs as they finish (:mod:`ctxlab.replay.resume`): an
    interrupted run leaves them there, and ``--resume`` goes on from them; nothing replayed: exit
    1, and ``--out`` is left as it was;
-4. writing ``calls.parquet``, ``summary.csv``, ``report.md``, ``run.json``, ``summaries.jsonl``,
+4. writing ``calls.parquet``, ``summary.csv``, ``report.md``, ``summaries.jsonl``, ``run.json``,
    ``views/`` (every call's raw and sent view, :mod:`ctxlab.replay.views`)
    and the figures (old results in ``--out`` are removed first, the staged files become
-   ``files/``), then printing the tables.
+   ``files/``), between the marker ``--out/.ctxlab-incomplete`` and its removal
+   (:mod:`ctxlab.replay.run_folder`: a folder stopped while written says so, and the staging
+   folder stays until the end so that ``--resume`` finishes it), then printing the tables.
 
 Every warning printed on the way (a setting outside its recommended range, a loader's warning, a
 file skipped as not a transcript) is also kept in the result's ``warnings`` and so in the run's
@@ -246,10 +248,14 @@ def _discard(stage: Path, out: Path, made: bool) -> None:
         out.rmdir()
 
 
-def _publish(stage: Path, out: Path) -> None:
-    """Something was replayed: remove the old results in ``out`` (so no stale one survives) and
-    move the middlewares' files and the views from the staging folder into ``out/files`` and
-    ``out/views``."""
+def _publish(stage: Path, out: Path, command: str) -> None:
+    """Something was replayed: mark ``out`` unfinished (:mod:`ctxlab.replay.run_folder`), remove
+    its old results (so no stale one survives) and move the middlewares' files and the views from
+    the staging folder into ``out/files`` and ``out/views``.  The staging folder (the finished
+    runs) stays until :func:`_finish`: an interrupted writing can be resumed."""
+    from ctxlab.replay.run_folder import mark_incomplete
+
+    mark_incomplete(out, command)
     for name in OUTPUTS:
         target = out / name
         if target.is_dir():
@@ -259,7 +265,54 @@ def _publish(stage: Path, out: Path) -> None:
     for folder in ("files", "views"):
         if (stage / folder).is_dir():
             (stage / folder).rename(out / folder)
+
+
+def _finish(stage: Path, out: Path) -> None:
+    """Every output is written: remove the staging folder, then the unfinished mark."""
+    from ctxlab.replay.run_folder import mark_finished
+
     shutil.rmtree(stage, ignore_errors=True)
+    mark_finished(out)
+
+
+def _reclaim(stage: Path, out: Path) -> None:
+    """The writing of ``out`` stopped before it ended: give the staging folder back the files
+    and views of its finished runs (moved into ``out`` by :func:`_publish`), so that ``--resume``
+    finds the checkpoint whole."""
+    from ctxlab.replay.run_folder import INCOMPLETE
+
+    if not (out / INCOMPLETE).exists() or not (stage / "runs").is_dir():
+        return
+    for folder in ("files", "views"):
+        if (out / folder).is_dir() and not (stage / folder).exists():
+            (out / folder).rename(stage / folder)
+
+
+def _finished_runs(stage: Path) -> int:
+    return sum(1 for _ in (stage / "runs").rglob("*.pickle")) if (stage / "runs").is_dir() else 0
+
+
+def _say_resume(stage: Path) -> None:
+    """``--resume``: one line saying what it found in the checkpoint (nothing, or N runs)."""
+    from ctxlab.replay.resume import RESUME_FILE
+
+    if not (stage / RESUME_FILE).is_file():
+        print(
+            f"ctxlab: --resume: no checkpoint in {stage} (no interrupted run of an --out like this one): "
+            "replaying every run",
+            file=sys.stderr,
+        )
+    elif not _finished_runs(stage):
+        print(
+            f"ctxlab: --resume: the checkpoint in {stage} holds no finished run: replaying every run",
+            file=sys.stderr,
+        )
+    else:
+        print(
+            f"ctxlab: --resume: {_finished_runs(stage)} finished run(s) in {stage} are reused (when their "
+            "settings match); replaying the others",
+            file=sys.stderr,
+        )
 
 
 def _fail(problems: Sequence[Any], message: str) -> int:
@@ -323,19 +376,28 @@ def run_replay(args: argparse.Namespace, argv: Sequence[str]) -> int:
     if problems and not args.keep_going:
         return _fail(problems, "stopped before replaying (--keep-going replays the others); nothing written")
     stage, made = _staging(out, resume=args.resume)
+    if args.resume:
+        _reclaim(stage, out)
+        _say_resume(stage)
     try:
         result = _replay_into(
             args, transcripts, names, (settings, window, price, pm, summarizer_model), stage
         )
     except BaseException:  # Ctrl-C (KeyboardInterrupt) or a crash: keep what finished, or nothing
-        finished = sum(1 for _ in (stage / "runs").rglob("*.pickle")) if (stage / "runs").is_dir() else 0
+        finished, total = _finished_runs(stage), len(transcripts) * len(names)
         if finished:
             print(
-                f"ctxlab: {finished} finished run(s) are kept in {stage}: the same command with "
-                "--resume goes on from there",
+                f"ctxlab: stopped while replaying: {finished} finished run(s) are kept in {stage} (of "
+                f"about {total}; nothing else was written, {out}'s earlier outputs are untouched): the same "
+                f"command with --resume replays only the others and writes the outputs",
                 file=sys.stderr,
             )
         else:
+            print(
+                f"ctxlab: stopped while replaying: no run had finished; nothing was kept or written "
+                f"({out}'s earlier outputs are untouched)",
+                file=sys.stderr,
+            )
             _discard(stage, out, made)
         raise
     # the load problems found here; a parallel replay's planner found the same ones again
@@ -344,16 +406,30 @@ def run_replay(args: argparse.Namespace, argv: Sequence[str]) -> int:
     if result.replayed == 0:
         _discard(stage, out, made)
         return _fail(result.errors, "nothing could be replayed; nothing written")
-    _publish(stage, out)
-    result.files_dir = out / "files"
     command = "ctxlab " + " ".join(argv)
+    _publish(stage, out, command)
+    result.files_dir = out / "files"
     result.provenance["command"] = command
     figures = "none" if args.no_figures else args.figures
-    written = write_report(result, out, figures=figures, command=command, data=args.data)
-    if args.html:
-        from ctxlab.analysis.inspector_site import write_inspector
+    try:
+        written = write_report(result, out, figures=figures, command=command, data=args.data)
+        if args.html:
+            from ctxlab.analysis.inspector_site import write_inspector
 
-        written["html"] = write_inspector(out)
+            written["html"] = write_inspector(out)
+    except BaseException:  # Ctrl-C or a crash while writing: the folder says it is unfinished
+        _reclaim(stage, out)
+        from ctxlab.replay.run_folder import INCOMPLETE
+
+        print(
+            f"ctxlab: stopped while writing the outputs: {out} is not a finished run (marked by "
+            f"{out / INCOMPLETE}; ctxlab show and diff refuse it); the {_finished_runs(stage)} finished "
+            f"run(s) are kept in {stage}: the same command with --resume writes the outputs without "
+            "replaying them again",
+            file=sys.stderr,
+        )
+        raise
+    _finish(stage, out)
     print_summary(result, strategy_totals(result.frame()), written, out, top=args.top, data=args.data)
     failures = [e for e in result.errors if e.kind != "plugin"]
     flagged = [e for e in result.errors if e.kind == "plugin" or e.plugin]

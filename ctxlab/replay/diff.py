@@ -63,7 +63,8 @@ TABLE_COLUMNS = (
 
 
 class RunDiffError(ValueError):
-    """A folder that is not a run folder (no ``calls.parquet``), or two runs with no strategy in
+    """A folder that is not a finished run folder (no ``calls.parquet`` or ``run.json``, or
+    marked unfinished), or two runs with no strategy in
     common: names the folder or the strategies."""
 
 
@@ -80,17 +81,18 @@ def load_run_folder(folder: str | Path) -> tuple[pl.DataFrame, dict[str, Any]]:
     (:func:`ctxlab.replay.table.summary_frame`) and its ``run.json`` (empty when absent).
 
     Raises:
-        RunDiffError: no ``calls.parquet`` in ``folder``.
+        RunDiffError: ``folder`` is not a finished run (:func:`ctxlab.replay.run_folder.unfinished`:
+            no ``calls.parquet`` or no ``run.json``, or its writing was interrupted).
     """
+    from ctxlab.replay.run_folder import unfinished
     from ctxlab.replay.table import summary_frame
 
     root = Path(folder)
-    calls = root / "calls.parquet"
-    if not calls.is_file():
-        raise RunDiffError(f"{root}: not a run folder (no calls.parquet; written by ctxlab replay/compare)")
-    meta_path = root / "run.json"
-    meta = json.loads(meta_path.read_text(encoding="utf-8")) if meta_path.is_file() else {}
-    return summary_frame(pl.read_parquet(calls)), meta
+    why = unfinished(root)
+    if why is not None:
+        raise RunDiffError(why)
+    meta = json.loads((root / "run.json").read_text(encoding="utf-8"))
+    return summary_frame(pl.read_parquet(root / "calls.parquet")), meta
 
 
 def _flat(record: Mapping[str, Any]) -> dict[str, Any]:
