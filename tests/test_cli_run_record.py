@@ -182,3 +182,32 @@ def test_ctrl_c_while_replaying_says_what_was_kept(
     )
     assert "--resume replays only the others" in err
     assert sorted(p.name for p in out.iterdir()) == [".ctxlab-staging"]
+
+
+def test_an_empty_session_in_a_folder_is_skipped_and_listed_a_broken_file_still_stops(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = tmp_path / "in"
+    folder.mkdir()
+    shutil.copy(EMPTY_GEMINI, folder / "empty_gemini.jsonl")
+    shutil.copy(KATY, folder / "katy.traj")
+    out = tmp_path / "out"
+    assert _run("replay", str(folder), "--out", str(out)) == 0, capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "skipped 1 file(s) that are not transcripts: empty_gemini.jsonl" in err
+    record = json.loads((out / "run.json").read_text(encoding="utf-8"))
+    assert record["problems"] == [] and record["replayed"] == 1
+    [skipped] = [w for w in record["warnings"] if w["source"] == str(folder / "empty_gemini.jsonl")]
+    assert (
+        "skipped: no conversation: the gemini_cli file records no user or model message" in skipped["message"]
+    )
+    section = (out / "report.md").read_text(encoding="utf-8").split("## Errors and skipped files", 1)[1]
+    assert f"- file: `{folder / 'empty_gemini.jsonl'}: skipped: no conversation" in section
+    # a broken file of a known format is still a failure, named with its place
+    (folder / "broken.traj").write_text(KATY.read_text(encoding="utf-8")[:5000], encoding="utf-8")
+    assert _run("replay", str(folder), "--out", str(tmp_path / "o2")) == 1
+    err = capsys.readouterr().err
+    assert (
+        f"ctxlab: error: {folder / 'broken.traj'}: line " in err and "--keep-going replays the others" in err
+    )
+    assert not (tmp_path / "o2").exists()
