@@ -184,6 +184,63 @@ def test_ctrl_c_while_replaying_says_what_was_kept(
     assert sorted(p.name for p in out.iterdir()) == [".ctxlab-staging"]
 
 
+@pytest.mark.parametrize(
+    ("name", "text", "typo", "meant"),
+    [
+        ("c.toml", "[settings]\nsummary_keep_mesages = 5\n", "summary_keep_mesages", "summary_keep_messages"),
+        ("c.json", '{"summary-treshold": 4}', "summary_treshold", "summary_threshold"),
+    ],
+)
+def test_a_misspelt_config_key_gets_the_field_it_meant(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, text: str, typo: str, meant: str
+) -> None:
+    config = tmp_path / name
+    config.write_text(text, encoding="utf-8")
+    assert main(["replay", str(KATY), "--config", str(config), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"ctxlab: error: invalid setting: --config {config}: unknown key {typo!r} ")
+    assert f"(did you mean {meant!r}?); known: summary_threshold, summary_keep_messages" in err  # one name
+    assert not (tmp_path / "o").exists()
+
+
+def test_token_differences_print_as_whole_tokens() -> None:
+    from ctxlab.replay.diff import format_value
+
+    assert [format_value(v, "sent_tokens_total") for v in (0.0, -0.3, 3724.4, -7448.0)] == [
+        "+0",
+        "+0",
+        "+3,724",
+        "-7,448",
+    ]
+    assert format_value(12.5, "sent_tokens_total", signed=False) == "12"  # round half to even
+    assert format_value(0.25, "failures") == "+0.250"  # not tokens: as before
+
+
+def test_diff_writes_beside_run_b_named_after_both_and_says_where(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runs = tmp_path / "runs"
+    for name, threshold in (("t4", "4"), ("t8", "8")):
+        args = ["compare", str(KATY), "--strategies", "ars,masking", "--summary-threshold", threshold]
+        assert _run(*args, "--out", str(runs / name)) == 0
+    monkeypatch.chdir(tmp_path)
+    capsys.readouterr()
+    assert main(["diff", str(runs / "t4"), str(runs / "t8"), "--no-figure"]) == 0
+    out = capsys.readouterr().out
+    target = runs / "diff_t4_vs_t8"
+    assert f"written to {target}: diff.md, diff.csv" in " ".join(out.split())
+    assert not (tmp_path / "out").exists() and (target / "diff.md").is_file()
+    md = (target / "diff.md").read_text(encoding="utf-8")
+    assert "| settings.l2_threshold_tokens | 1,638 | 3,277 | differs |" in md  # T2 as the report prints it
+    assert "| settings.entry_threshold_tokens | 4,096 | 8,192 | differs |" in md
+    import re
+
+    tokens = next(line for line in md.splitlines() if line.startswith("- ars ("))
+    assert re.search(r"tokens [+-][\d,]+ \(CI [+-][\d,]+ to [+-][\d,]+\)", tokens), tokens
+    assert main(["diff", str(runs / "t4"), str(runs / "t8"), "--no-figure"]) == 0
+    assert "(replacing the diff written there before)" in " ".join(capsys.readouterr().out.split())
+
+
 def test_an_empty_session_in_a_folder_is_skipped_and_listed_a_broken_file_still_stops(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -150,6 +150,7 @@ def settings_from_args(args: argparse.Namespace, said: list[str] | None = None) 
     from ctxlab.core.settings import CompressionSettings
 
     data: dict[str, Any] = load_config(args.config) if getattr(args, "config", None) else {}
+    _known_keys(data, args.config if getattr(args, "config", None) else None)
     for field in SETTING_FLAGS:
         value = getattr(args, field, None)
         if value is not None:
@@ -166,6 +167,33 @@ def settings_from_args(args: argparse.Namespace, said: list[str] | None = None) 
         if said is not None:
             said.append(str(w.message))
     return settings
+
+
+def _known_keys(data: dict[str, Any], config: str | None) -> None:
+    """Refuse a key that is no setting, naming the file and the closest field names.
+
+    Raises:
+        CliError: an unknown key (``summary_keep_mesages`` gets "did you mean
+            'summary_keep_messages'?").
+    """
+    from dataclasses import fields
+
+    from ctxlab.core.settings import CompressionSettings
+    from ctxlab.replay.names import did_you_mean
+
+    known = [f.name for f in fields(CompressionSettings)]
+    prefix = known[0]  # their common start ("summary_"): compared without it, the close names stand out
+    for name in known[1:]:
+        while not name.startswith(prefix):
+            prefix = prefix[:-1]
+    stems = {name.removeprefix(prefix): name for name in known}
+    for key in data:
+        if key not in known:
+            hint = did_you_mean(key.removeprefix(prefix), stems)
+            for stem, name in stems.items():
+                hint = hint.replace(repr(stem), repr(name))
+            where = f"--config {config}: " if config else ""
+            raise CliError(f"invalid setting: {where}unknown key {key!r}{hint}; known: {', '.join(known)}")
 
 
 # --- models and measures ------------------------------------------------------------------------

@@ -102,7 +102,9 @@ def _flat(record: Mapping[str, Any]) -> dict[str, Any]:
         if key in record:
             out[key] = record.get(key)
     for k, v in (record.get("settings") or {}).items():
-        out[f"settings.{k}"] = v
+        # T and T2 in whole tokens, as the report prints them ("T2 = 6,554")
+        whole = k.endswith("_tokens") and isinstance(v, (int, float)) and not isinstance(v, bool)
+        out[f"settings.{k}"] = f"{round(v):,}" if whole else v
     for k, v in (record.get("packages") or {}).items():
         out[f"packages.{k}"] = v
     out["plugins"] = ", ".join(sorted(str(p.get("name")) for p in record.get("plugins") or []))
@@ -217,14 +219,17 @@ def _short(v: Any) -> str:
 
 def format_value(v: float | None, column: str, *, signed: bool = True) -> str:
     """A value of :attr:`RunDiff.table` as ``ctxlab diff`` prints it: dollars with 4 decimals
-    (below that, 2 significant digits: ``-3.1e-05``, never ``-0.0000``), tokens and counts of 100
-    or more as whole numbers, anything else with 3 decimals; ``""`` for an empty value."""
+    (below that, 2 significant digits: ``-3.1e-05``, never ``-0.0000``), tokens (a column naming
+    tokens) always as whole tokens (``+0``, never ``+0.000``), other values of 100 or more as
+    whole numbers, anything else with 3 decimals; ``""`` for an empty value."""
     if v is None:
         return ""
     sign = "+" if signed else ""
     if column == "cost_usd":
         text = f"{v:{sign}.4f}"
         return f"{v:{sign}.1e}" if v != 0 and float(text) == 0 else text
+    if "tokens" in column:
+        return f"{round(v) + 0:{sign},d}"  # + 0: no "-0"
     if abs(v) >= 100:
         return f"{v:{sign},.0f}"
     return f"{v:{sign}.3f}"
