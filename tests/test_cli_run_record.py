@@ -268,3 +268,10 @@ def test_an_empty_session_in_a_folder_is_skipped_and_listed_a_broken_file_still_
         f"ctxlab: error: {folder / 'broken.traj'}: line " in err and "--keep-going replays the others" in err
     )
     assert not (tmp_path / "o2").exists()
+    # a folder holding only the empty session names it in the "no transcripts" failure
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    shutil.copy(EMPTY_GEMINI, alone / "empty_gemini.jsonl")
+    assert _run("replay", str(alone), "--out", str(tmp_path / "o3")) == 1
+    err = capsys.readouterr().err
+    assert f"no transcripts found under {alone} (only 1 skipped file(s), named in the warning)" in err

@@ -178,10 +178,19 @@ def load(
             if not Path(p).exists() and not Path(p).is_symlink():  # loading names a link loop as such
                 problems.append(ReplayIssue(kind="load", source=p, problem=f"no such file or folder: {p}"))
                 continue
+            before = len(skipped)
             loaded, errors = load_many([p], format=fmt, pm=pm, lenient=lenient, skipped=skipped)
             problems.extend(ReplayIssue.from_transcript_error(e) for e in errors)
             if not loaded and not errors:
-                problems.append(ReplayIssue(kind="load", source=p, problem=f"no transcripts found under {p}"))
+                passed = len(skipped) - before
+                problems.append(
+                    ReplayIssue(
+                        kind="load",
+                        source=p,
+                        problem=f"no transcripts found under {p}"
+                        + (f" (only {passed} skipped file(s), named in the warning)" if passed else ""),
+                    )
+                )
             for t in loaded:
                 key = (t.source, t.name)
                 if key not in seen:
