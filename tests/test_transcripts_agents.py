@@ -243,7 +243,13 @@ def test_empty_sessions_are_refused_by_every_loader(tmp_path: Path, name: str, c
     good.write_text(
         json.dumps([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}])
     )
-    runs, errors = load_many(tmp_path)
+    assert err.value.kind == "no_conversation"
+    skipped: list[TranscriptError] = []
+    with pytest.warns(TranscriptWarning, match=rf"skipped 1 file\(s\) that are not transcripts: {name}"):
+        runs, errors = load_many(tmp_path, skipped=skipped)  # a folder walk: skipped and listed
+    assert errors == [] and [r.source for r in runs] == [str(good)]
+    assert [(e.path, e.kind) for e in skipped] == [(str(f), "no_conversation")]
+    runs, errors = load_many([f, good])  # named on its own: still an error, the rest loads
     assert [e.path for e in errors] == [str(f)] and [r.source for r in runs] == [str(good)]
 
 

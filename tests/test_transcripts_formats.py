@@ -153,8 +153,19 @@ def test_file_without_conversation_is_refused(set_name: str, rel: str) -> None:
     with pytest.raises(TranscriptError, match="no conversation") as err:
         load_transcripts(path)
     assert err.value.path == str(path)
-    runs, errors = load_many([path.parent, ROOTS["wild"]])  # in a batch: reported, the rest loads
-    assert [e.path for e in errors] == [str(path)] and len(runs) == 3
+    assert err.value.kind == "no_conversation"
+    # in a folder: skipped and listed like a file that is not a transcript, the rest loads
+    skipped: list[TranscriptError] = []
+    with pytest.warns(
+        TranscriptWarning, match=r"skipped 1 file\(s\) that are not transcripts: entire-cli_ec"
+    ):
+        runs, errors = load_many([path.parent, ROOTS["wild"]], skipped=skipped)
+    assert errors == [] and len(runs) == 3
+    assert [(e.path, e.kind) for e in skipped] == [(str(path), "no_conversation")]
+    assert "no conversation: the gemini_cli file records no user or model message" in str(skipped[0])
+    # named on its own it is still an error
+    runs, errors = load_many([path])
+    assert runs == [] and [(e.path, e.kind) for e in errors] == [(str(path), "no_conversation")]
 
 
 def test_derived_fixtures_are_reproducible() -> None:

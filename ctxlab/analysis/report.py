@@ -307,13 +307,13 @@ def write_report(
         _report_markdown(result, calls, summary, totals, figure_paths, out, title, command, which, data),
         encoding="utf-8",
     )
-    run_path = write_run_json(result, out)
     summaries_path = None
     if result.summaries:
         summaries_path = out / "summaries.jsonl"
         with summaries_path.open("w", encoding="utf-8") as f:
             for s in result.summaries:
                 f.write(json.dumps(s, ensure_ascii=False, default=str) + "\n")
+    run_path = write_run_json(result, out)  # last: a folder with run.json is a finished run
     return {
         "calls": calls_path,
         "summary": summary_path,
@@ -354,11 +354,10 @@ def _report_markdown(
         f"Measuring estimator: `{result.measure}` (one estimator for every strategy)."
         + (f" Provider context window: {result.window}." if result.window else "")
     )
-    if result.errors:
-        lines += [
-            "",
-            f"**{len(result.errors)} problem(s)**: see [Errors and skipped files](#errors-and-skipped-files).",
-        ]
+    said = [f"**{len(result.errors)} problem(s)**"] if result.errors else []
+    said += [f"{len(result.warnings)} warning(s)"] if result.warnings else []
+    if said:
+        lines += ["", " and ".join(said) + ": see [Errors and skipped files](#errors-and-skipped-files)."]
     lines += ["", "## Settings", ""]
     lines.append("| field | value |")
     lines.append("|---|---|")

@@ -36,12 +36,17 @@ KINDS = {
     "plugin": "plugin problem",
 }
 
+#: what a warning of each kind is about in the report
+WARNING_KINDS = {"load": "file", "setting": "setting"}
+
 
 def run_record(result: ReplayResult) -> dict[str, Any]:
     """The provenance (``result.provenance``) plus ``unrecorded_prefix`` (per run: its tokens,
     source, the calls it rests on and how far the estimate stays from the recorded tokens,
     :mod:`ctxlab.replay.prefix`), ``replayed`` (runs), ``calls``, ``problems``
-    (one string per problem), ``plugin_problems`` (each plugin that failed to load, was skipped or
+    (one string per problem), ``warnings`` (each warning said while the run was made —
+    a loader's, naming the file and the place, a skipped file, a setting outside its
+    recommended range —: ``kind``, ``source``, ``where``, ``message``), ``plugin_problems`` (each plugin that failed to load, was skipped or
     raised in a hook: ``plugin``, ``kind``, ``problem``, ``traceback``) and ``failed_summaries``
     (transcript, strategy, call, error, fallback text)."""
     return {
@@ -51,6 +56,10 @@ def run_record(result: ReplayResult) -> dict[str, Any]:
         "replayed": result.replayed,
         "calls": len(result.rows),
         "problems": [f"{KINDS.get(e.kind, e.kind)}: {e}" for e in result.errors],
+        "warnings": [
+            {"kind": w.kind, "source": w.source, "where": w.where, "message": str(w)}
+            for w in getattr(result, "warnings", [])
+        ],
         "plugin_problems": [
             {"plugin": e.plugin or e.source, "kind": e.kind, "problem": e.problem, "traceback": e.traceback}
             for e in result.errors
@@ -122,7 +131,9 @@ def provenance_lines(result: ReplayResult) -> list[str]:
 
 
 def problem_lines(result: ReplayResult) -> list[str]:
-    """The report's errors section: each problem, then each failed or text-less summary."""
+    """The report's errors section: each problem, each failed or text-less summary, then the
+    warnings said while the run was made (``result.warnings``: a file loaded with a doubt or
+    skipped, a setting outside its recommended range), each naming its file or setting."""
     lines: list[str] = []
     for e in result.errors:
         lines.append(f"- {KINDS.get(e.kind, e.kind)}: `{e}`")
@@ -136,6 +147,14 @@ def problem_lines(result: ReplayResult) -> list[str]:
             f"`{s.get('error') or 'fallback text: ' + str(s.get('fallback'))}`"
             for s in failed
         ]
+    said = list(getattr(result, "warnings", []))
+    if said:
+        lines += [""] if lines else []
+        lines += [
+            f"### Warnings ({len(said)}, not failures: the run used these files and settings as said)",
+            "",
+        ]
+        lines += [f"- {WARNING_KINDS.get(w.kind, w.kind)}: `{w}`" for w in said]
     return lines or ["None."]
 
 

@@ -4,7 +4,8 @@ Prints the executive summary (:meth:`ctxlab.replay.diff.RunDiff.summary`), the s
 provenance fields that differ, and per strategy the paired differences ``B − A`` (tokens,
 dollars, identifier recall, failures) with ``compare``'s bootstrap intervals; writes ``diff.md``
 (all of it, every field side by side), ``diff.csv`` (the paired table) and ``diff.png``
-(:func:`ctxlab.analysis.plotting.plot_diff`) into ``--out``.
+(:func:`ctxlab.analysis.plotting.plot_diff`) into ``--out`` (default :func:`default_out`: beside
+``RUN_B``, named after both runs), and says where.
 
 Exit status: 0 when the folders were compared; 1 when one is not a run folder or they share no
 strategy; 2 on a usage error.
@@ -18,7 +19,15 @@ from typing import Any
 
 from ctxlab.cli.options import CliError
 
-__all__ = ["add_diff_parser", "diff_markdown", "run_diff_cmd"]
+__all__ = ["add_diff_parser", "default_out", "diff_markdown", "run_diff_cmd"]
+
+
+def default_out(run_a: str | Path, run_b: str | Path) -> Path:
+    """Where ``ctxlab diff`` writes without ``--out``: beside run B, a folder named after both
+    runs (``runs/t16`` and ``runs/t32`` give ``runs/diff_t16_vs_t32``), so that a diff of other
+    runs never replaces it and no run folder is written into."""
+    a, b = Path(run_a).resolve(), Path(run_b).resolve()
+    return Path(run_b).parent / f"diff_{a.name}_vs_{b.name}"
 
 
 def add_diff_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -35,7 +44,12 @@ def add_diff_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     p.add_argument("run_a", metavar="RUN_A", help="the first run folder (A)")
     p.add_argument("run_b", metavar="RUN_B", help="the second run folder (B); differences are B - A")
-    p.add_argument("--out", metavar="DIR", default="out/diff", help="where to write (default: %(default)s)")
+    p.add_argument(
+        "--out",
+        metavar="DIR",
+        default=None,
+        help="where to write (default: beside RUN_B, a folder named after both runs: diff_<A>_vs_<B>)",
+    )
     p.add_argument(
         "--data",
         choices=("real", "all"),
@@ -88,7 +102,8 @@ def run_diff_cmd(args: argparse.Namespace) -> int:
         diff = diff_folders(args.run_a, args.run_b, data=args.data)
     except RunDiffError as exc:
         raise CliError(str(exc), code=1) from exc
-    out = Path(args.out)
+    out = Path(args.out) if args.out is not None else default_out(args.run_a, args.run_b)
+    replaced = (out / "diff.md").exists()
     out.mkdir(parents=True, exist_ok=True)
     md = out / "diff.md"
     md.write_text(diff_markdown(diff), encoding="utf-8")
@@ -151,5 +166,9 @@ def run_diff_cmd(args: argparse.Namespace) -> int:
     con.print(table)
     if dropped:
         con.print(f"(left out: {', '.join(dropped)}; diff.csv has them)", markup=False)
-    con.print(f"written to {out}: {', '.join(written)}", markup=False)
+    con.print(
+        f"written to {out}: {', '.join(written)}"
+        + (" (replacing the diff written there before)" if replaced else ""),
+        markup=False,
+    )
     return 0

@@ -12,10 +12,16 @@ Order of work, so that nothing is written for a run that cannot happen:
    keeps every transcript's finished runs as they finish (:mod:`ctxlab.replay.resume`): an
    interrupted run leaves them there, and ``--resume`` goes on from them; nothing replayed: exit
    1, and ``--out`` is left as it was;
-4. writing ``calls.parquet``, ``summary.csv``, ``report.md``, ``run.json``, ``summaries.jsonl``,
+4. writing ``calls.parquet``, ``summary.csv``, ``report.md``, ``summaries.jsonl``, ``run.json``,
    ``views/`` (every call's raw and sent view, :mod:`ctxlab.replay.views`)
    and the figures (old results in ``--out`` are removed first, the staged files become
-   ``files/``), then printing the tables.
+   ``files/``), between the marker ``--out/.ctxlab-incomplete`` and its removal
+   (:mod:`ctxlab.replay.run_folder`: a folder stopped while written says so, and the staging
+   folder stays until the end so that ``--resume`` finishes it), then printing the tables.
+
+Every warning printed on the way (a setting outside its recommended range, a loader's warning, a
+file skipped as not a transcript) is also kept in the result's ``warnings`` and so in the run's
+record (``report.md``, ``run.json``).
 
 Exit status: 0 when every run replayed with no failure; 1 when anything failed (the report lists
 it); 2 on a usage error.
@@ -24,6 +30,7 @@ it); 2 on a usage error.
 from __future__ import annotations
 
 import argparse
+import re
 import shutil
 import sys
 import warnings
@@ -142,12 +149,20 @@ def _paths(args: argparse.Namespace) -> list[str]:
 
 
 def load(
-    paths: Sequence[str], fmt: str | None, pm: Any, *, lenient: bool = False
+    paths: Sequence[str],
+    fmt: str | None,
+    pm: Any,
+    *,
+    lenient: bool = False,
+    said: list[Any] | None = None,
 ) -> tuple[list[Any], list[Any]]:
     """Every transcript under ``paths`` and the load problems (:class:`~ctxlab.replay.ReplayIssue`,
     ``kind="load"``): a path that does not exist, a path under which no transcript was found,
     each file that could not be loaded.  Loader warnings are printed as ``ctxlab: warning:``
-    (among them the list of files in folders that are not transcripts: skipped, not problems).
+    (the first 20; among them the list of files in folders that are not transcripts: skipped,
+    not problems) and, when ``said`` is given, every one of them is appended to it as a
+    ``ReplayIssue`` (``kind="load"``, ``source`` the file the warning names), and so is each
+    skipped file (``problem`` starting ``skipped:``).
     ``lenient`` (``--keep-going``): a JSON-lines file's bad lines are left out with a warning
     instead of failing the file."""
     from ctxlab.replay import ReplayIssue
@@ -155,6 +170,7 @@ def load(
 
     transcripts: list[Any] = []
     problems: list[Any] = []
+    skipped: list[Any] = []
     seen: set[tuple[str, str]] = set()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -162,10 +178,19 @@ def load(
             if not Path(p).exists() and not Path(p).is_symlink():  # loading names a link loop as such
                 problems.append(ReplayIssue(kind="load", source=p, problem=f"no such file or folder: {p}"))
                 continue
-            loaded, errors = load_many([p], format=fmt, pm=pm, lenient=lenient)
+            before = len(skipped)
+            loaded, errors = load_many([p], format=fmt, pm=pm, lenient=lenient, skipped=skipped)
             problems.extend(ReplayIssue.from_transcript_error(e) for e in errors)
             if not loaded and not errors:
-                problems.append(ReplayIssue(kind="load", source=p, problem=f"no transcripts found under {p}"))
+                passed = len(skipped) - before
+                problems.append(
+                    ReplayIssue(
+                        kind="load",
+                        source=p,
+                        problem=f"no transcripts found under {p}"
+                        + (f" (only {passed} skipped file(s), named in the warning)" if passed else ""),
+                    )
+                )
             for t in loaded:
                 key = (t.source, t.name)
                 if key not in seen:
@@ -175,7 +200,29 @@ def load(
         warn(w.message)
     if len(caught) > 20:
         warn(f"... {len(caught) - 20} more loader warnings")
+    if said is not None:
+        said.extend(_load_warning(w) for w in caught)
+        said.extend(
+            ReplayIssue(kind="load", source=e.path, where=e.where, problem=f"skipped: {e.problem}")
+            for e in skipped
+        )
     return transcripts, problems
+
+
+def _load_warning(w: Any) -> Any:
+    """A loader's warning as a ``ReplayIssue``: a :class:`~ctxlab.transcripts.TranscriptWarning`
+    starts with the file's path (its documented shape), which becomes ``source``."""
+    from ctxlab.replay import ReplayIssue
+    from ctxlab.transcripts import TranscriptWarning
+
+    text = str(w.message)
+    head, sep, rest = text.partition(": ")
+    if issubclass(w.category, TranscriptWarning) and sep and rest:
+        place, sep, what = rest.partition(": ")
+        if sep and re.fullmatch(r"(line|byte|lines) \d+(-\d+)?|key \S+", place):
+            return ReplayIssue(kind="load", source=head, where=place, problem=what)
+        return ReplayIssue(kind="load", source=head, problem=rest)
+    return ReplayIssue(kind="load", source=str(w.filename), problem=f"{w.category.__name__}: {text}")
 
 
 #: where a run's middlewares write inside ``--out`` until the run has replayed something
@@ -210,10 +257,14 @@ def _discard(stage: Path, out: Path, made: bool) -> None:
         out.rmdir()
 
 
-def _publish(stage: Path, out: Path) -> None:
-    """Something was replayed: remove the old results in ``out`` (so no stale one survives) and
-    move the middlewares' files and the views from the staging folder into ``out/files`` and
-    ``out/views``."""
+def _publish(stage: Path, out: Path, command: str) -> None:
+    """Something was replayed: mark ``out`` unfinished (:mod:`ctxlab.replay.run_folder`), remove
+    its old results (so no stale one survives) and move the middlewares' files and the views from
+    the staging folder into ``out/files`` and ``out/views``.  The staging folder (the finished
+    runs) stays until :func:`_finish`: an interrupted writing can be resumed."""
+    from ctxlab.replay.run_folder import mark_incomplete
+
+    mark_incomplete(out, command)
     for name in OUTPUTS:
         target = out / name
         if target.is_dir():
@@ -223,7 +274,54 @@ def _publish(stage: Path, out: Path) -> None:
     for folder in ("files", "views"):
         if (stage / folder).is_dir():
             (stage / folder).rename(out / folder)
+
+
+def _finish(stage: Path, out: Path) -> None:
+    """Every output is written: remove the staging folder, then the unfinished mark."""
+    from ctxlab.replay.run_folder import mark_finished
+
     shutil.rmtree(stage, ignore_errors=True)
+    mark_finished(out)
+
+
+def _reclaim(stage: Path, out: Path) -> None:
+    """The writing of ``out`` stopped before it ended: give the staging folder back the files
+    and views of its finished runs (moved into ``out`` by :func:`_publish`), so that ``--resume``
+    finds the checkpoint whole."""
+    from ctxlab.replay.run_folder import INCOMPLETE
+
+    if not (out / INCOMPLETE).exists() or not (stage / "runs").is_dir():
+        return
+    for folder in ("files", "views"):
+        if (out / folder).is_dir() and not (stage / folder).exists():
+            (out / folder).rename(stage / folder)
+
+
+def _finished_runs(stage: Path) -> int:
+    return sum(1 for _ in (stage / "runs").rglob("*.pickle")) if (stage / "runs").is_dir() else 0
+
+
+def _say_resume(stage: Path) -> None:
+    """``--resume``: one line saying what it found in the checkpoint (nothing, or N runs)."""
+    from ctxlab.replay.resume import RESUME_FILE
+
+    if not (stage / RESUME_FILE).is_file():
+        print(
+            f"ctxlab: --resume: no checkpoint in {stage} (no interrupted run of an --out like this one): "
+            "replaying every run",
+            file=sys.stderr,
+        )
+    elif not _finished_runs(stage):
+        print(
+            f"ctxlab: --resume: the checkpoint in {stage} holds no finished run: replaying every run",
+            file=sys.stderr,
+        )
+    else:
+        print(
+            f"ctxlab: --resume: {_finished_runs(stage)} finished run(s) in {stage} are reused (when their "
+            "settings match); replaying the others",
+            file=sys.stderr,
+        )
 
 
 def _fail(problems: Sequence[Any], message: str) -> int:
@@ -239,9 +337,15 @@ def run_replay(args: argparse.Namespace, argv: Sequence[str]) -> int:
     """``ctxlab replay``/``compare`` (see the module doc); returns the exit status."""
     from ctxlab.analysis.report import strategy_totals, write_report
     from ctxlab.cli.output import print_summary
+    from ctxlab.replay import ReplayIssue
     from ctxlab.replay import strategies as registered
 
-    settings = settings_from_args(args)
+    setting_warnings: list[str] = []
+    settings = settings_from_args(args, setting_warnings)
+    said: list[Any] = [  # "<field>=<value> is outside ...": the field is the warning's source
+        ReplayIssue(kind="setting", source=text.partition("=")[0], problem=text.partition("=")[2] or text)
+        for text in setting_warnings
+    ]
     plugin_problems: list[Any] = []
     pm = lab_manager(args, plugin_problems)
     names = _strategy_names(args, registered(pm))
@@ -275,42 +379,66 @@ def run_replay(args: argparse.Namespace, argv: Sequence[str]) -> int:
     if out.exists() and not out.is_dir():
         raise CliError(f"--out {out}: exists and is not a folder")
 
-    transcripts, problems = load(_paths(args), args.format, pm, lenient=args.keep_going)
+    transcripts, problems = load(_paths(args), args.format, pm, lenient=args.keep_going, said=said)
     if not transcripts:
         return _fail(problems, "nothing to replay; nothing written")
     if problems and not args.keep_going:
         return _fail(problems, "stopped before replaying (--keep-going replays the others); nothing written")
     stage, made = _staging(out, resume=args.resume)
+    if args.resume:
+        _reclaim(stage, out)
+        _say_resume(stage)
     try:
         result = _replay_into(
             args, transcripts, names, (settings, window, price, pm, summarizer_model), stage
         )
     except BaseException:  # Ctrl-C (KeyboardInterrupt) or a crash: keep what finished, or nothing
-        finished = sum(1 for _ in (stage / "runs").rglob("*.pickle")) if (stage / "runs").is_dir() else 0
+        finished, total = _finished_runs(stage), len(transcripts) * len(names)
         if finished:
             print(
-                f"ctxlab: {finished} finished run(s) are kept in {stage}: the same command with "
-                "--resume goes on from there",
+                f"ctxlab: stopped while replaying: {finished} finished run(s) are kept in {stage} (of "
+                f"about {total}; nothing else was written, {out}'s earlier outputs are untouched): the same "
+                f"command with --resume replays only the others and writes the outputs",
                 file=sys.stderr,
             )
         else:
+            print(
+                f"ctxlab: stopped while replaying: no run had finished; nothing was kept or written "
+                f"({out}'s earlier outputs are untouched)",
+                file=sys.stderr,
+            )
             _discard(stage, out, made)
         raise
     # the load problems found here; a parallel replay's planner found the same ones again
     result.errors = _once([*plugin_problems, *problems, *result.errors])
+    result.warnings = [*said, *(w for w in result.warnings if w not in said)]
     if result.replayed == 0:
         _discard(stage, out, made)
         return _fail(result.errors, "nothing could be replayed; nothing written")
-    _publish(stage, out)
-    result.files_dir = out / "files"
     command = "ctxlab " + " ".join(argv)
+    _publish(stage, out, command)
+    result.files_dir = out / "files"
     result.provenance["command"] = command
     figures = "none" if args.no_figures else args.figures
-    written = write_report(result, out, figures=figures, command=command, data=args.data)
-    if args.html:
-        from ctxlab.analysis.inspector_site import write_inspector
+    try:
+        written = write_report(result, out, figures=figures, command=command, data=args.data)
+        if args.html:
+            from ctxlab.analysis.inspector_site import write_inspector
 
-        written["html"] = write_inspector(out)
+            written["html"] = write_inspector(out)
+    except BaseException:  # Ctrl-C or a crash while writing: the folder says it is unfinished
+        _reclaim(stage, out)
+        from ctxlab.replay.run_folder import INCOMPLETE
+
+        print(
+            f"ctxlab: stopped while writing the outputs: {out} is not a finished run (marked by "
+            f"{out / INCOMPLETE}; ctxlab show and diff refuse it); the {_finished_runs(stage)} finished "
+            f"run(s) are kept in {stage}: the same command with --resume writes the outputs without "
+            "replaying them again",
+            file=sys.stderr,
+        )
+        raise
+    _finish(stage, out)
     print_summary(result, strategy_totals(result.frame()), written, out, top=args.top, data=args.data)
     failures = [e for e in result.errors if e.kind != "plugin"]
     flagged = [e for e in result.errors if e.kind == "plugin" or e.plugin]

@@ -138,8 +138,10 @@ def _read_prompt(path: Path) -> str:
         raise CliError(f"summary prompt file {path}: cannot read: {exc.strerror or exc}") from exc
 
 
-def settings_from_args(args: argparse.Namespace) -> Any:
-    """The :class:`~ctxlab.CompressionSettings` of ``--config`` plus the flags.
+def settings_from_args(args: argparse.Namespace, said: list[str] | None = None) -> Any:
+    """The :class:`~ctxlab.CompressionSettings` of ``--config`` plus the flags.  A value outside
+    its recommended range is printed as ``ctxlab: warning: ...`` and, when ``said`` is given,
+    appended to it (so that the run records it).
 
     Raises:
         SettingsError: an invalid value (names the field and the allowed range).
@@ -148,6 +150,7 @@ def settings_from_args(args: argparse.Namespace) -> Any:
     from ctxlab.core.settings import CompressionSettings
 
     data: dict[str, Any] = load_config(args.config) if getattr(args, "config", None) else {}
+    _known_keys(data, args.config if getattr(args, "config", None) else None)
     for field in SETTING_FLAGS:
         value = getattr(args, field, None)
         if value is not None:
@@ -161,7 +164,36 @@ def settings_from_args(args: argparse.Namespace) -> Any:
         settings = CompressionSettings.from_mapping(data)
     for w in caught:
         print(f"ctxlab: warning: {w.message}", file=sys.stderr)
+        if said is not None:
+            said.append(str(w.message))
     return settings
+
+
+def _known_keys(data: dict[str, Any], config: str | None) -> None:
+    """Refuse a key that is no setting, naming the file and the closest field names.
+
+    Raises:
+        CliError: an unknown key (``summary_keep_mesages`` gets "did you mean
+            'summary_keep_messages'?").
+    """
+    from dataclasses import fields
+
+    from ctxlab.core.settings import CompressionSettings
+    from ctxlab.replay.names import did_you_mean
+
+    known = [f.name for f in fields(CompressionSettings)]
+    prefix = known[0]  # their common start ("summary_"): compared without it, the close names stand out
+    for name in known[1:]:
+        while not name.startswith(prefix):
+            prefix = prefix[:-1]
+    stems = {name.removeprefix(prefix): name for name in known}
+    for key in data:
+        if key not in known:
+            hint = did_you_mean(key.removeprefix(prefix), stems)
+            for stem, name in stems.items():
+                hint = hint.replace(repr(stem), repr(name))
+            where = f"--config {config}: " if config else ""
+            raise CliError(f"invalid setting: {where}unknown key {key!r}{hint}; known: {', '.join(known)}")
 
 
 # --- models and measures ------------------------------------------------------------------------

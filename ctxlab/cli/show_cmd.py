@@ -3,7 +3,7 @@
 See :mod:`ctxlab.analysis.inspector_site` for the pages (an index of every run, one page per
 run loading that run's data file) and their size bound, :mod:`ctxlab.analysis.inspector` for what
 they show.  Exit status: 0 when the pages were written; 1 when the folder cannot be shown (no
-such folder, no ``views/``); 2 on a usage error.
+such folder, not a finished run: :func:`ctxlab.replay.run_folder.unfinished`, no ``views/``); 2 on a usage error.
 """
 
 from __future__ import annotations
@@ -56,6 +56,11 @@ def run_show(args: argparse.Namespace) -> int:
     bound = args.max_run_bytes if args.max_run_bytes is not None else DATA_BYTES
     if bound < 10_000:
         raise CliError(f"--max-run-bytes={bound} is invalid: allowed an integer >= 10000")
+    from ctxlab.replay.run_folder import unfinished
+
+    why = unfinished(args.run_dir)
+    if why is not None:
+        raise CliError(why, code=1)
     try:
         site = write_site(Path(args.run_dir), args.out, data_bytes=bound)
     except InspectorError as exc:

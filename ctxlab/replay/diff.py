@@ -63,7 +63,8 @@ TABLE_COLUMNS = (
 
 
 class RunDiffError(ValueError):
-    """A folder that is not a run folder (no ``calls.parquet``), or two runs with no strategy in
+    """A folder that is not a finished run folder (no ``calls.parquet`` or ``run.json``, or
+    marked unfinished), or two runs with no strategy in
     common: names the folder or the strategies."""
 
 
@@ -80,17 +81,18 @@ def load_run_folder(folder: str | Path) -> tuple[pl.DataFrame, dict[str, Any]]:
     (:func:`ctxlab.replay.table.summary_frame`) and its ``run.json`` (empty when absent).
 
     Raises:
-        RunDiffError: no ``calls.parquet`` in ``folder``.
+        RunDiffError: ``folder`` is not a finished run (:func:`ctxlab.replay.run_folder.unfinished`:
+            no ``calls.parquet`` or no ``run.json``, or its writing was interrupted).
     """
+    from ctxlab.replay.run_folder import unfinished
     from ctxlab.replay.table import summary_frame
 
     root = Path(folder)
-    calls = root / "calls.parquet"
-    if not calls.is_file():
-        raise RunDiffError(f"{root}: not a run folder (no calls.parquet; written by ctxlab replay/compare)")
-    meta_path = root / "run.json"
-    meta = json.loads(meta_path.read_text(encoding="utf-8")) if meta_path.is_file() else {}
-    return summary_frame(pl.read_parquet(calls)), meta
+    why = unfinished(root)
+    if why is not None:
+        raise RunDiffError(why)
+    meta = json.loads((root / "run.json").read_text(encoding="utf-8"))
+    return summary_frame(pl.read_parquet(root / "calls.parquet")), meta
 
 
 def _flat(record: Mapping[str, Any]) -> dict[str, Any]:
@@ -100,7 +102,9 @@ def _flat(record: Mapping[str, Any]) -> dict[str, Any]:
         if key in record:
             out[key] = record.get(key)
     for k, v in (record.get("settings") or {}).items():
-        out[f"settings.{k}"] = v
+        # T and T2 in whole tokens, as the report prints them ("T2 = 6,554")
+        whole = k.endswith("_tokens") and isinstance(v, (int, float)) and not isinstance(v, bool)
+        out[f"settings.{k}"] = f"{round(v):,}" if whole else v
     for k, v in (record.get("packages") or {}).items():
         out[f"packages.{k}"] = v
     out["plugins"] = ", ".join(sorted(str(p.get("name")) for p in record.get("plugins") or []))
@@ -219,14 +223,17 @@ def _short(v: Any) -> str:
 
 def format_value(v: float | None, column: str, *, signed: bool = True) -> str:
     """A value of :attr:`RunDiff.table` as ``ctxlab diff`` prints it: dollars with 4 decimals
-    (below that, 2 significant digits: ``-3.1e-05``, never ``-0.0000``), tokens and counts of 100
-    or more as whole numbers, anything else with 3 decimals; ``""`` for an empty value."""
+    (below that, 2 significant digits: ``-3.1e-05``, never ``-0.0000``), tokens (a column naming
+    tokens) always as whole tokens (``+0``, never ``+0.000``), other values of 100 or more as
+    whole numbers, anything else with 3 decimals; ``""`` for an empty value."""
     if v is None:
         return ""
     sign = "+" if signed else ""
     if column == "cost_usd":
         text = f"{v:{sign}.4f}"
         return f"{v:{sign}.1e}" if v != 0 and float(text) == 0 else text
+    if "tokens" in column:
+        return f"{round(v) + 0:{sign},d}"  # + 0: no "-0"
     if abs(v) >= 100:
         return f"{v:{sign},.0f}"
     return f"{v:{sign}.3f}"

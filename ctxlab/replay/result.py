@@ -116,6 +116,12 @@ class ReplayResult:
         offloads: one dict per offloaded tool result per call: ``transcript, strategy,
             call_index, path, bytes, first`` (``first``: the first call that offloaded it).
         errors: load and replay problems (:class:`ReplayIssue`).
+        warnings: what was said as a warning while the run was made but is no failure
+            (:class:`ReplayIssue` of ``kind`` ``"load"``: a loader's warning, e.g. a JSON-lines
+            file cut off mid-line, naming the file and the line, or a file skipped as not a
+            transcript; ``"setting"``: a value outside its recommended range); ``ctxlab
+            replay``/``compare`` fill it with every warning they print, and the run record
+            (``run.json`` ``warnings``, the report's "Errors and skipped files") lists them.
         settings: the settings used; ``strategies``: the strategy names; ``measure``: the
             measuring estimator; ``files_dir``: where offloads and histories were written;
             ``price``: the price row of the cost columns (:mod:`ctxlab.replay.cost`).
@@ -135,6 +141,7 @@ class ReplayResult:
     summaries: list[dict[str, Any]] = field(default_factory=list)
     offloads: list[dict[str, Any]] = field(default_factory=list)
     errors: list[ReplayIssue] = field(default_factory=list)
+    warnings: list[ReplayIssue] = field(default_factory=list)
     settings: CompressionSettings = field(default_factory=CompressionSettings)
     strategies: list[str] = field(default_factory=list)
     measure: str = "char-class"
@@ -155,6 +162,7 @@ class ReplayResult:
         self.summaries.extend(other.summaries)
         self.offloads.extend(other.offloads)
         self.errors.extend(other.errors)
+        self.warnings.extend(w for w in getattr(other, "warnings", []) if w not in self.warnings)
         self.sources.update(other.sources)
         self.prefixes.update(other.prefixes)
         self.price = self.price or other.price

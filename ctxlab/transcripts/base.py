@@ -102,9 +102,11 @@ class TranscriptError(ValueError):
 
     ``path`` names the file and ``where`` the place (``"line 12"``, ``"key history[3].content"``).
     ``kind`` says what went wrong: ``"invalid"`` (a file of a known format, or JSON, that is
-    broken: the default), ``"unknown_format"`` (no format recognises the file) or ``"not_text"``
-    (a binary file).  :func:`ctxlab.transcripts.load_many` skips and lists the files of
-    the last two kinds found by walking a folder (they are not transcripts) instead of failing.
+    broken: the default), ``"unknown_format"`` (no format recognises the file), ``"not_text"``
+    (a binary file), ``"not_a_run"`` (a Claude Code compaction call's file) or
+    ``"no_conversation"`` (a file of a known format with no user or model message).
+    :func:`ctxlab.transcripts.load_many` skips and lists the files of the kinds other than
+    ``"invalid"`` found by walking a folder (they are not transcripts) instead of failing.
     """
 
     def __init__(self, path: str | Path, where: str, problem: str, *, kind: str = "invalid") -> None:

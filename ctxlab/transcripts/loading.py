@@ -37,8 +37,9 @@ NOT_TRANSCRIPT_SUFFIXES = frozenset(
     }
 )  # fmt: skip
 
-#: TranscriptError kinds that mean "not a transcript" (skipped and listed in a folder walk)
-NOT_TRANSCRIPT_KINDS = frozenset({"unknown_format", "not_text", "not_a_run"})
+#: TranscriptError kinds that mean "not a transcript" (skipped and listed in a folder walk); a file
+#: of a known format that records no conversation (``"no_conversation"``) is one too
+NOT_TRANSCRIPT_KINDS = frozenset({"unknown_format", "not_text", "not_a_run", "no_conversation"})
 
 PathLike = str | os.PathLike[str]
 
@@ -88,7 +89,8 @@ def _is_empty(t: Transcript) -> bool:
 def _without_empty_runs(path: Path, fmt: str, runs: list[Transcript]) -> list[Transcript]:
     """One rule for every format: a run with no conversation (no message, or only a system
     message) is not a run.  A file with nothing else is refused, naming it and what it holds
-    instead (``metadata["skipped_messages"]``/``["skipped_events"]`` of its loader); the empty
+    instead (``metadata["skipped_messages"]``/``["skipped_events"]`` of its loader; kind
+    ``"no_conversation"``: in a folder walk it is skipped and listed, not failed); the empty
     runs of a file with other runs are left out with a warning naming them."""
     empty = [t for t in runs if _is_empty(t)]
     if not empty:
@@ -105,6 +107,7 @@ def _without_empty_runs(path: Path, fmt: str, runs: list[Transcript]) -> list[Tr
             "",
             f"no conversation: the {fmt} file records no user or model message"
             + (f" (only {what})" if what else ""),
+            kind="no_conversation",
         )
     kept = [t for t in runs if not _is_empty(t)]
     message = f"left out {len(empty)} run(s) with no conversation: {', '.join(t.run_id for t in empty)}"
@@ -240,8 +243,9 @@ def load_many(
 
     **Files that are not transcripts**, found by walking a folder, are not failures: a file with
     an extension in :data:`NOT_TRANSCRIPT_SUFFIXES` (``.py``, ``.csv``, images ...) is not read;
-    a file no format recognises (``results.json``, a ``.txt`` of notes), a binary file and a
-    Claude Code compaction call's file are read and refused.  Each is appended to
+    a file no format recognises (``results.json``, a ``.txt`` of notes), a binary file, a
+    Claude Code compaction call's file and a file of a known format that records no conversation
+    (an empty Gemini CLI session: kind ``"no_conversation"``) are read and refused.  Each is appended to
     ``skipped`` (a :class:`TranscriptError` naming it and why) and all of them are said in one
     :class:`TranscriptWarning`.  A file named in ``paths`` itself is always loaded, and its
     refusal is an error.
