@@ -180,6 +180,11 @@ def test_frozen_replace_and_mapping():
         s.replace(summary_treshold=5)
     with pytest.raises(SettingsError, match="unknown_field"):
         CompressionSettings.from_mapping({"unknown_field": 1})
+    # a misspelt field names the one meant, from a config mapping and from replace()
+    with pytest.raises(SettingsError, match=r"did you mean 'summary_keep_messages'\?"):
+        CompressionSettings.from_mapping({"summary_keep_mesages": 4})
+    with pytest.raises(SettingsError, match=r"did you mean 'summary_threshold'\?"):
+        s.replace(summary_treshold=5)
     assert CompressionSettings.from_mapping(s.to_dict()) == s
 
 

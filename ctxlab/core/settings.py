@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -40,6 +41,19 @@ class SettingsError(ValueError):
         self.value = value
         self.allowed = allowed
         super().__init__(f"{field_name}={value!r} is invalid: allowed {allowed}")
+
+
+def _check_known(data: Mapping[str, Any]) -> None:
+    """Raise :class:`SettingsError` for the first key of ``data`` (sorted) that is no field of
+    :class:`CompressionSettings`: the closest field when one is close
+    (:func:`difflib.get_close_matches`), then every field."""
+    import difflib
+
+    names = sorted(f.name for f in fields(CompressionSettings))
+    for key in sorted(str(k) for k in data if k not in names):
+        close = difflib.get_close_matches(key, names, n=1, cutoff=0.6)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise SettingsError(key, data[key], f"a known field{hint}: {names}")
 
 
 def _meta(doc: str, unit: str) -> dict[str, Any]:
@@ -181,19 +195,16 @@ class CompressionSettings:
     def replace(self, **changes: Any) -> CompressionSettings:
         """A validated copy with some fields changed."""
         data = {f.name: getattr(self, f.name) for f in fields(self)}
-        unknown = set(changes) - set(data)
-        if unknown:
-            raise SettingsError(sorted(unknown)[0], changes[sorted(unknown)[0]], f"one of {sorted(data)}")
+        _check_known(changes)
         data.update(changes)
         return CompressionSettings(**data)
 
     @classmethod
     def from_mapping(cls, data: dict[str, Any]) -> CompressionSettings:
-        """Build from a config mapping; an unknown key raises :class:`SettingsError`."""
-        names = {f.name for f in fields(cls)}
-        for key in data:
-            if key not in names:
-                raise SettingsError(key, data[key], f"a known field: {sorted(names)}")
+        """Build from a config mapping; an unknown key raises :class:`SettingsError`, naming the
+        closest field when one is close (``summary_keep_mesages``: "did you mean
+        'summary_keep_messages'?") and every field."""
+        _check_known(data)
         return cls(**data)
 
     @classmethod
