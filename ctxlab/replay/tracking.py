@@ -43,19 +43,9 @@ from ctxlab.replay.metrics import (
     message_part,
     tools_key,
 )
+from ctxlab.replay.share import MessageInfo, TranscriptShare
 
 __all__ = ["ViewMeasures", "ViewTracker"]
-
-
-@dataclass(frozen=True)
-class _Message:
-    """What a view message contributes: tokens, view part, canonical key, and whether its
-    identifiers count for retention (system messages inside the view do not)."""
-
-    tokens: int
-    part: str
-    key: tuple[Any, ...]
-    counted: bool
 
 
 @dataclass
@@ -92,13 +82,23 @@ class ViewTracker:
         index: the identifier cache (shared with the run's other measures).
         max_messages: message objects remembered (then the memory starts over, which costs time,
             never correctness).
+        share: what the runs of the transcript share (:class:`~ctxlab.replay.share.TranscriptShare`:
+            each message's :class:`~ctxlab.replay.share.MessageInfo` made once for all of them);
+            ``None``: a share of this tracker's own.
     """
 
-    def __init__(self, measure: EstimateCache, index: IdentifierIndex, max_messages: int = MESSAGES_CACHED):
+    def __init__(
+        self,
+        measure: EstimateCache,
+        index: IdentifierIndex,
+        max_messages: int = MESSAGES_CACHED,
+        share: TranscriptShare | None = None,
+    ):
         self.measure = measure
         self.index = index
         self.max_messages = max_messages
-        self._known: dict[int, tuple[BaseMessage, _Message]] = {}
+        self.share = share if share is not None else TranscriptShare()
+        self._known: dict[int, tuple[BaseMessage, MessageInfo]] = {}
         # the previous request
         self._system: BaseMessage | None = None
         self._system_key: Any = None
@@ -117,18 +117,21 @@ class ViewTracker:
 
     # --- per message ----------------------------------------------------------------------------
 
-    def _message(self, m: BaseMessage) -> _Message:
+    def _message(self, m: BaseMessage) -> MessageInfo:
         entry = self._known.get(id(m))
         if entry is not None:
             return entry[1]
-        info = _Message(
+        info = self.share.message(m, self._info)
+        self._known[id(m)] = (m, info)
+        return info
+
+    def _info(self, m: BaseMessage) -> MessageInfo:
+        return MessageInfo(
             self.measure.message_tokens(m),
             message_part(m),
             canonical_key(m),
             not isinstance(m, SystemMessage),
         )
-        self._known[id(m)] = (m, info)
-        return info
 
     def _enter(self, i: int) -> None:
         m, info = self._known[i]
@@ -178,9 +181,11 @@ class ViewTracker:
         system, tools = request.system, list(request.tools)
         if self._started and system is self._system:
             system_key, system_tokens = self._system_key, self._system_tokens
+        elif system is not None:  # the run's system message: the same object for every run
+            info = self.share.message(system, self._info)
+            system_key, system_tokens = info.key, info.tokens
         else:
-            system_key = canonical_key(system) if system is not None else None
-            system_tokens = self.measure.message_tokens(system) if system is not None else 0
+            system_key, system_tokens = None, 0
         if self._started and _same_objects(tools, self._tools):
             key_of_tools, tools_tokens = self._tools_key, self._tools_tokens
         else:
@@ -217,7 +222,10 @@ class ViewTracker:
         )
 
     def retention(
-        self, assistant: BaseMessage, earlier: EarlierIdentifiers | set[str] | frozenset[str]
+        self,
+        assistant: BaseMessage,
+        earlier: EarlierIdentifiers | set[str] | frozenset[str],
+        call_index: int | None = None,
     ) -> float | None:
         """:func:`~ctxlab.replay.metrics.retention` of the last request given to :meth:`update`:
         of the assistant's identifiers that are in ``earlier`` (the identifiers present in the
@@ -226,13 +234,22 @@ class ViewTracker:
         With :class:`~ctxlab.replay.identifiers.EarlierIdentifiers` whose messages are the
         view's very objects in order (nothing compressed yet), the share is 1 without counting
         the view's identifiers; the first view that differs starts the counts (and they are kept
-        from then on)."""
+        from then on).  Whether the assistant mentions an earlier identifier depends on the
+        transcript only: with ``call_index`` (the call's index in the run) it is found once per
+        call for every run of the :attr:`share`."""
         if (
             self._present is None
             and isinstance(earlier, EarlierIdentifiers)
             and self._objects == earlier.objects
         ):
-            return 1.0 if self.index.mentions(assistant, earlier) else None
+            if call_index is None:
+                mentions = self.index.mentions(assistant, earlier)
+            else:
+                pool = earlier
+                mentions = self.share.call_value(
+                    "mentions", call_index, lambda: self.index.mentions(assistant, pool)
+                )
+            return 1.0 if mentions else None
         present = self._counted()
         seen = earlier.all() if isinstance(earlier, EarlierIdentifiers) else earlier
         wanted = [i for i in self.index.identifiers(assistant) if i in seen]
