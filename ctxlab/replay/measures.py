@@ -28,14 +28,14 @@ from ctxlab.replay.columns import (
 )
 from ctxlab.replay.cost import DEFAULT_BREAKPOINTS
 from ctxlab.replay.failures import declined_of, rejected_of
-from ctxlab.replay.metrics import IdentifierIndex, unmatched_tool_pairs
+from ctxlab.replay.metrics import IdentifierIndex
 from ctxlab.replay.observer import CallObservation
 from ctxlab.replay.prices import PriceRow
 from ctxlab.replay.run_measures import RunMeasures
 from ctxlab.replay.share import TranscriptShare
 from ctxlab.replay.stall import StallMeasure
 from ctxlab.replay.table import CALL_COLUMNS
-from ctxlab.replay.tracking import ViewMeasures, ViewTracker
+from ctxlab.replay.tracking import PairsTracker, ViewMeasures, ViewTracker
 
 if TYPE_CHECKING:
     from ctxlab.core.estimation import EstimateCache
@@ -227,14 +227,18 @@ class RetentionMeasure(_PerCall):
 
 
 class ToolPairsMeasure(_PerCall):
-    """``unmatched_tool_pairs`` (:func:`ctxlab.replay.metrics.unmatched_tool_pairs`) and
+    """``unmatched_tool_pairs`` (:func:`ctxlab.replay.metrics.unmatched_tool_pairs`, followed
+    call by call by :class:`~ctxlab.replay.tracking.PairsTracker`) and
     ``rejected_reason``: ``"unmatched_tool_pairs"`` when the view has broken pairs, which a
     provider refuses (Anthropic and OpenAI both reject a tool result without its call)."""
 
     names: tuple[str, ...] = ("tool_pairs",)
 
+    def __init__(self) -> None:
+        self.pairs = PairsTracker()  # the view's pairs followed call by call
+
     def measure(self, obs: CallObservation, row: dict[str, Any]) -> ToolPairsColumns:
-        broken = unmatched_tool_pairs(obs.view.messages, obs.answered)
+        broken = self.pairs.count(obs.view.messages, obs.answered)
         return {
             "unmatched_tool_pairs": broken,
             "rejected_reason": "unmatched_tool_pairs" if broken else None,

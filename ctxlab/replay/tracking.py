@@ -26,10 +26,11 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any
 
-from langchain_core.messages import BaseMessage, SystemMessage
+from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
 
 from ctxlab.core.estimation import EstimateCache
 from ctxlab.replay.identifiers import EarlierIdentifiers
@@ -45,7 +46,7 @@ from ctxlab.replay.metrics import (
 )
 from ctxlab.replay.share import MessageInfo, TranscriptShare
 
-__all__ = ["ViewMeasures", "ViewTracker"]
+__all__ = ["PairsTracker", "ViewMeasures", "ViewTracker"]
 
 
 @dataclass
@@ -145,23 +146,25 @@ class ViewTracker:
         if info.counted and self._present is not None:
             self._present.subtract(self.index.present(m))
 
-    def _follow(self, objects: list[int]) -> None:
-        """Update the part sums and identifier counts from the previous view to this one."""
-        counts: dict[int, int] = dict(Counter(objects))
-        old = self._in_view
-        if len(counts) == len(objects) and len(old) == len(self._objects):  # no object twice
-            for i in old.keys() - counts.keys():
+    def _follow(self, objects: list[int], k: int) -> None:
+        """Update the part sums and identifier counts from the previous view to this one, whose
+        first ``k`` objects are the previous view's: only the objects after them are counted
+        (a view that grew by a few messages costs those few, not the whole view)."""
+        left, entered = Counter(self._objects[k:]), Counter(objects[k:])
+        counts = self._in_view
+        for i, n in left.items():
+            for _ in range(n - entered.get(i, 0)):
                 self._leave(i)
-            for i in counts.keys() - old.keys():
+        for i, n in entered.items():
+            for _ in range(n - left.get(i, 0)):
                 self._enter(i)
-        else:
-            for i, n in old.items():
-                for _ in range(n - counts.get(i, 0)):
-                    self._leave(i)
-            for i, n in counts.items():
-                for _ in range(n - old.get(i, 0)):
-                    self._enter(i)
-        self._in_view = counts
+        for i, n in left.items():
+            if counts[i] == n:
+                del counts[i]
+            else:
+                counts[i] -= n
+        for i, n in entered.items():
+            counts[i] = counts.get(i, 0) + n
 
     # --- per request ----------------------------------------------------------------------------
 
@@ -175,7 +178,7 @@ class ViewTracker:
         k = common_prefix(objects, self._objects)
         for m in messages[k:]:  # every other object measured (and kept alive) before the bookkeeping
             self._message(m)
-        self._follow(objects)
+        self._follow(objects, k)
 
         # the system message and the tool schemas
         system, tools = request.system, list(request.tools)
@@ -272,3 +275,45 @@ class ViewTracker:
 
 def _same_objects(a: Sequence[Any], b: Sequence[Any]) -> bool:
     return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
+
+
+class PairsTracker:
+    """:func:`~ctxlab.replay.metrics.unmatched_tool_pairs` of the successive views of one run,
+    kept up to date: a view that extends the previous one (the very same objects first) is
+    scanned from where the previous scan stopped, any other view from its start.  The calls
+    still open (no result in the view) are kept, so that the answered-but-missing count looks
+    at those only.  Same count as the function (``tests/test_replay_tracking.py``)."""
+
+    def __init__(self) -> None:
+        self._view: list[BaseMessage] = []  # the previous view (its objects kept alive)
+        self._ids: list[int] = []
+        self._issuer: dict[str, int] = {}
+        self._open: Counter[tuple[int, str]] = Counter()  # calls without a result in the view
+        self._orphans = 0
+
+    def count(self, view: Sequence[BaseMessage], answered: AbstractSet[Any]) -> int:
+        """Broken tool pairs in ``view``, with ``answered`` the ``(AIMessage id, call id)`` pairs
+        answered in the transcript before this call (as :func:`unmatched_tool_pairs` takes them)."""
+        ids = [id(m) for m in view]
+        n = len(self._ids)
+        if n > len(ids) or ids[:n] != self._ids:  # not an extension: scan the view from its start
+            self._issuer, self._open, self._orphans, n = {}, Counter(), 0, 0
+        for i in range(n, len(view)):
+            m = view[i]
+            if isinstance(m, AIMessage):
+                for tc in m.tool_calls:
+                    if (cid := tc.get("id")) is not None:
+                        self._issuer[cid] = i
+                        self._open[(i, cid)] += 1
+            elif isinstance(m, ToolMessage):
+                owner = self._issuer.get(m.tool_call_id)
+                if owner is None:
+                    self._orphans += 1
+                else:
+                    self._open.pop((owner, m.tool_call_id), None)
+        self._view, self._ids = list(view), ids
+        missing = 0
+        for (i, cid), k in self._open.items():
+            if (view[i].id, cid) in answered or cid in answered:
+                missing += k
+        return self._orphans + missing
