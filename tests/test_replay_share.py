@@ -27,6 +27,7 @@ import ctxlab.replay.tracking as tracking_module
 from ctxlab.core.settings import CompressionSettings
 from ctxlab.replay import replay_many
 from ctxlab.replay.identifiers import IdentifierIndex
+from ctxlab.replay.latency import SimTime
 from ctxlab.replay.reducer import AppendingMessages
 from ctxlab.transcripts import load_transcripts
 from ctxlab.transcripts.base import Transcript, is_model_call
@@ -125,6 +126,8 @@ def test_the_transcript_work_runs_once_per_call_for_five_strategies(
         priced,
         lambda calls, price, **kw: "main" if any(c.segments for c in calls) else "uncompressed",
     )
+    stepped: Counter[Any] = Counter()  # the agent step's duration, per recorded answer
+    _counting(monkeypatch, SimTime, "step_seconds", stepped, lambda self, answer, estimate: answer.id)
     result = replay_many(transcripts, FIVE, out_dir=tmp_path, **OPTIONS)
     assert not result.errors
     calls = sum(1 for t in transcripts for m in t.messages if is_model_call(m))
@@ -136,6 +139,8 @@ def test_the_transcript_work_runs_once_per_call_for_five_strategies(
     assert mentions and max(mentions.values()) == 1 and sum(mentions.values()) <= calls
     # the uncompressed request grows once per transcript call, whatever the number of strategies
     assert sum(tallied.values()) == calls and max(tallied.values()) == 1
+    # the agent step (no step latency: a function of the recorded answer) timed once per call
+    assert sum(stepped.values()) == calls
     # each run's requests priced; the uncompressed run priced once per transcript, not per strategy
     assert priced == {"main": len(FIVE) * len(transcripts), "uncompressed": len(transcripts)}
 

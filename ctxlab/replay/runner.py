@@ -122,6 +122,7 @@ def replay_one(
             recover from, say); a note names the call.
     """
     result = ReplayResult(settings=settings, strategies=[strategy_name], price=price)
+    share = share if share is not None else TranscriptShare()
     ids = index if index is not None else IdentifierIndex()
     observer = CallObserver(
         transcript,
@@ -147,6 +148,7 @@ def replay_one(
         observer.harness.thread_id or "",
         price,
         measure.message_tokens,
+        share,
     )
     base_tokens = measure.tools_tokens(observer.tools) + (
         measure.message_tokens(system) if system is not None else 0
