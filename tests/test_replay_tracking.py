@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from langchain_core.messages import AIMessage, SystemMessage
+from langchain_core.messages import AIMessage, SystemMessage, ToolMessage
 
 from ctxlab import hookimpl
 from ctxlab.core.cutoff import SummarizeDecision
@@ -30,8 +30,10 @@ from ctxlab.replay.metrics import (
     extract_identifiers_whole,
     make_measure,
     retention,
+    unmatched_tool_pairs,
     view_parts,
 )
+from ctxlab.replay.tracking import PairsTracker
 from ctxlab.transcripts import load_many
 
 RAW = Path(__file__).resolve().parents[1].parent / "shared" / "transcripts" / "raw"
@@ -303,3 +305,61 @@ def test_run_measure_reads_the_middleware_estimates_only_when_they_count_alike(
     assert own.misses == before[1] + 1, "the measure wrote into the middleware's cache"
     tools = [t.tools for t in transcripts if t.tools]
     assert [measure.tools_tokens(x) for x in tools] == [meter.tools_tokens(x) for x in tools]
+
+
+def _answered(messages: list[Any], upto: int) -> set[tuple[str | None, str]]:
+    """The ``(AIMessage id, call id)`` pairs answered before message ``upto``, as the observer keeps them."""
+    issuer: dict[str, str | None] = {}
+    out: set[tuple[str | None, str]] = set()
+    for m in messages[:upto]:
+        if isinstance(m, AIMessage):
+            issuer.update({tc["id"]: m.id for tc in m.tool_calls if tc.get("id")})
+        elif isinstance(m, ToolMessage):
+            out.add((issuer.get(m.tool_call_id), m.tool_call_id))
+    return out
+
+
+def test_pairs_followed_call_by_call_equal_the_rescan(transcripts: list[Any], tmp_path: Path) -> None:
+    res = replay_many(
+        transcripts, ["ars", "masking"], settings=SMALL_T, out_dir=tmp_path, keep_views=True, progress=False
+    )
+    assert not res.errors
+    by_label = {t.name: t for t in transcripts}
+    for label, t in by_label.items():
+        for strategy in ("ars", "masking"):
+            pairs = PairsTracker()
+            rows = [r for r in res.rows if r["transcript"] == label and r["strategy"] == strategy]
+            for row in rows:
+                view = res.views[(label, strategy, row["call_index"])].messages
+                answered = _answered(t.messages, row["message_index"])
+                expected = unmatched_tool_pairs(view, answered)
+                assert pairs.count(view, answered) == expected == row["unmatched_tool_pairs"]
+
+
+def test_pairs_tracker_on_rewritten_views_with_reused_ids_and_orphans() -> None:
+    def call(i: str, *cids: str) -> AIMessage:
+        return AIMessage("", id=i, tool_calls=[{"name": "t", "args": {}, "id": c} for c in cids])
+
+    a1, a2, a3 = call("a1", "c1", "c2"), call("a2", "c1"), call("a3", "c3", "c3")
+    r1, r2, r1b, r3 = (
+        ToolMessage("x", tool_call_id=c, id=f"r-{c}-{n}") for n, c in enumerate(["c1", "c2", "c1", "c3"])
+    )
+    orphan = ToolMessage("y", tool_call_id="zz", id="o")
+    views = [
+        [a1],
+        [a1, r1, r2],
+        [a1, r1, r2, a2],  # c1 reused: the new call is open
+        [a1, r1, r2, a2, r1b, orphan],  # grows: answered, and an orphan
+        [a1, a2, r1b],  # rewritten: a1's results dropped (missing once answered)
+        [a1, a2, r1b, a3],  # grows: a duplicate call id in one message
+        [a2, r1b, a3, r3, orphan],  # rewritten again
+        [a2, r1b, a3, r3, orphan, r2],  # grows with a result whose call left the view
+    ]
+    answered_now: set[tuple[str | None, str]] = {("a1", "c1"), ("a1", "c2"), ("a2", "c1"), ("a3", "c3"), "zz"}  # type: ignore[arg-type]
+    pairs = PairsTracker()
+    counts = []
+    for view in views:
+        got, expected = pairs.count(view, answered_now), unmatched_tool_pairs(view, answered_now)
+        assert got == expected
+        counts.append(got)
+    assert max(counts) >= 2 and 0 in counts  # the cases are not all trivial

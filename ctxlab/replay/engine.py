@@ -49,6 +49,7 @@ from ctxlab.replay.provenance import provenance
 from ctxlab.replay.result import ReplayIssue, ReplayResult
 from ctxlab.replay.run_measures import resolve_price
 from ctxlab.replay.runner import replay_one
+from ctxlab.replay.share import TranscriptShares
 from ctxlab.replay.strategies import make_lab_manager
 from ctxlab.replay.strategies import strategies as registered_strategies
 from ctxlab.replay.summary_cache import SummaryCache, attach_cache
@@ -85,7 +86,7 @@ __all__ = [
 
 def _count_calls(transcript: Transcript, limit_calls: int | None) -> int:
     n = sum(1 for m in transcript.messages if is_model_call(m))
-    return min(n, limit_calls) if limit_calls is not None else n
+    return n if limit_calls is None else min(n, limit_calls)
 
 
 def _progress(total: int, desc: str, enabled: bool | None, leave: bool = True) -> Any:
@@ -135,6 +136,7 @@ class _Batch:
     built: dict[str, tuple[str, AgentMiddleware, RunFiles]] = field(default_factory=dict)
     # row label -> what writes its summaries (building.summarizer_of)
     summarizers: dict[str, str] = field(default_factory=dict)
+    shares: TranscriptShares = field(default_factory=TranscriptShares)  # the current transcript's
 
     def __post_init__(self) -> None:
         self.meter = make_measure(self.measure)
@@ -258,8 +260,8 @@ class _Batch:
     def run(
         self, transcript: Transcript, label: str, name: str, mw: AgentMiddleware, **more: Any
     ) -> ReplayResult:
-        """:func:`~ctxlab.replay.runner.replay_one` with the batch's settings and measures (a
-        :func:`~ctxlab.replay.metrics.run_measure` of the batch's measuring estimator per run),
+        """:func:`~ctxlab.replay.runner.replay_one` with the batch's settings, measures (a
+        :func:`~ctxlab.replay.metrics.run_measure` per run) and the transcript's share (:mod:`~ctxlab.replay.share`),
         writing its views to ``views_dir`` when the batch writes views."""
         measure = run_measure(mw, self.measure, self.meter)
         prefix, system = self.request_prefix(transcript, label)
@@ -291,6 +293,7 @@ class _Batch:
                 system=system,
                 prefix=prefix,
                 sim=SimTime(self.summarizer_latency, self.call_latency, seed=label),
+                share=self.shares.of(label, mw),
                 **more,
             )
         finally:

@@ -28,13 +28,14 @@ from ctxlab.replay.columns import (
 )
 from ctxlab.replay.cost import DEFAULT_BREAKPOINTS
 from ctxlab.replay.failures import declined_of, rejected_of
-from ctxlab.replay.metrics import IdentifierIndex, unmatched_tool_pairs
+from ctxlab.replay.metrics import IdentifierIndex
 from ctxlab.replay.observer import CallObservation
 from ctxlab.replay.prices import PriceRow
 from ctxlab.replay.run_measures import RunMeasures
+from ctxlab.replay.share import TranscriptShare
 from ctxlab.replay.stall import StallMeasure
 from ctxlab.replay.table import CALL_COLUMNS
-from ctxlab.replay.tracking import ViewMeasures, ViewTracker
+from ctxlab.replay.tracking import PairsTracker, ViewMeasures, ViewTracker
 
 if TYPE_CHECKING:
     from ctxlab.core.estimation import EstimateCache
@@ -104,23 +105,40 @@ class RunLabels(_PerCall):
 
 class ViewMeasure(_PerCall):
     """The request's tokens, its parts and its cache-reusable prefix (:class:`ViewTracker`), and the
-    uncompressed request's tokens; ``last`` is the call's :class:`ViewMeasures` for later measures."""
+    uncompressed request's tokens (once per transcript call for all the runs of ``share``);
+    ``last`` is the call's :class:`ViewMeasures` for later measures."""
 
     names: tuple[str, ...] = ("view",)
 
-    def __init__(self, measure: EstimateCache, index: IdentifierIndex, base_tokens: int) -> None:
+    def __init__(
+        self,
+        measure: EstimateCache,
+        index: IdentifierIndex,
+        base_tokens: int,
+        share: TranscriptShare | None = None,
+    ) -> None:
         self.meter = measure
-        self.tracker = ViewTracker(measure, index)
-        self.raw_messages_tokens = 0
+        self.share = share if share is not None else TranscriptShare()
+        self.tracker = ViewTracker(measure, index, share=self.share)
         self.base_tokens = base_tokens  # system message + tool schemas
         self.last: ViewMeasures | None = None
 
+    def _raw_messages_tokens(self, obs: CallObservation) -> int:
+        """Tokens of the transcript's messages up to this call (a running sum kept in the share)."""
+        running = self.share.state("raw_messages_tokens", lambda: [0])
+
+        def grow() -> int:
+            # measured after the call that first sends them (see ctxlab.replay.metrics.run_measure)
+            running[0] += sum(map(self.meter.message_tokens, obs.arrived))
+            return running[0]
+
+        return self.share.call_value("raw_messages_tokens", obs.call_index, grow)
+
     def measure(self, obs: CallObservation, row: dict[str, Any]) -> ViewColumns:
-        # measured after the call that first sends them (see ctxlab.replay.metrics.run_measure)
-        self.raw_messages_tokens += sum(map(self.meter.message_tokens, obs.arrived))
+        raw_messages_tokens = self._raw_messages_tokens(obs)
         m = self.last = self.tracker.update(obs.view)
         return {
-            "raw_tokens": self.base_tokens + self.raw_messages_tokens,
+            "raw_tokens": self.base_tokens + raw_messages_tokens,
             "view_tokens": m.tokens,
             "view_system_tokens": m.parts["system"],  # the parts of VIEW_PARTS
             "view_user_tokens": m.parts["user"],
@@ -136,20 +154,32 @@ class ViewMeasure(_PerCall):
 class WindowMeasure(_PerCall):
     """``over_window``: the uncompressed request (the transcript's messages so far, as
     ``raw_tokens`` counts them) against the provider's window, counted with the window's own
-    counter (:meth:`ctxlab.replay.provider.ContextWindow.tally`); empty without a window."""
+    counter (:meth:`ctxlab.replay.provider.ContextWindow.tally`, one tally per transcript for
+    all the runs of ``share``); empty without a window."""
 
     names: tuple[str, ...] = ("window",)
 
     def __init__(
-        self, window: ContextWindow | None, system: BaseMessage | None, tools: Sequence[Any]
+        self,
+        window: ContextWindow | None,
+        system: BaseMessage | None,
+        tools: Sequence[Any],
+        share: TranscriptShare | None = None,
     ) -> None:
-        self.tally = window.tally(system, tools) if window is not None else None
+        self.window, self.system, self.tools = window, system, tools
+        self.share = share if share is not None else TranscriptShare()
 
     def measure(self, obs: CallObservation, row: dict[str, Any]) -> WindowColumns:
-        if self.tally is None:
+        window = self.window
+        if window is None:
             return {"over_window": None}
-        self.tally.add(obs.arrived)
-        return {"over_window": self.tally.over()}
+        tally = self.share.state("window_tally", lambda: window.tally(self.system, self.tools))
+
+        def over() -> bool:
+            tally.add(obs.arrived)
+            return tally.over()
+
+        return {"over_window": self.share.call_value("over_window", obs.call_index, over)}
 
 
 class CompressionMeasure(_PerCall):
@@ -193,18 +223,22 @@ class RetentionMeasure(_PerCall):
         self.view = view
 
     def measure(self, obs: CallObservation, row: dict[str, Any]) -> RetentionColumns:
-        return {"retention": self.view.tracker.retention(obs.answer, obs.earlier)}
+        return {"retention": self.view.tracker.retention(obs.answer, obs.earlier, obs.call_index)}
 
 
 class ToolPairsMeasure(_PerCall):
-    """``unmatched_tool_pairs`` (:func:`ctxlab.replay.metrics.unmatched_tool_pairs`) and
+    """``unmatched_tool_pairs`` (:func:`ctxlab.replay.metrics.unmatched_tool_pairs`, followed
+    call by call by :class:`~ctxlab.replay.tracking.PairsTracker`) and
     ``rejected_reason``: ``"unmatched_tool_pairs"`` when the view has broken pairs, which a
     provider refuses (Anthropic and OpenAI both reject a tool result without its call)."""
 
     names: tuple[str, ...] = ("tool_pairs",)
 
+    def __init__(self) -> None:
+        self.pairs = PairsTracker()  # the view's pairs followed call by call
+
     def measure(self, obs: CallObservation, row: dict[str, Any]) -> ToolPairsColumns:
-        broken = unmatched_tool_pairs(obs.view.messages, obs.answered)
+        broken = self.pairs.count(obs.view.messages, obs.answered)
         return {
             "unmatched_tool_pairs": broken,
             "rejected_reason": "unmatched_tool_pairs" if broken else None,
@@ -272,6 +306,7 @@ def default_measures(
     tools: Sequence[Any] = (),
     cache_breakpoints: str = DEFAULT_BREAKPOINTS,
     stall: Measure | None = None,
+    share: TranscriptShare | None = None,
 ) -> list[Measure]:
     """The replay's measures, in the order they fill a row; the cost and fidelity measure only
     with a price row (``None``: those columns stay empty); ``data_provenance``: the run's
@@ -280,12 +315,15 @@ def default_measures(
     window the uncompressed request is checked against (``over_window``; ``None``: none) with the
     request's ``system`` and ``tools``; ``cache_breakpoints``: the breakpoint policy of explicit
     caching (:data:`ctxlab.replay.cost.BREAKPOINTS`); ``stall``: the run's
-    :class:`~ctxlab.replay.stall.StallMeasure` (``None``: one without a clock)."""
-    view = ViewMeasure(measure, index, base_tokens)
+    :class:`~ctxlab.replay.stall.StallMeasure` (``None``: one without a clock); ``share``: what
+    the runs of the transcript share (:class:`~ctxlab.replay.share.TranscriptShare`; ``None``: a
+    share of this run's own)."""
+    share = share if share is not None else TranscriptShare()
+    view = ViewMeasure(measure, index, base_tokens, share)
     out: list[Measure] = [
         RunLabels(data_provenance, transcript_format),
         view,
-        WindowMeasure(window, system, tools),
+        WindowMeasure(window, system, tools, share),
         CompressionMeasure(),
         RetentionMeasure(view),
         ToolPairsMeasure(),
@@ -293,7 +331,9 @@ def default_measures(
         stall if stall is not None else StallMeasure(None, None, "", price, measure.message_tokens),
     ]
     if price is not None:
-        run = RunMeasures(price, measure, system=system, index=index, breakpoint=cache_breakpoints)
+        run = RunMeasures(
+            price, measure, system=system, index=index, breakpoint=cache_breakpoints, share=share
+        )
         out.append(CostFidelityMeasure(run, view))
     return out
 

@@ -60,8 +60,20 @@ class ReplayModel(BaseChatModel):
 
     @classmethod
     def create(cls, context_window: int | None = None) -> ReplayModel:
-        profile: ModelProfile | None = {"max_input_tokens": int(context_window)} if context_window else None
-        return cls(profile=profile)
+        """A fresh model with ``profile={"max_input_tokens": context_window}`` (``None``: no
+        profile).  A copy of one validated model per window (a replay makes one per run, and
+        LangChain's validation of a profile costs more than the rest of a short run's setup);
+        each copy has its own profile dict."""
+        window = int(context_window) if context_window else None
+        template = _TEMPLATES.get((cls, window))
+        if template is None:
+            profile: ModelProfile | None = {"max_input_tokens": window} if window is not None else None
+            template = _TEMPLATES[(cls, window)] = cls(profile=profile)
+        profile_copy = dict(template.profile) if template.profile is not None else None
+        return template.model_copy(update={"profile": profile_copy})
+
+
+_TEMPLATES: dict[tuple[type[ReplayModel], int | None], ReplayModel] = {}
 
 
 class ScriptExhaustedError(RuntimeError):

@@ -46,6 +46,7 @@ from ctxlab.replay.identifiers import EarlierIdentifiers
 from ctxlab.replay.metrics import IdentifierIndex, RequestView
 from ctxlab.replay.models import ReplayModel
 from ctxlab.replay.names import thread_id_for
+from ctxlab.replay.reducer import AppendingMessages
 from ctxlab.replay.usage import SummarizerUsage, count_summarizer_usage
 from ctxlab.transcripts.base import is_model_call, recorded_compaction_of
 
@@ -173,6 +174,7 @@ class CallObserver:
             system_message=self.system,
             thread_id=thread_id if thread_id is not None else thread_id_for(label),
             record=False,
+            reducer=AppendingMessages(),  # add_messages without its O(n) index per update
         )
         mw_settings = getattr(mw, "settings", None)
         self.settings = mw_settings if isinstance(mw_settings, CompressionSettings) else None

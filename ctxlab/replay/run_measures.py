@@ -35,6 +35,7 @@ from ctxlab.replay.fidelity import summary_fidelity
 from ctxlab.replay.metrics import IdentifierIndex, RequestView, canonical_key
 from ctxlab.replay.prices import DEFAULT_PRICE_MODEL, PriceRow, PriceTable, load_prices
 from ctxlab.replay.probes import check_probes, probe_counts, round_probes
+from ctxlab.replay.share import TranscriptShare
 
 if TYPE_CHECKING:
     from ctxlab.core.estimation import EstimateCache
@@ -127,6 +128,8 @@ class RunMeasures:
         index: the run's identifier cache (a fresh one when ``None``).
         breakpoint: the breakpoint policy of explicit caching (:data:`ctxlab.replay.cost.BREAKPOINTS`,
             default ``"agent"``: what an agent can place; ``"oracle"``: for comparison only).
+        share: what the runs of the transcript share (:class:`~ctxlab.replay.share.TranscriptShare`):
+            the uncompressed run's costs, priced once per transcript; ``None``: a share of its own.
     """
 
     def __init__(
@@ -137,8 +140,10 @@ class RunMeasures:
         system: BaseMessage | None = None,
         index: IdentifierIndex | None = None,
         breakpoint: str = DEFAULT_BREAKPOINTS,
+        share: TranscriptShare | None = None,
     ) -> None:
         self.price = price
+        self.share = share if share is not None else TranscriptShare()
         self.measure = measure
         self.system = system
         self.index = index or IdentifierIndex()
@@ -244,7 +249,17 @@ class RunMeasures:
                 row["cost_write_usd"] += cost.cache_write_usd
                 row["cost_uncached_usd"] += cost.input_usd
                 row["cost_output_usd"] += cost.output_usd
-        for row, cost in zip(self._rows, price_run(raw, self.price, breakpoint=self.breakpoint), strict=True):
+        # the uncompressed run's costs depend on its calls' tokens only: priced once per transcript
+        raw_key = (
+            "raw_cost",
+            self.price,
+            self.breakpoint,
+            tuple((c.input_tokens, c.output_tokens) for c in raw),
+        )
+        raw_costs = self.share.run_value(
+            raw_key, lambda: price_run(raw, self.price, breakpoint=self.breakpoint)
+        )
+        for row, cost in zip(self._rows, raw_costs, strict=True):
             row["raw_cost_usd"] = cost.total_usd
             row["raw_cost_read_usd"] = cost.cache_read_usd
             row["raw_cost_write_usd"] = cost.cache_write_usd

@@ -31,6 +31,7 @@ from ctxlab.replay.measures import build_row, default_measures
 from ctxlab.replay.metrics import IdentifierIndex
 from ctxlab.replay.observer import CallObserver
 from ctxlab.replay.result import ReplayResult
+from ctxlab.replay.share import TranscriptShare
 from ctxlab.replay.sources import data_provenance
 from ctxlab.replay.stall import StallMeasure
 
@@ -73,6 +74,7 @@ def replay_one(
     prefix: UnrecordedPrefix | None = None,
     cache_breakpoints: str = DEFAULT_BREAKPOINTS,
     sim: SimTime | None = None,
+    share: TranscriptShare | None = None,
 ) -> ReplayResult:
     """Replay ``transcript`` through ``mw``: one row per recorded model call.
 
@@ -109,6 +111,11 @@ def replay_one(
             clock of the middleware's prepared summaries); ``None``: no latency model (prepared
             summaries are ready at the next call, the stall columns stay empty).  A ctxlab
             middleware's preparations always run on it, never on real threads.
+        share: what the runs of this transcript share (:mod:`ctxlab.replay.share`: the per-call
+            work that depends on the transcript only, done once for all strategies); ``None``:
+            a share of this run's own.  Only runs that feed the observer the same messages (the
+            same transcript, limit and system message, and the same
+            ``replays_recorded_compactions``) may share one.
 
     Raises:
         RuntimeError: the middleware answered a call without calling the model.
@@ -116,6 +123,7 @@ def replay_one(
             recover from, say); a note names the call.
     """
     result = ReplayResult(settings=settings, strategies=[strategy_name], price=price)
+    share = share if share is not None else TranscriptShare()
     ids = index if index is not None else IdentifierIndex()
     observer = CallObserver(
         transcript,
@@ -142,6 +150,7 @@ def replay_one(
         observer.harness.thread_id or "",
         price,
         measure.message_tokens,
+        share,
     )
     base_tokens = measure.tools_tokens(observer.tools) + (
         measure.message_tokens(system) if system is not None else 0
@@ -159,6 +168,7 @@ def replay_one(
         tools=observer.tools,
         cache_breakpoints=cache_breakpoints,
         stall=stall,
+        share=share,
     )
     if view_log is not None:
         view_log.tools(observer.tools, measure.tools_tokens)

@@ -14,6 +14,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from ctxlab.core.events import EVENT_TYPE
 from ctxlab.replay.columns import StallColumns
 from ctxlab.replay.observer import CallObservation
+from ctxlab.replay.share import TranscriptShare
 
 if TYPE_CHECKING:
     from ctxlab.core.preparations import Preparations
@@ -42,6 +43,8 @@ class StallMeasure:
         key: the run's thread id (the preparations' key).
         price: the price row of ``prepared_wasted_usd`` (``None``: empty).
         estimate: tokens of an answer (the agent step of an answer without recorded usage).
+        share: what the runs of the transcript share (:mod:`ctxlab.replay.share`): the agent
+            step without a step latency depends on the answer only (``None``: not shared).
     """
 
     names: tuple[str, ...] = ("stall",)
@@ -53,9 +56,11 @@ class StallMeasure:
         key: str,
         price: PriceRow | None,
         estimate: Callable[[BaseMessage], int],
+        share: TranscriptShare | None = None,
     ) -> None:
         self.sim, self.preparations, self.key, self.price = sim, preparations, key, price
         self.estimate = estimate
+        self.share = share
         self.call_start = sim.clock.now if sim is not None else 0.0
         self.last_row: dict[str, Any] | None = None
 
@@ -78,7 +83,7 @@ class StallMeasure:
             waited = self.sim.clock.now - self.call_start  # waits for prepared summaries
             inside = 0 if used else int(obs.summarizer.get("calls") or 0)
             summarizing = self.sim.summarizer_seconds(inside)
-            self.sim.clock.now += summarizing + self.sim.step_seconds(obs.answer, self._answer_tokens)
+            self.sim.clock.now += summarizing + self._step_seconds(obs)
             self.call_start = self.sim.clock.now
             stall = waited + summarizing if self.sim.timed else None
         self.last_row = row
@@ -95,6 +100,17 @@ class StallMeasure:
 
     def _answer_tokens(self, answer: AIMessage) -> int:
         return self.estimate(answer)
+
+    def _step_seconds(self, obs: CallObservation) -> float:
+        """The agent step of the call: drawn from the step latency when there is one, else a
+        function of the recorded answer only, computed once per transcript call (``share``)."""
+        sim = self.sim
+        assert sim is not None
+        if sim.step is not None or self.share is None:
+            return sim.step_seconds(obs.answer, self._answer_tokens)
+        return self.share.call_value(
+            "step_seconds", obs.call_index, lambda: sim.step_seconds(obs.answer, self._answer_tokens)
+        )
 
     def finish(self, messages: Sequence[BaseMessage]) -> None:
         """Discard the run's open preparation (never used: the transcript ended) on the last row."""

@@ -26,10 +26,11 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any
 
-from langchain_core.messages import BaseMessage, SystemMessage
+from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
 
 from ctxlab.core.estimation import EstimateCache
 from ctxlab.replay.identifiers import EarlierIdentifiers
@@ -43,19 +44,9 @@ from ctxlab.replay.metrics import (
     message_part,
     tools_key,
 )
+from ctxlab.replay.share import MessageInfo, TranscriptShare
 
-__all__ = ["ViewMeasures", "ViewTracker"]
-
-
-@dataclass(frozen=True)
-class _Message:
-    """What a view message contributes: tokens, view part, canonical key, and whether its
-    identifiers count for retention (system messages inside the view do not)."""
-
-    tokens: int
-    part: str
-    key: tuple[Any, ...]
-    counted: bool
+__all__ = ["PairsTracker", "ViewMeasures", "ViewTracker"]
 
 
 @dataclass
@@ -92,13 +83,23 @@ class ViewTracker:
         index: the identifier cache (shared with the run's other measures).
         max_messages: message objects remembered (then the memory starts over, which costs time,
             never correctness).
+        share: what the runs of the transcript share (:class:`~ctxlab.replay.share.TranscriptShare`:
+            each message's :class:`~ctxlab.replay.share.MessageInfo` made once for all of them);
+            ``None``: a share of this tracker's own.
     """
 
-    def __init__(self, measure: EstimateCache, index: IdentifierIndex, max_messages: int = MESSAGES_CACHED):
+    def __init__(
+        self,
+        measure: EstimateCache,
+        index: IdentifierIndex,
+        max_messages: int = MESSAGES_CACHED,
+        share: TranscriptShare | None = None,
+    ):
         self.measure = measure
         self.index = index
         self.max_messages = max_messages
-        self._known: dict[int, tuple[BaseMessage, _Message]] = {}
+        self.share = share if share is not None else TranscriptShare()
+        self._known: dict[int, tuple[BaseMessage, MessageInfo]] = {}
         # the previous request
         self._system: BaseMessage | None = None
         self._system_key: Any = None
@@ -117,18 +118,21 @@ class ViewTracker:
 
     # --- per message ----------------------------------------------------------------------------
 
-    def _message(self, m: BaseMessage) -> _Message:
+    def _message(self, m: BaseMessage) -> MessageInfo:
         entry = self._known.get(id(m))
         if entry is not None:
             return entry[1]
-        info = _Message(
+        info = self.share.message(m, self._info)
+        self._known[id(m)] = (m, info)
+        return info
+
+    def _info(self, m: BaseMessage) -> MessageInfo:
+        return MessageInfo(
             self.measure.message_tokens(m),
             message_part(m),
             canonical_key(m),
             not isinstance(m, SystemMessage),
         )
-        self._known[id(m)] = (m, info)
-        return info
 
     def _enter(self, i: int) -> None:
         m, info = self._known[i]
@@ -142,23 +146,25 @@ class ViewTracker:
         if info.counted and self._present is not None:
             self._present.subtract(self.index.present(m))
 
-    def _follow(self, objects: list[int]) -> None:
-        """Update the part sums and identifier counts from the previous view to this one."""
-        counts: dict[int, int] = dict(Counter(objects))
-        old = self._in_view
-        if len(counts) == len(objects) and len(old) == len(self._objects):  # no object twice
-            for i in old.keys() - counts.keys():
+    def _follow(self, objects: list[int], k: int) -> None:
+        """Update the part sums and identifier counts from the previous view to this one, whose
+        first ``k`` objects are the previous view's: only the objects after them are counted
+        (a view that grew by a few messages costs those few, not the whole view)."""
+        left, entered = Counter(self._objects[k:]), Counter(objects[k:])
+        counts = self._in_view
+        for i, n in left.items():
+            for _ in range(n - entered.get(i, 0)):
                 self._leave(i)
-            for i in counts.keys() - old.keys():
+        for i, n in entered.items():
+            for _ in range(n - left.get(i, 0)):
                 self._enter(i)
-        else:
-            for i, n in old.items():
-                for _ in range(n - counts.get(i, 0)):
-                    self._leave(i)
-            for i, n in counts.items():
-                for _ in range(n - old.get(i, 0)):
-                    self._enter(i)
-        self._in_view = counts
+        for i, n in left.items():
+            if counts[i] == n:
+                del counts[i]
+            else:
+                counts[i] -= n
+        for i, n in entered.items():
+            counts[i] = counts.get(i, 0) + n
 
     # --- per request ----------------------------------------------------------------------------
 
@@ -172,15 +178,17 @@ class ViewTracker:
         k = common_prefix(objects, self._objects)
         for m in messages[k:]:  # every other object measured (and kept alive) before the bookkeeping
             self._message(m)
-        self._follow(objects)
+        self._follow(objects, k)
 
         # the system message and the tool schemas
         system, tools = request.system, list(request.tools)
         if self._started and system is self._system:
             system_key, system_tokens = self._system_key, self._system_tokens
+        elif system is not None:  # the run's system message: the same object for every run
+            info = self.share.message(system, self._info)
+            system_key, system_tokens = info.key, info.tokens
         else:
-            system_key = canonical_key(system) if system is not None else None
-            system_tokens = self.measure.message_tokens(system) if system is not None else 0
+            system_key, system_tokens = None, 0
         if self._started and _same_objects(tools, self._tools):
             key_of_tools, tools_tokens = self._tools_key, self._tools_tokens
         else:
@@ -217,7 +225,10 @@ class ViewTracker:
         )
 
     def retention(
-        self, assistant: BaseMessage, earlier: EarlierIdentifiers | set[str] | frozenset[str]
+        self,
+        assistant: BaseMessage,
+        earlier: EarlierIdentifiers | set[str] | frozenset[str],
+        call_index: int | None = None,
     ) -> float | None:
         """:func:`~ctxlab.replay.metrics.retention` of the last request given to :meth:`update`:
         of the assistant's identifiers that are in ``earlier`` (the identifiers present in the
@@ -226,13 +237,22 @@ class ViewTracker:
         With :class:`~ctxlab.replay.identifiers.EarlierIdentifiers` whose messages are the
         view's very objects in order (nothing compressed yet), the share is 1 without counting
         the view's identifiers; the first view that differs starts the counts (and they are kept
-        from then on)."""
+        from then on).  Whether the assistant mentions an earlier identifier depends on the
+        transcript only: with ``call_index`` (the call's index in the run) it is found once per
+        call for every run of the :attr:`share`."""
         if (
             self._present is None
             and isinstance(earlier, EarlierIdentifiers)
             and self._objects == earlier.objects
         ):
-            return 1.0 if self.index.mentions(assistant, earlier) else None
+            if call_index is None:
+                mentions = self.index.mentions(assistant, earlier)
+            else:
+                pool = earlier
+                mentions = self.share.call_value(
+                    "mentions", call_index, lambda: self.index.mentions(assistant, pool)
+                )
+            return 1.0 if mentions else None
         present = self._counted()
         seen = earlier.all() if isinstance(earlier, EarlierIdentifiers) else earlier
         wanted = [i for i in self.index.identifiers(assistant) if i in seen]
@@ -255,3 +275,45 @@ class ViewTracker:
 
 def _same_objects(a: Sequence[Any], b: Sequence[Any]) -> bool:
     return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
+
+
+class PairsTracker:
+    """:func:`~ctxlab.replay.metrics.unmatched_tool_pairs` of the successive views of one run,
+    kept up to date: a view that extends the previous one (the very same objects first) is
+    scanned from where the previous scan stopped, any other view from its start.  The calls
+    still open (no result in the view) are kept, so that the answered-but-missing count looks
+    at those only.  Same count as the function (``tests/test_replay_tracking.py``)."""
+
+    def __init__(self) -> None:
+        self._view: list[BaseMessage] = []  # the previous view (its objects kept alive)
+        self._ids: list[int] = []
+        self._issuer: dict[str, int] = {}
+        self._open: Counter[tuple[int, str]] = Counter()  # calls without a result in the view
+        self._orphans = 0
+
+    def count(self, view: Sequence[BaseMessage], answered: AbstractSet[Any]) -> int:
+        """Broken tool pairs in ``view``, with ``answered`` the ``(AIMessage id, call id)`` pairs
+        answered in the transcript before this call (as :func:`unmatched_tool_pairs` takes them)."""
+        ids = [id(m) for m in view]
+        n = len(self._ids)
+        if n > len(ids) or ids[:n] != self._ids:  # not an extension: scan the view from its start
+            self._issuer, self._open, self._orphans, n = {}, Counter(), 0, 0
+        for i in range(n, len(view)):
+            m = view[i]
+            if isinstance(m, AIMessage):
+                for tc in m.tool_calls:
+                    if (cid := tc.get("id")) is not None:
+                        self._issuer[cid] = i
+                        self._open[(i, cid)] += 1
+            elif isinstance(m, ToolMessage):
+                owner = self._issuer.get(m.tool_call_id)
+                if owner is None:
+                    self._orphans += 1
+                else:
+                    self._open.pop((owner, m.tool_call_id), None)
+        self._view, self._ids = list(view), ids
+        missing = 0
+        for (i, cid), k in self._open.items():
+            if (view[i].id, cid) in answered or cid in answered:
+                missing += k
+        return self._orphans + missing

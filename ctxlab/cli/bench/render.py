@@ -357,9 +357,12 @@ def _replay_target_lines(replay: ReplayThroughput) -> list[str]:
     out += [
         "",
         "What bounds the in-process replay, beside the middleware itself: the model-node mirror around "
-        "it (LangChain's `ModelRequest`, LangGraph's `add_messages` copying the state), the view tracker "
-        "(canonical keys of each new message), identifier retention (each assistant message's words until "
-        "an earlier identifier is found) and the cost columns. The command adds start-up (importing "
+        "it (LangChain's `ModelRequest`; pure appends to the state skip `add_messages`' id index, "
+        "`ctxlab.replay.reducer`), the provider stand-in's byte bound of each sent request, the view "
+        "tracker and the pricing of each strategy's requests. The work that depends on the transcript "
+        "only (the uncompressed request's tokens, window check and cost, each message's view key, "
+        "whether the answer mentions an earlier identifier, the agent step) is done once per transcript "
+        "call for all the strategies of a batch (`ctxlab.replay.share`). The command adds start-up (importing "
         "LangChain's agents, polars, matplotlib), loading and the figures of the runs that reach T; the "
         "baseline command shares start-up and loading but imports only LangChain's messages and tiktoken. "
         "Profile with `python -m tools.profiles replay` (and `... profiles middleware` for section 1) to see the current split.",
