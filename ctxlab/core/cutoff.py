@@ -225,12 +225,14 @@ def history_document(messages: list[BaseMessage], start: int, end: int, previous
     head = f"# Conversation history: state messages {start}..{end - 1}\n\n"
     if previous_summary:
         head += "## Previous summary\n\n" + _fenced(previous_summary) + "\n## Messages\n\n"
+    # the pieces refer to the messages' own texts: the one copy of the span is the joined document
+    # (issue 31: the history of an 8,000-message run is ~400 KB; rendering it no longer holds it twice)
     parts = [head]
     position = start
     for m in messages:
         if is_summary_message(m):
             continue
-        parts.append(_history_entry(m, position))
+        _history_entry(m, position, parts)
         position += 1
     return "".join(parts)
 
@@ -251,29 +253,36 @@ def history_key(messages: Sequence[BaseMessage], start: int, end: int) -> str:
 
 def _fenced(text: str) -> str:
     """``text`` verbatim between two fence lines longer than any backtick run in it."""
+    return "".join(_fence(text))
+
+
+def _fence(text: str) -> tuple[str, str, str]:
+    """The pieces of :func:`_fenced` (opening line, ``text`` itself, closing line): joined once
+    with the rest of a document, the text is not copied on its own."""
     if "```" not in text:  # the usual case: no run of three backticks, the shortest fence
-        return f"```\n{text}\n```\n"
+        return "```\n", text, "\n```\n"
     longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
     fence = "`" * max(3, longest + 1)
-    return f"{fence}\n{text}\n{fence}\n"
+    return f"{fence}\n", text, f"\n{fence}\n"
 
 
-def _history_entry(message: BaseMessage, position: int) -> str:
+def _history_entry(message: BaseMessage, position: int, out: list[str]) -> None:
+    """Append the pieces of ``message``'s entry (at state ``position``) to ``out``."""
     labels = [f"### {position}: {message.type}"]
     for key in ("id", "name", "tool_call_id", "status"):
         value = getattr(message, key, None)
         if value is not None and not (key == "status" and value == "success"):
             labels.append(f"{key}={value}")
-    out = [" · ".join(labels) + "\n\n"]
+    out.append(" · ".join(labels) + "\n\n")
     content = message.content
     if isinstance(content, str):
-        out.append(_fenced(content))
+        out.extend(_fence(content))
     else:
         for block in content:
             if isinstance(block, str):
-                out.append(_fenced(block))
+                out.extend(_fence(block))
             elif block.get("type") == "text" and isinstance(block.get("text"), str):
-                out.append(_fenced(block["text"]))
+                out.extend(_fence(block["text"]))
             else:
                 kind = str(block.get("type"))
                 if kind in CALL_BLOCKS:  # a call carried as a block: named like tool_calls (issue 30)
@@ -282,26 +291,26 @@ def _history_entry(message: BaseMessage, position: int) -> str:
                     )
                 elif kind in RESULT_BLOCKS:
                     out.append(f"tool result · id={block.get(RESULT_BLOCKS[kind][0])} ({kind}):\n")
-                out.append(_fenced(json.dumps(block, ensure_ascii=False, default=str)))
+                out.extend(_fence(json.dumps(block, ensure_ascii=False, default=str)))
     if isinstance(message, AIMessage):
         for tc in message.tool_calls:
             out.append(f"\ntool call {tc.get('name')} · id={tc.get('id')}\n")
             for key, value in (tc.get("args") or {}).items():
                 if isinstance(value, str):
-                    out.append(f"argument {key}:\n" + _fenced(value))
+                    out.append(f"argument {key}:\n")
+                    out.extend(_fence(value))
                 else:
                     out.append(f"argument {key} (JSON):\n")
-                    out.append(_fenced(json.dumps(value, ensure_ascii=False, default=str)))
+                    out.extend(_fence(json.dumps(value, ensure_ascii=False, default=str)))
         for bad in message.invalid_tool_calls:  # sent to the provider as calls: kept whole too
             out.append(
                 f"\ninvalid tool call {bad.get('name')} · id={bad.get('id')} · error={bad.get('error')}\n"
             )
             args = bad.get("args")
-            out.append(
-                _fenced(args if isinstance(args, str) else json.dumps(args, ensure_ascii=False, default=str))
+            out.extend(
+                _fence(args if isinstance(args, str) else json.dumps(args, ensure_ascii=False, default=str))
             )
     out.append("\n")
-    return "".join(out)
 
 
 def build_summary_message(

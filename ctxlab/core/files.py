@@ -96,15 +96,18 @@ class FileWriteError(OSError):
         super().__init__(f"could not write {path}: {self.reason}")
 
 
+#: a lone surrogate: the only code points UTF-8 cannot encode (:func:`writable_text`)
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def writable_text(text: str) -> str:
     """``text`` as a backend can encode it: lone surrogates (a file name read with
     ``surrogateescape``, ``'caf\\udce9.txt'``) become ``\\udce9`` escapes; every other character
-    is kept.  The same object is returned when nothing needed escaping."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return text.encode("utf-8", "backslashreplace").decode("utf-8")
-    return text
+    is kept.  The same object is returned when nothing needed escaping (checked without an
+    encoded copy of the text: a history file is hundreds of KB, issue 31)."""
+    if text.isascii() or _SURROGATE.search(text) is None:
+        return text
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def safe_stem(name: str | None, fallback: str = "tool") -> str:

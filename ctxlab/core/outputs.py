@@ -58,9 +58,11 @@ T = TypeVar("T")
 READ_TOOL_NAME = "read_saved_output"
 #: lines the read tool returns by default (as DeepAgents' ``read_file``)
 READ_LIMIT_LINES = 2000
-#: texts whose offload path and size are remembered (keyed by the text object itself; a view holds
-#: at most a few hundred offloads at the default settings)
-PATHS_CACHED = 1024
+#: texts whose offload path and size are remembered (keyed by the text object itself): enough for
+#: the offloads of one view at the default settings (the bench's realistic 8,000-message run holds
+#: at most 151), which a backend the instance cannot trust checks again on every round; a
+#: trusted scope asks for each new text once (issue 31: 1,024 entries held ~0.5 MB)
+PATHS_CACHED = 256
 
 __all__ = [
     "PATHS_CACHED",

@@ -272,6 +272,21 @@ def split_text(text: str, max_tokens: int) -> list[str]:
     return pieces
 
 
+def _filled(prompt: str, blocks: list[str]) -> str:
+    """``prompt.replace("{messages}", "\\n\\n".join(blocks))`` joined once (the blocks are not
+    first joined on their own)."""
+    head, *rest = prompt.split("{messages}")
+    if len(rest) != 1:  # no slot, or several: the plain replacement
+        return prompt.replace("{messages}", "\n\n".join(blocks))
+    pieces = [head]
+    for i, block in enumerate(blocks):
+        if i:
+            pieces.append("\n\n")
+        pieces.append(block)
+    pieces.append(rest[0])
+    return "".join(pieces)
+
+
 def fold_prompt(job: SummaryJob, chunk: list[str], running: str | None) -> str:
     """The text sent for one folded input: the running summary first, then the chunk."""
     body = "\n\n".join(chunk)
@@ -424,8 +439,10 @@ class LLMSummarizer:
         blocks = [render_message(m) for m in job.messages]
         sizes = [estimate_text_tokens(b) for b in blocks]
         if sum(sizes) <= room:
-            # what is sent is escaped as the history file is (lone surrogates, issue 30)
-            text = writable_text(job.prompt.replace("{messages}", "\n\n".join(blocks)))
+            # what is sent is escaped as the history file is (lone surrogates, issue 30); built in
+            # one join, and the rendered blocks dropped before the call (issue 31: peak memory)
+            text = writable_text(_filled(job.prompt, blocks))
+            del blocks
             return self._account(result, text, (yield text))
         piece_room = max(64, int(room * PIECE_SHARE))
         queue: deque[tuple[str, int]] = deque()

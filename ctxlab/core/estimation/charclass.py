@@ -406,7 +406,8 @@ def _cjk_units(text: str, u: bytes) -> float:
 
 
 def _long_units(text: str, u: bytes, stride: int, sample_from: int) -> float:
-    """The long-tier estimate of ``text`` (``u``: its UTF-8 bytes), in 1/UNIT tokens."""
+    """The long-tier estimate of ``text`` (``u``: its UTF-8 bytes, read only when the text is one
+    block), in 1/UNIT tokens."""
     total = 0.0
     for i in range(0, len(text), BLOCK):
         if len(text) > BLOCK:
@@ -446,7 +447,11 @@ def char_class_tokens(text: str, stride: int = 1, sample_from: int = 0) -> int:
     # lowers the estimate across the tier boundary (issue 20)
     floor = _short_units(u[:SHORT_BYTES])
     if len(u) > RUN_SAMPLE or (stride > 1 and len(u) >= sample_from):
-        return max(1, round(_long_units(text, u, stride, sample_from) / UNIT), round(floor / UNIT))
+        # a text of several blocks is encoded block by block: its whole encoding is not kept
+        # alongside (issue 31: a summarizer prompt is hundreds of KB)
+        whole = u if len(text) <= BLOCK else b""
+        del u
+        return max(1, round(_long_units(text, whole, stride, sample_from) / UNIT), round(floor / UNIT))
     # one block, no sample: _long_units inlined (the common size of a message)
     w = u.translate(_LONG_TABLE)
     units: float = (
@@ -478,6 +483,7 @@ def estimate_text_tokens(
     """
     u = text.encode("utf-8", "surrogatepass")
     if len(u) > SHORT_BYTES:
+        del u  # the long tier encodes it again: not two copies at once
         return _count(text)  # type: ignore[operator,no-any-return]
     if not u:
         return 0
