@@ -14,7 +14,7 @@ import json
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import NotRequired, TypedDict
+from typing import TYPE_CHECKING, NotRequired, TypedDict
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
@@ -32,6 +32,9 @@ from ctxlab.core.messages import last_human_index, message_text, request_digest
 from ctxlab.core.prompts import SummaryFraming, framing_for
 from ctxlab.core.summarize import LATEST_REQUEST_CHARS, SummaryResult
 from ctxlab.core.toolcalls import CALL_BLOCKS, RESULT_BLOCKS
+
+if TYPE_CHECKING:
+    from ctxlab.core.settings import CompressionSettings
 
 __all__ = [
     "CARRIED_REQUEST_SHARE",
@@ -152,6 +155,26 @@ class CutoffContext:
     estimate: Callable[[BaseMessage], int]
     target_tokens: float
     forced: bool = False
+
+    @classmethod
+    def for_round(
+        cls,
+        settings: CompressionSettings,
+        estimate: Callable[[BaseMessage], int],
+        *,
+        has_previous_summary: bool,
+        forced: bool = False,
+    ) -> CutoffContext:
+        """The context an L2 round (and a prepared summary of the round to come, issue 34) gives
+        the cutoff rule: ``summary_keep_messages`` and T2 (``l2_threshold_tokens``) from
+        ``settings``; one home, so that the two always ask the rule the same question."""
+        return cls(
+            keep_messages=settings.summary_keep_messages,
+            has_previous_summary=has_previous_summary,
+            estimate=estimate,
+            target_tokens=settings.l2_threshold_tokens,
+            forced=forced,
+        )
 
 
 @dataclass(frozen=True)

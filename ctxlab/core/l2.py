@@ -115,12 +115,8 @@ def plan_l2(
         return None
     cut = inp.hooks.select_cutoff(
         list(eff),
-        CutoffContext(
-            keep_messages=s.summary_keep_messages,
-            has_previous_summary=has_prev,
-            estimate=inp.estimates.message_tokens,
-            target_tokens=s.l2_threshold_tokens,
-            forced=forced,
+        CutoffContext.for_round(
+            s, inp.estimates.message_tokens, has_previous_summary=has_prev, forced=forced
         ),
     )
     local = cut.index if cut is not None else None

@@ -225,12 +225,7 @@ def _cutoff(inp: PrepareView, eff: list[BaseMessage], has_prev: bool) -> int | N
     s = inp.settings
     cut = inp.hooks.select_cutoff(
         list(eff),
-        CutoffContext(
-            keep_messages=s.summary_keep_messages,
-            has_previous_summary=has_prev,
-            estimate=inp.estimates.message_tokens,
-            target_tokens=s.l2_threshold_tokens,
-        ),
+        CutoffContext.for_round(s, inp.estimates.message_tokens, has_previous_summary=has_prev),
     )
     local = cut.index if cut is not None else None
     if local is None or not first_new_position(has_prev) <= local <= len(eff):
