@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import argparse
 import re
-import shutil
 import sys
 import warnings
 from collections.abc import Sequence
@@ -48,23 +47,19 @@ from ctxlab.cli.resolve import (
     summary_cache_from_args,
     window_from_args,
 )
+from ctxlab.cli.staging import (
+    OUTPUTS,
+    discard,
+    finish,
+    finished_runs,
+    publish,
+    reclaim,
+    say_resume,
+    stage_in,
+)
 from ctxlab.replay.names import did_you_mean
 
 __all__ = ["OUTPUTS", "lab_manager", "run_replay", "warn"]
-
-#: what a run writes into its output folder; removed first so no stale result survives
-OUTPUTS = (
-    "calls.parquet",
-    "summary.csv",
-    "report.md",
-    "run.json",
-    "summaries.jsonl",
-    "figures",
-    "files",
-    "views",
-    "inspect.html",
-    "inspect",
-)
 
 
 def warn(message: object) -> None:
@@ -225,105 +220,6 @@ def _load_warning(w: Any) -> Any:
     return ReplayIssue(kind="load", source=str(w.filename), problem=f"{w.category.__name__}: {text}")
 
 
-#: where a run's middlewares write inside ``--out`` until the run has replayed something
-STAGING = ".ctxlab-staging"
-
-
-def _staging(out: Path, resume: bool = False) -> tuple[Path, bool]:
-    """The staging folder inside ``out`` (made, with ``out``, if missing; emptied unless
-    ``resume``: then an interrupted run's finished runs stay) and whether ``out`` was made here.
-
-    Raises:
-        CliError: ``out`` is not a folder or cannot be written.
-    """
-    if out.exists() and not out.is_dir():
-        raise CliError(f"--out {out}: exists and is not a folder")
-    made = not out.exists()
-    stage = out / STAGING
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        if not resume:
-            shutil.rmtree(stage, ignore_errors=True)
-        stage.mkdir(exist_ok=True)
-    except OSError as exc:
-        raise CliError(f"--out {out}: cannot write there ({exc.strerror or exc})") from exc
-    return stage, made
-
-
-def _discard(stage: Path, out: Path, made: bool) -> None:
-    """Nothing was replayed: remove the staging folder, and ``out`` when it was made for this run."""
-    shutil.rmtree(stage, ignore_errors=True)
-    if made and out.is_dir() and not any(out.iterdir()):
-        out.rmdir()
-
-
-def _publish(stage: Path, out: Path, command: str) -> None:
-    """Something was replayed: mark ``out`` unfinished (:mod:`ctxlab.replay.run_folder`), remove
-    its old results (so no stale one survives) and move the middlewares' files and the views from
-    the staging folder into ``out/files`` and ``out/views``.  The staging folder (the finished
-    runs) stays until :func:`_finish`: an interrupted writing can be resumed."""
-    from ctxlab.replay.run_folder import mark_incomplete
-
-    mark_incomplete(out, command)
-    for name in OUTPUTS:
-        target = out / name
-        if target.is_dir():
-            shutil.rmtree(target)
-        elif target.exists():
-            target.unlink()
-    for folder in ("files", "views"):
-        if (stage / folder).is_dir():
-            (stage / folder).rename(out / folder)
-
-
-def _finish(stage: Path, out: Path) -> None:
-    """Every output is written: remove the staging folder, then the unfinished mark."""
-    from ctxlab.replay.run_folder import mark_finished
-
-    shutil.rmtree(stage, ignore_errors=True)
-    mark_finished(out)
-
-
-def _reclaim(stage: Path, out: Path) -> None:
-    """The writing of ``out`` stopped before it ended: give the staging folder back the files
-    and views of its finished runs (moved into ``out`` by :func:`_publish`), so that ``--resume``
-    finds the checkpoint whole."""
-    from ctxlab.replay.run_folder import INCOMPLETE
-
-    if not (out / INCOMPLETE).exists() or not (stage / "runs").is_dir():
-        return
-    for folder in ("files", "views"):
-        if (out / folder).is_dir() and not (stage / folder).exists():
-            (out / folder).rename(stage / folder)
-
-
-def _finished_runs(stage: Path) -> int:
-    return sum(1 for _ in (stage / "runs").rglob("*.pickle")) if (stage / "runs").is_dir() else 0
-
-
-def _say_resume(stage: Path) -> None:
-    """``--resume``: one line saying what it found in the checkpoint (nothing, or N runs)."""
-    from ctxlab.replay.resume import RESUME_FILE
-
-    if not (stage / RESUME_FILE).is_file():
-        print(
-            f"ctxlab: --resume: no checkpoint in {stage} (no interrupted run of an --out like this one): "
-            "replaying every run",
-            file=sys.stderr,
-        )
-    elif not _finished_runs(stage):
-        print(
-            f"ctxlab: --resume: the checkpoint in {stage} holds no finished run: replaying every run",
-            file=sys.stderr,
-        )
-    else:
-        print(
-            f"ctxlab: --resume: {_finished_runs(stage)} finished run(s) in {stage} are reused (when their "
-            "settings match); replaying the others",
-            file=sys.stderr,
-        )
-
-
 def _fail(problems: Sequence[Any], message: str) -> int:
     for e in problems[:20]:
         print(f"ctxlab: error: {e}", file=sys.stderr)
@@ -384,16 +280,16 @@ def run_replay(args: argparse.Namespace, argv: Sequence[str]) -> int:
         return _fail(problems, "nothing to replay; nothing written")
     if problems and not args.keep_going:
         return _fail(problems, "stopped before replaying (--keep-going replays the others); nothing written")
-    stage, made = _staging(out, resume=args.resume)
+    stage, made = stage_in(out, resume=args.resume)
     if args.resume:
-        _reclaim(stage, out)
-        _say_resume(stage)
+        reclaim(stage, out)
+        say_resume(stage)
     try:
         result = _replay_into(
             args, transcripts, names, (settings, window, price, pm, summarizer_model), stage
         )
     except BaseException:  # Ctrl-C (KeyboardInterrupt) or a crash: keep what finished, or nothing
-        finished, total = _finished_runs(stage), len(transcripts) * len(names)
+        finished, total = finished_runs(stage), len(transcripts) * len(names)
         if finished:
             print(
                 f"ctxlab: stopped while replaying: {finished} finished run(s) are kept in {stage} (of "
@@ -407,16 +303,16 @@ def run_replay(args: argparse.Namespace, argv: Sequence[str]) -> int:
                 f"({out}'s earlier outputs are untouched)",
                 file=sys.stderr,
             )
-            _discard(stage, out, made)
+            discard(stage, out, made)
         raise
     # the load problems found here; a parallel replay's planner found the same ones again
     result.errors = _once([*plugin_problems, *problems, *result.errors])
     result.warnings = [*said, *(w for w in result.warnings if w not in said)]
     if result.replayed == 0:
-        _discard(stage, out, made)
+        discard(stage, out, made)
         return _fail(result.errors, "nothing could be replayed; nothing written")
     command = "ctxlab " + " ".join(argv)
-    _publish(stage, out, command)
+    publish(stage, out, command)
     result.files_dir = out / "files"
     result.provenance["command"] = command
     figures = "none" if args.no_figures else args.figures
@@ -427,18 +323,18 @@ def run_replay(args: argparse.Namespace, argv: Sequence[str]) -> int:
 
             written["html"] = write_inspector(out)
     except BaseException:  # Ctrl-C or a crash while writing: the folder says it is unfinished
-        _reclaim(stage, out)
+        reclaim(stage, out)
         from ctxlab.replay.run_folder import INCOMPLETE
 
         print(
             f"ctxlab: stopped while writing the outputs: {out} is not a finished run (marked by "
-            f"{out / INCOMPLETE}; ctxlab show and diff refuse it); the {_finished_runs(stage)} finished "
+            f"{out / INCOMPLETE}; ctxlab show and diff refuse it); the {finished_runs(stage)} finished "
             f"run(s) are kept in {stage}: the same command with --resume writes the outputs without "
             "replaying them again",
             file=sys.stderr,
         )
         raise
-    _finish(stage, out)
+    finish(stage, out)
     print_summary(result, strategy_totals(result.frame()), written, out, top=args.top, data=args.data)
     failures = [e for e in result.errors if e.kind != "plugin"]
     flagged = [e for e in result.errors if e.kind == "plugin" or e.plugin]

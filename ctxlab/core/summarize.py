@@ -33,6 +33,7 @@ from ctxlab.core.estimation import estimate_text_tokens
 from ctxlab.core.files import writable_text
 from ctxlab.core.marks import SUMMARIZER_ROLE_METADATA, is_observation, is_summary_message
 from ctxlab.core.messages import message_text
+from ctxlab.core.replies import EmptySummaryError, TruncatedSummaryError, output_cap_reason, reply_text
 from ctxlab.core.toolcalls import block_calls, is_result_message, result_blocks
 
 try:  # LangGraph's tag that keeps a model call out of the "messages" stream
@@ -74,46 +75,6 @@ __all__ = [
     "reply_text",
     "summary_token_limit",
 ]
-
-
-class EmptySummaryError(ValueError):
-    """The summarizer's reply holds no text: only a reasoning block, only a tool call, or an
-    empty string.  A failed summary (R10), never committed as one."""
-
-
-class TruncatedSummaryError(ValueError):
-    """The summarizer's reply stopped at its output-token cap (:func:`output_cap_reason`): its
-    text is a part of a summary.  A failed summary (R10), never committed as one (issue 24)."""
-
-
-#: ``response_metadata`` keys that say why a reply stopped, across providers: OpenAI and
-#: compatible APIs, Gemini (``finish_reason``), Anthropic (``stop_reason``), Ollama
-#: (``done_reason``), Bedrock Converse (``stopReason``)
-_STOP_KEYS = ("finish_reason", "stop_reason", "done_reason", "stopReason")
-#: their values (compared lower-cased) for "the output-token cap was reached"
-_CAP_REASONS = frozenset({"length", "max_tokens", "max_output_tokens"})
-
-
-def output_cap_reason(reply: Any) -> str | None:
-    """Why ``reply`` stopped, when it stopped at its output-token cap, else ``None``.
-
-    Read from ``reply.response_metadata``: ``finish_reason`` ``"length"`` (OpenAI, compatible APIs) or ``"MAX_TOKENS"``
-    (Gemini), ``stop_reason`` ``"max_tokens"`` (Anthropic), ``done_reason`` ``"length"``
-    (Ollama), ``stopReason`` ``"max_tokens"`` (Bedrock), or an OpenAI Responses
-    ``incomplete_details.reason`` ``"max_output_tokens"``.
-    """
-    meta = getattr(reply, "response_metadata", None)
-    if not isinstance(meta, dict):
-        return None
-    for key in _STOP_KEYS:
-        value = meta.get(key)
-        if isinstance(value, str) and value.lower() in _CAP_REASONS:
-            return f"{key}={value}"
-    details = meta.get("incomplete_details")
-    reason = details.get("reason") if isinstance(details, dict) else None
-    if isinstance(reason, str) and reason.lower() in _CAP_REASONS:
-        return f"incomplete_details.reason={reason}"
-    return None
 
 
 @dataclass
@@ -293,42 +254,6 @@ def fold_prompt(job: SummaryJob, chunk: list[str], running: str | None) -> str:
     if running:
         body = f"[previous summary]\n{running}\n\n{body}"
     return job.prompt.replace("{messages}", body)
-
-
-def reply_text(reply: Any) -> str:
-    """The text of a summarizer reply: its ``str`` content, or its text blocks joined.
-
-    Reasoning, tool-use and every other block are left out.
-
-    Raises:
-        TruncatedSummaryError: the reply stopped at its output-token cap (:func:`output_cap_reason`).
-        EmptySummaryError: the reply has no text (only a reasoning block, only a tool call, an
-            empty or blank string).
-    """
-    cap = output_cap_reason(reply)
-    if cap is not None:
-        raise TruncatedSummaryError(f"the summarizer's reply stopped at its output-token cap ({cap})")
-    content = getattr(reply, "content", reply)
-    if isinstance(content, str):
-        text = content
-    elif isinstance(content, list):
-        text = "\n".join(
-            b if isinstance(b, str) else str(b.get("text", ""))
-            for b in content
-            if isinstance(b, str) or (isinstance(b, dict) and b.get("type") == "text")
-        )
-    else:
-        text = ""
-    if text.strip():
-        return text
-    kinds = {b.get("type") for b in content if isinstance(b, dict)} if isinstance(content, list) else set()
-    if getattr(reply, "tool_calls", None) or kinds & {"tool_use", "tool_call", "function_call"}:
-        what = "only a tool call"
-    elif kinds & {"reasoning", "thinking", "redacted_thinking"}:
-        what = "only a reasoning block"
-    else:
-        what = "an empty reply"
-    raise EmptySummaryError(f"the summarizer's reply has no text ({what})")
 
 
 def summary_token_limit(summarizer_budget: int, capacity_tokens: int | None) -> int:
