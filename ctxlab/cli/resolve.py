@@ -178,20 +178,13 @@ def _known_keys(data: dict[str, Any], config: str | None) -> None:
     """
     from dataclasses import fields
 
-    from ctxlab.core.settings import CompressionSettings
-    from ctxlab.replay.names import did_you_mean
+    from ctxlab.core.settings import CompressionSettings, closest_field
 
     known = [f.name for f in fields(CompressionSettings)]
-    prefix = known[0]  # their common start ("summary_"): compared without it, the close names stand out
-    for name in known[1:]:
-        while not name.startswith(prefix):
-            prefix = prefix[:-1]
-    stems = {name.removeprefix(prefix): name for name in known}
     for key in data:
         if key not in known:
-            hint = did_you_mean(key.removeprefix(prefix), stems)
-            for stem, name in stems.items():
-                hint = hint.replace(repr(stem), repr(name))
+            close = closest_field(key)
+            hint = f" (did you mean {close!r}?)" if close else ""
             where = f"--config {config}: " if config else ""
             raise CliError(f"invalid setting: {where}unknown key {key!r}{hint}; known: {', '.join(known)}")
 

@@ -30,6 +30,7 @@ __all__ = [
     "SUMMARY_PROMPT_ZH",
     "CompressionSettings",
     "SettingsError",
+    "closest_field",
 ]
 
 
@@ -43,16 +44,32 @@ class SettingsError(ValueError):
         super().__init__(f"{field_name}={value!r} is invalid: allowed {allowed}")
 
 
-def _check_known(data: Mapping[str, Any]) -> None:
-    """Raise :class:`SettingsError` for the first key of ``data`` (sorted) that is no field of
-    :class:`CompressionSettings`: the closest field when one is close
-    (:func:`difflib.get_close_matches`), then every field."""
+def closest_field(key: str) -> str | None:
+    """The :class:`CompressionSettings` field a misspelt ``key`` most likely means, or ``None``.
+
+    Compared without the fields' common start (``summary_``), so that the one close name stands
+    out (:func:`difflib.get_close_matches`, cutoff 0.6): ``summary_keep_mesages`` and
+    ``keep_mesages`` both give ``summary_keep_messages``."""
     import difflib
 
+    names = [f.name for f in fields(CompressionSettings)]
+    prefix = names[0]
+    for name in names[1:]:
+        while not name.startswith(prefix):
+            prefix = prefix[:-1]
+    stems = {name.removeprefix(prefix): name for name in names}
+    close = difflib.get_close_matches(str(key).removeprefix(prefix), list(stems), n=1, cutoff=0.6)
+    return stems[close[0]] if close else None
+
+
+def _check_known(data: Mapping[str, Any]) -> None:
+    """Raise :class:`SettingsError` for the first key of ``data`` (sorted) that is no field of
+    :class:`CompressionSettings`: the closest field when one is close (:func:`closest_field`),
+    then every field."""
     names = sorted(f.name for f in fields(CompressionSettings))
     for key in sorted(str(k) for k in data if k not in names):
-        close = difflib.get_close_matches(key, names, n=1, cutoff=0.6)
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        close = closest_field(key)
+        hint = f" (did you mean {close!r}?)" if close else ""
         raise SettingsError(key, data[key], f"a known field{hint}: {names}")
 
 
