@@ -4,6 +4,7 @@ figure of LangChain's summarization draws its T line."""
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -131,3 +132,22 @@ def test_ctrl_c_outside_a_command_is_still_status_130(monkeypatch, capsys) -> No
     monkeypatch.setattr(cli, "build_parser", interrupted)
     assert cli.main(["replay"]) == 130
     assert "ctxlab: interrupted" in capsys.readouterr().err
+
+
+def test_ctrl_c_inside_a_string_eval_still_exits_130(tmp_path: Path) -> None:
+    """A Ctrl-C that lands while a module's ``dataclasses``/``typing`` string ``exec`` runs leaves
+    CPython's "unhandled KeyboardInterrupt" flag set even after :func:`main` handled it; ``python
+    -m ctxlab`` then ended by SIGINT (-2) instead of 130 (the intermittent failure of
+    ``test_ctrl_c_leaves_only_the_finished_runs``).  The interrupt is raised inside a string exec
+    in a real ``python -m ctxlab`` process (a ``sitecustomize`` wraps the command's first step)."""
+    (tmp_path / "sitecustomize.py").write_text(
+        "import ctxlab.cli.main as cli\n"
+        "def interrupted(argv):\n"
+        "    exec('raise KeyboardInterrupt')\n"
+        "cli._run = interrupted\n",
+        encoding="utf-8",
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.run([*CTXLAB, "replay"], env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 130, (proc.returncode, proc.stderr[-2000:])
+    assert proc.stderr.strip().splitlines()[-1] == "ctxlab: interrupted"

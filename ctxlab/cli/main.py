@@ -161,8 +161,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _run(argv)
     except KeyboardInterrupt:
+        _forget_interrupted_string_eval()
         print("ctxlab: interrupted", file=sys.stderr)
         return 130
+
+
+def _forget_interrupted_string_eval() -> None:
+    """Make ``python -m ctxlab`` end with the status :func:`main` returns after a Ctrl-C.
+
+    CPython (3.11, 3.12) remembers a KeyboardInterrupt that ended a string ``exec``/``eval`` —
+    what ``dataclasses``, ``namedtuple`` and ``typing`` run while a module loads — even when it
+    was caught; under ``-m`` the interpreter then ends itself by SIGINT (status -2, no message)
+    instead of exiting 130.  Every string evaluation starts by clearing that flag, so one empty
+    one after the interrupt was handled clears it (tests/test_cli_jobs_and_interrupts.py).
+    """
+    exec("pass")
 
 
 def _run(argv: Sequence[str] | None) -> int:
