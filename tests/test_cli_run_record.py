@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import warnings
 from pathlib import Path
 
 import pytest
@@ -58,7 +59,8 @@ def test_load_and_setting_warnings_reach_report_and_run_json(
     assert "notes.csv" in section
     assert "warning(s): see [Errors and skipped files]" in report.split("## Settings")[0]
     ratio = json.loads((tmp_path / "r" / "run.json").read_text(encoding="utf-8"))["warnings"]
-    assert {"kind": "setting", "source": "summary_l2_trigger_ratio", "where": "",
+    assert {"kind": "setting", "source": "summary_l2_trigger_ratio", "where": "", "transcript": None,
+            "strategy": None,
             "message": "summary_l2_trigger_ratio: 1.5 is outside the recommended range 0.1-1.0"} in ratio  # fmt: skip
     ratio_report = (tmp_path / "r" / "report.md").read_text(encoding="utf-8")
     assert (
@@ -275,3 +277,54 @@ def test_an_empty_session_in_a_folder_is_skipped_and_listed_a_broken_file_still_
     assert _run("replay", str(alone), "--out", str(tmp_path / "o3")) == 1
     err = capsys.readouterr().err
     assert f"no transcripts found under {alone} (only 1 skipped file(s), named in the warning)" in err
+
+
+WARNS_ON_EVENT = (
+    "import warnings\n"
+    "from ctxlab.core.hookspecs import hookimpl\n\n"
+    "@hookimpl\n"
+    "def ctxlab_on_event(event):\n"
+    "    warnings.warn('event sink offline: ' + str(event.get('type')), UserWarning)\n"
+)
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_warning_raised_while_replaying_reaches_run_json_and_the_report(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], jobs: str
+) -> None:
+    """A warning raised during the replay itself (here a plugin's, from its event observer; in
+    practice also the middleware's "conversation history not saved") is recorded per run, naming
+    the transcript and the strategy, also from worker processes (``--jobs 2``), and still shown."""
+    plug = tmp_path / "plug"
+    plug.mkdir()
+    (plug / "warns.py").write_text(WARNS_ON_EVENT, encoding="utf-8")
+    out = tmp_path / "o"
+    # serially the warning is shown again in this process; a worker shows it on its own stderr
+    shown = (
+        pytest.warns(UserWarning, match="event sink offline") if jobs == "1" else warnings.catch_warnings()
+    )
+    with shown:
+        warnings.simplefilter("always")
+        code = _run(
+            "replay",
+            str(KATY),
+            "--plugins-dir",
+            str(plug),
+            "--summary-threshold",
+            "2",
+            "--jobs",
+            jobs,
+            "--out",
+            str(out),
+        )
+    assert code == 0
+    record = json.loads((out / "run.json").read_text(encoding="utf-8"))
+    said = [w for w in record["warnings"] if w["kind"] == "run"]
+    assert said and all(w["transcript"] and w["strategy"] for w in said)
+    first = said[0]
+    assert first["transcript"] == "katy.traj" and first["strategy"] == "ars"
+    assert first["message"].startswith("katy.traj [ars]: UserWarning: event sink offline")
+    assert len({w["message"] for w in said}) == len(said)  # one per distinct text and run
+    report = (out / "report.md").read_text(encoding="utf-8")
+    assert f"- run: `{first['message']}`" in report
+    assert record["problems"] == []  # a warning is not a failure

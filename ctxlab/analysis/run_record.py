@@ -37,7 +37,7 @@ KINDS = {
 }
 
 #: what a warning of each kind is about in the report
-WARNING_KINDS = {"load": "file", "setting": "setting"}
+WARNING_KINDS = {"load": "file", "setting": "setting", "run": "run"}
 
 
 def run_record(result: ReplayResult) -> dict[str, Any]:
@@ -46,7 +46,9 @@ def run_record(result: ReplayResult) -> dict[str, Any]:
     :mod:`ctxlab.replay.prefix`), ``replayed`` (runs), ``calls``, ``problems``
     (one string per problem), ``warnings`` (each warning said while the run was made —
     a loader's, naming the file and the place, a skipped file, a setting outside its
-    recommended range —: ``kind``, ``source``, ``where``, ``message``), ``plugin_problems`` (each plugin that failed to load, was skipped or
+    recommended range, one raised while a run replayed (``kind`` ``"run"``, with its
+    ``transcript`` and ``strategy``) —: ``kind``, ``source``, ``where``, ``transcript``,
+    ``strategy``, ``message``), ``plugin_problems`` (each plugin that failed to load, was skipped or
     raised in a hook: ``plugin``, ``kind``, ``problem``, ``traceback``) and ``failed_summaries``
     (transcript, strategy, call, error, fallback text)."""
     return {
@@ -57,7 +59,14 @@ def run_record(result: ReplayResult) -> dict[str, Any]:
         "calls": len(result.rows),
         "problems": [f"{KINDS.get(e.kind, e.kind)}: {e}" for e in result.errors],
         "warnings": [
-            {"kind": w.kind, "source": w.source, "where": w.where, "message": str(w)}
+            {
+                "kind": w.kind,
+                "source": w.source,
+                "where": w.where,
+                "transcript": w.transcript,
+                "strategy": w.strategy,
+                "message": str(w),
+            }
             for w in getattr(result, "warnings", [])
         ],
         "plugin_problems": [

@@ -3,6 +3,9 @@ the problems of a batch, :class:`ReplayIssue`."""
 
 from __future__ import annotations
 
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,7 +24,7 @@ if TYPE_CHECKING:
     from ctxlab.replay.diff import RunDiff
     from ctxlab.replay.stats import PairedComparison
 
-__all__ = ["ReplayIssue", "ReplayResult", "raising_plugin"]
+__all__ = ["ReplayIssue", "ReplayResult", "raising_plugin", "recording_warnings"]
 
 
 @dataclass
@@ -241,3 +244,52 @@ class ReplayResult:
     def replayed(self) -> int:
         """How many transcript × strategy runs produced at least one row."""
         return len({(r["transcript"], r["strategy"]) for r in self.rows})
+
+
+#: the warnings :func:`recording_warnings` has shown again (the ``default`` action's registry)
+_SHOWN: dict[Any, Any] = {}
+
+
+@contextmanager
+def recording_warnings(result: ReplayResult, transcript: str, strategy: str) -> Iterator[None]:
+    """Keep every warning raised while one run replays in ``result.warnings`` (a
+    :class:`ReplayIssue` of ``kind`` ``"run"`` naming the transcript and the strategy; one per
+    distinct category and text), so that the run record lists it (``run.json`` ``warnings``,
+    the report's "Warnings") also when the run was replayed in a worker process (``--jobs``):
+    e.g. "conversation history not saved" from the middleware, a plugin's own warning.
+
+    The caller's warning filters decide as usual: an ignored warning is neither kept nor shown,
+    one turned into an error raises where it is raised.  Each kept warning is shown again after
+    the run (also when the run raised), once per process for the ``default`` action however many
+    runs raise it.  Warnings raised on other threads during the run are caught too (the filters
+    are the process's)."""
+    kept: list[warnings.WarningMessage] = []
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            try:
+                yield
+            finally:
+                kept = list(caught)
+    finally:
+        _keep_and_show(kept, result, transcript, strategy)
+
+
+def _keep_and_show(
+    kept: list[warnings.WarningMessage], result: ReplayResult, transcript: str, strategy: str
+) -> None:
+    seen: set[tuple[type[Warning], str]] = set()
+    for w in kept:
+        key = (w.category, str(w.message))
+        if key in seen:
+            continue
+        seen.add(key)
+        issue = ReplayIssue(
+            kind="run",
+            source=transcript,
+            transcript=transcript,
+            strategy=strategy,
+            problem=f"{w.category.__name__}: {w.message}",
+        )
+        if issue not in result.warnings:
+            result.warnings.append(issue)
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno, registry=_SHOWN, source=w.source)

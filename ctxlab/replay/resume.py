@@ -280,7 +280,7 @@ def add_cache_stats(merged: ReplayResult, one: ReplayResult) -> None:
 
 def split_by_strategy(result: ReplayResult, names: Sequence[str]) -> dict[str, ReplayResult]:
     """One transcript's result cut into one result per strategy name (rows, events, summaries,
-    offloads, views and problems; a strategy's rows carry its row label, which
+    offloads, views, problems and the runs' warnings; a strategy's rows carry its row label, which
     ``result.provenance["strategies"]`` maps to the name)."""
     records = result.provenance.get("strategies") or {}
     out: dict[str, ReplayResult] = {}
@@ -300,6 +300,7 @@ def split_by_strategy(result: ReplayResult, names: Sequence[str]) -> dict[str, R
         part.summaries = [s for s in result.summaries if s.get("strategy") in labels]
         part.offloads = [o for o in result.offloads if o.get("strategy") in labels]
         part.errors = [e for e in result.errors if e.strategy in labels]
+        part.warnings = [w for w in result.warnings if w.strategy in labels]
         part.prefixes = dict(result.prefixes)
         summarizers = result.provenance.get("summarizers") or {}
         part.provenance["summarizers"] = {k: v for k, v in summarizers.items() if k in labels}

@@ -30,7 +30,7 @@ from ctxlab.replay.latency import SimTime
 from ctxlab.replay.measures import build_row, default_measures
 from ctxlab.replay.metrics import IdentifierIndex
 from ctxlab.replay.observer import CallObserver
-from ctxlab.replay.result import ReplayResult
+from ctxlab.replay.result import ReplayResult, recording_warnings
 from ctxlab.replay.share import TranscriptShare
 from ctxlab.replay.sources import data_provenance
 from ctxlab.replay.stall import StallMeasure
@@ -172,19 +172,20 @@ def replay_one(
     )
     if view_log is not None:
         view_log.tools(observer.tools, measure.tools_tokens)
-    for obs in observer.calls(limit_calls):
-        result.rows.append(build_row(obs, measures))
-        if view_log is not None:
-            for message in obs.arrived:
-                view_log.arrive(message)
-            view_log.call(obs.call_index, obs.view.system, obs.view.messages, obs.call.events)
-        if keep_views:
-            key = (label, strategy_name, obs.call_index)
-            result.views[key] = obs.view
-            result.requests[key] = list(obs.call.views)
-            result.updates[key] = [*update_items(obs.call.before_update), *update_items(obs.call.command)]
-        if on_call is not None:
-            on_call()
-    for m in measures:
-        m.finish(observer.rest)
+    with recording_warnings(result, label, strategy_name):
+        for obs in observer.calls(limit_calls):
+            result.rows.append(build_row(obs, measures))
+            if view_log is not None:
+                for message in obs.arrived:
+                    view_log.arrive(message)
+                view_log.call(obs.call_index, obs.view.system, obs.view.messages, obs.call.events)
+            if keep_views:
+                key = (label, strategy_name, obs.call_index)
+                result.views[key] = obs.view
+                result.requests[key] = list(obs.call.views)
+                result.updates[key] = [*update_items(obs.call.before_update), *update_items(obs.call.command)]
+            if on_call is not None:
+                on_call()
+        for m in measures:
+            m.finish(observer.rest)
     return result
