@@ -384,3 +384,33 @@ def test_runs_neither_strategy_acted_on_are_ties_not_evidence() -> None:
         in line
     )
     assert "+23.5 to +23.5" not in line
+
+
+def test_the_paired_table_applies_the_summary_rule_and_says_how_many_differ() -> None:
+    """The trial's case (s39): the report's "Paired comparisons" table printed "+5.8 [+1.2, +9.2]
+    (208)" where 3 of 208 runs differed, an interval the executive summary's rule (ties carry no
+    sign, 6 differing runs at least) withholds; where a winner is named, its line and the table
+    say how many of the paired runs differ."""
+    from ctxlab.analysis.verdicts import verdict_sections
+
+    def table(frame: pl.DataFrame) -> str:
+        return ""
+
+    rows = [call(f"d{i}", "a", 30.0 + i, fmt="deer_flow") for i in range(3)]
+    rows += [call(f"d{i}", "b", 0.0, fmt="deer_flow", acted=False) for i in range(3)]
+    for i in range(20):
+        rows += [
+            call(f"s{i}", "a", 0.0, fmt="swe_agent", acted=False),
+            call(f"s{i}", "b", 0.0, fmt="swe_agent", acted=False),
+        ]
+    lines = verdict_sections(ReplayResult(rows=rows, strategies=["a", "b"]), table)
+    [row] = [line for line in lines if line.startswith("| b | a |")]
+    assert "(no interval: 3 of 23 differ, < 6)" in row and "[" not in row.split("|")[3]
+    # eight runs differ: an interval, with the count of those that differ beside the paired runs
+    rows += [call(f"e{i}", "a", 20.0 + i, fmt="deer_flow") for i in range(5)]
+    rows += [call(f"e{i}", "b", 0.0, fmt="deer_flow", acted=False) for i in range(5)]
+    result = ReplayResult(rows=rows, strategies=["a", "b"])
+    [row] = [line for line in verdict_sections(result, table) if line.startswith("| b | a |")]
+    assert "] (28, 8 differ)" in row.split("|")[3]
+    line = tokens_line(result)
+    assert "Best for tokens: **a**" in line and "28 paired runs (8 differ) in 2 sources" in line

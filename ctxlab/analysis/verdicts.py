@@ -159,7 +159,7 @@ class Best:
             strata = f" in {cmp.sources} sources, stratified" if cmp.sources > 1 else ""
             interval = (
                 f"{round(100 * CONFIDENCE)} % CI {fmt.format(cmp.low)} to {fmt.format(cmp.high)}, "
-                f"{cmp.runs} paired runs{strata}"
+                f"{cmp.runs} paired runs{_differing(cmp, ' ({} differ)')}{strata}"
                 if cmp.runs > 1
                 else "no interval from 1 paired run"
             )
@@ -394,10 +394,22 @@ def paired_table(result: ReplayResult, data: str | Sequence[str] = "real") -> li
 PAIRED_MEASURES = ("saving_pct_feasible", "cost_usd", "needed_recall")
 
 
+def _differing(cmp: Any, form: str = ", {} differ") -> str:
+    """``form`` with the paired runs that differ (``", 10 differ"``) when some are ties (they
+    carry no sign), else ``""``."""
+    return form.format(cmp.evidence) if cmp.evidence != cmp.runs else ""
+
+
 def _interval(cmp: Any, fmt: str) -> str:
+    """A cell of the "A vs B" table: the mean difference with its interval and the paired runs
+    (and how many differ); no interval where fewer than :data:`MIN_PAIRED_RUNS` runs differ, the
+    rule of the executive summary's verdicts (:attr:`PairedComparison.too_few`)."""
     if cmp.difference is None:
         return "-"
-    return f"{fmt.format(cmp.difference)} [{fmt.format(cmp.low)}, {fmt.format(cmp.high)}] ({cmp.runs})"
+    runs = f"{cmp.runs}{_differing(cmp)}"
+    if cmp.too_few:
+        return f"{fmt.format(cmp.difference)} (no interval: {cmp.evidence} of {cmp.runs} differ, < {MIN_PAIRED_RUNS})"
+    return f"{fmt.format(cmp.difference)} [{fmt.format(cmp.low)}, {fmt.format(cmp.high)}] ({runs})"
 
 
 def verdict_sections(
@@ -432,7 +444,9 @@ def verdict_sections(
         f"A − B with its {round(100 * CONFIDENCE)} % percentile-bootstrap interval over runs "
         "(2,000 resamples, seed 0; with runs from several sources the mean is source-balanced and "
         "the bootstrap stratified by source, `ctxlab.replay.stratified`) and, in brackets, the number "
-        "of paired runs. Definitions in this table: Δ saving, the per-run token saving over feasible "
+        "of paired runs and, when some are ties, how many differ (a tie carries no sign: with fewer "
+        f"than {MIN_PAIRED_RUNS} runs that differ no interval is given, as no winner is named in the "
+        "executive summary). Definitions in this table: Δ saving, the per-run token saving over feasible "
         "calls in percentage points (higher: A saves more); Δ cost, the cost with caching in US "
         "dollars per run (negative: A is cheaper); Δ identifier recall, the per-run identifier recall (each "
         "run's pooled over its L2 rounds) over the runs where both summarized (`-`: none). An "
