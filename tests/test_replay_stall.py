@@ -17,7 +17,7 @@ import pytest
 
 from ctxlab.core.settings import CompressionSettings
 from ctxlab.core.strategy import Strategy
-from ctxlab.replay import make_lab_manager, replay_many
+from ctxlab.replay import ReplayResult, make_lab_manager, replay_many
 from ctxlab.replay.building import strategy_records
 from ctxlab.replay.latency import Latency, SimClock, SimTime, SimulatedRunner, parse_seconds
 from ctxlab.replay.run_measures import resolve_price
@@ -32,12 +32,17 @@ SETTINGS = CompressionSettings(summary_threshold=32)
 
 
 @pytest.fixture(scope="module")
-def timed() -> pl.DataFrame:
+def timed_result() -> ReplayResult:
     result = replay_many(
         SESSION, ["ars", "ars-prepared"], settings=SETTINGS, summarizer_latency="2s", progress=False
     )
     assert not [e for e in result.errors if e.kind != "summary"], result.errors
-    return result.frame()
+    return result
+
+
+@pytest.fixture(scope="module")
+def timed(timed_result: ReplayResult) -> pl.DataFrame:
+    return timed_result.frame()
 
 
 def test_latency_forms_and_their_errors():
@@ -249,3 +254,36 @@ def test_cli_takes_the_latency_and_names_a_bad_one(tmp_path, capsys):
     summary = pl.read_csv(out / "summary.csv")
     assert summary.filter(pl.col("strategy") == "ars")["l2_stall_p50_s"].to_list() == [2.0]
     assert summary.filter(pl.col("strategy") == "ars-prepared")["prepared_rounds"].item() >= 3
+
+
+def test_the_executive_summary_and_the_settings_say_the_stall(timed_result, timed, tmp_path):
+    """With a latency model the executive summary says, per strategy, what the stall columns hold
+    (the trial found them only in the 58-column table), and the report's Settings section names
+    the prepare ratio ars-prepared sets over the run's settings (the table showed it blank)."""
+    from ctxlab.analysis.report import write_report
+    from ctxlab.analysis.verdicts import executive_summary
+
+    totals = {r["strategy"]: r for r in strategy_totals(timed).iter_rows(named=True)}
+    [line] = [x for x in executive_summary(timed_result).lines if x.startswith("Stall (")]
+    ars, prep = totals["ars"], totals["ars-prepared"]
+    assert "summarizer call 2s, agent step 1 s + the answer's output tokens at 50/s" in line
+    assert (
+        f"ars {ars['stall_total_s']:,.1f} s over {ars['l2_rounds']} L2 round(s) (p50 2.00 s, p99 2.00 s; "
+        "0% waited < 50 ms)" in line
+    )
+    assert (
+        f"ars-prepared {prep['stall_total_s']:,.1f} s over {prep['l2_rounds']} L2 round(s) (p50 0.00 s"
+        in line
+    )
+    assert f"{prep['l2_no_stall_share']:.0%} waited < 50 ms), {prep['prepared_rounds']} prepared" in line
+    assert "Stall (" not in "".join(
+        executive_summary(
+            replay_many(SESSION, ["ars"], settings=SETTINGS, progress=False, limit_calls=30)
+        ).lines
+    )
+    write_report(timed_result, tmp_path, figures="none")
+    report = (tmp_path / "report.md").read_text(encoding="utf-8")
+    settings = report.split("## Settings", 1)[1].split("\n## ", 1)[0]
+    assert "| `summary_prepare_ratio` |  |" in settings  # the run's own: off
+    assert "`ars-prepared`: `summary_prepare_ratio` = 0.8" in settings
+    assert f"| {ars['stall_total_s']:.2f} |" in report.split("## Per strategy", 1)[1]  # seconds: 2 decimals

@@ -13,7 +13,6 @@ middleware wrote (:func:`files_frame`).
 from __future__ import annotations
 
 import json
-import math
 import os
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
@@ -22,7 +21,14 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from ctxlab.analysis.run_record import accounting_lines, prefix_lines, problem_lines, provenance_lines
+from ctxlab.analysis.cells import markdown_table
+from ctxlab.analysis.run_record import (
+    accounting_lines,
+    prefix_lines,
+    problem_lines,
+    provenance_lines,
+    settings_lines,
+)
 from ctxlab.core.events import EVENT_ROW_KEYS, event_row
 from ctxlab.replay.columns import report_definitions
 from ctxlab.replay.stats import with_no_compression
@@ -207,35 +213,6 @@ def files_frame(root: str | os.PathLike[str]) -> pl.DataFrame:
     return pl.DataFrame(rows, schema={"path": pl.String, "bytes": pl.Int64})
 
 
-def _fmt(value: Any, column: str = "") -> str:
-    if value is None:
-        return ""
-    if isinstance(value, float):
-        if math.isnan(value):
-            return ""
-        if column.endswith("_pct"):
-            return f"{value:.1f}"
-        if column.endswith("_usd"):
-            return f"{value:.4f}"
-        if "share" in column or "recall" in column or column.startswith("mean_retention"):
-            return f"{value:.3f}"
-        if column.endswith("_ms"):
-            return f"{value:.2f}"
-        return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
-    if isinstance(value, int) and not isinstance(value, bool):
-        return f"{value:,}"
-    return str(value).replace("|", "\\|").replace("\n", " ")
-
-
-def markdown_table(df: pl.DataFrame, columns: Sequence[str] | None = None) -> str:
-    """A GitHub-flavoured Markdown table of ``df`` (numbers formatted, pipes escaped)."""
-    cols = list(columns or df.columns)
-    lines = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
-    for row in df.select(cols).iter_rows(named=True):
-        lines.append("| " + " | ".join(_fmt(row[c], c) for c in cols) + " |")
-    return "\n".join(lines)
-
-
 def write_report(
     result: ReplayResult,
     out_dir: str | Path,
@@ -338,7 +315,6 @@ def _report_markdown(
 ) -> str:
     from ctxlab.analysis.verdicts import executive_summary, verdict_sections
 
-    s = result.settings
     lines = [f"# {title}", "", "## Executive summary", ""]
     lines += executive_summary(result, summary=summary, data=data).markdown()
     lines.append("")
@@ -358,22 +334,7 @@ def _report_markdown(
     said += [f"{len(result.warnings)} warning(s)"] if result.warnings else []
     if said:
         lines += ["", " and ".join(said) + ": see [Errors and skipped files](#errors-and-skipped-files)."]
-    lines += ["", "## Settings", ""]
-    lines.append("| field | value |")
-    lines.append("|---|---|")
-    for name, value in s.to_dict().items():
-        if name == "summary_prompt" and value is None:
-            value = "the built-in template of the summary language"
-        elif name == "summary_prompt":
-            first = value.strip().splitlines()[0] if value.strip() else ""
-            value = f"{len(value)} characters, starting “{first[:60]}”"
-        lines.append(f"| `{name}` | {_fmt(value)} |")
-    lines.append("")
-    lines.append(
-        f"Entry threshold **T = {s.entry_threshold_tokens:,} tokens** "
-        f"(summary_threshold × 1024); L2 threshold **T2 = {s.l2_threshold_tokens:,.0f} tokens** "
-        f"(T × summary_l2_trigger_ratio)."
-    )
+    lines += settings_lines(result)
     lines += ["", "## Per strategy", ""]
     if totals.height:
         shown = with_no_compression(totals)

@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from ctxlab.analysis.cells import cell
+
 if TYPE_CHECKING:
     from ctxlab.replay import ReplayResult
 
@@ -136,6 +138,56 @@ def provenance_lines(result: ReplayResult) -> list[str]:
         "Settings, the measure and the rest are also in `run.json` and in the `ctxlab` metadata "
         "of `calls.parquet`.",
     ]
+    return lines
+
+
+def own_settings_lines(result: ReplayResult) -> list[str]:
+    """The settings a strategy sets over the run's (the Settings table shows the run's): e.g.
+    ``ars-prepared``'s ``summary_prepare_ratio`` 0.8, from its provenance record's
+    ``parameters.settings``; no line when none does."""
+    own = {
+        label: rec["parameters"]["settings"]
+        for label, rec in (result.provenance.get("strategies") or {}).items()
+        if (rec.get("parameters") or {}).get("settings")
+    }
+    if not own:
+        return []
+    said = "; ".join(
+        f"`{label}`: " + ", ".join(f"`{k}` = {v}" for k, v in fields.items()) for label, fields in own.items()
+    )
+    return ["", f"Set by a strategy over the table (its own runs only): {said}."]
+
+
+def settings_lines(result: ReplayResult) -> list[str]:
+    """The report's "Settings" section: the run's settings (one row per field), T and T2 in
+    tokens, and the settings a strategy sets over the run's for its own runs (e.g.
+    ``ars-prepared``'s ``summary_prepare_ratio`` 0.8, from its provenance record's
+    ``parameters.settings``)."""
+    s = result.settings
+    lines = ["", "## Settings", "", "| field | value |", "|---|---|"]
+    for name, value in s.to_dict().items():
+        if name == "summary_prompt" and value is None:
+            value = "the built-in template of the summary language"
+        elif name == "summary_prompt":
+            first = value.strip().splitlines()[0] if value.strip() else ""
+            value = f"{len(value)} characters, starting “{first[:60]}”"
+        lines.append(f"| `{name}` | {cell(value)} |")
+    lines += [
+        "",
+        f"Entry threshold **T = {s.entry_threshold_tokens:,} tokens** (summary_threshold × 1024); L2 "
+        f"threshold **T2 = {s.l2_threshold_tokens:,.0f} tokens** (T × summary_l2_trigger_ratio).",
+    ]
+    own = {
+        label: rec["parameters"]["settings"]
+        for label, rec in (result.provenance.get("strategies") or {}).items()
+        if (rec.get("parameters") or {}).get("settings")
+    }
+    if own:
+        said = "; ".join(
+            f"`{label}`: " + ", ".join(f"`{k}` = {cell(v)}" for k, v in fields.items())
+            for label, fields in own.items()
+        )
+        lines += ["", f"Set by a strategy over this table, for its own runs: {said}."]
     return lines
 
 

@@ -35,6 +35,7 @@ import polars as pl
 
 from ctxlab.analysis.fidelity_verdicts import fidelity_line, fidelity_warnings
 from ctxlab.analysis.run_facts import baseline_lines, summarizer_lines, summarizer_note
+from ctxlab.analysis.stall_verdicts import stall_line
 from ctxlab.analysis.verdict_warnings import verdict_warnings
 from ctxlab.core.builtin.floors import FLOOR_STRATEGIES
 from ctxlab.replay.per_run import compressed_runs, per_run_stats, reached_runs, reached_transcripts
@@ -324,6 +325,9 @@ def executive_summary(
                 if (m := _mean(rows, name, column, sources)) is not None
             }
     line = fidelity_line(totals)
+    if line is not None:
+        out.lines.append(line)
+    line = stall_line(totals, f"the {runs} {pool.label}", result.provenance.get("latency"))
     if line is not None:
         out.lines.append(line)
     out.warnings = [*verdict_warnings(result, rows, totals, means, reached, runs), *fidelity_warnings(totals)]
