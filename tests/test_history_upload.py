@@ -98,7 +98,7 @@ def test_pieces_encode_to_the_bytes_write_writes(tmp_path):
     a, b = (FilesystemBackend(root_dir=str(tmp_path / d), virtual_mode=True) for d in "ab")
     path = "/outputs/conversation_history/x.md"
     write_text(a, path, "".join(pieces))
-    write_pieces(b, path, pieces)
+    write_pieces(b, path, lambda: iter(pieces))
     assert (tmp_path / "b" / path.lstrip("/")).read_bytes() == (
         tmp_path / "a" / path.lstrip("/")
     ).read_bytes()
@@ -168,7 +168,7 @@ def test_a_failing_upload_is_reported_like_a_failing_write(mw_kit, tmp_path, mod
     with pytest.raises(FileWriteError) as by_write:
         write_text(backend, path, "text")
     with pytest.raises(FileWriteError) as by_pieces:
-        write_pieces(backend, path, ["te", "xt"])
+        write_pieces(backend, path, lambda: iter(["te", "xt"]))
     assert by_pieces.value.reason == by_write.value.reason and by_pieces.value.path == path
     assert "Error writing file" in by_write.value.reason  # write's own error text, not the upload's
     msgs = conversation(mw_kit)

@@ -25,7 +25,7 @@ from __future__ import annotations
 import functools
 import logging
 import operator
-from collections.abc import Callable, Generator, Hashable, Mapping, Sequence
+from collections.abc import Callable, Generator, Hashable, Iterable, Mapping
 from dataclasses import InitVar, dataclass, field
 from typing import Any, NamedTuple, TypedDict, Unpack
 
@@ -100,7 +100,7 @@ class RunL2:
 
     job: SummaryJob
     history_path: str
-    history_content: str | Callable[[], Sequence[str]]
+    history_content: str | Callable[[], Iterable[str]]
 
 
 #: what :func:`compression_round` yields (:class:`~ctxlab.core.l1.RunL1`: run the L1 trimmers;

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from ctxlab.core.compression import RoundUpdate
@@ -65,7 +65,7 @@ def _history_failed(path: str, exc: FileWriteError) -> None:
 
 
 def render_and_write(
-    backend: Callable[[], Any], path: str, content: str | Callable[[], Sequence[str]]
+    backend: Callable[[], Any], path: str, content: str | Callable[[], Iterable[str]]
 ) -> str:
     """Write the history file (R10), rendering its pieces first when given a function, as bytes
     where the backend takes them (:func:`~ctxlab.core.files.write_pieces`: issue 31).
@@ -73,11 +73,11 @@ def render_and_write(
     Raises:
         FileWriteError: the backend could not write it.
     """
-    return write_pieces(backend(), path, content() if callable(content) else (content,))
+    return write_pieces(backend(), path, content if callable(content) else lambda: (content,))
 
 
 def write_history(
-    queue: WriteQueue, backend: Callable[[], Any], path: str, content: str | Callable[[], Sequence[str]]
+    queue: WriteQueue, backend: Callable[[], Any], path: str, content: str | Callable[[], Iterable[str]]
 ) -> str | None:
     """Render and write the history file on ``queue``'s thread and wait for it (the sync path
     summarizes after the write, R10): its path, ``None`` when the write failed (logged, warned)."""
@@ -90,7 +90,7 @@ def write_history(
 
 
 async def awrite_history(
-    backend: Callable[[], Any], path: str, content: str | Callable[[], Sequence[str]]
+    backend: Callable[[], Any], path: str, content: str | Callable[[], Iterable[str]]
 ) -> str | None:
     """:func:`write_history` for an async agent: rendered in a thread; a backend that takes bytes
     is written there too, any other with its ``awrite``."""
@@ -98,8 +98,8 @@ async def awrite_history(
         target = backend()
         if takes_bytes(target):
             return await asyncio.to_thread(render_and_write, lambda: target, path, content)
-        pieces = await asyncio.to_thread(content) if callable(content) else (content,)
-        return await awrite_text(target, path, "".join(pieces))
+        text = await asyncio.to_thread(lambda: "".join(content())) if callable(content) else content
+        return await awrite_text(target, path, text)
     except FileWriteError as exc:
         _history_failed(path, exc)
         return None

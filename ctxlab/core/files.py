@@ -19,7 +19,7 @@ import re
 import stat
 import sys
 import unicodedata
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -216,31 +216,32 @@ def takes_bytes(backend: Any) -> bool:
     return all(getattr(kind, name) is getattr(fs_cls, name) for name in _SAME_BYTES)
 
 
-def encoded(pieces: Sequence[str]) -> bytes:
-    """``writable_text("".join(pieces)).encode("utf-8")``, encoded piece by piece: the whole
-    text is never held as one ``str`` beside its bytes (issue 31).  ``backslashreplace`` escapes
-    a lone surrogate exactly as :func:`writable_text` does."""
+def encoded(pieces: Iterable[str]) -> bytes:
+    """``writable_text("".join(pieces)).encode("utf-8")``, encoded piece by piece as they come:
+    the whole text is never held as one ``str`` beside its bytes (issue 31).
+    ``backslashreplace`` escapes a lone surrogate exactly as :func:`writable_text` does."""
     out = io.BytesIO()
     for piece in pieces:
         out.write(piece.encode("utf-8", "backslashreplace"))
     return out.getvalue()
 
 
-def write_pieces(backend: Any, path: str, pieces: Sequence[str]) -> str:
-    """:func:`write_text` of ``"".join(pieces)``, the same file byte for byte: when
-    :func:`takes_bytes`, the UTF-8 of the pieces (:func:`encoded`) goes to
-    ``backend.upload_files([(path, data)])``, so the text is held once, as bytes (``write(path,
-    str)`` would hold the text and its encoding: issue 31); otherwise, or when the upload fails
-    (an error answer, an exception, an answer of unknown shape), :func:`write_text` — a failed
-    upload is tried again with ``write``, so a failure is reported exactly as a failed write is
-    (its error text), and a file the upload could not write but ``write`` can is written.
+def write_pieces(backend: Any, path: str, render: Callable[[], Iterable[str]]) -> str:
+    """:func:`write_text` of ``"".join(render())``, the same file byte for byte: when
+    :func:`takes_bytes`, the UTF-8 of the pieces (:func:`encoded`, as ``render()`` makes them)
+    goes to ``backend.upload_files([(path, data)])``, so the text is held once, as bytes
+    (``write(path, str)`` would hold the text and its encoding: issue 31); otherwise, or when the
+    upload fails (an error answer, an exception, an answer of unknown shape), :func:`write_text` —
+    a failed upload is tried again with ``write`` (``render()`` is called again), so a failure is
+    reported exactly as a failed write is (its error text), and a file the upload could not write
+    but ``write`` can is written.
 
     Raises:
         FileWriteError: as :func:`write_text`.
     """
     _check_virtual(path)
     if takes_bytes(backend):
-        data = encoded(pieces)
+        data = encoded(render())
         try:
             answers = backend.upload_files([(path, data)])
         except Exception as exc:
@@ -251,7 +252,7 @@ def write_pieces(backend: Any, path: str, pieces: Sequence[str]) -> str:
         if answer is not None and getattr(answer, "error", "unknown") is None:
             return path
         logger.debug("uploading %s answered %r, writing it instead", path, answers)
-    return write_text(backend, path, "".join(pieces))
+    return write_text(backend, path, "".join(render()))
 
 
 async def awrite_text(backend: Any, path: str, content: str, *, exist_ok: bool = False) -> str:
