@@ -25,7 +25,7 @@ from __future__ import annotations
 import functools
 import logging
 import operator
-from collections.abc import Callable, Generator, Hashable, Mapping
+from collections.abc import Callable, Generator, Hashable, Iterable, Mapping
 from dataclasses import InitVar, dataclass, field
 from typing import Any, NamedTuple, TypedDict, Unpack
 
@@ -95,12 +95,12 @@ class CallModel:
 class RunL2:
     """Effect: write ``history_content`` at the virtual ``history_path`` and summarize ``job``;
     the driver sends back ``(file_path or None when the write failed, SummaryResult)`` (R10).
-    ``history_content`` is the text, or a function that renders it (the middleware renders it
-    where it writes it, off the request's thread: issue 31)."""
+    ``history_content`` is the text, or a function that renders its pieces (the middleware
+    renders them where it writes them, off the request's thread: issue 31)."""
 
     job: SummaryJob
     history_path: str
-    history_content: str | Callable[[], str]
+    history_content: str | Callable[[], Iterable[str]]
 
 
 #: what :func:`compression_round` yields (:class:`~ctxlab.core.l1.RunL1`: run the L1 trimmers;

@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NotRequired, TypedDict
 
@@ -48,6 +48,7 @@ __all__ = [
     "first_new_position",
     "history_document",
     "history_key",
+    "history_pieces",
     "summarization_event",
     "to_global",
 ]
@@ -245,19 +246,28 @@ def history_document(messages: list[BaseMessage], start: int, end: int, previous
     verbatim in a fence, any other value as JSON; invalid tool calls with their raw argument
     text; no cap, no truncation.
     """
+    return "".join(history_pieces(messages, start, end, previous_summary))
+
+
+def history_pieces(
+    messages: list[BaseMessage], start: int, end: int, previous_summary: str | None
+) -> Iterator[str]:
+    """:func:`history_document` as the pieces it joins, in order, made one message at a time; the
+    pieces refer to the messages' own texts (no copy), so the document can be encoded as it is
+    made (issue 31: the history of an 8,000-message run is ~400 KB, written without ever holding
+    it as one text)."""
     head = f"# Conversation history: state messages {start}..{end - 1}\n\n"
     if previous_summary:
         head += "## Previous summary\n\n" + _fenced(previous_summary) + "\n## Messages\n\n"
-    # the pieces refer to the messages' own texts: the one copy of the span is the joined document
-    # (issue 31: the history of an 8,000-message run is ~400 KB; rendering it no longer holds it twice)
-    parts = [head]
+    yield head
     position = start
     for m in messages:
         if is_summary_message(m):
             continue
+        parts: list[str] = []
         _history_entry(m, position, parts)
+        yield from parts
         position += 1
-    return "".join(parts)
 
 
 def history_key(messages: Sequence[BaseMessage], start: int, end: int) -> str:

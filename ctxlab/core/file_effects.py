@@ -14,11 +14,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from ctxlab.core.compression import RoundUpdate
-from ctxlab.core.files import FileWriteError, awrite_text, write_text
+from ctxlab.core.files import FileWriteError, awrite_text, takes_bytes, write_pieces
 from ctxlab.core.marks import offloaded_path_of
 from ctxlab.core.outputs import FileScope
 from ctxlab.core.writes import WriteQueue
@@ -64,17 +64,20 @@ def _history_failed(path: str, exc: FileWriteError) -> None:
     warnings.warn(f"conversation history not saved ({exc}); summarizing anyway", RuntimeWarning, stacklevel=3)
 
 
-def render_and_write(backend: Callable[[], Any], path: str, content: str | Callable[[], str]) -> str:
-    """Write the history file (R10), rendering its text first when given a function (issue 31).
+def render_and_write(
+    backend: Callable[[], Any], path: str, content: str | Callable[[], Iterable[str]]
+) -> str:
+    """Write the history file (R10), rendering its pieces first when given a function, as bytes
+    where the backend takes them (:func:`~ctxlab.core.files.write_pieces`: issue 31).
 
     Raises:
         FileWriteError: the backend could not write it.
     """
-    return write_text(backend(), path, content() if callable(content) else content)
+    return write_pieces(backend(), path, content if callable(content) else lambda: (content,))
 
 
 def write_history(
-    queue: WriteQueue, backend: Callable[[], Any], path: str, content: str | Callable[[], str]
+    queue: WriteQueue, backend: Callable[[], Any], path: str, content: str | Callable[[], Iterable[str]]
 ) -> str | None:
     """Render and write the history file on ``queue``'s thread and wait for it (the sync path
     summarizes after the write, R10): its path, ``None`` when the write failed (logged, warned)."""
@@ -87,11 +90,16 @@ def write_history(
 
 
 async def awrite_history(
-    backend: Callable[[], Any], path: str, content: str | Callable[[], str]
+    backend: Callable[[], Any], path: str, content: str | Callable[[], Iterable[str]]
 ) -> str | None:
+    """:func:`write_history` for an async agent: rendered in a thread; a backend that takes bytes
+    is written there too, any other with its ``awrite``."""
     try:
-        text = await asyncio.to_thread(content) if callable(content) else content
-        return await awrite_text(backend(), path, text)
+        target = backend()
+        if takes_bytes(target):
+            return await asyncio.to_thread(render_and_write, lambda: target, path, content)
+        text = await asyncio.to_thread(lambda: "".join(content())) if callable(content) else content
+        return await awrite_text(target, path, text)
     except FileWriteError as exc:
         _history_failed(path, exc)
         return None

@@ -12,13 +12,14 @@ file behind.
 from __future__ import annotations
 
 import hashlib
+import io
 import logging
 import os
 import re
 import stat
 import sys
 import unicodedata
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -37,14 +38,17 @@ __all__ = [
     "FileProbe",
     "FileWriteError",
     "default_backend",
+    "encoded",
     "file_checker",
     "hide_host_paths",
     "history_path",
     "loaded_class",
     "safe_stem",
+    "takes_bytes",
     "tool_result_path",
     "tool_result_path_and_size",
     "writable_text",
+    "write_pieces",
     "write_text",
 ]
 
@@ -191,6 +195,64 @@ def write_text(backend: Any, path: str, content: str, *, exist_ok: bool = False)
     except Exception as exc:
         raise FileWriteError(path, f"{type(exc).__name__}: {exc}", roots=_backend_roots(backend)) from exc
     return _check_result(backend, path, result, exist_ok)
+
+
+#: the methods of a ``FilesystemBackend`` that :func:`takes_bytes` requires unchanged
+_SAME_BYTES = ("write", "awrite", "upload_files", "aupload_files")
+
+
+def takes_bytes(backend: Any) -> bool:
+    """Whether :func:`write_pieces` writes to ``backend`` with ``upload_files``: a DeepAgents
+    ``FilesystemBackend`` (or a subclass) whose ``write`` and ``upload_files`` (and their async
+    forms) are that class's own, the two writing the same bytes to the same file (``write`` encodes the text as UTF-8,
+    ``upload_files`` writes the bytes as given).  Any other backend — ``StateBackend`` and
+    ``StoreBackend`` (their ``upload_files`` decodes the bytes back to text and stores the file
+    unlike ``write``), ``CompositeBackend``, a user's own, a subclass that changes either method —
+    is written with ``write``, as the protocol's one required writing method."""
+    fs_cls = loaded_class("deepagents.backends.filesystem", "FilesystemBackend")
+    if fs_cls is None or not isinstance(backend, fs_cls):
+        return False
+    kind = type(backend)
+    return all(getattr(kind, name) is getattr(fs_cls, name) for name in _SAME_BYTES)
+
+
+def encoded(pieces: Iterable[str]) -> bytes:
+    """``writable_text("".join(pieces)).encode("utf-8")``, encoded piece by piece as they come:
+    the whole text is never held as one ``str`` beside its bytes (issue 31).
+    ``backslashreplace`` escapes a lone surrogate exactly as :func:`writable_text` does."""
+    out = io.BytesIO()
+    for piece in pieces:
+        out.write(piece.encode("utf-8", "backslashreplace"))
+    return out.getvalue()
+
+
+def write_pieces(backend: Any, path: str, render: Callable[[], Iterable[str]]) -> str:
+    """:func:`write_text` of ``"".join(render())``, the same file byte for byte: when
+    :func:`takes_bytes`, the UTF-8 of the pieces (:func:`encoded`, as ``render()`` makes them)
+    goes to ``backend.upload_files([(path, data)])``, so the text is held once, as bytes
+    (``write(path, str)`` would hold the text and its encoding: issue 31); otherwise, or when the
+    upload fails (an error answer, an exception, an answer of unknown shape), :func:`write_text` —
+    a failed upload is tried again with ``write`` (``render()`` is called again), so a failure is
+    reported exactly as a failed write is (its error text), and a file the upload could not write
+    but ``write`` can is written.
+
+    Raises:
+        FileWriteError: as :func:`write_text`.
+    """
+    _check_virtual(path)
+    if takes_bytes(backend):
+        data = encoded(render())
+        try:
+            answers = backend.upload_files([(path, data)])
+        except Exception as exc:
+            logger.debug("uploading %s failed, writing it instead: %s", path, exc)
+            answers = None
+        del data
+        answer = answers[0] if isinstance(answers, list) and len(answers) == 1 else None
+        if answer is not None and getattr(answer, "error", "unknown") is None:
+            return path
+        logger.debug("uploading %s answered %r, writing it instead", path, answers)
+    return write_text(backend, path, "".join(render()))
 
 
 async def awrite_text(backend: Any, path: str, content: str, *, exist_ok: bool = False) -> str:

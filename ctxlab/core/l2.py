@@ -11,7 +11,7 @@ bounded (:func:`ctxlab.core.summarize.summary_token_limit`) before it is committ
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -23,8 +23,8 @@ from ctxlab.core.cutoff import (
     SummarizeDecision,
     build_summary_message,
     carried_request_tokens,
-    history_document,
     history_key,
+    history_pieces,
     to_global,
 )
 from ctxlab.core.estimation import EstimateCache, estimate_text_tokens
@@ -71,8 +71,8 @@ class L2Plan:
     span_tokens: int
     job: SummaryJob
     history_path: str
-    #: the history file's text, or a function rendering it where it is written (issue 31)
-    history: str | Callable[[], str]
+    #: the history file's text, or a function rendering its pieces where it is written (issue 31)
+    history: str | Callable[[], Iterable[str]]
     forced: bool = False
     #: the cutoff rule's :attr:`~ctxlab.core.cutoff.CutoffDecision.kept_as_sent`
     kept_as_sent: bool = False
@@ -135,8 +135,8 @@ def plan_l2(
     # named by the span (ids, sizes), rendered by the driver where it is written (issue 31)
     path = history_path(inp.thread_id, start, global_cut, history_key(summarized, start, global_cut))
 
-    def history() -> str:
-        return history_document(summarized, start, global_cut, previous_summary)
+    def history() -> Iterator[str]:  # the document's pieces: written as bytes where the backend allows
+        return history_pieces(summarized, start, global_cut, previous_summary)
 
     span = sum(inp.estimates.message_tokens(m) for m in view1[:local])
     language = summary_language_of(s.summary_language, s.summary_prompt, eff)
