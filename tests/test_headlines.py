@@ -414,3 +414,25 @@ def test_the_paired_table_applies_the_summary_rule_and_says_how_many_differ() ->
     assert "] (28, 8 differ)" in row.split("|")[3]
     line = tokens_line(result)
     assert "Best for tokens: **a**" in line and "28 paired runs (8 differ) in 2 sources" in line
+
+
+def test_a_saving_bought_by_a_failed_summary_is_no_saving_in_the_verdicts() -> None:
+    """The trial's case (s39): a baseline whose summaries failed and fell back to a stub threw
+    the history away, and its "saving" ranked it first. A call built on a failed summary (or one
+    the provider rejects) counts as sending its uncompressed request: the verdicts' per-run
+    savings (tokens and dollars) count a failure as a failure, on the same calls for everyone."""
+    rows = []
+    for i in range(8):
+        good = [call(f"r{i}", "good", 40.0), call(f"r{i}", "good", 40.0)]
+        bad = [call(f"r{i}", "bad", 10.0), call(f"r{i}", "bad", 95.0)]
+        bad[1]["after_failed_summary"] = True  # the fallback summary dropped almost everything
+        for k, row in enumerate(good + bad):
+            row["call_index"] = k % 2
+        rows += good + bad
+    summary = summary_frame(pl.DataFrame(rows, schema={c: None for c in CALL_COLUMNS}, orient="row"))
+    bad_runs = summary.filter(pl.col("strategy") == "bad")
+    assert bad_runs["saving_pct"].to_list() == [52.5] * 8  # what it sent, failure included
+    assert bad_runs["saving_pct_feasible"].to_list() == pytest.approx([5.0] * 8)  # (100 + 0) / 2000 saved
+    line = tokens_line(ReplayResult(rows=rows, strategies=["good", "bad"]))
+    assert "Best for tokens: **good**" in line and "vs bad: +35.0 points per run" in line
+    assert "(a failure saves nothing)" in line

@@ -72,8 +72,8 @@ __all__ = [
 _UNITS = {"saving_pct_feasible": " %", "cost_saving_pct_feasible": " %", "needed_recall": ""}
 #: one label per measure of the headlines (the report's tables say which of their columns is which)
 MEASURE_LABELS = {
-    "saving_pct_feasible": "mean per-run token saving over feasible calls",
-    "cost_saving_pct_feasible": "mean per-run dollar saving over feasible calls",
+    "saving_pct_feasible": "mean per-run token saving over feasible calls (a failure saves nothing)",
+    "cost_saving_pct_feasible": "mean per-run dollar saving over feasible calls (a failure saves nothing)",
     "needed_recall": "mean per-run identifier recall (each run's pooled over its L2 rounds)",
 }
 

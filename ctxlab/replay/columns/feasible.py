@@ -54,11 +54,13 @@ FEASIBLE_RUN_COLUMNS: tuple[RunColumn, ...] = (
         _Float,
         "percent",
         "saving_pct over the calls whose uncompressed request fits the window (all calls without a "
-        "window; empty when none fits)",
+        "window; empty when none fits), a failure counted as a failure: a call built on a failed "
+        "summary or rejected by the provider counts as sending its uncompressed request (it saves "
+        "nothing); the verdicts' token measure",
         "window",
-        ("view_tokens", "raw_tokens", "over_window"),
+        ("view_tokens", "raw_tokens", "over_window", "after_failed_summary", "rejected_reason"),
         _RATIO,
-        expr=lambda: _saving(_feasible("view_tokens"), _feasible("raw_tokens")),
+        expr=lambda: _saving(a.counted_sent(), _feasible("raw_tokens")),
         label="tokens saved over feasible calls (% of raw)",
     ),
 )

@@ -15,7 +15,7 @@ __all__ = ["COST_AND_FIDELITY"]
 
 _Float, _Int = pl.Float64, pl.Int64
 _sum_or_null, _saving, _cost, _pooled = a.sum_or_null, a.saving, a.cost, a.pooled
-_valid, _ok_cost, _feasible, _feasible_cost = a.valid, a.ok_cost, a.feasible, a.feasible_cost
+_valid, _ok_cost, _feasible = a.valid, a.ok_cost, a.feasible
 _RATIO = "ratio of the pooled sums"
 
 #: the cost and fidelity columns, in ``summary.csv``'s order
@@ -106,11 +106,20 @@ COST_AND_FIDELITY: tuple[RunColumn, ...] = (
         _Float,
         "percent",
         "cost_saving_pct over the calls whose uncompressed request fits the window (all calls without a "
-        "window)",
+        "window), a failure counted as a failure: a call built on a failed summary or rejected by the "
+        "provider costs what its uncompressed request costs (its summarizer cost stays); the verdicts' "
+        "dollar measure",
         "cost",
-        ("cost_usd", "summarizer_cost_usd", "raw_cost_usd", "over_window"),
+        (
+            "cost_usd",
+            "summarizer_cost_usd",
+            "raw_cost_usd",
+            "over_window",
+            "after_failed_summary",
+            "rejected_reason",
+        ),
         _RATIO,
-        expr=lambda: _saving(_feasible_cost(), _feasible("raw_cost_usd", nullable=True)),
+        expr=lambda: _saving(a.counted_cost(), _feasible("raw_cost_usd", nullable=True)),
     ),
     RunColumn(
         "span_recall",
