@@ -303,7 +303,10 @@ class IdentityCache(Generic[K, V]):
         slot = self._slot
         with self._lock:
             pop = self._data.pop
-            entries = [pop(slot(key, qualifier), None) for key in keys]
+            entries = [
+                pop((id(key), qualifier) if type(key) is not tuple else slot(key, qualifier), None)
+                for key in keys
+            ]
         return [None if entry is None else entry[1] for entry in entries]
 
     def clear(self) -> None:
