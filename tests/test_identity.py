@@ -202,11 +202,15 @@ def test_pop_many_and_discard_many_drop_exactly_what_one_by_one_discards_drop() 
     for m in (gone, twice):
         single.discard(m)
     single.discard(other, "q")
-    assert [batch.get(m) for m in (keep, gone, twice)] == [single.get(m) for m in (keep, gone, twice)] == [
-        0,
-        None,
-        None,
-    ]
+    assert (
+        [batch.get(m) for m in (keep, gone, twice)]
+        == [single.get(m) for m in (keep, gone, twice)]
+        == [
+            0,
+            None,
+            None,
+        ]
+    )
     assert batch.values() == single.values() == [0] and batch.get(other, "q") is None
 
     lru: BoundedCache[str, int] = BoundedCache(4)

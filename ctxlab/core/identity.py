@@ -296,15 +296,16 @@ class IdentityCache(Generic[K, V]):
         with self._lock:
             self._data.pop(slot, None)
 
-    def pop_many(self, keys: Iterable[K], qualifier: Hashable = None) -> list[V | None]:
+    def pop_many(self, keys: Iterable[object], qualifier: Hashable = None) -> list[V | None]:
         """Drop the entries of these very objects (and ``qualifier``), as :meth:`discard` each,
         under one hold of the lock; returns the value each held, ``None`` for an object without
-        one (in the order of ``keys``; a key given twice gives its value first, then ``None``)."""
+        one (in the order of ``keys``; a key given twice gives its value first, then ``None``).
+        Any object may be given: one that is not a key finds nothing."""
         slot = self._slot
         with self._lock:
             pop = self._data.pop
             entries = [
-                pop((id(key), qualifier) if type(key) is not tuple else slot(key, qualifier), None)
+                pop((id(key), qualifier) if type(key) is not tuple else slot(cast(K, key), qualifier), None)
                 for key in keys
             ]
         return [None if entry is None else entry[1] for entry in entries]
