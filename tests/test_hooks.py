@@ -135,3 +135,43 @@ def test_firstresult_hooks_answer_none_when_no_plugin_does() -> None:
     assert CompressionHooks(make_plugin_manager()).estimate_message(
         msg
     ) == CharClassEstimator().message_tokens(msg)
+
+
+def test_resummarize_guard_decides_as_the_full_sum_and_stops_summing_once_the_span_holds_enough() -> None:
+    # issue 31: the guard needs the span's tokens only up to its need; its decisions and reasons
+    # are those of summing the whole span (the reason of a decline names the whole sum)
+    from langchain_core.messages import HumanMessage
+
+    from ctxlab.core.builtin.decision import MIN_GAIN_SHARE, ResummarizeGuard
+    from ctxlab.core.cutoff import SummarizeContext
+
+    sizes = [0, 30, 10, 50, 40, 5, 5, 5]  # view[0] is the previous summary
+    view = [HumanMessage(content=f"m{i}", id=f"m{i}") for i in range(len(sizes))]
+    tokens_of = {m.id: s for m, s in zip(view, sizes, strict=True)}
+    guard = ResummarizeGuard()
+    for total in (1_030, 1_500, 2_000, 4_000):
+        asked: list[str] = []
+
+        def estimate(m: object, asked: list[str] = asked) -> int:
+            asked.append(m.id)  # type: ignore[attr-defined]
+            return tokens_of[m.id]  # type: ignore[attr-defined]
+
+        ctx = SummarizeContext(
+            tokens=total,
+            threshold_tokens=1_250,
+            l2_threshold_tokens=1_000,
+            keep_messages=3,
+            has_previous_summary=True,
+            estimate=estimate,
+        )
+        decision = guard.ctxlab_should_summarize(view=view, ctx=ctx)
+        span = sizes[1 : len(sizes) - 3]  # what a cutoff could summarize beyond the summary: 130 tokens
+        need = MIN_GAIN_SHARE * (total - 1_000)
+        if sum(span) < need:
+            assert decision is not None and not decision.summarize
+            assert decision.reason.startswith(f"resummarize-guard: {sum(span)} tokens of new messages")
+            assert asked == ["m1", "m2", "m3", "m4"]
+        else:
+            assert decision is None
+            enough = next(k for k in range(1, len(span) + 1) if sum(span[:k]) >= need)
+            assert asked == [f"m{i}" for i in range(1, enough + 1)]

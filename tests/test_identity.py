@@ -184,3 +184,37 @@ def test_bisect_prefix_finds_the_longest_common_prefix_up_to_hi_inclusive(
     a: list[int], b: list[int], lo: int, expected: int
 ) -> None:
     assert bisect_prefix(a, b, lo, min(len(a), len(b))) == expected
+
+
+def test_pop_many_and_discard_many_drop_exactly_what_one_by_one_discards_drop() -> None:
+    # issue 31: an L2 round forgets a span under one hold of each lock; the entries left, the
+    # values returned and the LRU order of the rest are those of discarding one by one
+    keep, gone, twice, other = (HumanMessage(content=t) for t in ("keep", "gone", "twice", "other"))
+    batch: IdentityCache[HumanMessage, int] = IdentityCache(8)
+    single: IdentityCache[HumanMessage, int] = IdentityCache(8)
+    for cache in (batch, single):
+        for i, m in enumerate((keep, gone, twice)):
+            cache.put(m, i)
+        cache.put(other, 9, qualifier="q")
+    values = batch.pop_many([gone, twice, twice, other, keep], qualifier="q")
+    assert values == [None, None, None, 9, None]  # only `other` has an entry under "q"
+    assert batch.pop_many([gone, twice, twice]) == [1, 2, None]  # a key given twice: its value once
+    for m in (gone, twice):
+        single.discard(m)
+    single.discard(other, "q")
+    assert (
+        [batch.get(m) for m in (keep, gone, twice)]
+        == [single.get(m) for m in (keep, gone, twice)]
+        == [
+            0,
+            None,
+            None,
+        ]
+    )
+    assert batch.values() == single.values() == [0] and batch.get(other, "q") is None
+
+    lru: BoundedCache[str, int] = BoundedCache(4)
+    for i, key in enumerate("abcd"):
+        lru.put(key, i)
+    lru.discard_many(["b", "x", "d", "b"])
+    assert lru.keys() == ["a", "c"] and lru.values() == [0, 2]

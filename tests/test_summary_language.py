@@ -138,3 +138,36 @@ def test_conversation_language_reads_user_requests_only():
     # code and paths around a Chinese sentence: still Chinese; a few CJK words in English: English
     assert text_language("修复 src/parser/grammar.py 里的 bug，然后运行测试") == "zh"
     assert text_language("Translate 你好 into English, please, and explain the grammar") == "en"
+
+
+def test_text_language_without_a_cjk_character_is_english_as_the_character_loop_decides() -> None:
+    # issue 31: a text without a CJK character is answered without the loop per character; the
+    # answers equal the loop's on texts around the edges of the four CJK ranges
+    import random
+
+    from ctxlab.core.prompts import _is_cjk
+
+    def by_loop(text: str) -> str:
+        cjk = words = 0
+        in_word = False
+        for ch in text:
+            if _is_cjk(ch):
+                cjk, in_word = cjk + 1, False
+            elif ch.isalpha():
+                words, in_word = words + (0 if in_word else 1), True
+            else:
+                in_word = False
+        return "zh" if cjk > words else "en"
+
+    edges = [
+        chr(c)
+        for lo, hi in ((0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x3000, 0x303F), (0xFF00, 0xFFEF))
+        for c in (lo - 1, lo, hi, hi + 1)
+    ]
+    alphabet = [*edges, "a", "Z", " ", "1", "_", "é", "я", "한", "\n", "/"]
+    rng = random.Random(31)
+    texts = ["", "plain ascii words", "café résumé", "한국어 문장", *edges]
+    texts += ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 12))) for _ in range(3000)]
+    for text in texts:
+        assert text_language(text) == by_loop(text), repr(text)
+    assert {by_loop(t) for t in texts} == {"zh", "en"}  # both answers occur

@@ -11,6 +11,7 @@ file behind.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 import logging
@@ -114,6 +115,7 @@ def writable_text(text: str) -> str:
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
+@functools.lru_cache(maxsize=256)  # a pure function of two strings: a run has a few tool names
 def safe_stem(name: str | None, fallback: str = "tool") -> str:
     """A file-name stem from a tool name: ``[A-Za-z0-9_-]`` only, no dots, at most 64 characters.
 

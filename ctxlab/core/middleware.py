@@ -235,9 +235,12 @@ class CompressionMiddleware(AgentMiddleware):
         # this request's file scope, with what this instance wrote there before (issue 31)
         scope_files = files if isinstance(files, Mapping) else None
         scope = FileScope(backend, self._offload_paths, scope_files, own=self._own_files, thread_id=thread_id)
-        chosen = functools.cache(
-            lambda: self._summarizer_for(request)
-        )  # (summarizer, model) when L2 needs it
+        picked: list[tuple[Any, Any]] = []
+
+        def chosen() -> tuple[Any, Any]:  # (summarizer, model), made once when L2 needs it
+            if not picked:
+                picked.append(self._summarizer_for(request))
+            return picked[0]
 
         def summarizer() -> Any:
             return chosen()[0]

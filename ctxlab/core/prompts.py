@@ -10,6 +10,7 @@ English agent does not get a Chinese summary (``docs/middleware.md``).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -114,6 +115,10 @@ def template_for(language: str) -> str:
     return SUMMARY_PROMPT_ZH if language == "zh" else SUMMARY_PROMPT_EN
 
 
+#: one character :func:`_is_cjk` accepts (the same four ranges)
+_CJK_CHAR = re.compile("[\u4e00-\u9fff\u3400-\u4dbf\u3000-\u303f\uff00-\uffef]")
+
+
 def _is_cjk(ch: str) -> bool:
     return (
         "\u4e00" <= ch <= "\u9fff"  # CJK unified ideographs
@@ -131,6 +136,8 @@ def text_language(text: str) -> str:
     spaces and punctuation do not count.  So "修复 src/parser/grammar.py 里的 bug" is Chinese and
     an English sentence quoting 你好 is English.  An empty text is ``"en"``.
     """
+    if text.isascii() or _CJK_CHAR.search(text) is None:
+        return "en"  # no CJK character: 0 is never more than the words (issue 31: no loop per character)
     cjk = words = 0
     in_word = False
     for ch in text:

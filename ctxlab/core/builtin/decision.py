@@ -58,8 +58,12 @@ class ResummarizeGuard:
     ) -> SummarizeDecision | None:
         if ctx.forced or not ctx.has_previous_summary or ctx.tokens <= ctx.l2_threshold_tokens:
             return None
-        new_tokens = sum(ctx.estimate(m) for m in view[1 : max(1, len(view) - ctx.keep_messages)])
         need = self.min_gain_share * (ctx.tokens - ctx.l2_threshold_tokens)
+        new_tokens = 0
+        for m in view[1 : max(1, len(view) - ctx.keep_messages)]:
+            new_tokens += ctx.estimate(m)
+            if new_tokens >= need:  # enough to summarize: the rest is not summed (issue 31)
+                return None
         if new_tokens < need:
             return SummarizeDecision(
                 False,

@@ -224,9 +224,8 @@ class ToolResultOffload:
     def ctxlab_forget(self, messages: list[BaseMessage], settings: CompressionSettings) -> None:
         self._progress.clear()
         limit = settings.summary_tool_result_token_limit  # the memo's qualifier (ctx.token_limit)
-        for m in messages:
-            if is_tool_result(m):
-                self._memo.discard(m, limit)
+        # only tool results are memo keys: the others find nothing (one hold of the lock, issue 31)
+        self._memo.pop_many(messages, limit)
 
     def _offload(self, m: BaseMessage, ctx: TrimContext, report: TrimReport) -> BaseMessage | None:
         """The offloaded copy of ``m``, or ``None`` when ``m`` stays as it is."""

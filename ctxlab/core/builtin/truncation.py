@@ -88,9 +88,8 @@ class ArgumentTruncation:
     @hookimpl
     def ctxlab_forget(self, messages: list[BaseMessage], settings: CompressionSettings) -> None:
         self._progress.clear()
-        for m in messages:
-            if isinstance(m, AIMessage):
-                self._memo.discard(m)
+        # only AI messages are memo keys: the others find nothing (one hold of the lock, issue 31)
+        self._memo.pop_many(messages)
 
     def _bound(self, m: AIMessage) -> tuple[AIMessage, list[TruncatedArg]]:
         """(``m`` with its long arguments truncated, or ``m`` itself; what was truncated)."""

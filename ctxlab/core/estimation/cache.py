@@ -298,12 +298,10 @@ class EstimateCache:
         message that comes back (an older checkpoint resumed) costs one estimate, never a wrong
         one."""
         gone = set(map(id, messages))
-        for m in messages:
-            seen = self._by_object.peek(m)
-            self._by_object.discard(m)
-            key = seen[1] if seen is not None else _fingerprint(m)
-            if key is not None:
-                self._by_content.discard(key)
+        # one hold of each lock for the whole span (issue 31), the same entries dropped
+        seen = self._by_object.pop_many(messages)
+        keys = [s[1] if s is not None else _fingerprint(m) for m, s in zip(messages, seen, strict=True)]
+        self._by_content.discard_many([k for k in keys if k is not None])
         with self._prefix_lock:
             self._prefixes = [p for p in self._prefixes if not p[0] or id(p[0][0]) not in gone]
 
