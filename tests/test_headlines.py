@@ -436,3 +436,17 @@ def test_a_saving_bought_by_a_failed_summary_is_no_saving_in_the_verdicts() -> N
     line = tokens_line(ReplayResult(rows=rows, strategies=["good", "bad"]))
     assert "Best for tokens: **good**" in line and "vs bad: +35.0 points per run" in line
     assert "(a failure saves nothing)" in line
+
+
+def test_one_sentence_weighs_both_of_its_means_alike() -> None:
+    """The trial's case (s39): "ars -0.4 % over the 17 run(s) it compressed; 1.6 % over all 241
+    runs, source-balanced over 12 sources" — a plain mean beside a source-balanced one, opposite
+    in sign. Both are source-balanced now, and each says so; the pooled-vs-per-run warning keeps
+    comparing the plain mean, and says it is plain."""
+    rows = [call(f"d{i}", "a", 48.0 + (-1) ** i, fmt="deer_flow") for i in range(2)]
+    rows += [call(f"c{i}", "a", -4.0 + (i - 2) * 0.5, fmt="claude_code") for i in range(5)]
+    rows += [call(f"s{i}", "a", 0.0, fmt="swe_agent", acted=False) for i in range(6)]
+    line = tokens_line(ReplayResult(rows=rows, strategies=["a"]))
+    # compressed runs: (48 + (-4)) / 2 = 22.0 source-balanced (the plain mean would be 10.9)
+    assert "22.0 % over the 7 run(s) it compressed, source-balanced over 2 sources;" in line
+    assert "14.7 % over all 13 runs, source-balanced over 3 sources" in line  # (48 - 4 + 0) / 3

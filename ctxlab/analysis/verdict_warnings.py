@@ -186,7 +186,7 @@ def _sign_warnings(totals: pl.DataFrame, means: dict[str, dict[str, tuple[float 
                 continue
             if abs(pooled) > SIGN_EPSILON and abs(mean) > SIGN_EPSILON and (pooled > 0) != (mean > 0):
                 out.append(
-                    f"{r['strategy']}: the pooled {name} is {pooled:+.1f} % but the mean per run over the "
+                    f"{r['strategy']}: the pooled {name} is {pooled:+.1f} % but the plain mean per run over the "
                     f"{n} run(s) it compressed is {mean:+.1f} %: a few long runs carry the pooled figure."
                 )
     return out

@@ -85,8 +85,10 @@ class Mean:
     Attributes:
         strategy: its label; value: its mean per run over all the runs with a value (source-balanced
             with several sources); low, high: the (stratified) bootstrap interval; runs, sources:
-            what it is over; compressed, compressed_runs: the mean over the runs it compressed and
-            how many (``None``, 0: none).
+            what it is over; compressed, compressed_runs, compressed_sources: the mean over the
+            runs it compressed (weighted as ``value``: source-balanced with several sources), how
+            many and from how many sources (``None``, 0, 0: none); compressed_plain: their plain
+            mean (every run alike; the sign check against the pooled figure).
     """
 
     strategy: str
@@ -97,6 +99,8 @@ class Mean:
     sources: int
     compressed: float | None
     compressed_runs: int
+    compressed_sources: int = 0
+    compressed_plain: float | None = None
 
     def text(self, column: str) -> str:
         unit = _UNITS.get(column, "")
@@ -111,8 +115,11 @@ class Mean:
         )
         if column == "needed_recall":
             return f"{fmt.format(self.value)} ({ci}, over the {self.runs} runs it summarized)"
+        balanced = (
+            f", source-balanced over {self.compressed_sources} sources" if self.compressed_sources > 1 else ""
+        )
         done = (
-            f"{fmt.format(self.compressed)}{unit} over the {self.compressed_runs} run(s) it compressed; "
+            f"{fmt.format(self.compressed)}{unit} over the {self.compressed_runs} run(s) it compressed{balanced}; "
             if self.compressed is not None
             else ""
             if self.strategy == NO_COMPRESSION  # the baseline compresses nothing by definition
@@ -231,7 +238,9 @@ def _mean(summary: pl.DataFrame, name: str, column: str, sources: dict[str, str]
         return None
     est = balanced_mean(values, sources)
     acted = compressed_runs(summary, name)
-    done = [v for t, v in values.items() if t in acted]
+    done = {t: v for t, v in values.items() if t in acted}
+    # the runs it compressed weighted as all its runs are (one sentence, one weighting)
+    inner = balanced_mean(done, sources) if done else None
     return Mean(
         name,
         est.mean,
@@ -239,8 +248,10 @@ def _mean(summary: pl.DataFrame, name: str, column: str, sources: dict[str, str]
         est.high,
         est.runs,
         est.sources,
-        sum(done) / len(done) if done else None,
+        inner.mean if inner is not None else None,
         len(done),
+        inner.sources if inner is not None else 0,
+        inner.plain if inner is not None else None,
     )
 
 
@@ -320,7 +331,7 @@ def executive_summary(
     for column in ("saving_pct_feasible", "cost_saving_pct_feasible"):
         if column in rows.columns:
             means[column] = {
-                m.strategy: (m.compressed, m.compressed_runs)
+                m.strategy: (m.compressed_plain, m.compressed_runs)
                 for name in _names(rows)
                 if (m := _mean(rows, name, column, sources)) is not None
             }
