@@ -193,6 +193,29 @@ def test_middleware_refuses_something_that_is_not_settings():
         CompressionMiddleware(settings={"summary_threshold": 10})
 
 
+def test_middleware_refuses_a_backend_that_cannot_write_and_takes_what_can(tmp_path):
+    """The trial's case (s39): ``backend="workspace"`` was accepted and every offload and history
+    write then failed at run time (28 times); now it is refused at construction, naming the field,
+    what it got and what to give.  A backend, an async-only one and a factory are taken."""
+    from pathlib import Path
+
+    from deepagents.backends import FilesystemBackend, StateBackend
+
+    for wrong in ("workspace", Path("workspace"), 42, {"root_dir": "w"}):
+        with pytest.raises(TypeError, match=r"^backend must be a DeepAgents backend") as err:
+            CompressionMiddleware(backend=wrong)
+        assert type(wrong).__name__ in str(err.value)
+    with pytest.raises(TypeError, match=r"FilesystemBackend\(root_dir='workspace', virtual_mode=True\)"):
+        CompressionMiddleware(backend="workspace")
+
+    class AsyncOnly:
+        async def awrite(self, path: str, content: str) -> None: ...
+
+    disk = FilesystemBackend(root_dir=str(tmp_path), virtual_mode=True)
+    for right in (disk, AsyncOnly(), lambda runtime: StateBackend(), None):
+        assert CompressionMiddleware(backend=right)._backend is right
+
+
 def test_english_template_ships_beside_the_chinese_default():
     # spec: R2
     assert "{messages}" in SUMMARY_PROMPT_EN and "{messages}" in SUMMARY_PROMPT_ZH

@@ -38,6 +38,7 @@ __all__ = [
     "LARGE_TOOL_RESULTS_DIR",
     "FileProbe",
     "FileWriteError",
+    "checked_backend",
     "default_backend",
     "encoded",
     "file_checker",
@@ -55,6 +56,34 @@ __all__ = [
 
 #: an absolute host path inside an error text (POSIX or Windows), up to a quote or a blank
 _HOST_PATH_RE = re.compile(r"(?<![\w.~/-])(?:[A-Za-z]:[\\/]|/)[^\s'\"]+")
+
+
+def checked_backend(backend: Any) -> Any:
+    """``backend`` as given when it can be one of a middleware's (R17): ``None``, a DeepAgents
+    backend (an object with ``write`` or ``awrite``) or a factory ``runtime -> backend`` (a
+    callable).
+
+    Raises:
+        TypeError: anything else, e.g. a folder given as a string (``backend="workspace"``):
+            every offload and history write would fail at run time.
+    """
+    if (
+        backend is None
+        or callable(getattr(backend, "write", None))
+        or callable(getattr(backend, "awrite", None))
+    ):
+        return backend
+    if callable(backend):
+        return backend
+    hint = (
+        f"; for files on disk: FilesystemBackend(root_dir={backend!r}, virtual_mode=True)"
+        if isinstance(backend, str | os.PathLike)
+        else ""
+    )
+    raise TypeError(
+        "backend must be a DeepAgents backend (with write/awrite) or a factory runtime -> backend, "
+        f"not {type(backend).__name__} ({backend!r}){hint}"
+    )
 
 
 def hide_host_paths(text: str, roots: tuple[str, ...] = ()) -> str:

@@ -57,7 +57,7 @@ from ctxlab.core.drive import adrive, drive
 from ctxlab.core.estimation import EstimateCache
 from ctxlab.core.events import CompressionEvent
 from ctxlab.core.file_effects import awrite_history, confirmed, settled, write_history
-from ctxlab.core.files import default_backend
+from ctxlab.core.files import checked_backend, default_backend
 from ctxlab.core.hooks import CompressionHooks
 from ctxlab.core.identity import IdentityCache
 from ctxlab.core.l1 import run_l1
@@ -116,7 +116,8 @@ class CompressionMiddleware(AgentMiddleware):
         preparations: the summaries prepared in the background (:mod:`ctxlab.core.prepare`); default: its own.
 
     Raises:
-        TypeError: ``settings`` is not a :class:`CompressionSettings`.
+        TypeError: ``settings`` is not a :class:`CompressionSettings`; ``backend`` is neither a
+            backend nor a factory (:func:`~ctxlab.core.files.checked_backend`).
     """
 
     state_schema = CompressionState
@@ -151,7 +152,7 @@ class CompressionMiddleware(AgentMiddleware):
         self.scans = ScanMemory(content_memo=self.estimates.content_memo)
         self._name = name or "CompressionMiddleware"
         deep = self._name == DEEP_AGENT_SLOT
-        self._backend = backend
+        self._backend = checked_backend(backend)
         self._local_backend: Any = None
         self._state_default = deep  # without a backend: DeepAgents' own default, the agent's files
         self._summarizer = summarizer
