@@ -133,6 +133,10 @@ def test_resume_refuses_other_settings_or_versions(tmp_path: Path) -> None:
     assert refused.returncode == 2
     assert "settings.summary_threshold: 16 then, 32 now" in refused.stderr, refused.stderr[-600:]
     assert "nothing was mixed" in refused.stderr
+    # the refusal alone: no Ctrl-C message ("stopped while replaying ... the same command with
+    # --resume") after it, which a trial read as a second, contradicting instruction
+    assert "stopped while replaying" not in refused.stderr
+    assert "checked now" in refused.stderr  # the announcement no longer promises the reuse
     spec_path = out / ".ctxlab-staging" / "resume.json"
     spec = json.loads(spec_path.read_text())
     spec["ctxlab"] = "0.0.1"

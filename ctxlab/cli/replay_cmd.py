@@ -288,8 +288,12 @@ def run_replay(args: argparse.Namespace, argv: Sequence[str]) -> int:
         result = _replay_into(
             args, transcripts, names, (settings, window, price, pm, summarizer_model), stage
         )
-    except BaseException:  # Ctrl-C (KeyboardInterrupt) or a crash: keep what finished, or nothing
+    except BaseException as exc:  # Ctrl-C (KeyboardInterrupt) or a crash: keep what finished, or nothing
         finished, total = finished_runs(stage), len(transcripts) * len(names)
+        if isinstance(exc, CliError):  # refused before replaying (a checkpoint of other settings)
+            if not finished:
+                discard(stage, out, made)
+            raise
         if finished:
             print(
                 f"ctxlab: stopped while replaying: {finished} finished run(s) are kept in {stage} (of "

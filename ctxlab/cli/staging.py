@@ -134,7 +134,7 @@ def say_resume(stage: Path) -> None:
         )
     else:
         print(
-            f"ctxlab: --resume: {finished_runs(stage)} finished run(s) in {stage} are reused (when their "
-            "settings match); replaying the others",
+            f"ctxlab: --resume: {finished_runs(stage)} finished run(s) in {stage}: reused if they were made "
+            "with these settings and versions (checked now), then the others are replayed",
             file=sys.stderr,
         )
