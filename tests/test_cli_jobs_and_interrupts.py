@@ -151,3 +151,39 @@ def test_ctrl_c_inside_a_string_eval_still_exits_130(tmp_path: Path) -> None:
     proc = subprocess.run([*CTXLAB, "replay"], env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 130, (proc.returncode, proc.stderr[-2000:])
     assert proc.stderr.strip().splitlines()[-1] == "ctxlab: interrupted"
+
+
+def test_ctrl_c_at_the_terminal_with_jobs_prints_no_worker_traceback(tmp_path: Path) -> None:
+    """Ctrl-C at a terminal reaches the whole process group: with ``--jobs 2`` each worker printed
+    its own KeyboardInterrupt or EOFError traceback (about 40 lines) before the clean message.
+    The workers leave the interrupt to the parent now: exit 130, the message, no traceback, no
+    worker left behind."""
+    out = tmp_path / "out"
+    # one long run and one short one: the second worker is idle, waiting for work, when the
+    # interrupt comes (where it printed "Process ForkProcess-2: ... KeyboardInterrupt")
+    long_run = RAW / "opencode" / "session-ses_4313.md"
+    short_run = RAW / "swe-agent" / "trajectories" / "demonstrations" / "ctf" / "crypto" / "katy.traj"
+    proc = subprocess.Popen(
+        [*CTXLAB, "compare", str(long_run), str(short_run), "--strategies", "ars,hybrid", "--jobs", "2",
+         "--out", str(out), "--keep-going", "--no-progress", "--summary-threshold", "8"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # its own process group, as a terminal's foreground job
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        while not (out / ".ctxlab-staging" / "resume.json").exists():
+            assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+            assert time.monotonic() < deadline, "the replay never started"
+            time.sleep(0.05)
+        time.sleep(4.0)  # the short run is done, the long one is replaying
+        os.killpg(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130 and "ctxlab: interrupted" in err, (proc.returncode, err[-3000:])
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err[-3000:]
+    leftover = subprocess.run(["pgrep", "-g", str(proc.pid)], capture_output=True, text=True).stdout.split()
+    assert leftover == [], leftover

@@ -1,7 +1,7 @@
 """Sweeps past one process: transcripts × strategies × settings on local cores or a Ray cluster.
 
 :func:`run_grid` replays every transcript run × strategy × settings point of a grid, serially
-(``jobs=1``), on ``jobs`` local processes (:class:`concurrent.futures.ProcessPoolExecutor`) or on
+(``jobs=1``), on ``jobs`` local processes (:class:`multiprocessing.pool.Pool`; the workers leave Ctrl-C to the parent) or on
 a Ray cluster (``engine="ray"``, the optional extra ``ctxlab[ray]``), with the same results in
 every case: each task is one :func:`~ctxlab.replay.engine.replay_many` call over one transcript
 run and one strategy, and the per-task :class:`~ctxlab.replay.result.ReplayResult` objects are
@@ -276,15 +276,30 @@ def _execute_local(tasks: Sequence[GridTask], jobs: int, on_done: _Done) -> list
             results[t.index] = run_task(t)
             on_done(t, results[t.index])
         return [results[t.index] for t in tasks]
-    from concurrent.futures import ProcessPoolExecutor, as_completed
+    import multiprocessing
 
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
-        futures = {pool.submit(run_batch, batch): batch for batch in _batches(tasks)}
-        for fut in as_completed(futures):
-            for t, one in zip(futures[fut], fut.result(), strict=True):
+    batches = _batches(tasks)
+    # workers ignore Ctrl-C (no traceback from each of them); the parent's KeyboardInterrupt
+    # leaves the ``with``, whose ``terminate`` stops them at once, and what finished is kept
+    with multiprocessing.Pool(jobs, initializer=_ignore_interrupts) as pool:
+        for number, done in pool.imap_unordered(_run_numbered, enumerate(batches)):
+            for t, one in zip(batches[number], done, strict=True):
                 results[t.index] = one
                 on_done(t, one)
     return [results[t.index] for t in tasks]
+
+
+def _ignore_interrupts() -> None:
+    """A local worker's initializer: Ctrl-C is the parent's to handle (``_execute_local``)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _run_numbered(numbered: tuple[int, list[GridTask]]) -> tuple[int, list[ReplayResult]]:
+    """:func:`run_batch` of a numbered batch, returning its number (results arrive unordered)."""
+    number, batch = numbered
+    return number, run_batch(batch)
 
 
 def _execute_ray(
