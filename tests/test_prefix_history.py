@@ -190,3 +190,20 @@ def test_the_report_and_run_json_say_both_parts(transcript: Transcript, tmp_path
     report = (out / "report.md").read_text(encoding="utf-8")
     assert f"| {transcript.name} | {fixed:,} | {history:,} | recorded usage | 10 + 10 after |" in report
     assert f"their earlier conversation (median {history:,} tokens) is one history message" in report
+
+
+def test_a_summary_that_folded_the_placeholder_is_said(compared: ReplayResult) -> None:
+    """The trial's case (s39): ars's only L2 round on this run summarized ctxlab's placeholder
+    for the ~99,000 tokens the file lacks into a 511-token summary, and ars silently dropped out
+    of the fidelity lines. The warning names the strategy, the run and the placeholder's size;
+    ``recorded`` (the agent's own summary) is not named."""
+    held = int(compared.prefixes[COMPACTION.name]["history_tokens"])
+    assert held > 0
+    first_l2 = [r for r in _rows(compared, "ars") if r["level"] == "L2"]
+    assert first_l2  # ars summarized, its first round over the placeholder
+    warnings = [w for w in executive_summary(compared).warnings if "placeholder" in w]
+    assert warnings == [
+        f"ars: its first summary in 1 run(s) folded ctxlab's placeholder for the earlier conversation the "
+        f"recording lacks ({COMPACTION.name}: {held:,} tokens): that summary's size and fidelity say nothing "
+        "about a real history, and its saving counts the placeholder as an old message like any other."
+    ]

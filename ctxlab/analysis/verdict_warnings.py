@@ -111,7 +111,10 @@ def prefix_warnings(result: ReplayResult) -> list[str]:
       (``off_by``), or whose ``recorded`` request (the agent's own view) does on the median call
       after one (``after_off_by``): their raw or recorded requests are not what the agent sent;
     * runs whose fixed part (in every request, no strategy compresses it) is T or more: every
-      request of every strategy starts above the trigger.
+      request of every strategy starts above the trigger;
+    * strategies whose first summary in a run folded the placeholder of the earlier conversation
+      the recording lacks (``history_tokens``): that summary's size and fidelity say nothing
+      about a real history (the ``recorded`` strategy's summary is the agent's own).
     """
     out = []
     off = [
@@ -151,7 +154,30 @@ def prefix_warnings(result: ReplayResult) -> list[str]:
             f"{len(big)} run(s) whose unrecorded prefix alone is at least T ({threshold:,} tokens): {named}{more}; "
             "every request of every strategy starts above the trigger, and no strategy compresses that part."
         )
-    return out
+    return out + _placeholder_warnings(result)
+
+
+def _placeholder_warnings(result: ReplayResult) -> list[str]:
+    held = {
+        label: int(p.get("history_tokens") or 0)
+        for label, p in result.prefixes.items()
+        if int(p.get("history_tokens") or 0) > 0
+    }
+    folded: dict[str, list[str]] = {}
+    for row in result.rows:
+        label, name = row.get("transcript"), str(row.get("strategy"))
+        if label in held and row.get("level") == "L2" and name != RECORDED_STRATEGY:
+            runs = folded.setdefault(name, [])
+            if label not in runs:  # the first L2 round of the run holds the placeholder
+                runs.append(str(label))
+    return [
+        f"{name}: its first summary in {len(runs)} run(s) folded ctxlab's placeholder for the earlier "
+        "conversation the recording lacks ("
+        + ", ".join(f"{label}: {held[label]:,} tokens" for label in runs[:5])
+        + "): that summary's size and fidelity say nothing about a real history, and its saving counts "
+        "the placeholder as an old message like any other."
+        for name, runs in folded.items()
+    ]
 
 
 def _cost_warnings(result: ReplayResult, totals: pl.DataFrame) -> list[str]:
