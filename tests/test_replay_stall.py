@@ -287,3 +287,35 @@ def test_the_executive_summary_and_the_settings_say_the_stall(timed_result, time
     assert "| `summary_prepare_ratio` |  |" in settings  # the run's own: off
     assert "`ars-prepared`: `summary_prepare_ratio` = 0.8" in settings
     assert f"| {ars['stall_total_s']:.2f} |" in report.split("## Per strategy", 1)[1]  # seconds: 2 decimals
+
+
+def test_a_random_latency_draws_the_same_for_the_same_summarizer_call_in_every_strategy():
+    """Common random numbers (the s39 trial: with uniform:1s,3s two strategies drew different
+    durations for the same synchronous round, one stream shared by every draw of a run): a draw
+    is keyed by the transcript, what it times and the call, so a strategy that made background
+    summaries earlier (a prepared one) still waits what another waits for the same summarizer call
+    at the same call; draws of different calls differ."""
+    jitter = Latency.parse("uniform:1s,3s")
+    plain, prepared = SimTime(jitter, seed="run-a"), SimTime(jitter, seed="run-a")
+    for call in range(10):
+        plain.at_call(call)
+        prepared.at_call(call)
+        if call in (3, 6):  # prepared summaries: background draws the plain strategy never makes
+            prepared.runner.start(lambda: None)
+            prepared.runner._draw()
+    plain.at_call(10)
+    prepared.at_call(10)
+    assert plain.summarizer_seconds(1) == prepared.summarizer_seconds(1)
+    assert plain.summarizer_seconds(1) == prepared.summarizer_seconds(1)  # the second call of call 10
+    plain.at_call(11)
+    other = plain.summarizer_seconds(1)
+    again = SimTime(jitter, seed="run-a")
+    again.at_call(10)
+    assert other != again.summarizer_seconds(1) and 1.0 <= other <= 3.0
+    assert SimTime(jitter, seed="run-b").summarizer_seconds(1) != SimTime(
+        jitter, seed="run-a"
+    ).summarizer_seconds(1)
+    # end to end: the synchronous rounds of a run draw different durations, within the range
+    result = replay_many(SESSION, ["ars"], settings=SETTINGS, summarizer_latency=jitter, progress=False)
+    stalls = result.frame().filter(pl.col("level") == "L2")["stall_s"].to_list()
+    assert len(set(stalls)) > 1 and all(1.0 <= v <= 3.0 for v in stalls)

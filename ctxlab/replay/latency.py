@@ -170,10 +170,18 @@ class SimPending:
 class SimulatedRunner:
     """:class:`ctxlab.core.background.PrepareRunner` on a :class:`SimClock`: the work runs at once
     (the replay is sequential and deterministic); its result is ready after one ``latency`` draw
-    per summarizer call it made."""
+    per summarizer call it made (``draw``: the next summarizer call's duration, seconds; default
+    a draw of ``latency`` from ``rng``)."""
 
-    def __init__(self, clock: SimClock, latency: Latency, rng: random.Random) -> None:
+    def __init__(
+        self,
+        clock: SimClock,
+        latency: Latency,
+        rng: random.Random,
+        draw: Callable[[], float] | None = None,
+    ) -> None:
         self.clock, self.latency, self.rng = clock, latency, rng
+        self._draw = draw if draw is not None else (lambda: latency.sample(rng))
 
     def now(self) -> float:
         return self.clock.now
@@ -184,7 +192,7 @@ class SimulatedRunner:
             value = work()
         except Exception as exc:  # the outcome of failed work, as a thread's future holds it
             value = exc
-        seconds = sum(self.latency.sample(self.rng) for _ in range(waste_of(value)["calls"]))
+        seconds = sum(self._draw() for _ in range(waste_of(value)["calls"]))
         return SimPending(self.clock, started, started + seconds, value)
 
     def start_async(self, work: Callable[[], Awaitable[Any]]) -> SimPending:
@@ -199,7 +207,12 @@ class SimTime:
             columns stay empty; prepared summaries are ready at the next call).
         step: the duration of one agent step; ``None``: :data:`STEP_BASE_SECONDS` plus the
             answer's output tokens at :data:`OUTPUT_TOKENS_PER_SECOND`.
-        seed: the run's random source (a transcript label: :func:`zlib.crc32` of it).
+        seed: the run's random source (a transcript label).  Common random numbers: a draw is
+            keyed by the label, what it times (a summarizer call inside a model call, one in the
+            background, an agent step), the transcript call it belongs to and its order within
+            that call (:func:`zlib.crc32` of them), so the same summarizer call at the same call
+            takes the same time in every strategy of the transcript: a paired stall comparison
+            compares strategies, not draws.  :meth:`at_call` says which call is under way.
     """
 
     def __init__(self, summarizer: Latency | None, step: Latency | None = None, seed: str = "") -> None:
@@ -207,17 +220,36 @@ class SimTime:
         self.summarizer = summarizer if summarizer is not None else Latency("fixed", 0.0)
         self.step = step
         self.clock = SimClock()
+        self._seed = seed
+        self.call = 0
+        self._drawn: dict[tuple[str, int], int] = {}
         self.rng = random.Random(zlib.crc32(seed.encode("utf-8")))
-        self.runner = SimulatedRunner(self.clock, self.summarizer, self.rng)
+        self.runner = SimulatedRunner(
+            self.clock,
+            self.summarizer,
+            self.rng,
+            draw=lambda: self.summarizer.sample(self._source("background")),
+        )
+
+    def at_call(self, call_index: int) -> None:
+        """The transcript call now under way (the key of the draws that follow)."""
+        self.call = call_index
+
+    def _source(self, kind: str) -> random.Random:
+        """The random source of the next draw of ``kind`` (``"summarizer"``, ``"background"`` or
+        ``"step"``) in the call under way."""
+        n = self._drawn.get((kind, self.call), 0)
+        self._drawn[(kind, self.call)] = n + 1
+        return random.Random(zlib.crc32(f"{self._seed}\0{kind}\0{self.call}\0{n}".encode()))
 
     def summarizer_seconds(self, calls: int) -> float:
         """The duration of ``calls`` summarizer calls made one after another (seconds)."""
-        return sum(self.summarizer.sample(self.rng) for _ in range(max(0, calls)))
+        return sum(self.summarizer.sample(self._source("summarizer")) for _ in range(max(0, calls)))
 
     def step_seconds(self, answer: AIMessage, estimate: Callable[[AIMessage], int]) -> float:
         """How long the agent step that produced ``answer`` took (the main model's answer)."""
         if self.step is not None:
-            return self.step.sample(self.rng)
+            return self.step.sample(self._source("step"))
         usage = answer.usage_metadata
         out = usage.get("output_tokens") if usage else None
         tokens = out if isinstance(out, int) and out >= 0 else estimate(answer)

@@ -85,6 +85,7 @@ class StallMeasure:
             summarizing = self.sim.summarizer_seconds(inside)
             self.sim.clock.now += summarizing + self._step_seconds(obs)
             self.call_start = self.sim.clock.now
+            self.sim.at_call(obs.call_index + 1)
             stall = waited + summarizing if self.sim.timed else None
         self.last_row = row
         return {
