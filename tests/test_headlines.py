@@ -450,3 +450,24 @@ def test_one_sentence_weighs_both_of_its_means_alike() -> None:
     # compressed runs: (48 + (-4)) / 2 = 22.0 source-balanced (the plain mean would be 10.9)
     assert "22.0 % over the 7 run(s) it compressed, source-balanced over 2 sources;" in line
     assert "14.7 % over all 13 runs, source-balanced over 3 sources" in line  # (48 - 4 + 0) / 3
+
+
+def test_result_compare_says_when_too_few_runs_differ_to_call() -> None:
+    """The Python face of the paired rule (s39 trial: notebook 02's ``result.compare("ars",
+    "masking", measure="cost_usd")`` printed an interval excluding 0 from 3 runs with no note)."""
+    fmts = ("claude_code", "swe_agent", "deer_flow")
+    rows = [
+        c
+        for i, f in enumerate(fmts)
+        for c in (call(f"r{i}", "a", 40.0 + i, fmt=f), call(f"r{i}", "b", 10.0, fmt=f))
+    ]
+    result = ReplayResult(rows=rows, strategies=["a", "b"])
+    text = str(result.compare("a", "b"))
+    assert text.startswith("a − b on saving_pct: +31.0 per run (95 % CI")
+    assert text.endswith("; too few runs to call (3 differ, < 6: no difference can be excluded)")
+    rows += [
+        c
+        for i in range(3, 9)
+        for c in (call(f"r{i}", "a", 40.0 + i, fmt="swe_agent"), call(f"r{i}", "b", 10.0, fmt="swe_agent"))
+    ]
+    assert "too few" not in str(ReplayResult(rows=rows, strategies=["a", "b"]).compare("a", "b"))

@@ -314,7 +314,16 @@ class PairedComparison:
             if self.runs > 1
             else "no interval from 1 run"  # a bootstrap of one value is that value
         )
-        return f"{self.a} − {self.b} on {self.measure}: {fmt.format(self.difference)} per run ({interval}, {self.data})"
+        differ = f", {self.evidence} differ" if self.evidence != self.runs else ""
+        call = (
+            f"; too few runs to call ({self.evidence} differ, < {MIN_PAIRED_RUNS}: no difference can be excluded)"
+            if self.too_few and self.runs > 1
+            else ""
+        )
+        return (
+            f"{self.a} − {self.b} on {self.measure}: {fmt.format(self.difference)} per run "
+            f"({interval}{differ}, {self.data}){call}"
+        )
 
 
 def paired_comparison(
