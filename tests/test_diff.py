@@ -255,3 +255,119 @@ def test_a_side_without_the_runs_pooled_or_no_run_in_common_is_a_clear_error() -
     assert run_diff(demo, real, data="all").table.height > 0  # pairs the common run
     with pytest.raises(RunDiffError, match=r"A and B share no run \(transcript\): nothing to pair"):
         run_diff(_summary(["x1", "x2"], "real"), _summary(["y1"], "real"))
+
+
+def _balanced_means(a: Path, b: Path, strategy: str, column: str) -> tuple[float, float]:
+    """The source-balanced means of A and B over the real runs both hold (each source's mean,
+    then the mean of those), written out from the two ``summary.csv`` files."""
+    sa, sb = (
+        pl.read_csv(p / "summary.csv").filter(
+            (pl.col("strategy") == strategy) & (pl.col("data_provenance") == "real")
+        )
+        for p in (a, b)
+    )
+    va, vb = (dict(s.select("transcript", column).iter_rows()) for s in (sa, sb))
+    source = dict(sa.select("transcript", "transcript_format").iter_rows())
+    runs = [t for t in va if t in vb and va[t] is not None and vb[t] is not None]
+    means = []
+    for values in (va, vb):
+        by: dict[str, list[float]] = {}
+        for t in runs:
+            by.setdefault(source[t], []).append(float(values[t]))
+        means.append(sum(sum(g) / len(g) for g in by.values()) / len(by))
+    return means[0], means[1]
+
+
+def test_the_means_of_a_and_b_give_the_difference(two_runs: tuple[Path, Path], tmp_path: Path) -> None:
+    """s39 trial, finding 4: "mean A" and "mean B" were plain means over runs beside a
+    source-balanced B − A (143,169 − 102,596 printed beside +65,876).  Now the three are weighted
+    alike: the printed mean B − mean A is the printed B − A (to the rounding of the cells), both
+    means are the source-balanced means recomputed here, and the plain ones are labelled apart."""
+    a, b = two_runs
+    out = tmp_path / "diff"
+    done = subprocess.run(
+        [*CTXLAB, "diff", str(a), str(b), "--out", str(out), "--no-figure"], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    table = pl.read_csv(out / "diff.csv")
+    md = (out / "diff.md").read_text(encoding="utf-8")
+    assert "| mean A | mean B | B − A | 95 % CI | verdict | plain mean A | plain mean B |" in md
+    assert "source-balanced" in md.split("| strategy | measure |")[0].split("## Paired differences")[1]
+    balanced_differs = 0
+    for strategy in STRATEGIES.split(","):
+        row = table.filter((pl.col("strategy") == strategy) & (pl.col("measure") == "tokens")).row(
+            0, named=True
+        )
+        assert row["sources"] > 1
+        mean_a, mean_b = _balanced_means(a, b, strategy, "sent_tokens_total")
+        assert row["mean_a"] == pytest.approx(mean_a, rel=1e-9)
+        assert row["mean_b"] == pytest.approx(mean_b, rel=1e-9)
+        assert row["mean_b"] - row["mean_a"] == pytest.approx(row["difference"], rel=1e-9, abs=1e-6)
+        balanced_differs += abs(row["plain_b"] - row["plain_a"] - row["difference"]) > 1
+        cells = next(
+            line.split("|")[1:-1] for line in md.splitlines() if line.startswith(f"| {strategy} | tokens |")
+        )
+        printed_a, printed_b, printed_diff = (int(c.strip().replace(",", "")) for c in cells[4:7])
+        assert abs((printed_b - printed_a) - printed_diff) <= 1  # each cell rounded to whole tokens
+    assert balanced_differs  # the plain means would not have given B − A here
+    assert "mean B − mean A = B − A" in done.stdout
+
+
+@pytest.fixture(scope="module")
+def latency_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """One OpenCode session under ars and ars-prepared, at T = 32 K, with the summarizer's
+    simulated latency 2 s (A) and 5 s (B), all else the same."""
+    root = tmp_path_factory.mktemp("latency")
+    outs = []
+    for latency in ("2s", "5s"):
+        out = root / f"lat{latency}"
+        done = subprocess.run(
+            [
+                *CTXLAB, "compare", str(RAW / "opencode" / "session-ses_4313.md"), "--strategies",
+                "ars,ars-prepared", "--summary-threshold", "32", "--summarizer-latency", latency,
+                "--figures", "none", "--no-progress", "--out", str(out),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        outs.append(out)
+    return outs[0], outs[1]
+
+
+def test_a_changed_latency_is_a_setting_that_differs_and_the_stall_is_compared(
+    latency_runs: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """s39 trial, finding 4: two runs differing only in ``--summarizer-latency`` were "0
+    setting(s) or version(s) differ" and showed no stall: now the latency is a compared setting
+    and the per-run ``stall_total_s`` of each run is a measure of the paired table."""
+    a, b = latency_runs
+    out = tmp_path / "diff"
+    done = subprocess.run(
+        [*CTXLAB, "diff", str(a), str(b), "--out", str(out), "--no-figure"], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert "1 setting(s) or version(s) differ: latency.summarizer 2s → 5s." in done.stdout
+    assert "| latency.summarizer | 2s | 5s | differs |" in (out / "diff.md").read_text(encoding="utf-8")
+    table = pl.read_csv(out / "diff.csv")
+    stalls = {
+        p: dict(pl.read_csv(p / "summary.csv").select("strategy", "stall_total_s").iter_rows())
+        for p in (a, b)
+    }
+    for strategy in ("ars", "ars-prepared"):
+        row = table.filter((pl.col("strategy") == strategy) & (pl.col("measure") == "stall")).row(
+            0, named=True
+        )
+        assert (row["mean_a"], row["mean_b"]) == (stalls[a][strategy], stalls[b][strategy])
+        assert row["difference"] == pytest.approx(stalls[b][strategy] - stalls[a][strategy])
+    assert stalls[b]["ars"] > stalls[a]["ars"] > 0  # the longer latency made the agent wait longer
+    # --call-latency (the agent step) is compared too
+    from ctxlab.replay.diff import load_run_folder, run_diff
+
+    frame, record = load_run_folder(a)
+    stepped = {**record, "latency": {**record["latency"], "agent_step": "3s"}}
+    assert ("latency.agent_step", "auto", "3s") in run_diff(frame, frame, record, stepped).changed()
+    # runs without any stall value get no stall row
+    plain = frame.with_columns(pl.lit(None, dtype=pl.Float64).alias("stall_total_s"))
+    assert "stall" not in run_diff(plain, plain).table["measure"].to_list()

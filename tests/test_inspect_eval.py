@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import csv
+import re
 from pathlib import Path
 
 import pytest
@@ -160,6 +161,27 @@ def test_ctxlab_eval_success_matches_the_design(tmp_path, capsys):
     assert got == expected
     report = (out / "report.md").read_text()
     assert "masking vs none: -66.7 points of success" in report and "ars vs none: +0.0 points" in report
+    # s39 trial, finding 6: who answered comes first; no best beside a tie (none and ars solve 9 of
+    # 9, no sample differs); 9 of 9 has a Wilson interval, not a point; the tables' cells formatted
+    summary = report.split("## Executive summary\n\n")[1].splitlines()
+    assert summary[0].startswith(
+        "- Answers written by an offline stand-in (ctxlab/reader), not a model: 9 samples"
+    )
+    assert "Best success rate" not in report
+    assert summary[1].startswith(
+        "- No best success rate: none 100.0 % (9 of 9, 95 % CI 70.1 % to 100.0 %) is not told apart from ars"
+    )
+    assert "ars vs none: +0.0 points of success (95 % CI +0.0 to +0.0, 9 paired samples): identical" in report
+    table = report.split("## Success per strategy\n\n")[1].splitlines()
+    assert table[0].startswith(
+        "| strategy | samples | solved | success % | 95 % CI (Wilson) | tokens / solved |"
+    )
+    none_row = table[2].split(" | ")
+    assert none_row[:5] == ["| none", "9", "9", "100.0", "70.1 to 100.0"]
+    assert re.fullmatch(r"\d{1,3}(,\d{3})+", none_row[5]) and re.fullmatch(r"0\.\d{4}", none_row[6])
+    paired = report.split("## Paired with none")[1]
+    assert "| masking | none | 9 | 6 | 33.3 | 100.0 | -66.7 | -100.0 to -33.3 | worse |" in paired
+    assert "0.3333333333333333" not in report and "9.0 |" not in report
     assert (out / "figures" / "success.png").stat().st_size > 0
     logs = {p: read_eval_log(str(p), resolve_attachments=True) for p in (out / "logs").glob("*.eval")}
     assert len(logs) == 4

@@ -19,7 +19,14 @@ from typing import Any
 
 from ctxlab.cli.options import CliError
 
-__all__ = ["add_diff_parser", "default_out", "diff_markdown", "run_diff_cmd"]
+__all__ = ["MEANS_NOTE", "add_diff_parser", "default_out", "diff_markdown", "run_diff_cmd"]
+
+#: how the paired table's means are weighted, said beside it (terminal and diff.md)
+MEANS_NOTE = (
+    "mean A, mean B and B − A are weighted alike: source-balanced (each source's runs alike) "
+    "when the pairs come from more than one source, so mean B − mean A = B − A; the plain means "
+    "over runs are the plain mean columns"
+)
 
 
 def default_out(run_a: str | Path, run_b: str | Path) -> Path:
@@ -77,15 +84,19 @@ def diff_markdown(diff: Any) -> str:
         "",
         "## Paired differences per strategy (B − A per run)",
         "",
-        "| strategy | measure | runs | sources | mean A | mean B | B − A | 95 % CI | verdict |",
-        "|---|---|---:|---:|---:|---:|---:|---|---|",
+        f"{MEANS_NOTE}.",
+        "",
+        "| strategy | measure | runs | sources | mean A | mean B | B − A | 95 % CI | verdict "
+        "| plain mean A | plain mean B |",
+        "|---|---|---:|---:|---:|---:|---:|---|---|---:|---:|",
     ]
     for r in diff.table.iter_rows(named=True):
         c = r["column"]
         ci = f"{_number(r['low'], c)} to {_number(r['high'], c)}" if r["low"] is not None else ""
         lines.append(
             f"| {r['strategy']} | {r['measure']} | {r['runs']} | {r['sources']} | {_number(r['mean_a'], c)} | "
-            f"{_number(r['mean_b'], c)} | {_number(r['difference'], c)} | {ci} | {r['verdict']} |"
+            f"{_number(r['mean_b'], c)} | {_number(r['difference'], c)} | {ci} | {r['verdict']} | "
+            f"{_number(r['plain_a'], c)} | {_number(r['plain_b'], c)} |"
         )
     lines += ["", "## Settings and provenance, side by side", "", "| field | A | B | |", "|---|---|---|---|"]
     for name, a, b in diff.fields:
@@ -142,6 +153,8 @@ def run_diff_cmd(args: argparse.Namespace) -> int:
         ("95 % CI low", lambda r: _number(r["low"], r["column"])),
         ("95 % CI high", lambda r: _number(r["high"], r["column"])),
         ("verdict", lambda r: r["verdict"]),
+        ("plain mean A", lambda r: _number(r["plain_a"], r["column"])),
+        ("plain mean B", lambda r: _number(r["plain_b"], r["column"])),
     ]
     order = (
         "strategy",
@@ -154,6 +167,8 @@ def run_diff_cmd(args: argparse.Namespace) -> int:
         "mean A",
         "mean B",
         "sources",
+        "plain mean A",
+        "plain mean B",
     )
     table, dropped = fit_table(
         f"paired per-run differences B − A ({diff.data})",
@@ -164,6 +179,7 @@ def run_diff_cmd(args: argparse.Namespace) -> int:
         wrap=("strategy", "measure", "verdict"),
     )
     con.print(table)
+    con.print(f"({MEANS_NOTE})", markup=False)
     if dropped:
         con.print(f"(left out: {', '.join(dropped)}; diff.csv has them)", markup=False)
     con.print(

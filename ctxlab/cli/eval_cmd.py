@@ -134,10 +134,18 @@ def _print(result: Any, written: dict[str, Path]) -> None:
 
     con = console()
     con.print("executive summary:")
-    for line in success_summary(result.frame):
+    for line in success_summary(result.frame, model=result.model):
         con.print(f"  {line}")
     t = Table(title="task success per strategy", title_justify="left")
-    for col in ("strategy", "samples", "solved", "success %", "95 % CI", "tokens / solved", "$ / solved"):
+    for col in (
+        "strategy",
+        "samples",
+        "solved",
+        "success %",
+        "95 % CI (Wilson)",
+        "tokens / solved",
+        "$ / solved",
+    ):
         t.add_column(col)
     for r in success_table(result.frame).iter_rows(named=True):
         t.add_row(

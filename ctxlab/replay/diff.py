@@ -8,7 +8,9 @@ mean per-run difference ``B − A`` with the **same** percentile-bootstrap inter
 ``compare``'s paired comparisons (:func:`ctxlab.replay.stats.paired_comparison`: 2,000
 resamples, seed 0, 95 %; the runs pooled as ``data`` says, by default the real ones; with pairs
 from several sources (formats) the mean is source-balanced and the bootstrap stratified by
-source, :mod:`ctxlab.replay.stratified`).  An
+source, :mod:`ctxlab.replay.stratified`).  The means of A and B beside it are weighted the same
+way (source-balanced over the same pairs), so that ``mean B − mean A`` is ``B − A``; the plain
+means over the pairs are in ``plain_a`` and ``plain_b``.  An
 interval that holds 0 is "no detectable difference", never a winner.  Beside the numbers: every
 setting and provenance field of A and B side by side (:attr:`RunDiff.fields`), what only one of
 them holds, and a short executive summary (:meth:`RunDiff.summary`).  The figure is
@@ -18,6 +20,7 @@ them holds, and a short executive summary (:meth:`RunDiff.summary`).  The figure
 from __future__ import annotations
 
 import json
+import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,7 +28,16 @@ from typing import Any
 
 import polars as pl
 
-from ctxlab.replay.stats import CONFIDENCE, MIN_PAIRED_RUNS, RESAMPLES, SEED, paired_comparison, pooled_runs
+from ctxlab.replay.stats import (
+    CONFIDENCE,
+    MIN_PAIRED_RUNS,
+    RESAMPLES,
+    SEED,
+    paired_comparison,
+    per_run_values,
+    pooled_runs,
+)
+from ctxlab.replay.stratified import run_sources
 
 __all__ = [
     "DIFF_MEASURES",
@@ -38,13 +50,18 @@ __all__ = [
 ]
 
 #: measure -> (per-run column, unit, better direction); ``failures`` is the sum of the four
-#: failure counts of :mod:`ctxlab.replay.failures` (failed, fallback, declined, rejected summaries)
+#: failure counts of :mod:`ctxlab.replay.failures` (failed, fallback, declined, rejected summaries);
+#: ``stall`` (:mod:`ctxlab.replay.columns.stall`) only when either run has a value (a run replayed
+#: with ``--summarizer-latency``)
 DIFF_MEASURES: dict[str, tuple[str, str, str]] = {
     "tokens": ("sent_tokens_total", "tokens sent per run", "lower"),
     "dollars": ("cost_usd", "US dollars per run (prompt caching, summarizer included)", "lower"),
     "identifier recall": ("needed_recall", "share of the needed identifiers the summaries carried", "higher"),
     "failures": ("failures", "failed, fallback, declined and rejected summaries per run", "lower"),
+    "stall": ("stall_total_s", "seconds per run the agent waited on compression (simulated)", "lower"),
 }
+#: the measures' columns left out of the table when neither run has a value in them
+ONLY_WHEN_PRESENT = ("stall_total_s",)
 #: the columns of :attr:`RunDiff.table`
 TABLE_COLUMNS = (
     "strategy",
@@ -59,6 +76,8 @@ TABLE_COLUMNS = (
     "low",
     "high",
     "verdict",
+    "plain_a",
+    "plain_b",
 )
 
 
@@ -105,6 +124,8 @@ def _flat(record: Mapping[str, Any]) -> dict[str, Any]:
         # T and T2 in whole tokens, as the report prints them ("T2 = 6,554")
         whole = k.endswith("_tokens") and isinstance(v, (int, float)) and not isinstance(v, bool)
         out[f"settings.{k}"] = f"{round(v):,}" if whole else v
+    for k, v in (record.get("latency") or {}).items():  # --summarizer-latency, --call-latency
+        out[f"latency.{k}"] = v
     for k, v in (record.get("packages") or {}).items():
         out[f"packages.{k}"] = v
     out["plugins"] = ", ".join(sorted(str(p.get("name")) for p in record.get("plugins") or []))
@@ -146,10 +167,12 @@ class RunDiff:
         fields: ``(field, value in A, value in B)`` for every setting and provenance field.
         table: one row per strategy × measure (:data:`TABLE_COLUMNS`): the pairs (``runs``),
             runs dropped for an empty value, the sources (formats) the pairs come from, the
-            plain means in A and B over the pairs, the mean difference ``B − A`` (source-balanced
-            when ``sources`` > 1, as in compare) and its interval ``low``..``high``, and the verdict (``"B lower (better)"``, ``"no
-            detectable difference"``, ``"identical"``, ``"too few runs to call"`` below
-            :data:`~ctxlab.replay.stats.MIN_PAIRED_RUNS` pairs, ...).
+            means in A and B over the pairs (``mean_a``, ``mean_b``) and the mean difference
+            ``B − A``, all three source-balanced when ``sources`` > 1 (as in compare), so that
+            ``mean_b − mean_a == difference``; its interval ``low``..``high``; the verdict
+            (``"B lower (better)"``, ``"no detectable difference"``, ``"identical"``, ``"too few
+            runs to call"`` below :data:`~ctxlab.replay.stats.MIN_PAIRED_RUNS` pairs, ...); and
+            the plain means over the pairs (``plain_a``, ``plain_b``: every run alike).
         only_a, only_b: strategies only one of them holds.  runs_only: transcripts per
             experiment that the other does not hold (left out of every pair).
         data: the runs pooled (:func:`ctxlab.replay.stats.pooled_runs`' label).
@@ -191,8 +214,8 @@ class RunDiff:
             f"B = {self.b} against A = {self.a}: {len(changed)} setting(s) or version(s) differ: {what}{more}.",
             f"Per strategy, paired over the runs both hold ({self.data}): mean per-run difference B − A with its "
             f"{pct} % bootstrap interval ({RESAMPLES:,} resamples, seed {SEED}, as in compare; with runs "
-            "from several sources the mean is source-balanced and the bootstrap stratified by source); "
-            "an interval holding 0 is no detectable difference.",
+            "from several sources the mean is source-balanced and the bootstrap stratified by source, "
+            "and so are the means of A and B in the table); an interval holding 0 is no detectable difference.",
         ]
         for strategy in self.table["strategy"].unique(maintain_order=True).to_list():
             rows = self.table.filter(pl.col("strategy") == strategy)
@@ -256,6 +279,25 @@ def _phrase(r: Mapping[str, Any], runs: int) -> str:
     return f"{measure} {_number(r['difference'], column)}{over} ({ci}): {r['verdict']}"
 
 
+def _balanced_means(pooled: pl.DataFrame, a: str, b: str, column: str) -> tuple[float | None, float | None]:
+    """The source-balanced means of ``a`` and ``b`` over the runs where both have a value (the
+    mean of the sources' mean values, :mod:`ctxlab.replay.stratified`; the plain mean with one
+    source): weighted as :func:`~ctxlab.replay.stats.paired_comparison` weighs the difference,
+    so that ``b − a`` is its mean difference.  ``(None, None)``: no pair."""
+    va, vb = per_run_values(pooled, a, column), per_run_values(pooled, b, column)
+    runs = [t for t in va if t in vb and va[t] is not None and vb[t] is not None]
+    if not runs:
+        return None, None
+    sources = run_sources(pooled)
+    means = []
+    for values in (va, vb):
+        by: dict[str, list[float]] = {}
+        for t in runs:
+            by.setdefault(sources.get(t, t), []).append(float(values[t]))  # type: ignore[arg-type]
+        means.append(statistics.fmean(statistics.fmean(g) for g in by.values()))
+    return means[0], means[1]
+
+
 def run_diff(
     a: pl.DataFrame,
     b: pl.DataFrame,
@@ -315,7 +357,10 @@ def run_diff(
         for name, (column, _unit, better) in measures.items():
             if column not in both.columns:
                 continue
+            if column in ONLY_WHEN_PRESENT and both[column].is_null().all():
+                continue
             c = paired_comparison(both, s + tag_b, s + tag_a, column, data=data)
+            mean_a, mean_b = _balanced_means(pool.summary, s + tag_a, s + tag_b, column)
             rows.append(
                 {
                     "strategy": s,
@@ -324,12 +369,14 @@ def run_diff(
                     "runs": c.runs,
                     "dropped": c.dropped,
                     "sources": c.sources if c.runs else 0,
-                    "mean_a": c.mean_b,
-                    "mean_b": c.mean_a,
+                    "mean_a": mean_a,
+                    "mean_b": mean_b,
                     "difference": c.difference,
                     "low": c.low,
                     "high": c.high,
                     "verdict": _verdict(c.difference, c.low, c.high, better, c.runs, c.evidence),
+                    "plain_a": c.mean_b,
+                    "plain_b": c.mean_a,
                 }
             )
     schema = {
@@ -341,6 +388,8 @@ def run_diff(
         "sources": pl.Int64,
         **{k: pl.Float64 for k in ("mean_a", "mean_b", "difference", "low", "high")},
         "verdict": pl.String,
+        "plain_a": pl.Float64,
+        "plain_b": pl.Float64,
     }
     ta = set(fa["transcript"].to_list()) if fa.height else set()
     tb = set(fb["transcript"].to_list()) if fb.height else set()

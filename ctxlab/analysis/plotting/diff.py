@@ -35,6 +35,7 @@ _AXIS = {
     "dollars": "US $ per run",
     "identifier recall": "identifier recall (share)",
     "failures": "failed/fallback/declined/rejected\nsummaries per run",
+    "stall": "seconds waited on compression\nper run (simulated)",
 }
 
 

@@ -24,7 +24,13 @@ import polars as pl
 from inspect_ai import eval as inspect_eval
 from inspect_ai.log import read_eval_log, write_eval_log
 
-from ctxlab.analysis.success import paired_success, success_summary, success_table
+from ctxlab.analysis.success import (
+    paired_markdown,
+    paired_success,
+    success_markdown,
+    success_summary,
+    success_table,
+)
 from ctxlab.integrations.inspect.measures import MEASURE, annotate_log, sample_rows
 from ctxlab.replay.prices import DEFAULT_PRICE_MODEL, PriceRow, load_prices
 
@@ -129,29 +135,6 @@ def run_eval(
     return result
 
 
-def _md_table(frame: pl.DataFrame) -> str:
-    head = "| " + " | ".join(frame.columns) + " |"
-    rule = "|" + "---|" * len(frame.columns)
-    body = ["| " + " | ".join("" if v is None else str(v) for v in row) + " |" for row in frame.iter_rows()]
-    return "\n".join([head, rule, *body])
-
-
-def _shown(table: pl.DataFrame) -> pl.DataFrame:
-    return table.select(
-        "strategy",
-        "samples",
-        pl.col("solved").round(1),
-        (pl.col("success_rate") * 100).round(1).alias("success %"),
-        pl.format(
-            "{} to {}", (pl.col("success_low") * 100).round(1), (pl.col("success_high") * 100).round(1)
-        ).alias("95 % CI"),
-        pl.col("tokens_per_solved").round(0).cast(pl.Int64).alias("tokens / solved"),
-        pl.col("usd_per_solved").round(4).alias("$ / solved"),
-        pl.col("usd_per_sample").round(4).alias("$ / sample"),
-        "errors",
-    )
-
-
 def write_eval_report(result: EvalResult, out: Path, command: str = "") -> dict[str, Path]:
     """``report.md`` (the executive summary, the success table, the paired comparisons, the logs),
     ``samples.csv`` (the frame) and ``figures/success.png`` in ``out``; returns their paths."""
@@ -173,17 +156,15 @@ def write_eval_report(result: EvalResult, out: Path, command: str = "") -> dict[
         "",
         "## Executive summary",
         "",
-        *[f"- {line}" for line in success_summary(frame, base)],
+        *[f"- {line}" for line in success_summary(frame, base, result.model)],
     ]
     if result.failed:
         lines += ["", "Evals that did not finish (their samples count as failures):", ""]
         lines += [f"- {k}: {v}" for k, v in result.failed.items()]
-    lines += ["", "## Success per strategy", "", _md_table(_shown(table)), ""]
-    pairs = (
-        pl.DataFrame([c.as_dict() for c in paired_success(frame, base)]) if len(names) > 1 else pl.DataFrame()
-    )
-    if pairs.height:
-        lines += [f"## Paired with {base} (success difference per sample)", "", _md_table(pairs), ""]
+    lines += ["", "## Success per strategy", "", success_markdown(table), ""]
+    pairs = paired_success(frame, base) if len(names) > 1 else []
+    if pairs:
+        lines += [f"## Paired with {base} (success difference per sample)", "", paired_markdown(pairs), ""]
     lines += [
         "## Inspect logs (open with `inspect view`; ctxlab's measures are in each sample's metadata)",
         "",
