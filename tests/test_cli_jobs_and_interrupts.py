@@ -35,6 +35,14 @@ def test_jobs_is_checked_before_any_file_is_read(tmp_path: Path) -> None:
     )
 
 
+def test_a_negative_top_is_a_usage_error(tmp_path: Path) -> None:
+    """``--top -3`` printed an empty runs table and "1 more runs in summary.csv" (s39 trial)."""
+    done = subprocess.run(
+        [*CTXLAB, "replay", str(tmp_path / "no-such-file"), "--top", "-3"], capture_output=True, text=True
+    )
+    assert done.returncode == 2 and "--top=-3 is invalid: allowed an integer >= 0" in done.stderr
+
+
 def test_jobs_keeps_the_serial_row_order(tmp_path: Path) -> None:
     # two folders given out of alphabetical order: rows follow the PATH order, serial or not
     paths = [str(RAW / "openhands"), str(RAW / "deer-flow")]

@@ -205,6 +205,46 @@ def test_a_misspelt_config_key_gets_the_field_it_meant(
     assert not (tmp_path / "o").exists()
 
 
+def test_a_bad_value_in_a_config_file_names_the_file_and_a_section_says_the_file_is_flat(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """s39 trial: ``summary_threshold = "16"`` in a file said only "summary_threshold='16' is
+    invalid", and an ``[ars]`` section only "unknown key 'ars'". A flag that overrides the value
+    is what was invalid then, not the file."""
+    config = tmp_path / "settings.toml"
+    config.write_text('summary_threshold = "16"\n', encoding="utf-8")
+    assert main(["replay", str(KATY), "--config", str(config), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(
+        f"ctxlab: error: invalid setting: --config {config}: summary_threshold='16' is invalid"
+    )
+    config.write_text("summary_threshold = 16\n", encoding="utf-8")
+    assert (
+        main(
+            [
+                "replay",
+                str(KATY),
+                "--config",
+                str(config),
+                "--summary-threshold",
+                "-1",
+                "--out",
+                str(tmp_path / "o"),
+            ]
+        )
+        == 2
+    )
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("ctxlab: error: invalid setting: summary_threshold=-1") and str(config) not in err
+    config.write_text("[ars]\nsummary_threshold = 16\n", encoding="utf-8")
+    assert main(["replay", str(KATY), "--config", str(config), "--out", str(tmp_path / "o")]) == 2
+    assert (
+        "unknown key 'ars' (the file is flat: the setting fields at its top level, no sections)"
+        in capsys.readouterr().err
+    )
+    assert not (tmp_path / "o").exists()
+
+
 def test_token_differences_print_as_whole_tokens() -> None:
     from ctxlab.replay.diff import format_value
 

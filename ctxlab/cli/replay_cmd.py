@@ -249,6 +249,8 @@ def run_replay(args: argparse.Namespace, argv: Sequence[str]) -> int:
         raise CliError(f"--limit-calls={args.limit_calls} is invalid: allowed an integer > 0")
     if args.jobs < 1:  # a usage error: before any file is read
         raise CliError(f"--jobs={args.jobs} is invalid: allowed an integer > 0")
+    if args.top < 0:
+        raise CliError(f"--top={args.top} is invalid: allowed an integer >= 0")
     window = window_from_args(args)
     prefix_setting(args)  # a bad --unrecorded-prefix is a usage error before anything is read
     if args.format is not None:

@@ -147,10 +147,12 @@ def settings_from_args(args: argparse.Namespace, said: list[str] | None = None) 
         SettingsError: an invalid value (names the field and the allowed range).
         CliError: an unreadable config or prompt file.
     """
-    from ctxlab.core.settings import CompressionSettings
+    from ctxlab.core.settings import CompressionSettings, SettingsError
 
-    data: dict[str, Any] = load_config(args.config) if getattr(args, "config", None) else {}
-    _known_keys(data, args.config if getattr(args, "config", None) else None)
+    config = args.config if getattr(args, "config", None) else None
+    data: dict[str, Any] = load_config(config) if config else {}
+    _known_keys(data, config)
+    from_file = set(data)
     for field in SETTING_FLAGS:
         value = getattr(args, field, None)
         if value is not None:
@@ -161,7 +163,12 @@ def settings_from_args(args: argparse.Namespace, said: list[str] | None = None) 
         data["summary_language"] = args.summary_language
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        settings = CompressionSettings.from_mapping(data)
+        try:
+            settings = CompressionSettings.from_mapping(data)
+        except SettingsError as exc:  # a value of the file (no flag overrode it): name the file
+            if config and exc.field in from_file and getattr(args, exc.field, None) is None:
+                raise CliError(f"invalid setting: --config {config}: {exc}") from exc
+            raise
     for w in caught:
         print(f"ctxlab: warning: {w.message}", file=sys.stderr)
         if said is not None:
@@ -186,6 +193,8 @@ def _known_keys(data: dict[str, Any], config: str | None) -> None:
             close = closest_field(key)
             hint = f" (did you mean {close!r}?)" if close else ""
             where = f"--config {config}: " if config else ""
+            if isinstance(data[key], dict) and not hint:  # a [section]: the file is flat
+                hint = " (the file is flat: the setting fields at its top level, no sections)"
             raise CliError(f"invalid setting: {where}unknown key {key!r}{hint}; known: {', '.join(known)}")
 
 
