@@ -598,6 +598,14 @@ def test_truncated_json_names_file_and_place(tmp_path: Path, pm: Any) -> None:
         TranscriptError, match=r"unknown\.json: line 1 column \d+ \(char \d+\): invalid JSON \(truncated"
     ):
         load_transcripts(g, pm=pm)
+    # a message that names its place last says it (json's ends on "... starting at")
+    h = tmp_path / "cut.json"
+    h.write_text('{"messages": [{"content": "abc', encoding="utf-8")
+    with pytest.raises(TranscriptError) as cut:
+        load_transcripts(h, pm=pm)
+    assert str(cut.value).endswith(
+        "invalid JSON (truncated file?): Unterminated string starting at line 1 column 27"
+    )
 
 
 def test_empty_file(tmp_path: Path, pm: Any) -> None:
@@ -609,6 +617,16 @@ def test_empty_file(tmp_path: Path, pm: Any) -> None:
     g.write_text("  \n\n")
     with pytest.raises(TranscriptError, match=r"blank\.traj: byte 0: empty file"):
         load_transcripts(g, pm=pm)
+    # in a folder: skipped and listed like the other files that are no transcript (s39 trial: an
+    # empty file stopped the run while a binary one was skipped), the others replayed
+    from ctxlab.transcripts import load_many
+
+    good = _copy(SWE_TRAJ, tmp_path)
+    skipped: list[TranscriptError] = []
+    with pytest.warns(TranscriptWarning, match="skipped 2 file"):
+        loaded, errors = load_many([tmp_path], pm=pm, skipped=skipped)
+    assert [t.source for t in loaded] == [str(good)] and errors == []
+    assert sorted(Path(e.path).name for e in skipped) == ["blank.traj", "empty.json"]
 
 
 def test_binary_file(tmp_path: Path, pm: Any) -> None:

@@ -60,7 +60,9 @@ def check_text_bytes(path: Path, raw: bytes, *, head_only: bool = False) -> str:
     end is not an error (it is decoded with replacement).
     """
     if not raw.strip():
-        raise TranscriptError(path, "byte 0", "empty file")  # a log that got nothing: a failure
+        # a log that got nothing: an error when named alone; in a folder walk skipped and listed
+        # like a session of a known format that records no conversation (``no_conversation``)
+        raise TranscriptError(path, "byte 0", "empty file", kind="no_conversation")
     nul = raw.find(b"\x00")
     if nul >= 0:
         raise TranscriptError(
@@ -93,7 +95,9 @@ def json_decode_error(path: Path, text: str, exc: json.JSONDecodeError) -> Trans
     """The located error for a JSON decode failure; a text ending inside a value is 'truncated'."""
     truncated = exc.pos >= len(text.rstrip()) - 1 or exc.msg.startswith("Unterminated string")
     problem = "invalid JSON (truncated file?)" if truncated else "invalid JSON"
-    return TranscriptError(path, json_error_where(exc), f"{problem}: {exc.msg}")
+    # json's message ends "... starting at" and leaves the place to the position, said in front
+    said = f"{exc.msg} line {exc.lineno} column {exc.colno}" if exc.msg.endswith(" at") else exc.msg
+    return TranscriptError(path, json_error_where(exc), f"{problem}: {said}")
 
 
 def warn(path: Path | str, message: str, metadata: MutableMapping[str, Any] | None = None) -> None:
