@@ -203,6 +203,16 @@ def test_result_diff_is_the_folders_diff(two_runs: tuple[Path, Path]) -> None:
         "tokens: B − A (lower is better)",
         "dollars: B − A (lower is better)",
     ]
+    # what the colours mean is on the figure (s39 trial: coloured dots, no legend), and a row
+    # with too few differing runs to call is drawn hollow
+    [legend] = fig.legends
+    assert [t.get_text() for t in legend.get_texts()] == [
+        "B better", "B worse", "no detectable difference", "hollow: too few runs differ to call",
+    ]  # fmt: skip
+    tokens = in_python.table.filter(pl.col("measure") == "tokens")
+    few = tokens["verdict"].str.starts_with("too few").to_list()
+    hollow = [line.get_markerfacecolor() == "white" for line in fig.axes[0].lines if line.get_marker() == "o"]
+    assert hollow == [f for f, d in zip(few, tokens["difference"].to_list(), strict=True) if d is not None]
 
 
 def test_what_cannot_be_compared_says_why(two_runs: tuple[Path, Path], tmp_path: Path) -> None:

@@ -47,19 +47,43 @@ def _colour(verdict: str) -> str:
     return _COLORS["neutral"]
 
 
+def _too_few(verdict: str) -> bool:
+    """Too few paired runs differ to call it (``ctxlab.replay.diff``: "too few runs to call")."""
+    return verdict.startswith("too few")
+
+
+def _legend(fig: Figure) -> None:
+    """What the colours and the hollow dot mean, once under the panels."""
+    from matplotlib.lines import Line2D
+
+    def dot(colour: str, hollow: bool = False) -> Line2D:
+        return Line2D([], [], marker="o", ls="", color=colour, markerfacecolor="white" if hollow else colour)
+
+    handles = [dot(_COLORS["better"]), dot(_COLORS["worse"]), dot(_COLORS["neutral"]), dot("#555555", True)]
+    labels = ["B better", "B worse", "no detectable difference", "hollow: too few runs differ to call"]
+    fig.legend(
+        handles, labels, loc="upper center", ncol=4, fontsize=8, frameon=False, bbox_to_anchor=(0.5, 0.0)
+    )
+
+
 def _panel(ax: Axes, rows: pl.DataFrame, strategies: list[str], measure: str) -> None:
     fam = font_families()
     for y, strategy in enumerate(strategies):
         row = rows.filter(pl.col("strategy") == strategy)
         if row.is_empty() or row["difference"][0] is None:
-            ax.text(0, y, "no pair", ha="center", va="center", fontsize=8, color="#868e96", fontfamily=fam)
+            ax.text(
+                0, y, "no pair", ha="center", va="center", fontsize=8, color="#868e96", fontfamily=fam,
+                bbox={"facecolor": "white", "edgecolor": "none", "pad": 1.5}, zorder=3,
+            )  # fmt: skip
             continue
         d, lo, hi = (float(row[c][0]) for c in ("difference", "low", "high"))
-        colour = _colour(str(row["verdict"][0]))
+        verdict = str(row["verdict"][0])
+        colour = _colour(verdict)
         ax.errorbar(
-            [d], [y], xerr=[[d - lo], [hi - d]], fmt="o", color=colour, ecolor=colour, capsize=3, markersize=6
-        )
-    ax.axvline(0, color="#555555", lw=0.8, ls="--")
+            [d], [y], xerr=[[d - lo], [hi - d]], fmt="o", color=colour, ecolor=colour, capsize=3, markersize=6,
+            markerfacecolor="white" if _too_few(verdict) else colour,
+        )  # fmt: skip
+    ax.axvline(0, color="#555555", lw=0.8, ls="--", zorder=1)
     better = DIFF_MEASURES.get(measure, (measure, "", "higher"))[2]
     ax.set_title(label_text(f"{measure}: B − A ({better} is better)"), fontfamily=fam, fontsize=10)
     ax.set_xlabel(label_text(_AXIS.get(measure, measure)), fontfamily=fam, fontsize=8)
@@ -97,6 +121,7 @@ def plot_diff(diff: RunDiff, **options: Unpack[FigureOptions]) -> Figure:
     axes[0].set_ylim(len(strategies) - 0.5, -0.5)
     title = options.get("title") or f"B = {diff.b} vs A = {diff.a}, paired per run ({diff.data}; 95 % CI)"
     fig.suptitle(label_text(title), fontfamily=fam, fontsize=11)
+    _legend(fig)
     return fig
 
 
