@@ -471,3 +471,20 @@ def test_result_compare_says_when_too_few_runs_differ_to_call() -> None:
         for c in (call(f"r{i}", "a", 40.0 + i, fmt="swe_agent"), call(f"r{i}", "b", 10.0, fmt="swe_agent"))
     ]
     assert "too few" not in str(ReplayResult(rows=rows, strategies=["a", "b"]).compare("a", "b"))
+
+
+def test_the_terminal_ranks_as_compressed_only_runs_that_sent_less() -> None:
+    """The s39 trial: the terminal's runs table ("compressed first") put masking's 0.0 % rows
+    among the compressed ones (an L1 round that changed nothing), while the executive summary,
+    by its own rule, did not count them. One rule (``per_run.compressed``) for both."""
+    from ctxlab.cli.output import _ranked
+    from ctxlab.replay.per_run import compressed_runs
+
+    idle = call("long", "masking", 0.0)
+    idle.update(level="L1", raw_tokens=9000, view_tokens=9000)
+    rows = [idle, call("short", "masking", 20.0)]
+    rows[1]["level"] = "L1"
+    summary = summary_frame(pl.DataFrame(rows, schema={c: None for c in CALL_COLUMNS}, orient="row"))
+    assert summary.filter(pl.col("transcript") == "long")["l1_rounds"].to_list() == [1]
+    assert _ranked(summary)["transcript"].to_list() == ["short", "long"]  # not by raw tokens first
+    assert compressed_runs(summary, "masking") == {"short"}

@@ -115,13 +115,13 @@ def fit_table(
 
 
 def _ranked(summary: Any) -> Any:
-    """The per-transcript rows, those that compressed first (any L1 or L2 round), each group by
-    raw tokens, largest first."""
-    import polars as pl
+    """The per-transcript rows, those that compressed first (:func:`ctxlab.replay.per_run.compressed`:
+    an L2 round, or an L1 round that sent less; a round that changed nothing is no compression),
+    each group by raw tokens, largest first."""
+    from ctxlab.replay.per_run import compressed
 
-    compressed = (pl.col("l1_rounds") + pl.col("l2_rounds")) > 0
     return (
-        summary.with_columns(compressed.alias("_c"))
+        summary.with_columns(compressed().alias("_c"))
         .sort(["_c", "raw_tokens_total"], descending=[True, True], maintain_order=True)
         .drop("_c")
     )

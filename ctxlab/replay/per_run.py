@@ -19,7 +19,7 @@ import polars as pl
 
 from ctxlab.replay.stats import NO_COMPRESSION, per_run_values, pooled_runs, strategy_names
 
-__all__ = ["compressed_runs", "per_run_stats", "reached_runs", "reached_transcripts"]
+__all__ = ["compressed", "compressed_runs", "per_run_stats", "reached_runs", "reached_transcripts"]
 
 
 def _quartiles(values: Sequence[float]) -> tuple[float | None, float | None, float | None]:
@@ -143,12 +143,16 @@ def compressed_runs(summary: pl.DataFrame, strategy: str) -> set[str]:
     fills — compresses nothing, so its run is not counted.  None for :data:`NO_COMPRESSION`."""
     if strategy == NO_COMPRESSION or summary.is_empty():
         return set()
-    mine = summary.filter(pl.col("strategy") == strategy)
-    shrunk = pl.col("sent_tokens_total").fill_null(0) < pl.col("raw_tokens_total").fill_null(0)
-    acted = mine.filter(
-        (pl.col("l2_rounds").fill_null(0) > 0) | ((pl.col("l1_rounds").fill_null(0) > 0) & shrunk)
-    )
+    acted = summary.filter((pl.col("strategy") == strategy) & compressed())
     return {str(t) for t in acted["transcript"].to_list()}
+
+
+def compressed() -> pl.Expr:
+    """Per run (a ``summary.csv`` row): the strategy compressed at least once (the rule of
+    :func:`compressed_runs`: an L2 round, or an L1 round that sent fewer tokens than the raw
+    requests); the one home of "compressed" for the verdicts and the terminal's runs table."""
+    shrunk = pl.col("sent_tokens_total").fill_null(0) < pl.col("raw_tokens_total").fill_null(0)
+    return (pl.col("l2_rounds").fill_null(0) > 0) | ((pl.col("l1_rounds").fill_null(0) > 0) & shrunk)
 
 
 def _pooled(rows: pl.DataFrame, strategy: str, column: str) -> float | None:
