@@ -4,7 +4,7 @@
 
     inspect.html                  the index: one row per transcript x strategy run, sortable and
                                   filterable (transcript, source, format, strategy, calls, tokens,
-                                  saving, cost, failures, reached T), search over run names
+                                  saving, cost, failures, trigger fired), search over run names
     inspect/run.html              the run page: opens the run named in its URL (#run=ID&call=K)
     inspect/data/<t>/<s>.js       one run's data (see :mod:`ctxlab.analysis.inspector`), loaded
                                   by the run page with a <script> element when it is opened
@@ -55,7 +55,7 @@ INDEX_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("fallback", "fallback", "int"),
     ("declined", "declined", "int"),
     ("rejected", "rejected", "int"),
-    ("reached", "reached T", "bool"),
+    ("reached", "trigger fired", "bool"),
     ("saving_pct", "saving %", "float"),
     ("cost_usd", "cost $", "float"),
     ("cost_saving_pct", "cost saving %", "float"),
