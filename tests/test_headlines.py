@@ -312,6 +312,9 @@ def test_a_strategy_that_made_no_summary_is_not_said_to_have_a_summarizer() -> N
         summarizer_note(result)
         == "summaries: StructuredSummarizer, offline stand-in (ars); none made (masking)"
     )
+    # a one-strategy budget figure names its own only (s39 trial: masking's figure named ars's)
+    assert summarizer_note(result, ["masking"]) == "summaries: none made (masking)"
+    assert summarizer_note(result, ["ars"]) == "summaries: StructuredSummarizer, offline stand-in (ars)"
     # the agent's own summaries (the recorded strategy) are not called a stand-in's
     rows = [call("r0", "recorded", 40.0)]
     rows[0]["level"] = "L2"

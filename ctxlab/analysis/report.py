@@ -263,8 +263,9 @@ def write_report(
 
         note = summarizer_note(result)
         figure_paths = write_figures(
-            calls, summary, out / "figures", settings=result.settings, runs=which, data=data, note=note
-        )
+            calls, summary, out / "figures", settings=result.settings, runs=which, data=data, note=note,
+            note_of=lambda strategy: summarizer_note(result, [strategy]),
+        )  # fmt: skip
         from ctxlab.analysis.costs import write_cost_figure
 
         cost_figure = write_cost_figure(

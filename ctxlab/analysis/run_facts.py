@@ -15,6 +15,8 @@ from ctxlab.replay.building import STAND_IN
 from ctxlab.replay.stratified import run_sources
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from ctxlab.replay import ReplayResult
 
 __all__ = ["baseline_lines", "summarizer_lines", "summarizer_note"]
@@ -75,10 +77,17 @@ def summarizer_lines(result: ReplayResult) -> list[str]:
     return [" ".join(parts)]
 
 
-def summarizer_note(result: ReplayResult) -> str:
+def summarizer_note(result: ReplayResult, strategies: Sequence[str] | None = None) -> str:
     """One short line for every figure: what wrote the summaries (``"summaries:
-    StructuredSummarizer, offline stand-in (ars, hybrid); none made (masking)"``)."""
+    StructuredSummarizer, offline stand-in (ars, hybrid); none made (masking)"``); with
+    ``strategies``, of those only (a one-strategy budget figure names its own)."""
     stand, other, none = _grouped(result)
+    if strategies is not None:
+        keep = set(strategies)
+        stand = [(w, [n for n in names if n in keep]) for w, names in stand]
+        other = [(w, [n for n in names if n in keep]) for w, names in other]
+        stand, other = [g for g in stand if g[1]], [g for g in other if g[1]]
+        none = [n for n in none if n in keep]
     parts = [f"{what.replace(f' ({STAND_IN})', '')}, offline stand-in ({', '.join(n)})" for what, n in stand]
     parts += [f"{what} ({', '.join(n)})" for what, n in other]
     if none:

@@ -17,6 +17,8 @@ from ctxlab.analysis.plotting.runs import one_value, pick_run
 from ctxlab.analysis.plotting.style import font_families, label_text, use_log
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from matplotlib.figure import Figure
 
 __all__ = [
@@ -183,6 +185,7 @@ def write_figures(
     runs: str = "all",
     data: str = "real",
     note: str | None = None,
+    note_of: Callable[[str], str] | None = None,
 ) -> list[Path]:
     """Write the report's PNGs (Agg canvas) and return their paths:
 
@@ -196,6 +199,8 @@ def write_figures(
         runs: ``"all"``: the per-run and per-transcript figures of every run; ``"reached"``: only
             of the runs that reach T (:func:`reaching_runs`), where compression can show.
         note: a line on every figure (:func:`save_png`): what wrote the summaries.
+        note_of: the line of one strategy's budget figure (``strategy -> line``: its own
+            summarizer only); ``None``: ``note``.
 
     Raises:
         ValueError: ``runs`` is neither.
@@ -220,7 +225,8 @@ def write_figures(
     scales = {t: transcript_yscale(calls, t) for t in dict.fromkeys(t for t, _ in chosen)}
     for transcript, strategy in chosen:
         fig = budget_png_figure(calls, transcript, strategy, settings, yscale=scales[transcript])
-        paths.append(save_png(fig, out / "budget" / figure_name(transcript, strategy), note))
+        own = note_of(strategy) if note_of is not None else note
+        paths.append(save_png(fig, out / "budget" / figure_name(transcript, strategy), own))
     if calls["strategy"].n_unique() > 1:
         (out / "strategies").mkdir(parents=True, exist_ok=True)
         for transcript in scales:
