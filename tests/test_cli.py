@@ -218,15 +218,17 @@ def test_bad_files_are_reported_and_skipped(shared: Path, tmp_path: Path) -> Non
     (folder / "empty.json").write_text("", encoding="utf-8")
     (folder / "truncated.json").write_text(KATY.read_text(encoding="utf-8")[:5000], encoding="utf-8")
     out = tmp_path / "out"
-    # without --keep-going a bad file stops the run before anything is replayed or written
+    # without --keep-going a bad file stops the run before anything is replayed or written; an
+    # empty file is no transcript: skipped and listed, never a failure in a folder (s39)
     proc = run_cli("replay", str(folder), "--out", str(out), "--no-figures")
     assert proc.returncode == 1, proc.stderr
-    assert "empty.json" in proc.stderr and "truncated.json" in proc.stderr and "--keep-going" in proc.stderr
+    assert "truncated.json" in proc.stderr and "--keep-going" in proc.stderr
+    assert "not transcripts: empty.json" in proc.stderr
     assert not out.exists()
     # with --keep-going the good file is replayed, the bad ones are listed, and the exit is still 1
     proc = run_cli("replay", str(folder), "--out", str(out), "--no-figures", "--keep-going")
     assert proc.returncode == 1, proc.stderr
-    assert "empty.json" in proc.stdout and "truncated.json" in proc.stdout
+    assert "truncated.json" in proc.stdout and "empty.json" not in proc.stdout  # the failures
     calls = pl.read_parquet(out / "calls.parquet")
     assert calls["transcript"].unique().to_list() == ["katy.traj"] and calls.height == 18
     report = (out / "report.md").read_text(encoding="utf-8")

@@ -126,7 +126,7 @@ def test_ctrl_c_while_writing_leaves_a_folder_that_says_so_and_resume_finishes_i
 
     assert _run(*args, "--out", str(out), "--resume") == 0
     err = capsys.readouterr().err
-    assert f"ctxlab: --resume: 4 finished run(s) in {stage} are reused" in err
+    assert f"ctxlab: --resume: 4 finished run(s) in {stage}: reused if they were made" in err
     assert not (out / ".ctxlab-incomplete").exists() and not stage.exists()
     assert json.loads((out / "run.json").read_text(encoding="utf-8"))["replayed"] == 4
     views = sorted(p.relative_to(out) for p in (out / "views").rglob("*.gz"))
