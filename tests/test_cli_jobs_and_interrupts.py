@@ -167,25 +167,29 @@ def test_ctrl_c_at_the_terminal_with_jobs_prints_no_worker_traceback(tmp_path: P
     The workers leave the interrupt to the parent now: exit 130, the message, no traceback, no
     worker left behind."""
     out = tmp_path / "out"
-    # one long run and one short one: the second worker is idle, waiting for work, when the
-    # interrupt comes (where it printed "Process ForkProcess-2: ... KeyboardInterrupt")
+    # one long batch and one short one: when the short one is checkpointed its worker is idle,
+    # waiting for work, and the long one is still replaying — the interrupt comes then (an idle
+    # worker printed "Process ForkPoolWorker-2: ... KeyboardInterrupt"); six strategies make the
+    # long batch last many times the short one's, so the run cannot end before the signal
     long_run = RAW / "opencode" / "session-ses_4313.md"
     short_run = RAW / "swe-agent" / "trajectories" / "demonstrations" / "ctf" / "crypto" / "katy.traj"
+    strategies = "ars,hybrid,masking,ars-prepared,ars-fast,langchain-summarization"
     proc = subprocess.Popen(
-        [*CTXLAB, "compare", str(long_run), str(short_run), "--strategies", "ars,hybrid", "--jobs", "2",
+        [*CTXLAB, "compare", str(long_run), str(short_run), "--strategies", strategies, "--jobs", "2",
          "--out", str(out), "--keep-going", "--no-progress", "--summary-threshold", "8"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,  # its own process group, as a terminal's foreground job
     )  # fmt: skip
+    runs = out / ".ctxlab-staging" / "runs" / "0"
     try:
-        deadline = time.monotonic() + 120
-        while not (out / ".ctxlab-staging" / "resume.json").exists():
+        deadline = time.monotonic() + 300
+        while not list((runs / "katy.traj").glob("*.pickle")):  # the short batch is checkpointed
             assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
-            assert time.monotonic() < deadline, "the replay never started"
-            time.sleep(0.05)
-        time.sleep(4.0)  # the short run is done, the long one is replaying
+            assert time.monotonic() < deadline, "the short batch never finished"
+            time.sleep(0.02)
+        assert not list((runs / long_run.name).glob("*.pickle"))  # the long one is still replaying
         os.killpg(proc.pid, signal.SIGINT)
         _, err = proc.communicate(timeout=120)
     finally:
