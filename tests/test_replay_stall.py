@@ -60,7 +60,8 @@ def test_latency_forms_and_their_errors():
 
 def test_simulated_background_work_is_ready_after_its_latency():
     clock = SimClock()
-    runner = SimulatedRunner(clock, Latency("fixed", 2.0), random.Random(0))
+    two_seconds = Latency("fixed", 2.0)
+    runner = SimulatedRunner(clock, lambda: two_seconds.sample(random.Random(0)))
 
     class Result:
         calls, input_tokens, output_tokens = 2, 0, 0

@@ -141,23 +141,6 @@ def provenance_lines(result: ReplayResult) -> list[str]:
     return lines
 
 
-def own_settings_lines(result: ReplayResult) -> list[str]:
-    """The settings a strategy sets over the run's (the Settings table shows the run's): e.g.
-    ``ars-prepared``'s ``summary_prepare_ratio`` 0.8, from its provenance record's
-    ``parameters.settings``; no line when none does."""
-    own = {
-        label: rec["parameters"]["settings"]
-        for label, rec in (result.provenance.get("strategies") or {}).items()
-        if (rec.get("parameters") or {}).get("settings")
-    }
-    if not own:
-        return []
-    said = "; ".join(
-        f"`{label}`: " + ", ".join(f"`{k}` = {v}" for k, v in fields.items()) for label, fields in own.items()
-    )
-    return ["", f"Set by a strategy over the table (its own runs only): {said}."]
-
-
 def settings_lines(result: ReplayResult) -> list[str]:
     """The report's "Settings" section: the run's settings (one row per field), T and T2 in
     tokens, and the settings a strategy sets over the run's for its own runs (e.g.

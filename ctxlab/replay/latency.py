@@ -169,19 +169,11 @@ class SimPending:
 
 class SimulatedRunner:
     """:class:`ctxlab.core.background.PrepareRunner` on a :class:`SimClock`: the work runs at once
-    (the replay is sequential and deterministic); its result is ready after one ``latency`` draw
-    per summarizer call it made (``draw``: the next summarizer call's duration, seconds; default
-    a draw of ``latency`` from ``rng``)."""
+    (the replay is sequential and deterministic); its result is ready after one ``draw`` (the next
+    summarizer call's duration, seconds) per summarizer call it made."""
 
-    def __init__(
-        self,
-        clock: SimClock,
-        latency: Latency,
-        rng: random.Random,
-        draw: Callable[[], float] | None = None,
-    ) -> None:
-        self.clock, self.latency, self.rng = clock, latency, rng
-        self._draw = draw if draw is not None else (lambda: latency.sample(rng))
+    def __init__(self, clock: SimClock, draw: Callable[[], float]) -> None:
+        self.clock, self._draw = clock, draw
 
     def now(self) -> float:
         return self.clock.now
@@ -223,13 +215,7 @@ class SimTime:
         self._seed = seed
         self.call = 0
         self._drawn: dict[tuple[str, int], int] = {}
-        self.rng = random.Random(zlib.crc32(seed.encode("utf-8")))
-        self.runner = SimulatedRunner(
-            self.clock,
-            self.summarizer,
-            self.rng,
-            draw=lambda: self.summarizer.sample(self._source("background")),
-        )
+        self.runner = SimulatedRunner(self.clock, lambda: self.summarizer.sample(self._source("background")))
 
     def at_call(self, call_index: int) -> None:
         """The transcript call now under way (the key of the draws that follow)."""

@@ -11,7 +11,6 @@ __all__ = [
     "counted_cost",
     "counted_sent",
     "feasible",
-    "feasible_cost",
     "in_window",
     "ok",
     "ok_cost",
@@ -66,46 +65,42 @@ def ok(column: str) -> pl.Expr:
     return pl.col(column).filter(valid()).sum()
 
 
+def _fits() -> pl.Expr:
+    """The calls whose uncompressed request fits the window (every call without a window)."""
+    return ~pl.col("over_window").fill_null(False)
+
+
 def feasible(column: str, *, nullable: bool = False) -> pl.Expr:
     """The sum over the calls whose uncompressed request fits the window (every call without a
     window); with ``nullable``, empty when every value is."""
-    fits = ~pl.col("over_window").fill_null(False)
-    kept = pl.col(column).filter(fits)
+    kept = pl.col(column).filter(_fits())
     if nullable:
         return pl.when(kept.is_not_null().any()).then(kept.sum()).otherwise(None)
     return kept.sum()
 
 
 def _failed() -> pl.Expr:
-    """The calls whose request counts as a failure: built on a failed summary, or one a provider
-    would reject (``rejected_reason``); the complement of :func:`valid`, empty flags as no."""
-    return pl.col("after_failed_summary").fill_null(False) | pl.col("rejected_reason").is_not_null()
+    """The calls whose request counts as a failure: the complement of :func:`valid` (built on a
+    failed summary, or one a provider would reject), an empty flag read as no failure."""
+    return ~valid().fill_null(True)
 
 
 def counted_sent() -> pl.Expr:
     """The feasible tokens sent with a failure counted as a failure: a failed call
     (:func:`_failed`) counts its uncompressed request (``raw_tokens``), so a strategy that threw
     the history away in a fallback summary saves nothing by it (the verdicts' token measure)."""
-    fits = ~pl.col("over_window").fill_null(False)
     sent = pl.when(_failed()).then(pl.col("raw_tokens")).otherwise(pl.col("view_tokens"))
-    return sent.filter(fits).sum()
+    return sent.filter(_fits()).sum()
 
 
 def counted_cost() -> pl.Expr:
-    """:func:`feasible_cost` with a failed call's main-model cost counted as its uncompressed
-    request's (``raw_cost_usd``); its summarizer cost stays (the failed call was paid for)."""
-    fits = ~pl.col("over_window").fill_null(False)
+    """:func:`cost` over the calls whose uncompressed request fits the window, a failed call's
+    main-model cost counted as its uncompressed request's (``raw_cost_usd``); its summarizer
+    cost stays (the failed call was paid for)."""
+    fits = _fits()
     main = pl.when(_failed()).then(pl.col("raw_cost_usd")).otherwise(pl.col("cost_usd")).filter(fits)
     summarizer = pl.col("summarizer_cost_usd").filter(fits).fill_null(0.0).sum()
     return pl.when(pl.col("cost_usd").is_not_null().any()).then(main.sum() + summarizer).otherwise(None)
-
-
-def feasible_cost() -> pl.Expr:
-    """:func:`cost` over the calls whose uncompressed request fits the window."""
-    fits = ~pl.col("over_window").fill_null(False)
-    return (
-        feasible("cost_usd", nullable=True) + pl.col("summarizer_cost_usd").filter(fits).fill_null(0.0).sum()
-    )
 
 
 def cost() -> pl.Expr:

@@ -26,7 +26,6 @@ _Int, _Str, _Float, _Len, _Bool = pl.Int64, pl.String, pl.Float64, pl.UInt32, pl
 # the aggregations the entries are made of (ctxlab.replay.columns.aggregations)
 _sum, _sum_or_null, _count, _streak, _in_window = a.sum_of, a.sum_or_null, a.count, a.streak, a.in_window
 _saving, _ok, _cost, _pooled, _valid, _ok_cost = a.saving, a.ok, a.cost, a.pooled, a.valid, a.ok_cost
-_feasible, _feasible_cost = a.feasible, a.feasible_cost
 
 _RATIO = "ratio of the pooled sums"
 
