@@ -167,7 +167,7 @@ class Best:
             strata = f" in {cmp.sources} sources, stratified" if cmp.sources > 1 else ""
             interval = (
                 f"{round(100 * CONFIDENCE)} % CI {fmt.format(cmp.low)} to {fmt.format(cmp.high)}, "
-                f"{cmp.runs} paired runs{_differing(cmp, ' ({} differ)')}{strata}"
+                f"{cmp.runs} paired runs{cmp.differing_said(' ({} differ)')}{strata}"
                 if cmp.runs > 1
                 else "no interval from 1 paired run"
             )
@@ -409,19 +409,13 @@ def paired_table(result: ReplayResult, data: str | Sequence[str] = "real") -> li
 PAIRED_MEASURES = ("saving_pct_feasible", "cost_usd", "needed_recall")
 
 
-def _differing(cmp: Any, form: str = ", {} differ") -> str:
-    """``form`` with the paired runs that differ (``", 10 differ"``) when some are ties (they
-    carry no sign), else ``""``."""
-    return form.format(cmp.evidence) if cmp.evidence != cmp.runs else ""
-
-
 def _interval(cmp: Any, fmt: str) -> str:
     """A cell of the "A vs B" table: the mean difference with its interval and the paired runs
     (and how many differ); no interval where fewer than :data:`MIN_PAIRED_RUNS` runs differ, the
     rule of the executive summary's verdicts (:attr:`PairedComparison.too_few`)."""
     if cmp.difference is None:
         return "-"
-    runs = f"{cmp.runs}{_differing(cmp)}"
+    runs = f"{cmp.runs}{cmp.differing_said()}"
     if cmp.too_few:
         return f"{fmt.format(cmp.difference)} (no interval: {cmp.evidence} of {cmp.runs} differ, < {MIN_PAIRED_RUNS})"
     return f"{fmt.format(cmp.difference)} [{fmt.format(cmp.low)}, {fmt.format(cmp.high)}] ({runs})"

@@ -41,6 +41,7 @@ from ctxlab.replay.stratified import run_sources
 
 __all__ = [
     "DIFF_MEASURES",
+    "TOO_FEW",
     "RunDiff",
     "RunDiffError",
     "diff_folders",
@@ -140,6 +141,10 @@ def _flat(record: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+#: how a verdict with fewer than MIN_PAIRED_RUNS differing pairs starts (the diff figure reads it)
+TOO_FEW = "too few runs to call"
+
+
 def _verdict(
     diff: float | None, low: float | None, high: float | None, better: str, runs: int, differing: int
 ) -> str:
@@ -149,8 +154,8 @@ def _verdict(
         return "identical"
     if differing < MIN_PAIRED_RUNS:  # ties carry no sign (PairedComparison.too_few)
         if differing == runs:
-            return f"too few runs to call ({runs} < {MIN_PAIRED_RUNS})"
-        return f"too few runs to call ({differing} of {runs} differ, < {MIN_PAIRED_RUNS})"
+            return f"{TOO_FEW} ({runs} < {MIN_PAIRED_RUNS})"
+        return f"{TOO_FEW} ({differing} of {runs} differ, < {MIN_PAIRED_RUNS})"
     if low <= 0 <= high:
         return "no detectable difference"
     higher = low > 0

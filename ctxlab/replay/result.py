@@ -277,12 +277,7 @@ def recording_warnings(result: ReplayResult, transcript: str, strategy: str) -> 
 def _keep_and_show(
     kept: list[warnings.WarningMessage], result: ReplayResult, transcript: str, strategy: str
 ) -> None:
-    seen: set[tuple[type[Warning], str]] = set()
     for w in kept:
-        key = (w.category, str(w.message))
-        if key in seen:
-            continue
-        seen.add(key)
         issue = ReplayIssue(
             kind="run",
             source=transcript,
@@ -290,6 +285,7 @@ def _keep_and_show(
             strategy=strategy,
             problem=f"{w.category.__name__}: {w.message}",
         )
-        if issue not in result.warnings:
-            result.warnings.append(issue)
+        if issue in result.warnings:  # one per distinct category and text
+            continue
+        result.warnings.append(issue)
         warnings.warn_explicit(w.message, w.category, w.filename, w.lineno, registry=_SHOWN, source=w.source)

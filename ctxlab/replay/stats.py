@@ -272,6 +272,11 @@ class PairedComparison:
         """The pairs that carry a sign: :attr:`differing` (:attr:`runs` when not counted)."""
         return self.runs if self.differing is None else self.differing
 
+    def differing_said(self, form: str = ", {} differ") -> str:
+        """``form`` with the pairs that differ (``", 10 differ"``) when some pairs are ties (they
+        carry no sign), else ``""``: how the texts of a comparison say its evidence."""
+        return form.format(self.evidence) if self.evidence != self.runs else ""
+
     @property
     def holds_zero(self) -> bool:
         """The interval holds 0: no detectable difference (also when there is no pair)."""
@@ -314,7 +319,7 @@ class PairedComparison:
             if self.runs > 1
             else "no interval from 1 run"  # a bootstrap of one value is that value
         )
-        differ = f", {self.evidence} differ" if self.evidence != self.runs else ""
+        differ = self.differing_said()
         call = (
             f"; too few runs to call ({self.evidence} differ, < {MIN_PAIRED_RUNS}: no difference can be excluded)"
             if self.too_few and self.runs > 1

@@ -16,7 +16,7 @@ import polars as pl
 from ctxlab.analysis.plotting.figures import save_png
 from ctxlab.analysis.plotting.options import FigureOptions, open_panels, with_options
 from ctxlab.analysis.plotting.style import font_families, format_tokens, label_text
-from ctxlab.replay.diff import DIFF_MEASURES
+from ctxlab.replay.diff import DIFF_MEASURES, TOO_FEW
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -48,8 +48,8 @@ def _colour(verdict: str) -> str:
 
 
 def _too_few(verdict: str) -> bool:
-    """Too few paired runs differ to call it (``ctxlab.replay.diff``: "too few runs to call")."""
-    return verdict.startswith("too few")
+    """Too few paired runs differ to call it (:data:`ctxlab.replay.diff.TOO_FEW`)."""
+    return verdict.startswith(TOO_FEW)
 
 
 def _legend(fig: Figure) -> None:
