@@ -320,3 +320,40 @@ def test_a_random_latency_draws_the_same_for_the_same_summarizer_call_in_every_s
     result = replay_many(SESSION, ["ars"], settings=SETTINGS, summarizer_latency=jitter, progress=False)
     stalls = result.frame().filter(pl.col("level") == "L2")["stall_s"].to_list()
     assert len(set(stalls)) > 1 and all(1.0 <= v <= 3.0 for v in stalls)
+
+
+def test_the_stall_figure_draws_each_l2_round_and_says_what_the_stall_line_says(
+    timed_result, timed, tmp_path
+):
+    """The stall figure (left open two stops: the stall was only in a line and the columns): one
+    dot per L2 round at its ``stall_s``, and each strategy's label says the round count, the share
+    under 50 ms and the p99 the per-run columns pool; the report lists and embeds it; a replay
+    without a latency model draws none and the plot says why."""
+    from ctxlab.analysis.plotting import STALL_FIGURE, plot_stall
+    from ctxlab.analysis.report import write_report
+
+    totals = {r["strategy"]: r for r in strategy_totals(timed).iter_rows(named=True)}
+    fig = plot_stall(timed, over="one session")
+    [ax] = fig.axes
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    for label, name in zip(labels, ["ars", "ars-prepared"], strict=True):
+        row = totals[name]
+        assert label == (
+            f"{name}\n{row['l2_rounds']} L2 round(s), {row['l2_no_stall_share']:.0%} < 50 ms, "
+            f"p99 {row['l2_stall_p99_s']:.2f} s"
+        )
+    dots = [c.get_offsets()[:, 0].tolist() for c in ax.collections if len(c.get_offsets())]
+    rounds = timed.filter(pl.col("level") == "L2")
+    for name, xs in zip(["ars", "ars-prepared"], dots, strict=True):
+        assert xs == rounds.filter(pl.col("strategy") == name)["stall_s"].to_list()
+    assert "one session" in ax.get_title()
+    written = write_report(timed_result, tmp_path)
+    assert tmp_path / "figures" / STALL_FIGURE in written["figures"]
+    assert f"![stall per L2 round](figures/{STALL_FIGURE})" in (tmp_path / "report.md").read_text(
+        encoding="utf-8"
+    )
+    plain = replay_many(SESSION, ["ars"], settings=SETTINGS, progress=False, limit_calls=60)
+    out = write_report(plain, tmp_path / "plain")
+    assert not [p for p in out["figures"] if p.name == STALL_FIGURE]
+    with pytest.raises(ValueError, match="--summarizer-latency"):
+        plot_stall(plain.frame())

@@ -273,6 +273,11 @@ def write_report(
         )
         if cost_figure is not None:
             figure_paths.append(cost_figure)
+        from ctxlab.analysis.plotting.stall import write_stall_figure
+
+        stall_figure = write_stall_figure(calls, out / "figures", data=data, note=note)
+        if stall_figure is not None:
+            figure_paths.append(stall_figure)
         price = getattr(result, "price", None)
         if price is not None:
             from ctxlab.analysis.plotting.frontier import write_frontier_figure
@@ -378,6 +383,17 @@ def _report_markdown(
         overview = next((p for p in figure_paths if p.name == "saving_by_strategy.png"), None)
         if overview is not None:
             lines += ["", f"![saving by strategy]({overview.relative_to(out).as_posix()})"]
+        from ctxlab.analysis.plotting.stall import STALL_FIGURE
+
+        stall = next((p for p in figure_paths if p.name == STALL_FIGURE), None)
+        if stall is not None:
+            lines += [
+                "",
+                "Each L2 round's wait on compression in simulated seconds (`stall_s` of the calls at level "
+                "L2; the executive summary's stall line gives the same counts, shares and p99):",
+                "",
+                f"![stall per L2 round]({stall.relative_to(out).as_posix()})",
+            ]
     else:
         lines.append("No figures.")
     lines += ["", "## Provenance", ""]

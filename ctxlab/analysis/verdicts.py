@@ -338,7 +338,7 @@ def executive_summary(
     line = fidelity_line(totals)
     if line is not None:
         out.lines.append(line)
-    line = stall_line(totals, f"the {runs} {pool.label}", result.provenance.get("latency"))
+    line = stall_line(totals, f"{pool.label}, {runs} transcripts", result.provenance.get("latency"))
     if line is not None:
         out.lines.append(line)
     out.warnings = [*verdict_warnings(result, rows, totals, means, reached, runs), *fidelity_warnings(totals)]

@@ -21,6 +21,7 @@ The package, by job: :mod:`~ctxlab.analysis.plotting.style` (fonts, colours, axe
 :mod:`~ctxlab.analysis.plotting.figures` (the two-panel budget figure and the report's PNG files),
 :mod:`~ctxlab.analysis.plotting.cost` (the cost per call and its PNG),
 :mod:`~ctxlab.analysis.plotting.frontier` (cost saving against identifier recall, and its PNG),
+:mod:`~ctxlab.analysis.plotting.stall` (each L2 round's wait on compression, and its PNG),
 :mod:`~ctxlab.analysis.plotting.diff` (two experiments' paired differences, ``ctxlab diff``),
 :mod:`~ctxlab.analysis.plotting.findings` (the paper's findings and ctxlab's),
 :mod:`~ctxlab.analysis.plotting.distributions` (the per-run plots: the saving distribution, the
@@ -47,6 +48,7 @@ from ctxlab.analysis.plotting.plots import (
     plot_sweep,
     plot_view_parts,
 )
+from ctxlab.analysis.plotting.stall import STALL_FIGURE, plot_stall, write_stall_figure
 from ctxlab.analysis.plotting.style import LOG_RATIO, cjk_font, format_tokens
 
 __all__ = [
@@ -55,6 +57,7 @@ __all__ = [
     "FRONTIER_FIGURE",
     "LOG_RATIO",
     "ROTATE_NAMES_OVER",
+    "STALL_FIGURE",
     "FigureOptions",
     "PlotOptions",
     "budget_figure",
@@ -69,6 +72,7 @@ __all__ = [
     "plot_recall_scatter",
     "plot_run_heatmap",
     "plot_savings",
+    "plot_stall",
     "plot_strategies",
     "plot_sweep",
     "plot_view_parts",
@@ -77,4 +81,5 @@ __all__ = [
     "write_diff_figure",
     "write_figures",
     "write_frontier_figure",
+    "write_stall_figure",
 ]
