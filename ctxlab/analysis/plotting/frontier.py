@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Unpack
+from typing import TYPE_CHECKING, Any, Unpack
 
 import polars as pl
 
@@ -141,17 +141,26 @@ def plot_frontier(calls_by_price: Mapping[str, pl.DataFrame], **options: Unpack[
     fig.suptitle(label_text(title), fontfamily=fam, fontsize=11)
     handles, labels = axes[0].get_legend_handles_labels()
     if handles:  # one legend for the panels: large dots pooled per strategy, small dots its runs
-        # where it covers the fewest points and bars (matplotlib's "best"); a fixed corner sat on
-        # a strategy's interval (trial)
-        axes[-1].legend(
-            handles,
-            labels,
-            title="pooled (small: runs; bars: source-balanced mean per run, 95 % CI)",
-            loc="best",
-            prop={"family": fam, "size": 8},
-            title_fontsize=8,
-            framealpha=0.9,
-        )
+        from matplotlib.layout_engine import ConstrainedLayoutEngine
+
+        legend: dict[str, Any] = {
+            "title": "pooled (small: runs; bars: source-balanced mean per run, 95 % CI)",
+            "prop": {"family": fam, "size": 8},
+            "title_fontsize": 8,
+        }
+        if isinstance(fig.get_layout_engine(), ConstrainedLayoutEngine):
+            # under the panels, where no point or interval can be (inside, a fixed corner and
+            # then matplotlib's "best" both sat on an interval: the s38 and s39 trials)
+            fig.legend(
+                handles,
+                labels,
+                loc="outside lower center",
+                ncol=min(len(handles), 4),
+                frameon=False,
+                **legend,
+            )
+        else:  # the caller's own axes without constrained layout: inside, where it covers least
+            axes[-1].legend(handles, labels, loc="best", framealpha=0.9, **legend)
     return fig
 
 
