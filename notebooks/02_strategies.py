@@ -214,7 +214,11 @@ fig
 #
 # The strategies replay the same runs, so they are compared run by run: the mean per-run
 # difference A − B and its 95 % percentile-bootstrap interval over runs (2,000 resamples, seed
-# 0; `ctxlab.replay.stats`). An interval that holds 0 is no evidence of a difference.
+# 0; `ctxlab.replay.stats`). An interval that holds 0 is no evidence of a difference. `differ`
+# counts the runs where A and B differ (the others are ties); with fewer than 6 no difference is
+# called and `low`/`high` stay empty. `mean_a`, `mean_b` and `difference` are weighted alike
+# (source-balanced over the transcripts' formats), so `mean_a − mean_b` is the difference; the
+# plain means are `plain_a`, `plain_b`.
 
 # %%
 comparison_table(result.summary(), "saving_pct_feasible").filter(pl.col("a") == "no compression")

@@ -5,6 +5,7 @@ did, and baselines that give the same rows twice."""
 from __future__ import annotations
 
 import random
+import re
 from pathlib import Path
 
 import polars as pl
@@ -360,7 +361,8 @@ def test_one_run_gets_no_interval() -> None:
     assert "% CI" not in line
     rows += [call("r1", "a", 45.0), call("r1", "b", 10.0)]
     line = tokens_line(ReplayResult(rows=rows, strategies=["a", "b"]))
-    assert "a − b: +40.0 points per run (95 % CI +35.0 to +45.0, 2 paired runs)" in line
+    # two runs: a bootstrap has width now, but no difference is called from 2 (< 6), so none is shown
+    assert "a − b: +40.0 points per run (no interval: 2 of 2 differ, < 6)" in line
 
 
 def test_runs_neither_strategy_acted_on_are_ties_not_evidence() -> None:
@@ -466,8 +468,8 @@ def test_result_compare_says_when_too_few_runs_differ_to_call() -> None:
     ]
     result = ReplayResult(rows=rows, strategies=["a", "b"])
     text = str(result.compare("a", "b"))
-    assert text.startswith("a − b on saving_pct: +31.0 per run (95 % CI")
-    assert text.endswith("; too few runs to call (3 differ, < 6: no difference can be excluded)")
+    assert text.startswith("a − b on saving_pct: +31.0 per run (no interval: 3 of 3 differ, < 6")
+    assert text.endswith("; too few runs to call: no difference can be excluded")
     rows += [
         c
         for i in range(3, 9)
@@ -491,3 +493,51 @@ def test_the_terminal_ranks_as_compressed_only_runs_that_sent_less() -> None:
     assert summary.filter(pl.col("transcript") == "long")["l1_rounds"].to_list() == [1]
     assert _ranked(summary)["transcript"].to_list() == ["short", "long"]  # not by raw tokens first
     assert compressed_runs(summary, "masking") == {"short"}
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_every_text_of_a_comparison_shows_an_interval_only_where_a_difference_can_be_called(
+    seed: int,
+) -> None:
+    """One rule, every text (the s40 trial: the executive summary printed "95 % CI +0.0 to +80.3"
+    from 2 differing runs while the report's table beside it said "no interval"; the notebook's
+    ``comparison_table`` printed plain means beside a source-balanced difference): over generated
+    runs from several sources with 0–9 runs that differ, the summary line, the table cell, the
+    comparison's own text and ``comparison_table`` show an interval exactly when at least
+    MIN_PAIRED_RUNS runs differ, never from one run, and the table's means subtract to its
+    difference."""
+    from ctxlab.analysis.verdicts import _interval
+    from ctxlab.replay.stats import MIN_PAIRED_RUNS, comparison_table
+
+    rng = random.Random(seed)
+    for _ in range(8):
+        n = rng.randint(1, 12)
+        differ = rng.randint(0, min(n, 9))
+        rows = []
+        for i in range(n):
+            fmt = rng.choice(["claude_code", "openhands", "swe_agent"])
+            base = rng.uniform(10, 60)
+            gap = rng.uniform(3, 20) if i < differ else 0.0
+            rows += [call(f"r{i}", "a", base + gap, fmt=fmt), call(f"r{i}", "b", base, fmt=fmt)]
+        result = ReplayResult(rows=rows, strategies=["a", "b"])
+        cmp = result.compare("a", "b", measure="saving_pct_feasible")
+        shown = cmp.runs > 1 and cmp.evidence >= MIN_PAIRED_RUNS
+        assert cmp.evidence == differ
+        line = tokens_line(result)
+        versus = re.search(r"(?:a − b|vs b): ([^;]*)", line)  # the comparison's part of the line
+        assert versus is not None, line
+        assert ("% CI" in versus.group(1)) == shown, line
+        assert ("% CI" in str(cmp)) == shown, str(cmp)
+        assert ("[" in _interval(cmp, "{:+.1f}")) == shown
+        if not shown and n > 1:
+            assert f"no interval: {differ} of {n} differ, < {MIN_PAIRED_RUNS}" in line
+        if n == 1:
+            assert "no interval from 1 paired run" in line
+        [table] = comparison_table(result.summary(), "saving_pct_feasible", strategies=["a", "b"]).iter_rows(
+            named=True
+        )
+        assert table["differ"] == differ and (table["low"] is not None) == shown
+        assert table["mean_a"] - table["mean_b"] == pytest.approx(table["difference"], abs=1e-9)
+        plain = result.summary().group_by("strategy").agg(pl.col("saving_pct_feasible").mean())
+        want = dict(plain.iter_rows())
+        assert table["plain_a"] == pytest.approx(want["a"]) and table["plain_b"] == pytest.approx(want["b"])

@@ -139,10 +139,18 @@ def frontier_intervals(calls_by_price: Mapping[str, pl.DataFrame]) -> pl.DataFra
     return pl.DataFrame(rows, schema=schema, orient="row")
 
 
-def _ci_text(mean: pl.Expr, low: pl.Expr, high: pl.Expr, digits: int) -> pl.Expr:
-    """``"mean [low, high]"`` rounded to ``digits``; empty without a mean."""
+def _ci_text(mean: pl.Expr, low: pl.Expr, high: pl.Expr, runs: pl.Expr, digits: int) -> pl.Expr:
+    """``"mean [low, high]"`` rounded to ``digits``; ``"mean (no interval from 1 run)"`` over one
+    run (a bootstrap of one value is that value: ``[x, x]`` would read as certainty); empty
+    without a mean."""
     fmt = [mean.round(digits), low.round(digits), high.round(digits)]
-    return pl.when(mean.is_null()).then(None).otherwise(pl.format("{} [{}, {}]", *fmt))
+    return (
+        pl.when(mean.is_null())
+        .then(None)
+        .when(runs < 2)
+        .then(pl.format("{} (no interval from 1 run)", mean.round(digits)))
+        .otherwise(pl.format("{} [{}, {}]", *fmt))
+    )
 
 
 def frontier_table(calls_by_price: Mapping[str, pl.DataFrame]) -> pl.DataFrame:
@@ -164,10 +172,18 @@ def frontier_table(calls_by_price: Mapping[str, pl.DataFrame]) -> pl.DataFrame:
         ci = intervals.filter(pl.col("price_row") == key).select(
             "strategy",
             _ci_text(
-                pl.col("cost_saving_mean"), pl.col("cost_saving_low"), pl.col("cost_saving_high"), 1
+                pl.col("cost_saving_mean"),
+                pl.col("cost_saving_low"),
+                pl.col("cost_saving_high"),
+                pl.col("runs"),
+                1,
             ).alias(f"cost saving % per run, {pct} % CI ({key})"),
             _ci_text(
-                pl.col("needed_recall_mean"), pl.col("needed_recall_low"), pl.col("needed_recall_high"), 3
+                pl.col("needed_recall_mean"),
+                pl.col("needed_recall_low"),
+                pl.col("needed_recall_high"),
+                pl.col("qualified"),
+                3,
             ).alias(f"identifier recall per run, {pct} % CI ({key})"),
             pl.col("runs").alias(f"runs ({key})"),
             pl.col("qualified").alias(f"qualified runs ({key})"),

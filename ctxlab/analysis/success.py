@@ -187,7 +187,7 @@ def success_summary(frame: pl.DataFrame, baseline: str | None = None, model: str
             continue
         lines.append(
             f"{c.a} vs {base}: {100 * c.difference:+.1f} points of success "
-            f"(95 % CI {100 * c.low:+.1f} to {100 * c.high:+.1f}, {c.runs} paired samples): {_verdict(c)}."
+            f"({c.interval_said('{:+.1f}', scale=100)}, {c.runs} paired samples): {_verdict(c)}."
         )
     return lines
 
@@ -228,7 +228,9 @@ def paired_markdown(pairs: list[PairedComparison]) -> str:
             "success % (strategy)": "" if c.mean_a is None else cell(100 * c.mean_a, "a_pct"),
             "success % (baseline)": "" if c.mean_b is None else cell(100 * c.mean_b, "b_pct"),
             "difference (points)": points(c.difference),
-            "95 % CI (points)": f"{points(c.low)} to {points(c.high)}" if c.low is not None else "",
+            "95 % CI (points)": f"{points(c.low)} to {points(c.high)}"
+            if c.low is not None and not c.too_few
+            else "",
             "verdict": _verdict(c) if c.difference is not None else "no pair",
         }
         for c in pairs

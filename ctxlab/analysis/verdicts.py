@@ -165,12 +165,9 @@ class Best:
         versus = ""
         if cmp is not None and cmp.difference is not None and cmp.low is not None and cmp.high is not None:
             strata = f" in {cmp.sources} sources, stratified" if cmp.sources > 1 else ""
-            interval = (
-                f"{round(100 * CONFIDENCE)} % CI {fmt.format(cmp.low)} to {fmt.format(cmp.high)}, "
-                f"{cmp.runs} paired runs{cmp.differing_said(' ({} differ)')}{strata}"
-                if cmp.runs > 1
-                else "no interval from 1 paired run"
-            )
+            interval = cmp.interval_said(fmt, paired=True)
+            if cmp.runs > 1 and not cmp.too_few:
+                interval += f", {cmp.runs} paired runs{cmp.differing_said(' ({} differ)')}{strata}"
             versus = f"{fmt.format(cmp.difference)}{pts} per run ({interval})"
         if self.decided:
             text = f"Best for {self.objective}: **{self.first.strategy}**, {label} {self.first.text(self.column)}"
@@ -415,10 +412,9 @@ def _interval(cmp: Any, fmt: str) -> str:
     rule of the executive summary's verdicts (:attr:`PairedComparison.too_few`)."""
     if cmp.difference is None:
         return "-"
-    runs = f"{cmp.runs}{cmp.differing_said()}"
     if cmp.too_few:
-        return f"{fmt.format(cmp.difference)} (no interval: {cmp.evidence} of {cmp.runs} differ, < {MIN_PAIRED_RUNS})"
-    return f"{fmt.format(cmp.difference)} [{fmt.format(cmp.low)}, {fmt.format(cmp.high)}] ({runs})"
+        return f"{fmt.format(cmp.difference)} ({cmp.interval_said(fmt)})"
+    return f"{fmt.format(cmp.difference)} [{fmt.format(cmp.low)}, {fmt.format(cmp.high)}] ({cmp.runs}{cmp.differing_said()})"
 
 
 def verdict_sections(

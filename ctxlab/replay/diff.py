@@ -20,7 +20,6 @@ them holds, and a short executive summary (:meth:`RunDiff.summary`).  The figure
 from __future__ import annotations
 
 import json
-import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,10 +33,8 @@ from ctxlab.replay.stats import (
     RESAMPLES,
     SEED,
     paired_comparison,
-    per_run_values,
     pooled_runs,
 )
-from ctxlab.replay.stratified import run_sources
 
 __all__ = [
     "DIFF_MEASURES",
@@ -280,27 +277,10 @@ def _phrase(r: Mapping[str, Any], runs: int) -> str:
     if r["verdict"] == "identical":
         where = f"the {r['runs']} run(s) with a value" if over else "every run"
         return f"{measure}: identical in {where}"
+    if r["low"] is None or r["high"] is None:  # too few runs differ: the verdict says why
+        return f"{measure} {_number(r['difference'], column)}{over}: {r['verdict']}"
     ci = f"CI {_number(r['low'], column)} to {_number(r['high'], column)}"
     return f"{measure} {_number(r['difference'], column)}{over} ({ci}): {r['verdict']}"
-
-
-def _balanced_means(pooled: pl.DataFrame, a: str, b: str, column: str) -> tuple[float | None, float | None]:
-    """The source-balanced means of ``a`` and ``b`` over the runs where both have a value (the
-    mean of the sources' mean values, :mod:`ctxlab.replay.stratified`; the plain mean with one
-    source): weighted as :func:`~ctxlab.replay.stats.paired_comparison` weighs the difference,
-    so that ``b − a`` is its mean difference.  ``(None, None)``: no pair."""
-    va, vb = per_run_values(pooled, a, column), per_run_values(pooled, b, column)
-    runs = [t for t in va if t in vb and va[t] is not None and vb[t] is not None]
-    if not runs:
-        return None, None
-    sources = run_sources(pooled)
-    means = []
-    for values in (va, vb):
-        by: dict[str, list[float]] = {}
-        for t in runs:
-            by.setdefault(sources.get(t, t), []).append(float(values[t]))  # type: ignore[arg-type]
-        means.append(statistics.fmean(statistics.fmean(g) for g in by.values()))
-    return means[0], means[1]
 
 
 def run_diff(
@@ -364,8 +344,7 @@ def run_diff(
                 continue
             if column in ONLY_WHEN_PRESENT and both[column].is_null().all():
                 continue
-            c = paired_comparison(both, s + tag_b, s + tag_a, column, data=data)
-            mean_a, mean_b = _balanced_means(pool.summary, s + tag_a, s + tag_b, column)
+            c = paired_comparison(both, s + tag_b, s + tag_a, column, data=data)  # B − A
             rows.append(
                 {
                     "strategy": s,
@@ -374,14 +353,16 @@ def run_diff(
                     "runs": c.runs,
                     "dropped": c.dropped,
                     "sources": c.sources if c.runs else 0,
-                    "mean_a": mean_a,
-                    "mean_b": mean_b,
+                    "mean_a": c.mean_b,
+                    "mean_b": c.mean_a,
                     "difference": c.difference,
-                    "low": c.low,
-                    "high": c.high,
+                    # no interval where the verdict rule calls nothing (< 6 differing runs;
+                    # one run's "interval" is its value): blank, as in compare's tables
+                    "low": None if c.too_few else c.low,
+                    "high": None if c.too_few else c.high,
                     "verdict": _verdict(c.difference, c.low, c.high, better, c.runs, c.evidence),
-                    "plain_a": c.mean_b,
-                    "plain_b": c.mean_a,
+                    "plain_a": c.plain_b,
+                    "plain_b": c.plain_a,
                 }
             )
     schema = {

@@ -37,7 +37,7 @@ from typing import Any
 import polars as pl
 
 from ctxlab.replay.sources import DATA_PROVENANCES
-from ctxlab.replay.stratified import balanced_mean, check_bootstrap, run_sources
+from ctxlab.replay.stratified import balanced_mean, check_bootstrap, run_sources, source_balanced
 
 __all__ = [
     "CONFIDENCE",
@@ -236,7 +236,9 @@ class PairedComparison:
     Attributes:
         a, b: the strategies; measure: the per-run column compared (its unit is the column's).
         runs: the runs with a value for both (the pairs); dropped: runs where either is empty.
-        mean_a, mean_b: the means of each over the pairs (``None``: no pair).
+        mean_a, mean_b: the means of each over the pairs, weighted as ``difference`` is
+            (source-balanced with several sources), so that ``mean_a − mean_b`` is ``difference``
+            (``None``: no pair); ``plain_a``, ``plain_b``: the plain means over the pairs.
         difference: the mean per-run difference ``a − b`` (``None``: no pair).
         low, high: its bootstrap interval at ``confidence`` (``None``: no pair).
         confidence, resamples, seed: how the interval was drawn.
@@ -266,6 +268,8 @@ class PairedComparison:
     data: str = "all runs"
     sources: int = 1
     differing: int | None = None
+    plain_a: float | None = None
+    plain_b: float | None = None
 
     @property
     def evidence(self) -> int:
@@ -276,6 +280,23 @@ class PairedComparison:
         """``form`` with the pairs that differ (``", 10 differ"``) when some pairs are ties (they
         carry no sign), else ``""``: how the texts of a comparison say its evidence."""
         return form.format(self.evidence) if self.evidence != self.runs else ""
+
+    def interval_said(self, fmt: str, *, paired: bool = False, scale: float = 1.0) -> str:
+        """How every text of a comparison says its interval: ``"95 % CI {low} to {high}"`` (each
+        through ``fmt``), or why there is none — ``"no interval from 1 run"`` (a bootstrap of one
+        value is that value), ``"no interval: 2 of 3 differ, < 6"`` (:attr:`too_few`: the
+        verdict rule calls no difference then, so no interval is shown that would look like one),
+        ``"no run has both values"``.  ``paired``: say "paired run"; ``scale``: the bounds are
+        multiplied by it first (100: shares as points)."""
+        run = "paired run" if paired else "run"
+        if self.difference is None or self.low is None or self.high is None or not self.runs:
+            return f"no {run} has both values"
+        if self.runs == 1:
+            return f"no interval from 1 {run}"
+        if self.too_few:
+            return f"no interval: {self.evidence} of {self.runs} differ, < {MIN_PAIRED_RUNS}"
+        low, high = fmt.format(scale * self.low), fmt.format(scale * self.high)
+        return f"{round(100 * self.confidence)} % CI {low} to {high}"
 
     @property
     def holds_zero(self) -> bool:
@@ -300,35 +321,29 @@ class PairedComparison:
             "b": self.b,
             "measure": self.measure,
             "runs": self.runs,
+            "differ": self.evidence,
             "mean_a": self.mean_a,
             "mean_b": self.mean_b,
             "difference": self.difference,
-            "low": self.low,
-            "high": self.high,
+            "low": None if self.too_few else self.low,
+            "high": None if self.too_few else self.high,
+            "plain_a": self.plain_a,
+            "plain_b": self.plain_b,
         }
 
     def __str__(self) -> str:
         if self.difference is None or self.low is None or self.high is None:
             return f"{self.a} vs {self.b} on {self.measure}: no run has both values"
-        pct = round(100 * self.confidence)
         big = max(abs(self.difference), abs(self.low), abs(self.high)) >= 10
         fmt = "{:+,.1f}" if big else "{:+.4f}"
         strata = f" in {self.sources} sources, source-balanced" if self.sources > 1 else ""
-        interval = (
-            f"{pct} % CI {fmt.format(self.low)} to {fmt.format(self.high)}, {self.runs} runs{strata}"
-            if self.runs > 1
-            else "no interval from 1 run"  # a bootstrap of one value is that value
-        )
-        differ = self.differing_said()
+        interval = self.interval_said(fmt)
+        if self.runs > 1 and not self.too_few:
+            interval += f", {self.runs} runs{strata}{self.differing_said()}"
         call = (
-            f"; too few runs to call ({self.evidence} differ, < {MIN_PAIRED_RUNS}: no difference can be excluded)"
-            if self.too_few and self.runs > 1
-            else ""
+            "; too few runs to call: no difference can be excluded" if self.too_few and self.runs > 1 else ""
         )
-        return (
-            f"{self.a} − {self.b} on {self.measure}: {fmt.format(self.difference)} per run "
-            f"({interval}{differ}, {self.data}){call}"
-        )
+        return f"{self.a} − {self.b} on {self.measure}: {fmt.format(self.difference)} per run ({interval}, {self.data}){call}"
 
 
 def paired_comparison(
@@ -375,7 +390,14 @@ def paired_comparison(
     runs = [t for t in both if va[t] is not None and vb[t] is not None]
     sources = run_sources(pool.summary)
     n_sources = len({sources.get(t, t) for t in runs})
-    if by_source and n_sources > 1:
+    balanced = by_source and n_sources > 1
+    plain_a = statistics.fmean(float(x) for x, _ in pairs)  # type: ignore[arg-type]
+    plain_b = statistics.fmean(float(y) for _, y in pairs)  # type: ignore[arg-type]
+    mean_a, mean_b = plain_a, plain_b
+    if balanced:  # weighted as the difference is, so that mean_a − mean_b is it
+        mean_a = source_balanced({t: float(x) for t, (x, _) in zip(runs, pairs, strict=True)}, sources)  # type: ignore[arg-type]
+        mean_b = source_balanced({t: float(y) for t, (_, y) in zip(runs, pairs, strict=True)}, sources)  # type: ignore[arg-type]
+    if balanced:
         est = balanced_mean(
             dict(zip(runs, diffs, strict=True)),
             sources,
@@ -392,8 +414,8 @@ def paired_comparison(
         measure,
         len(pairs),
         dropped,
-        statistics.fmean(x for x, _ in pairs),  # type: ignore[misc]
-        statistics.fmean(y for _, y in pairs),  # type: ignore[misc]
+        mean_a,
+        mean_b,
         mean,
         low,
         high,
@@ -403,6 +425,8 @@ def paired_comparison(
         pool.label,
         n_sources if by_source else 1,
         differing_pairs(diffs),
+        plain_a,
+        plain_b,
     )
 
 
@@ -421,9 +445,12 @@ def comparison_table(
     seed: int = SEED,
 ) -> pl.DataFrame:
     """The compact "A vs B" table: every pair of ``strategies`` (default: :data:`NO_COMPRESSION`
-    and each strategy of ``summary``), one row each with ``a``, ``b``, ``measure``, ``runs``,
-    ``mean_a``, ``mean_b``, ``difference`` (mean of ``a − b``), ``low``, ``high`` (the bootstrap
-    interval, :data:`CONFIDENCE`)."""
+    and each strategy of ``summary``), one row each with ``a``, ``b``, ``measure``, ``runs`` (the
+    pairs), ``differ`` (the pairs that are not ties), ``mean_a``, ``mean_b`` and ``difference``
+    (mean of ``a − b``) weighted alike (source-balanced with several sources, so ``mean_a −
+    mean_b`` = ``difference``), ``low``, ``high`` (the bootstrap interval, :data:`CONFIDENCE`;
+    empty where fewer than :data:`MIN_PAIRED_RUNS` pairs differ, the verdicts' rule), and the
+    plain means ``plain_a``, ``plain_b``."""
     names = list(strategies) if strategies is not None else strategy_names(summary)
     rows = [
         paired_comparison(summary, a, b, measure, data=data, seed=seed).as_dict()
@@ -435,11 +462,14 @@ def comparison_table(
         "b": pl.String,
         "measure": pl.String,
         "runs": pl.Int64,
+        "differ": pl.Int64,
         "mean_a": pl.Float64,
         "mean_b": pl.Float64,
         "difference": pl.Float64,
         "low": pl.Float64,
         "high": pl.Float64,
+        "plain_a": pl.Float64,
+        "plain_b": pl.Float64,
     }
     return pl.DataFrame(rows, schema=schema, orient="row")
 

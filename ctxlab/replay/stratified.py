@@ -44,6 +44,7 @@ __all__ = [
     "check_bootstrap",
     "dominant_sources",
     "run_sources",
+    "source_balanced",
 ]
 
 #: the per-run column naming a run's source
@@ -117,10 +118,7 @@ def balanced_mean(
         ValueError: no values; ``confidence`` outside (0, 1); ``resamples`` below 1.
     """
     check_bootstrap("balanced_mean", len(values), confidence, resamples)
-    strata: dict[str, list[float]] = {}
-    for run, value in values.items():
-        strata.setdefault(sources.get(run, f"run {run}"), []).append(float(value))
-    groups = list(strata.values())
+    groups = _strata(values, sources)
     mean = statistics.fmean(statistics.fmean(g) for g in groups)
     plain = statistics.fmean(float(v) for v in values.values())
     if len(values) == 1:
@@ -145,6 +143,24 @@ def balanced_mean(
     return Balanced(
         mean, _quantile(drawn, tail), _quantile(drawn, 1.0 - tail), len(values), len(groups), plain
     )
+
+
+def source_balanced(values: Mapping[str, float], sources: Mapping[str, str]) -> float:
+    """The source-balanced mean of ``values`` (``{run: value}``): the mean of the sources' mean
+    values, a run missing from ``sources`` its own source — :func:`balanced_mean`'s point
+    estimate without the bootstrap.
+
+    Raises:
+        statistics.StatisticsError: no values.
+    """
+    return statistics.fmean(statistics.fmean(g) for g in _strata(values, sources))
+
+
+def _strata(values: Mapping[str, float], sources: Mapping[str, str]) -> list[list[float]]:
+    strata: dict[str, list[float]] = {}
+    for run, value in values.items():
+        strata.setdefault(sources.get(run, f"run {run}"), []).append(float(value))
+    return list(strata.values())
 
 
 def _balanced(pairs: list[tuple[str, float]]) -> float:

@@ -60,7 +60,12 @@ def _legend(fig: Figure) -> None:
         return Line2D([], [], marker="o", ls="", color=colour, markerfacecolor="white" if hollow else colour)
 
     handles = [dot(_COLORS["better"]), dot(_COLORS["worse"]), dot(_COLORS["neutral"]), dot("#555555", True)]
-    labels = ["B better", "B worse", "no detectable difference", "hollow: too few runs differ to call"]
+    labels = [
+        "B better",
+        "B worse",
+        "no detectable difference",
+        "hollow: too few runs differ to call (no interval)",
+    ]
     fig.legend(
         handles, labels, loc="upper center", ncol=4, fontsize=8, frameon=False, bbox_to_anchor=(0.5, 0.0)
     )
@@ -76,11 +81,13 @@ def _panel(ax: Axes, rows: pl.DataFrame, strategies: list[str], measure: str) ->
                 bbox={"facecolor": "white", "edgecolor": "none", "pad": 1.5}, zorder=3,
             )  # fmt: skip
             continue
-        d, lo, hi = (float(row[c][0]) for c in ("difference", "low", "high"))
+        d = float(row["difference"][0])
+        lo, hi = row["low"][0], row["high"][0]  # empty: too few runs differ, no interval (hollow)
         verdict = str(row["verdict"][0])
         colour = _colour(verdict)
+        err = None if lo is None or hi is None else [[d - float(lo)], [float(hi) - d]]
         ax.errorbar(
-            [d], [y], xerr=[[d - lo], [hi - d]], fmt="o", color=colour, ecolor=colour, capsize=3, markersize=6,
+            [d], [y], xerr=err, fmt="o", color=colour, ecolor=colour, capsize=3, markersize=6,
             markerfacecolor="white" if _too_few(verdict) else colour,
         )  # fmt: skip
     ax.axvline(0, color="#555555", lw=0.8, ls="--", zorder=1)
