@@ -66,6 +66,18 @@ def test_a_24k_window_on_the_sample_shows_its_overflow_rounds(tmp_path: Path, ca
     assert (
         "overflow rounds" in stdout and "context window 24,000 tokens (tiktoken, --context-window)" in stdout
     )
+    # the tables put the saving over the feasible calls (the verdicts') and the infeasible count
+    # beside the plain saving, which counts requests no agent could send (s40 trial: 86.5 % and
+    # 66.7 % stood alone under a summary saying 0.0 %)
+    ars = summary.row(0, named=True)
+    header = next(line for line in stdout.splitlines() if "feasible saving %" in line and "runs" in line)
+    row = next(line for line in stdout.splitlines() if line.startswith("│ ars ") and "│" in line[6:])
+    cells = [c.strip() for c in row.strip("│").split("│")]
+    names = [c.strip() for c in header.strip("┃").split("┃")]
+    assert cells[names.index("feasible saving %")] == f"{ars['saving_pct_feasible']:.1f}"
+    assert cells[names.index("infeasible")] == f"{ars['infeasible_calls']:,}" and ars["infeasible_calls"] > 0
+    assert "infeasible: calls whose uncompressed request is over the window (24,000 tokens" in stdout
+    assert stdout.count("feasible saving %") >= 3  # runs, per strategy, cost (and the cost note)
     report = (out / "report.md").read_text(encoding="utf-8")
     assert "overflow rounds (calls in which the provider refused a request above the window" in report
     assert "ars 11" in report

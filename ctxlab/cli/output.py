@@ -157,6 +157,13 @@ def print_summary(
     renames = _level_names(result)
     masking = sorted({v for r in renames.values() for k, v in r.items() if k == "L1"})
     overflow = getattr(result, "window", None) is not None
+    # calls whose uncompressed request is over the window: a saving over them is measured against
+    # a request no agent could send, so the feasible saving (the executive summary's) goes beside it
+    infeasible = (
+        bool(totals.height)
+        and "infeasible_calls" in totals.columns
+        and bool(totals["infeasible_calls"].sum())
+    )
 
     def rounds(r: Mapping[str, Any], level: str, name: str) -> str:
         own = renames.get(r["strategy"], {}).get(level, level)
@@ -173,6 +180,14 @@ def print_summary(
         ("raw tokens", lambda r: f"{r['raw_tokens_total']:,}"),
         ("sent tokens", lambda r: f"{r['sent_tokens_total']:,}"),
         ("saving %", lambda r: _pct(r["saving_pct"]) + ("*" if r["summary_errors"] else "")),
+        *(
+            (
+                ("feasible saving %", lambda r: _pct(r["saving_pct_feasible"])),
+                ("infeasible", lambda r: f"{r['infeasible_calls'] or 0:,}"),
+            )
+            if infeasible
+            else ()
+        ),
         ("L1", lambda r: rounds(r, "L1", "L1")),
         *((name, (lambda r, n=name: rounds(r, "L1", n))) for name in masking),
         ("L2", lambda r: rounds(r, "L2", "L2")),
@@ -187,6 +202,9 @@ def print_summary(
         chosen = [(n, f) for n, f in fields if n in names]
         at = PRIORITY.index("L1") + 1
         order = (*PRIORITY[:at], *masking, *PRIORITY[at:])  # a renamed L1 count ranks as L1
+        if infeasible:  # kept before the plain saving: it is the measure the verdicts use
+            at = order.index("saving %")
+            order = (*order[:at], "feasible saving %", "infeasible", *order[at:])
         rows = list(df.iter_rows(named=True))
         table, dropped = fit_table(title, chosen, rows, con.width, priority=order, together=("L1", *masking))
         con.print(table)
@@ -226,9 +244,17 @@ def print_summary(
             + "; ".join(lines),
             markup=False,
         )
+    if infeasible:
+        con.print(
+            f"infeasible: calls whose uncompressed request is over the window ({result.window}), which no "
+            "agent could send; saving % counts them, feasible saving % (the executive summary's) leaves them "
+            "out; max view is the measuring estimator's count, while the window is checked with the "
+            "provider's tokenizer: a request over it is refused with a context overflow (overflow rounds)",
+            markup=False,
+        )
     if masking:
         con.print(f"{', '.join(masking)}: the L1 rounds of the strategies that name them so", markup=False)
-    _print_costs(con, result, totals)
+    _print_costs(con, result, totals, infeasible)
     _print_problems(con, result)
     con.print(f"written to {out}: {', '.join(written_names(written, out))}", markup=False)
 
@@ -279,9 +305,10 @@ def _breakpoints(result: Any) -> str:
     return str(model.get("cache_breakpoints", "agent"))
 
 
-def _print_costs(con: Any, result: Any, totals: Any) -> None:
+def _print_costs(con: Any, result: Any, totals: Any, infeasible: bool = False) -> None:
     """The cost and needed-recall table per strategy ("no compression" first), under the price
-    row named with its date."""
+    row named with its date; ``infeasible``: some uncompressed requests are over the window, so
+    the saving over the feasible calls goes beside the plain one."""
     from ctxlab.replay.stats import with_no_compression
 
     price = getattr(result, "price", None)
@@ -299,6 +326,7 @@ def _print_costs(con: Any, result: Any, totals: Any) -> None:
         ("per call $", per_call),
         ("raw cost $", lambda r: _usd(r["raw_cost_usd"])),
         ("cost saving %", lambda r: _pct(r["cost_saving_pct"])),
+        *((("feasible saving %", lambda r: _pct(r.get("cost_saving_pct_feasible"))),) if infeasible else ()),
         ("valid saving %", lambda r: _pct(r.get("cost_saving_pct_without_failed"))),
         ("rejected", lambda r: str(r.get("rejected_calls") or 0)),
         ("probe pass", lambda r: _share(r.get("probe_pass_rate"))),
@@ -309,6 +337,7 @@ def _print_costs(con: Any, result: Any, totals: Any) -> None:
     ]
     order = (
         "strategy",
+        *(("feasible saving %",) if infeasible else ()),
         "cost saving %",
         "probe pass",
         "floor: ids",
@@ -335,7 +364,13 @@ def _print_costs(con: Any, result: Any, totals: Any) -> None:
     con.print(
         f"prices: {price.key} as of {price.as_of} ({price.source}). cost $: US dollars with "
         f"{price.caching} prompt caching, the summarizer's calls included; raw cost $: the uncompressed "
-        "requests under the same caching; valid saving %: over the calls neither built on a failed summary "
+        "requests under the same caching; "
+        + (
+            "feasible saving %: over the calls whose uncompressed request fits the window; "
+            if infeasible
+            else ""
+        )
+        + "valid saving %: over the calls neither built on a failed summary "
         "nor rejected by the provider (rejected: requests with unmatched tool calls/results); probe pass: "
         "of the probes drawn from the later turns (a file touched again, a command re-run, an error named "
         "again, a constraint acted on, a value reused), the share the summaries passed by naming the thing "
