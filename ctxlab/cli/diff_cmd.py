@@ -2,7 +2,7 @@
 
 Prints the executive summary (:meth:`ctxlab.replay.diff.RunDiff.summary`), the settings and
 provenance fields that differ, and per strategy the paired differences ``B − A`` (tokens,
-dollars, identifier recall, failures) with ``compare``'s bootstrap intervals; writes ``diff.md``
+dollars, identifier recall, failed summaries, declined summaries) with ``compare``'s bootstrap intervals; writes ``diff.md``
 (all of it, every field side by side), ``diff.csv`` (the paired table) and ``diff.png``
 (:func:`ctxlab.analysis.plotting.plot_diff`) into ``--out`` (default :func:`default_out`: beside
 ``RUN_B``, named after both runs), and says where.

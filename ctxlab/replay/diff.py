@@ -47,15 +47,28 @@ __all__ = [
     "run_diff",
 ]
 
-#: measure -> (per-run column, unit, better direction); ``failures`` is the sum of the four
-#: failure counts of :mod:`ctxlab.replay.failures` (failed, fallback, declined, rejected summaries);
-#: ``stall`` (:mod:`ctxlab.replay.columns.stall`) only when either run has a value (a run replayed
-#: with ``--summarizer-latency``)
+#: measure -> (per-run column, unit, better direction).  ``failed summaries`` is compare's column
+#: (``summary_errors``: failed and fallback summaries, :mod:`ctxlab.replay.failures`);
+#: ``declined summaries`` (``declined_or_rejected``) counts the rounds that made no summary by
+#: design — no valid cutoff (R13) or a commit the T2 rule refused — which are not failures (the
+#: s40 trial saw them counted as "failures" beside reports saying 0 failed); ``stall``
+#: (:mod:`ctxlab.replay.columns.stall`) only when either run has a value (a run replayed with
+#: ``--summarizer-latency``)
 DIFF_MEASURES: dict[str, tuple[str, str, str]] = {
     "tokens": ("sent_tokens_total", "tokens sent per run", "lower"),
     "dollars": ("cost_usd", "US dollars per run (prompt caching, summarizer included)", "lower"),
     "identifier recall": ("needed_recall", "share of the needed identifiers the summaries carried", "higher"),
-    "failures": ("failures", "failed, fallback, declined and rejected summaries per run", "lower"),
+    "failed summaries": (
+        "summary_errors",
+        "failed and fallback summaries per run (compare's column)",
+        "lower",
+    ),
+    "declined summaries": (
+        "declined_or_rejected",
+        "L2 rounds per run that made no summary by design: no valid cutoff (R13) or a commit the T2 rule "
+        "refused; not failures",
+        "lower",
+    ),
     "stall": ("stall_total_s", "seconds per run the agent waited on compression (simulated)", "lower"),
 }
 #: the measures' columns left out of the table when neither run has a value in them
@@ -85,12 +98,10 @@ class RunDiffError(ValueError):
     common: names the folder or the strategies."""
 
 
-def _with_failures(summary: pl.DataFrame) -> pl.DataFrame:
-    parts = [
-        c for c in ("summary_errors", "declined_summaries", "rejected_summaries") if c in summary.columns
-    ]
+def _with_declined(summary: pl.DataFrame) -> pl.DataFrame:
+    parts = [c for c in ("declined_summaries", "rejected_summaries") if c in summary.columns]
     total = pl.sum_horizontal([pl.col(c).fill_null(0) for c in parts]) if parts else pl.lit(0)
-    return summary.with_columns(total.cast(pl.Float64).alias("failures"))
+    return summary.with_columns(total.cast(pl.Float64).alias("declined_or_rejected"))
 
 
 def load_run_folder(folder: str | Path) -> tuple[pl.DataFrame, dict[str, Any]]:
@@ -307,7 +318,7 @@ def run_diff(
         RunDiffError: no strategy in common, no run in common, or one side without a run of the
             kind ``data`` pools.  ValueError: a bad ``data``.
     """
-    fa, fb = _with_failures(a), _with_failures(b)
+    fa, fb = _with_declined(a), _with_declined(b)
     sa = fa["strategy"].unique(maintain_order=True).to_list() if fa.height else []
     sb = fb["strategy"].unique(maintain_order=True).to_list() if fb.height else []
     common = [s for s in sa if s in sb]

@@ -34,7 +34,8 @@ _AXIS = {
     "tokens": "tokens sent per run",
     "dollars": "US $ per run",
     "identifier recall": "identifier recall (share)",
-    "failures": "failed/fallback/declined/rejected\nsummaries per run",
+    "failed summaries": "failed and fallback\nsummaries per run",
+    "declined summaries": "declined or not committed\nsummaries per run (not failures)",
     "stall": "seconds waited on compression\nper run (simulated)",
 }
 
