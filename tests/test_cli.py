@@ -234,6 +234,13 @@ def test_bad_files_are_reported_and_skipped(shared: Path, tmp_path: Path) -> Non
     report = (out / "report.md").read_text(encoding="utf-8")
     section = report.split("## Errors and skipped files", 1)[1]
     assert "empty.json" in section and "truncated.json" in section
+    # the broken file failed the run (exit 1): it is said to have failed to load, not to have been
+    # "skipped" like the empty file (s40 trial), in the report, run.json and the terminal
+    assert f"- failed to load: `{folder / 'truncated.json'}" in section
+    assert f"- file: `{folder / 'empty.json'}: byte 0: skipped: empty file`" in section
+    record = json.loads((out / "run.json").read_text(encoding="utf-8"))
+    assert next(p for p in record["problems"] if "truncated.json" in p).startswith("failed to load: ")
+    assert "  - failed to load: " in proc.stdout
 
 
 def test_nothing_replayable_exits_1_and_writes_nothing(tmp_path: Path, capsys) -> None:

@@ -30,9 +30,10 @@ __all__ = [
 
 #: the ``calls.parquet`` metadata key holding the run record (JSON)
 PARQUET_KEY = "ctxlab"
-#: what a problem of each kind is called in the report
+#: what a problem of each kind is called in the report, run.json and the terminal (a file that is
+#: no transcript is skipped and listed as a warning, not here: a load problem is a failure)
 KINDS = {
-    "load": "skipped file",
+    "load": "failed to load",
     "replay": "failed run",
     "summary": "failed summaries",
     "plugin": "plugin problem",

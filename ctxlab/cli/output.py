@@ -263,9 +263,10 @@ def _print_problems(con: Any, result: Any) -> None:
     if not result.errors:
         return
     con.print(f"[bold yellow]{len(result.errors)} problem(s)[/bold yellow] (listed in report.md):")
-    what = {"load": "skipped", "replay": "failed", "summary": "failed summaries"}
+    from ctxlab.analysis.run_record import KINDS
+
     for e in result.errors[:20]:
-        con.print(f"  - {what.get(e.kind, e.kind)}: {e}", markup=False)
+        con.print(f"  - {KINDS.get(e.kind, e.kind)}: {e}", markup=False)
     if len(result.errors) > 20:
         con.print(f"  ... {len(result.errors) - 20} more", markup=False)
 
