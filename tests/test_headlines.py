@@ -116,7 +116,9 @@ def test_no_best_line_when_no_run_reached_t() -> None:
     ]
     summary = executive_summary(ReplayResult(rows=rows, strategies=["a", "b"]))
     assert summary.best == []
-    assert any(line.startswith("No run reached T: no strategy compressed anything") for line in summary.lines)
+    assert any(
+        line.startswith("No transcript reached T: no strategy compressed anything") for line in summary.lines
+    )
     assert not any("Best for" in line for line in summary.plain())
 
 

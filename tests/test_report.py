@@ -522,3 +522,17 @@ def test_a_misspelt_run_or_strategy_is_an_error_naming_what_the_frame_has(tmp_pa
     with pytest.raises(ValueError, match=r"no strategy 'nope' in the calls frame"):
         plot_strategies(df, strategies=["ars", "nope"])
     assert plot_strategies(df, strategies=["ars"]).axes[0].lines  # a known one still draws
+
+
+def test_a_cell_is_written_by_the_registry_unit_of_its_column() -> None:
+    """Percent columns whose names do not end in ``_pct`` (the feasible and without-failed cost
+    savings) printed "46" beside "55.6" in one row (s40 trial): every registry column is written
+    by its unit, so one row reads alike."""
+    from ctxlab.analysis.cells import cell
+    from ctxlab.replay.columns import RUN_REGISTRY
+
+    digits = {"percent": 1, "usd": 4}
+    for col in RUN_REGISTRY:
+        if col.unit in digits:
+            text = cell(46.0, col.name)
+            assert text == f"{46.0:.{digits[col.unit]}f}", (col.name, text)

@@ -283,7 +283,7 @@ def test_langchain_fallback_summaries_are_failed_summaries_in_a_real_replay(tmp_
         "OfflineSummaryModel (offline stand-in, not a model)."
     )
     assert head[5].startswith(
-        f"- **1 of 1 runs reached T = {T16.entry_threshold_tokens:,} tokens** (real runs"
+        f"- **1 of 1 transcripts reached T = {T16.entry_threshold_tokens:,} tokens** (real runs"
     )
     per_run = report[report.index("## Per-run statistics") : report.index("## Paired comparisons")]
     assert "| no compression | 1 | 1 | 0 |  | 0.0 | 0.0 | 0.0 | 0.0 | 0.0 | 0.0 |" in per_run
@@ -311,7 +311,7 @@ def test_provenance_tags_and_pooled_runs_leave_the_scripted_sample_out() -> None
     assert pool.label == "real runs" and pool.left_out == {"scripted": 1}
     assert pooled_runs(summary, "all").summary.height == 2
     only_scripted = pooled_runs(summary.filter(pl.col("data_provenance") == "scripted"))
-    assert only_scripted.label == "all runs (no real run: scripted)"
+    assert only_scripted.label == "all runs, none real: scripted"
     with pytest.raises(ValueError, match="data='fake' is invalid"):
         pooled_runs(summary, "fake")
     lines = executive_summary(result).markdown()

@@ -13,18 +13,20 @@ __all__ = ["cell", "markdown_table"]
 
 
 def cell(value: Any, column: str = "") -> str:
-    """``value`` as a Markdown cell: empty for ``None`` and NaN; floats by the column's unit
-    (``_pct`` one decimal, ``_usd`` four, shares and recalls three, ``_ms`` and ``_s`` two, other
-    floats whole from 100 up, else three significant digits); integers with thousands
+    """``value`` as a Markdown cell: empty for ``None`` and NaN; floats by the column's unit —
+    the column registry's (:func:`ctxlab.replay.columns.unit`) when it knows the column, else its
+    name — (percent one decimal, US dollars four, shares and recalls three, ``_ms`` and ``_s`` two,
+    other floats whole from 100 up, else three significant digits); integers with thousands
     separators; text with ``|`` escaped and newlines as spaces."""
     if value is None:
         return ""
     if isinstance(value, float):
         if math.isnan(value):
             return ""
-        if column.endswith("_pct"):
+        known = _unit(column)
+        if known == "percent" or column.endswith("_pct"):
             return f"{value:.1f}"
-        if column.endswith("_usd"):
+        if known == "usd" or column.endswith("_usd"):
             return f"{value:.4f}"
         if "share" in column or "recall" in column or column.startswith("mean_retention"):
             return f"{value:.3f}"
@@ -34,6 +36,17 @@ def cell(value: Any, column: str = "") -> str:
     if isinstance(value, int) and not isinstance(value, bool):
         return f"{value:,}"
     return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def _unit(column: str) -> str | None:
+    """The registry's unit of ``column`` (``cost_saving_pct_feasible`` is a percent though its name
+    does not end in ``_pct``: the s40 trial saw "46" beside "55.6"); ``None``: not a registry column."""
+    from ctxlab.replay.columns import unit
+
+    try:
+        return unit(column) if column else None
+    except KeyError:
+        return None
 
 
 def markdown_table(df: pl.DataFrame, columns: Sequence[str] | None = None) -> str:

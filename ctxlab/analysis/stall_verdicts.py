@@ -27,7 +27,7 @@ def stall_line(totals: pl.DataFrame, over: str, latency: dict[str, Any] | None =
 
     Args:
         totals: the per-strategy totals (one row per strategy, the stall columns among them).
-        over: which runs the totals pool (the pooled runs' label, e.g. "real runs, 240 transcripts").
+        over: which runs the totals pool (the pooled runs' label, e.g. "real runs of 240 transcript(s)").
         latency: the run's latency model as recorded (``run.json`` ``latency``: ``summarizer``,
             ``agent_step``), named in the sentence when given.
     """

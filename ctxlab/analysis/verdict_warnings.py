@@ -80,7 +80,7 @@ def verdict_warnings(
     out += _sign_warnings(totals, means)
     if runs and reached > 0 and reached * 2 < runs:  # none: the summary says so, no verdict
         out.append(
-            f"Only {reached} of {runs} runs reached T: the other {runs - reached} are sent whole by every "
+            f"Only {reached} of {runs} transcripts reached T: the other {runs - reached} are sent whole by every "
             "strategy; the means over compressed runs say what a strategy does where it acts."
         )
     for source, what, theirs, total in dominant_sources(rows):

@@ -302,7 +302,7 @@ def executive_summary(
         for name in _names(rows)
     )
     out.lines.append(
-        f"**{reached} of {runs} runs reached T = {T:,} tokens** ({pool.label}; the uncompressed request, "
+        f"**{reached} of {runs} transcripts reached T = {T:,} tokens** ({pool.label}; the uncompressed request, "
         f"the unrecorded prefix included); per strategy, by its own trigger: {own}. A run below a "
         "strategy's trigger is sent whole: its saving is 0."
     )
@@ -316,7 +316,7 @@ def executive_summary(
     means: dict[str, dict[str, tuple[float | None, int]]] = {}
     if reached == 0 and not (rows["reached_threshold"].fill_null(False).any() if rows.height else False):
         out.lines.append(
-            "No run reached T: no strategy compressed anything, so none is named best (every figure is "
+            "No transcript reached T: no strategy compressed anything, so none is named best (every figure is "
             "that of sending everything)."
         )
     else:
@@ -335,7 +335,7 @@ def executive_summary(
     line = fidelity_line(totals)
     if line is not None:
         out.lines.append(line)
-    line = stall_line(totals, f"{pool.label}, {runs} transcripts", result.provenance.get("latency"))
+    line = stall_line(totals, f"{pool.label} of {runs} transcript(s)", result.provenance.get("latency"))
     if line is not None:
         out.lines.append(line)
     out.warnings = [*verdict_warnings(result, rows, totals, means, reached, runs), *fidelity_warnings(totals)]

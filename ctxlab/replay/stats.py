@@ -122,7 +122,7 @@ class PooledRuns:
         summary: the rows of ``summary.csv`` kept (one per transcript × strategy).
         data: the provenances kept (a subset of :data:`~ctxlab.replay.sources.DATA_PROVENANCES`).
         label: how a figure or table names them (``"real runs"``, ``"all runs"``,
-            ``"all runs (no real run: scripted)"``).
+            ``"all runs, none real: scripted"``; no parentheses, it is often said inside some).
         left_out: transcripts left out per provenance (``{"scripted": 1}``).
     """
 
@@ -151,7 +151,7 @@ def pooled_runs(summary: pl.DataFrame, data: str | Sequence[str] = "real") -> Po
     have = summary["data_provenance"].to_list() if summary.height else []
     if data == "real" and have and "real" not in have:
         kinds = ", ".join(sorted(set(have)))
-        return PooledRuns(summary, DATA_PROVENANCES, f"all runs (no real run: {kinds})", {})
+        return PooledRuns(summary, DATA_PROVENANCES, f"all runs, none real: {kinds}", {})
     kept = summary.filter(pl.col("data_provenance").is_in(list(wanted)))
     out = summary.filter(~pl.col("data_provenance").is_in(list(wanted)))
     left = {
