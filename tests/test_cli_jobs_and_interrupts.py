@@ -199,3 +199,27 @@ def test_ctrl_c_at_the_terminal_with_jobs_prints_no_worker_traceback(tmp_path: P
     assert "Traceback" not in err and "KeyboardInterrupt" not in err, err[-3000:]
     leftover = subprocess.run(["pgrep", "-g", str(proc.pid)], capture_output=True, text=True).stdout.split()
     assert leftover == [], leftover
+
+
+def test_a_loader_warning_is_said_once_with_jobs(tmp_path: Path) -> None:
+    """With ``--jobs 2`` each worker loaded the file again and printed its loader warning a
+    second time as a raw Python warning (s40 trial); the parent says it once, as ctxlab does
+    serially, and records it once."""
+    traj = next((RAW / "swe-agent").rglob("6e44b9__sweagenttestrepo-1c2844.traj"))
+    said = []
+    for jobs in ("1", "2"):
+        out = tmp_path / f"j{jobs}"
+        done = subprocess.run(
+            [*CTXLAB, "compare", str(traj), "--strategies", "ars,masking", "--jobs", jobs, "--out", str(out)]
+            + ["--no-figures", "--no-progress", "--limit-calls", "3"],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert done.returncode == 0, done.stderr
+        lines = [x for x in done.stderr.splitlines() if "history lacks the trajectory's last" in x]
+        assert len(lines) == 1 and lines[0].startswith("ctxlab: warning: "), done.stderr
+        assert "TranscriptWarning" not in done.stderr
+        record = (out / "run.json").read_text(encoding="utf-8")
+        said.append(record.count("history lacks the trajectory's last"))
+    assert said == [1, 1]

@@ -441,33 +441,38 @@ def _run_parallel(
     load the files themselves (a task carries a path, never an object)."""
     from ctxlab.replay.parallel import RayUnavailableError, run_grid
     from ctxlab.replay.resume import ResumeError
+    from ctxlab.transcripts import TranscriptWarning
 
     try:
-        grid = run_grid(
-            _paths(args),
-            names,
-            settings,
-            jobs=args.jobs,
-            engine=args.engine,
-            ray_address=args.ray_address,
-            out_dir=stage,
-            format=args.format,
-            plugins_dir=args.plugins_dir,
-            measure=args.measure,
-            limit_calls=args.limit_calls,
-            unrecorded_prefix=prefix_setting(args),
-            context_window=window,
-            summarizer_model=args.summarizer_model,
-            price_model=price,
-            cache_breakpoints=args.cache_breakpoints,
-            progress=not args.no_progress and sys.stderr.isatty(),
-            write_views=True,
-            summary_cache=str(summary_cache) if summary_cache is not None else None,
-            summarizer_latency=args.summarizer_latency,
-            call_latency=args.call_latency,
-            checkpoint=stage,
-            resume=args.resume,
-        )
+        # the grid plans by loading the files again: their warnings were said and recorded when
+        # this command loaded them (once, as serially; the s40 trial saw each twice)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", TranscriptWarning)
+            grid = run_grid(
+                _paths(args),
+                names,
+                settings,
+                jobs=args.jobs,
+                engine=args.engine,
+                ray_address=args.ray_address,
+                out_dir=stage,
+                format=args.format,
+                plugins_dir=args.plugins_dir,
+                measure=args.measure,
+                limit_calls=args.limit_calls,
+                unrecorded_prefix=prefix_setting(args),
+                context_window=window,
+                summarizer_model=args.summarizer_model,
+                price_model=price,
+                cache_breakpoints=args.cache_breakpoints,
+                progress=not args.no_progress and sys.stderr.isatty(),
+                write_views=True,
+                summary_cache=str(summary_cache) if summary_cache is not None else None,
+                summarizer_latency=args.summarizer_latency,
+                call_latency=args.call_latency,
+                checkpoint=stage,
+                resume=args.resume,
+            )
     except (RayUnavailableError, ResumeError) as exc:
         raise CliError(str(exc)) from exc
     return grid.results[0]

@@ -1,26 +1,25 @@
 """Sweeps past one process: transcripts × strategies × settings on local cores or a Ray cluster.
 
-:func:`run_grid` replays every transcript run × strategy × settings point of a grid, serially
-(``jobs=1``), on ``jobs`` local processes (:class:`multiprocessing.pool.Pool`; the workers leave Ctrl-C to the parent) or on
-a Ray cluster (``engine="ray"``, the optional extra ``ctxlab[ray]``), with the same results in
-every case: each task is one :func:`~ctxlab.replay.engine.replay_many` call over one transcript
-run and one strategy, and the per-task :class:`~ctxlab.replay.result.ReplayResult` objects are
-merged in the order of the serial loop (settings point, then transcript in load order, then
-strategy).  Only ``overhead_ms`` (wall time) differs from one run to another.
+:func:`run_grid` replays every transcript run × strategy × settings point of a grid, serially,
+on ``jobs`` local processes (:class:`multiprocessing.pool.Pool`; Ctrl-C is the parent's) or on Ray
+(``engine="ray"``, ``ctxlab[ray]``), with the same results: each task is one
+:func:`~ctxlab.replay.engine.replay_many` call over one run and one strategy, and the results
+are merged in the serial loop's order (settings point, transcript in load order, strategy).
+Only ``overhead_ms`` (wall time) differs from one run to another.
 
-The unit of work (:class:`GridTask`) is picklable and small: a transcript file path and the
-run's position in it, the run's label, a strategy *name*, the settings and the replay options —
-never a live transcript, middleware or chat model.  Each worker process builds its own plugin
-manager (entry points plus ``plugins_dir``) and loads the file itself (keeping the last few
-files it loaded), so a strategy or format must be installed (or in ``plugins_dir``) wherever a
-task runs.  On a multi-machine Ray cluster the middlewares' files (offloads, histories) are
-written under ``out_dir`` on the machine that ran the task; the rows come back to the caller.
+A task (:class:`GridTask`) is picklable and small: a file path, the run's position and label, a
+strategy *name*, the settings and replay options — never a live transcript, middleware or model.
+Each worker builds its own plugin manager (entry points plus ``plugins_dir``) and loads the file
+itself (its loader warnings unsaid: the parent said them), so a strategy or format must be
+installed wherever a task runs.  On a Ray cluster the middlewares' files are written under
+``out_dir`` on the machine that ran the task; the rows come back to the caller.
 """
 
 from __future__ import annotations
 
 import os
 import tempfile
+import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -35,7 +34,7 @@ from ctxlab.replay.result import ReplayIssue, ReplayResult
 from ctxlab.replay.resume import add_cache_stats, grid_runs
 from ctxlab.replay.strategies import make_lab_manager
 from ctxlab.replay.strategies import strategies as registered_strategies
-from ctxlab.transcripts import load_many, load_transcripts
+from ctxlab.transcripts import TranscriptWarning, load_many, load_transcripts
 
 if TYPE_CHECKING:
     import pluggy
@@ -150,7 +149,9 @@ def _runs(path: str, format: str | None, plugins_dir: str | None) -> list[Any]:
         return planned
     runs = _FILES.get(key)
     if runs is None:
-        runs = load_transcripts(path, format=format, pm=_manager(plugins_dir))
+        with warnings.catch_warnings():  # the parent said them when it planned (s40 trial)
+            warnings.simplefilter("ignore", TranscriptWarning)
+            runs = load_transcripts(path, format=format, pm=_manager(plugins_dir))
         _FILES[key] = runs
         while len(_FILES) > _FILES_KEPT:
             _FILES.popitem(last=False)
