@@ -218,4 +218,7 @@ for r in by_agent.iter_rows(named=True):
 for r in savings.filter(pl.col("agent") == "all").iter_rows(named=True):
     name = r["strategy"]
     paper = "" if r["paper_saving_pct"] is None else f" (paper {r['paper_saving_pct']:.1f} %)"
-    print(f"saving vs raw, {name}: {r['saving_pct']:.1f} %{paper}")
+    print(  # the paper's savings are dollars with its summarizer paid: ctxlab's charge it too
+        f"saving vs raw, {name}: {r['cost_saving_pct']:.1f} % with the summarizer's tokens charged "
+        f"({r['saving_pct']:.1f} % of the tokens not sent){paper}"
+    )

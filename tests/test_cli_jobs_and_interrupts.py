@@ -210,8 +210,21 @@ def test_a_loader_warning_is_said_once_with_jobs(tmp_path: Path) -> None:
     for jobs in ("1", "2"):
         out = tmp_path / f"j{jobs}"
         done = subprocess.run(
-            [*CTXLAB, "compare", str(traj), "--strategies", "ars,masking", "--jobs", jobs, "--out", str(out)]
-            + ["--no-figures", "--no-progress", "--limit-calls", "3"],
+            [
+                *CTXLAB,
+                "compare",
+                str(traj),
+                "--strategies",
+                "ars,masking",
+                "--jobs",
+                jobs,
+                "--out",
+                str(out),
+                "--no-figures",
+                "--no-progress",
+                "--limit-calls",
+                "3",
+            ],
             capture_output=True,
             text=True,
             timeout=600,
