@@ -236,3 +236,17 @@ def test_a_loader_warning_is_said_once_with_jobs(tmp_path: Path) -> None:
         record = (out / "run.json").read_text(encoding="utf-8")
         said.append(record.count("history lacks the trajectory's last"))
     assert said == [1, 1]
+
+
+def test_a_warning_no_command_caught_reads_like_the_commands_own(tmp_path: Path) -> None:
+    """``ctxlab findings`` printed a loader's warning as Python does ("...traj:0:
+    TranscriptWarning: ...") where replay says "ctxlab: warning: ..." (s40 trial): one form for
+    every command."""
+    traj = next((RAW / "swe-agent").rglob("6e44b9__sweagenttestrepo-1c2844.traj"))
+    done = subprocess.run(
+        [*CTXLAB, "findings", str(traj)], capture_output=True, text=True, timeout=600, cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stderr
+    said = [x for x in done.stderr.splitlines() if "history lacks the trajectory's last" in x]
+    assert said and all(x.startswith("ctxlab: warning: ") for x in said), done.stderr
+    assert "TranscriptWarning" not in done.stderr
