@@ -223,3 +223,55 @@ def _a_rare_word(run: dict[str, Any]) -> str:
     rare = sorted(w for w, where in seen.items() if len(where) == 1 and 0 not in where)
     assert rare, "no word to search for"
     return rare[0]
+
+
+def _run_data(path: Path) -> dict[str, Any]:
+    text = path.read_text(encoding="utf-8")
+    return dict(json.loads(text[len("ctxlabRun(") : text.rstrip().rindex(")")]))
+
+
+def test_declined_is_not_failed_and_control_characters_are_drawn(
+    corpus: Path,
+    browser: Any,  # noqa: F811  (test_browser's fixture)
+) -> None:
+    """The s40 trial: a run whose only problems were declined summaries had a "failed (5)" jump;
+    a tool's ANSI colour codes were drawn as tofu boxes; a LangChain summary (no cumulative
+    cutoff) read "cutoff null".  Now: separate "failed" and "declined" jumps counting their own
+    kinds; control characters drawn as their Unicode pictures (ESC as ␛); no cutoff, no "cutoff"."""
+    from selenium.webdriver.common.by import By
+
+    files = sorted((corpus / "inspect" / "data").glob("*/*.js"))
+    runs = [(p, _run_data(p)) for p in files]
+    declined = next(
+        d for _, d in runs if d["failures"] and all(f["kind"] == "declined" for f in d["failures"])
+    )
+    ansi = next(d for p, d in runs if "\\u001b" in p.read_text(encoding="utf-8"))
+    langchain = next(d for _, d in runs if d["strategy"] == "langchain-summarization" and d["summaries"])
+    site = (corpus / "inspect" / "run.html").as_uri()
+    try:
+        browser.get("about:blank")
+        _open(browser, f"{site}#run={declined['id']}")
+        jumps = {
+            j.get_attribute("data-kind"): j.text
+            for j in browser.find_elements(By.CSS_SELECTOR, "#jumps .jump")
+        }
+        calls = {f["call_index"] for f in declined["failures"]}
+        assert f"declined ({len(calls)})" in jumps["declined"], jumps
+        assert "failed (0)" in jumps["failed"], jumps
+
+        at = next(i for i, m in enumerate(ansi["messages"]) if "\x1b" in (m["text"] or ""))
+        where = ansi["raw"].index(at)  # its place in the raw view
+        call = next(c["call_index"] for c in ansi["calls"] if c["raw_count"] > where)
+        browser.get("about:blank")  # a new page, not a hash change
+        _open(browser, f"{site}#run={ansi['id']}&call={call}")
+        texts = [m.text for m in browser.find_elements(By.CSS_SELECTOR, "#sent-view .msg, #raw-view .msg")]
+        assert any("␛[" in t for t in texts) and not any("\x1b" in t for t in texts)
+        _screenshot(browser, "16-control-characters.png")
+
+        browser.get("about:blank")
+        _open(browser, f"{site}#run={langchain['id']}")
+        heads = browser.find_element(By.ID, "summaries").text
+        assert "tokens" in heads and "cutoff null" not in heads and "cutoff undefined" not in heads
+    except BaseException:
+        _screenshot(browser, "declined-failure.png")
+        raise

@@ -20,7 +20,8 @@
     ["offloaded", "offloaded", (c) => (c.row.offloaded || 0) > 0],
     ["truncated", "truncated", (c) => (c.row.truncated_args || 0) > 0],
     ["summarized", "summarized (L2)", (c) => c.row.level === "L2"],
-    ["failed", "failed", (c) => c.failures.length > 0],
+    ["failed", "failed", (c) => c.failures.some((f) => f.kind !== "declined")],
+    ["declined", "declined", (c) => c.failures.some((f) => f.kind === "declined")],
   ];
   const MARKS = [
     ["kept", "sent as it is"], ["offloaded", "tool result offloaded to a file (R6)"], ["truncated", "tool-call argument truncated (R5)"],
@@ -90,7 +91,11 @@
   }
 
   // --- text with the search query marked ------------------------------------------------------------
+  // control characters (a tool's ANSI colour codes) as their visible pictures, not tofu boxes
+  const shown = (text) => (text ? String(text).replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f]/g, (ch) => String.fromCharCode(0x2400 + ch.charCodeAt(0))).replace(/\u007f/g, "\u2421") : text);
+
   function marked(tag, attrs, text) {
+    text = shown(text);
     const node = el(tag, attrs);
     const q = state.query;
     if (!q || !text) { node.textContent = text || ""; return node; }
@@ -385,7 +390,7 @@
       const div = el("div", { class: "summary" + (i === current ? " current" : "") + (s.failure ? " failure" : ""), "data-call": s.call_index });
       const head = el("div", { class: "muted" });
       if (s.failure) head.appendChild(el("span", { class: "badge failed" }, s.failure.startsWith("fallback") ? "FALLBACK" : "FAILED"));
-      head.appendChild(document.createTextNode(`call ${s.call_index} · cutoff ${s.cutoff_index} · ${fmt(s.tokens)} tokens` + (s.failure ? " · " + s.failure : "") + (i === current ? " · in effect at this call" : "") + " · "));
+      head.appendChild(document.createTextNode(`call ${s.call_index}` + (s.cutoff_index === null || s.cutoff_index === undefined ? "" : ` · cutoff ${s.cutoff_index}`) + ` · ${fmt(s.tokens)} tokens` + (s.failure ? " · " + s.failure : "") + (i === current ? " · in effect at this call" : "") + " · "));
       if (s.href) { head.appendChild(el("a", { href: run.base + "/" + s.href, target: "_blank", class: "history" }, "history file")); head.appendChild(document.createTextNode(" · ")); }
       const a = el("a", { href: "#", class: "go" }, "go to call " + s.call_index);
       a.addEventListener("click", (e) => { e.preventDefault(); go(s.call_index); });
