@@ -543,3 +543,23 @@ def test_every_text_of_a_comparison_shows_an_interval_only_where_a_difference_ca
         plain = result.summary().group_by("strategy").agg(pl.col("saving_pct_feasible").mean())
         want = dict(plain.iter_rows())
         assert table["plain_a"] == pytest.approx(want["a"]) and table["plain_b"] == pytest.approx(want["b"])
+
+
+def test_the_heatmap_writes_every_cell_as_the_value_rounded_and_never_minus_zero() -> None:
+    """Notebook 02's heatmap printed "-0.0" for a run whose saving rounded to zero from below (s40
+    trial): each cell is its run's value to one decimal, a zero without a sign."""
+    from ctxlab.analysis.plotting import plot_run_heatmap
+
+    rows = [
+        call("r0", "a", 30.0),
+        call("r0", "b", 0.0, acted=False),
+        call("r1", "a", 12.5),
+        call("r1", "b", 0.0),
+    ]
+    rows[1].update(raw_tokens=20_000, view_tokens=20_001)  # b sends one token more: -0.005 %
+    frame = ReplayResult(rows=rows, strategies=["a", "b"]).frame()
+    assert -0.05 < ReplayResult(rows=rows, strategies=["a", "b"]).summary()["saving_pct"].min() < 0
+    fig = plot_run_heatmap(frame, data="all")
+    texts = [t.get_text() for t in fig.axes[0].texts]
+    assert texts and not any(t.startswith("-0.0") for t in texts), texts
+    assert "30.0" in texts and "12.5" in texts

@@ -175,6 +175,7 @@ def plot_run_heatmap(
         for x, v in enumerate(row):
             if v is not None:
                 text = f"{v:.3f}" if unit(column) == "share" else f"{v:,.1f}"
+                text = text.removeprefix("-") if float(text.replace(",", "")) == 0 else text  # no "-0.0"
                 ink = "white" if v < middle else "black"
                 ax.text(x, y, text, ha="center", va="center", fontsize=7, color=ink)
     ticks = [label_text(_tick(n)) for n in names]

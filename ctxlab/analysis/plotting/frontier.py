@@ -144,7 +144,7 @@ def plot_frontier(calls_by_price: Mapping[str, pl.DataFrame], **options: Unpack[
         from matplotlib.layout_engine import ConstrainedLayoutEngine
 
         legend: dict[str, Any] = {
-            "title": "pooled (small: runs; bars: source-balanced mean per run, 95 % CI)",
+            "title": "pooled (small: runs; hollow with bars: source-balanced mean per run, 95 % CI)",
             "prop": {"family": fam, "size": 8},
             "title_fontsize": 8,
         }
