@@ -62,8 +62,9 @@ from ctxlab.analysis.plotting import (
 from ctxlab.analysis.report import strategy_totals
 from ctxlab.analysis.verdicts import executive_summary, per_run_table
 from ctxlab.replay import make_lab_manager, replay_many, strategies, sweep
+from ctxlab.replay.paired import comparison_table
 from ctxlab.replay.sources import data_provenance
-from ctxlab.replay.stats import comparison_table, pooled_runs
+from ctxlab.replay.stats import pooled_runs
 from ctxlab.transcripts import load_many
 from ctxlab.transcripts.locate import SAMPLE_TRANSCRIPT, shared_dir
 

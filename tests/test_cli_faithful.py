@@ -176,7 +176,7 @@ def test_a_failing_strategy_exits_1_and_keep_going_runs_the_others(tmp_path: Pat
     # without --keep-going the batch stops at the failing strategy: ars ran first and is written
     assert main([*args, "--strategies", "ars,broken"]) == 1
     captured = capsys.readouterr()
-    assert "failed: transcript.jsonl [broken]" in captured.out and "stopped at the first" in captured.err
+    assert "failed run: transcript.jsonl [broken]" in captured.out and "stopped at the first" in captured.err
     assert pl.read_parquet(out / "calls.parquet")["strategy"].unique().to_list() == ["ars"]
     assert "failed run" in (out / "report.md").read_text(encoding="utf-8")
     # broken first: it stops the batch before anything is replayed; --keep-going runs ars too

@@ -509,7 +509,8 @@ def test_every_text_of_a_comparison_shows_an_interval_only_where_a_difference_ca
     MIN_PAIRED_RUNS runs differ, never from one run, and the table's means subtract to its
     difference."""
     from ctxlab.analysis.verdicts import _interval
-    from ctxlab.replay.stats import MIN_PAIRED_RUNS, comparison_table
+    from ctxlab.replay.paired import comparison_table
+    from ctxlab.replay.stats import MIN_PAIRED_RUNS
 
     rng = random.Random(seed)
     for _ in range(8):

@@ -22,10 +22,11 @@ from ctxlab.analysis.verdicts import executive_summary
 from ctxlab.core.settings import CompressionSettings
 from ctxlab.replay import ReplayResult, replay_many
 from ctxlab.replay.failures import FALLBACK_TEXTS, fallback_of
+from ctxlab.replay.paired import paired_comparison
 from ctxlab.replay.per_run import per_run_stats
 from ctxlab.replay.prices import load_prices
 from ctxlab.replay.sources import data_provenance
-from ctxlab.replay.stats import NO_COMPRESSION, bootstrap_mean, paired_comparison, pooled_runs
+from ctxlab.replay.stats import NO_COMPRESSION, bootstrap_mean, pooled_runs
 from ctxlab.replay.table import CALL_COLUMNS, summary_frame
 from ctxlab.transcripts import load_many
 from ctxlab.transcripts.locate import SAMPLE_TRANSCRIPT

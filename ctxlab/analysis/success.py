@@ -12,11 +12,11 @@ price row).
   and dollars per sample and per *solved* sample (all the strategy's tokens or dollars divided by
   the samples it solved; empty when it solved none), errors.
 * :func:`paired_success` — each strategy against a baseline, paired by sample
-  (:func:`ctxlab.replay.stats.paired_comparison`, the same seeded bootstrap as ``compare``).
+  (:func:`ctxlab.replay.paired.paired_comparison`, the same seeded bootstrap as ``compare``).
 * :func:`success_summary` — the executive summary's lines: what answered (an offline stand-in
   or a model), over how many samples, and a best success rate only when it is told apart from
   every other strategy's by the paired rule of ``compare``'s verdicts
-  (:attr:`ctxlab.replay.stats.PairedComparison.decides`: an interval without 0 and at least
+  (:attr:`ctxlab.replay.paired.PairedComparison.decides`: an interval without 0 and at least
   :data:`~ctxlab.replay.stats.MIN_PAIRED_RUNS` samples that differ; ties carry no sign).
 * :func:`success_markdown` and :func:`paired_markdown` — the report's tables, written by
   :func:`ctxlab.analysis.cells.cell`.
@@ -31,7 +31,8 @@ from typing import Any
 import polars as pl
 
 from ctxlab.analysis.cells import cell, markdown_table
-from ctxlab.replay.stats import CONFIDENCE, MIN_PAIRED_RUNS, PairedComparison, paired_comparison
+from ctxlab.replay.paired import PairedComparison, paired_comparison
+from ctxlab.replay.stats import CONFIDENCE, MIN_PAIRED_RUNS
 
 __all__ = [
     "OFFLINE_PREFIX",

@@ -38,14 +38,13 @@ from ctxlab.analysis.run_facts import baseline_lines, summarizer_lines, summariz
 from ctxlab.analysis.stall_verdicts import stall_line
 from ctxlab.analysis.verdict_warnings import verdict_warnings
 from ctxlab.core.builtin.floors import FLOOR_STRATEGIES
+from ctxlab.replay.paired import PairedComparison, paired_comparison
 from ctxlab.replay.per_run import compressed_runs, per_run_stats, reached_runs, reached_transcripts
 from ctxlab.replay.stats import (
     CONFIDENCE,
     MIN_PAIRED_RUNS,
     NO_COMPRESSION,
     OBJECTIVES,
-    PairedComparison,
-    paired_comparison,
     per_run_values,
     pooled_runs,
 )
@@ -387,7 +386,7 @@ def per_run_table(result: ReplayResult, data: str | Sequence[str] = "real") -> p
 def paired_table(result: ReplayResult, data: str | Sequence[str] = "real") -> list[dict[str, Any]]:
     """The compact "A vs B" table: each strategy against no compression and against each
     strategy before it, ``{"a", "b", "saving_pct_feasible", "cost_usd", "needed_recall"}`` where
-    each measure holds the :class:`~ctxlab.replay.stats.PairedComparison` of ``a − b`` per run
+    each measure holds the :class:`~ctxlab.replay.paired.PairedComparison` of ``a − b`` per run
     (token saving over feasible calls in points, cost with caching in US dollars per run, needed
     recall; source-balanced and stratified by source with several sources)."""
     summary = result.summary()

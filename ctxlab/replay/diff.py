@@ -5,7 +5,7 @@ T = 16 K against T = 32 K, a plugin before and after a change, ARS with one summ
 another: two replays of the same transcripts.  :func:`run_diff` pairs them **per strategy** over
 the runs (transcript labels) both hold and, for each measure of :data:`DIFF_MEASURES`, reports the
 mean per-run difference ``B − A`` with the **same** percentile-bootstrap interval as
-``compare``'s paired comparisons (:func:`ctxlab.replay.stats.paired_comparison`: 2,000
+``compare``'s paired comparisons (:func:`ctxlab.replay.paired.paired_comparison`: 2,000
 resamples, seed 0, 95 %; the runs pooled as ``data`` says, by default the real ones; with pairs
 from several sources (formats) the mean is source-balanced and the bootstrap stratified by
 source, :mod:`ctxlab.replay.stratified`).  The means of A and B beside it are weighted the same
@@ -27,12 +27,12 @@ from typing import Any
 
 import polars as pl
 
+from ctxlab.replay.paired import paired_comparison
 from ctxlab.replay.stats import (
     CONFIDENCE,
     MIN_PAIRED_RUNS,
     RESAMPLES,
     SEED,
-    paired_comparison,
     pooled_runs,
 )
 

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     import polars as pl
 
     from ctxlab.replay.diff import RunDiff
-    from ctxlab.replay.stats import PairedComparison
+    from ctxlab.replay.paired import PairedComparison
 
 __all__ = ["ReplayIssue", "ReplayResult", "raising_plugin", "recording_warnings"]
 
@@ -198,14 +198,14 @@ class ReplayResult:
         """Strategies ``a`` and ``b`` compared run by run on one per-run column of
         :meth:`summary` (``"saving_pct"``, ``"cost_usd"``, ``"needed_recall"``, ...), with a
         seeded bootstrap interval of the mean difference ``a − b``
-        (:func:`ctxlab.replay.stats.paired_comparison`; ``"no compression"`` is a strategy too).
+        (:func:`ctxlab.replay.paired.paired_comparison`; ``"no compression"`` is a strategy too).
 
         ``data``: which runs (default the real ones; ``"all"``, or provenances).
 
         Raises:
             KeyError: an unknown column.  ValueError: an unknown strategy or ``data``.
         """
-        from ctxlab.replay.stats import paired_comparison
+        from ctxlab.replay.paired import paired_comparison
 
         return paired_comparison(self.summary(), a, b, measure, data=data, seed=seed)
 
