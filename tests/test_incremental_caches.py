@@ -196,6 +196,22 @@ def test_estimate_cache_equals_a_fresh_cache(histories: list[list[BaseMessage]])
         )
 
 
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(lives(), st.integers(0, 10_000))
+def test_head_tokens_equal_the_sum_of_the_head(histories: list[list[BaseMessage]], at: int) -> None:
+    """An L2 round's span (``head_tokens``, issue 31) is the sum of its messages' estimates, read
+    from the list the round just totalled, from another remembered one, or summed afresh."""
+    estimator = CharClassEstimator()
+    cache = EstimateCache(estimator.message_tokens, estimator.tools_tokens)
+    for history in histories:
+        k = at % (len(history) + 1)
+        expected = sum(estimator.message_tokens(m) for m in history[:k])
+        assert cache.head_tokens(history, k) == expected  # before the list is totalled
+        cache.messages_tokens(history)
+        assert cache.head_tokens(history, k) == expected
+        assert cache.head_tokens(tuple(history), k) == expected
+
+
 def _trim(
     trimmers: tuple[ArgumentTruncation, ToolResultOffload],
     view: list[BaseMessage],

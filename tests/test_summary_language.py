@@ -5,11 +5,13 @@ offline structured summarizer writes one language throughout."""
 
 from __future__ import annotations
 
+import random
 import sqlite3
+from typing import Any
 
 import pytest
 from langchain.agents import create_agent
-from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.sqlite import SqliteSaver
 
@@ -171,3 +173,53 @@ def test_text_language_without_a_cjk_character_is_english_as_the_character_loop_
     for text in texts:
         assert text_language(text) == by_loop(text), repr(text)
     assert {by_loop(t) for t in texts} == {"zh", "en"}  # both answers occur
+
+
+def _language_by_every_message(messages: list[Any]) -> str:
+    """The reading of every message, as before issue 31's skip of unmarked non-user messages."""
+    from ctxlab.core.marks import is_summary_message, is_user_request, latest_request_of
+    from ctxlab.core.messages import message_text
+    from ctxlab.core.prompts import LANGUAGE_SAMPLE_CHARS
+
+    parts: list[str] = []
+    size = 0
+    for m in messages:
+        text = None
+        if is_user_request(m):
+            text = message_text(m)
+        elif is_summary_message(m):
+            text = latest_request_of(m)
+        if text:
+            parts.append(text)
+            size += len(text)
+            if size >= LANGUAGE_SAMPLE_CHARS:
+                break
+    return text_language("\n".join(parts)[:LANGUAGE_SAMPLE_CHARS])
+
+
+def test_conversation_language_skips_only_what_cannot_count() -> None:
+    """Messages that are neither a user request nor marked as a summary are skipped at once
+    (issue 31); a summary mark on any kind of message, observations, result blocks, a long
+    English prefix before Chinese requests and objects that are not messages decide as before."""
+    rng = random.Random(7)
+    summary_ai = AIMessage(content="s", additional_kwargs=summary_kwargs("s", latest_request=TASK_ZH * 3))
+    kinds: list[Any] = [
+        HumanMessage(TASK_EN),
+        HumanMessage(TASK_ZH),
+        HumanMessage("obs " * 50, additional_kwargs={"ctxlab_observation": True}),
+        HumanMessage(content=[{"type": "tool_result", "tool_use_id": "c1", "content": TASK_ZH}]),
+        HumanMessage(TASK_EN * 400),  # 30k characters: reaches the sample on its own
+        AIMessage(content=TASK_ZH),
+        AIMessage(content="", additional_kwargs={"reasoning_content": TASK_ZH}),
+        summary_ai,
+        ToolMessage(content=TASK_ZH, tool_call_id="c1"),
+        SystemMessage(content=TASK_ZH),
+        {"role": "user", "content": TASK_ZH},
+    ]
+    answers = set()
+    for _ in range(400):
+        messages = rng.choices(kinds, k=rng.randint(0, 12))
+        expected = _language_by_every_message(messages)
+        assert conversation_language(messages) == expected
+        answers.add(expected)
+    assert answers == {"en", "zh"}

@@ -276,11 +276,11 @@ def history_key(messages: Sequence[BaseMessage], start: int, end: int) -> str:
     it; :func:`history_document` renders the text where it is written).  Two different histories
     of one range differ here too: a rewind brings new message ids, an edit a new size."""
     lines = [f"{start}-{end}"]
-    for m in messages:
-        content = m.content
-        size = len(content) if isinstance(content, (str, list)) else 0
-        calls = len(m.tool_calls) if isinstance(m, AIMessage) else 0
-        lines.append(f"{m.id}\t{m.type}\t{size}\t{calls}")
+    lines += [
+        f"{m.id}\t{m.type}\t{len(c) if isinstance(c := m.content, (str, list)) else 0}\t"
+        f"{len(m.tool_calls) if isinstance(m, AIMessage) else 0}"
+        for m in messages
+    ]
     return "\n".join(lines)
 
 

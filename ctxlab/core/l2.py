@@ -138,7 +138,7 @@ def plan_l2(
     def history() -> Iterator[str]:  # the document's pieces: written as bytes where the backend allows
         return history_pieces(summarized, start, global_cut, previous_summary)
 
-    span = sum(inp.estimates.message_tokens(m) for m in view1[:local])
+    span = inp.estimates.head_tokens(view1, local)  # view1 was just totalled (est1)
     language = summary_language_of(s.summary_language, s.summary_prompt, eff)
     request = carried_request_tokens(s.l2_threshold_tokens)
     empty = build_summary_message(eff, local, SummaryResult(text=""), path, language, global_cut, request)

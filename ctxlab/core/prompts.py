@@ -14,7 +14,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import BaseMessage, HumanMessage
 
 from ctxlab.core.marks import is_summary_message, is_user_request, latest_request_of
 from ctxlab.core.messages import message_text
@@ -167,6 +167,8 @@ def conversation_language(messages: Sequence[BaseMessage]) -> str:
     parts: list[str] = []
     size = 0
     for m in messages:
+        if not isinstance(m, HumanMessage) and not (isinstance(m, BaseMessage) and m.additional_kwargs):
+            continue  # neither a request nor marked as a summary: skipped at once (issue 31)
         text = None
         if is_user_request(m):
             text = message_text(m)

@@ -291,6 +291,19 @@ class EstimateCache:
             del self._prefixes[PREFIX_SLOTS:]
         return running
 
+    def head_tokens(self, messages: Sequence[BaseMessage], k: int) -> int:
+        """Total tokens of ``messages[:k]``: the running sum of a remembered list (the last few
+        totalled, :meth:`messages_tokens`) that starts with the same ``k`` objects, else the sum
+        of :meth:`message_tokens` (issue 31: an L2 round's span is the head of the L1 view it
+        has just totalled)."""
+        head = messages[:k] if isinstance(messages, list) else list(messages[:k])
+        with self._prefix_lock:
+            for lst, sums in self._prefixes:
+                if len(sums) > k and is_prefix(head, lst):
+                    return sums[k]
+        fn = self.message_tokens
+        return sum(fn(m) for m in head)
+
     def forget(self, messages: Sequence[BaseMessage]) -> None:
         """Drop what is remembered for ``messages`` (by object and by content) and every
         remembered list that starts with one of them: messages behind the cumulative cutoff
