@@ -2,10 +2,10 @@
 
 L2 runs when the post-L1 estimate is above T2 (R8) and keeps the recent messages besides the
 summary (R9); the system message and the tool schemas are never summarized and always count
-(R9, R16).  When that fixed part alone is above T2, or an L2 round ends above T2, no summary can
-bring the request under T2: every round from then on is an L2 round, a summarizer call each time
-the request reaches T again (DeepAgents' system prompt and tool schemas with a small T: every
-call).  Nothing fails, so the middleware says it once: with the fixed part measured, T2 and what
+(R9, R16).  When that fixed part alone is above T2, no summary can bring the request under T2:
+every round from then on is an L2 round, a summarizer call each time the request reaches T again
+(DeepAgents' system prompt and tool schemas with a small T: every call).  An L2 round that ends
+above T2 (what it keeps is itself above T2) makes the next rounds likely to do the same.  Nothing fails, so the middleware says it once: with the fixed part measured, T2 and what
 to change.  The replay says the same per run in its own words (``summary_thrash``), so it
 ignores this category.
 """
@@ -68,11 +68,15 @@ class ThrashWatch:
             else f"an L2 round ended at {after:,} tokens, above T2 = {t2:,.0f} tokens (the fixed part: "
             f"{fixed:,} tokens; summary_keep_messages={s.summary_keep_messages} kept besides the summary)"
         )
+        then = (
+            "no summary can bring the request under T2, so every round from now on summarizes again"
+            if fixed > t2
+            else "what L2 keeps is itself above T2, so a round will likely summarize again"
+        )
         message = (
-            f"ctxlab: {what}: no summary can bring the request under T2, so every round from now on "
-            f"summarizes again (a summarizer call each time the request reaches T = {s.entry_threshold_tokens:,} "
-            f"tokens). Raise summary_threshold (now {s.summary_threshold:g} K) or summary_l2_trigger_ratio "
-            f"(now {s.summary_l2_trigger_ratio:g})"
+            f"ctxlab: {what}: {then} (a summarizer call each time the request reaches T = "
+            f"{s.entry_threshold_tokens:,} tokens). Raise summary_threshold (now {s.summary_threshold:g} K) or "
+            f"summary_l2_trigger_ratio (now {s.summary_l2_trigger_ratio:g})"
             + ("" if fixed > t2 else ", or keep fewer messages (summary_keep_messages)")
             + "."
         )

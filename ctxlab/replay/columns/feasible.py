@@ -33,11 +33,18 @@ FEASIBLE_RUN_COLUMNS: tuple[RunColumn, ...] = (
         "infeasible_share",
         _Float,
         "share",
-        "infeasible_calls / calls: the share of calls whose no-compression baseline no agent could send",
+        "infeasible_calls / calls: the share of calls whose no-compression baseline no agent could send "
+        "(empty: no window and no raw_rejected_reason)",
         "window",
         ("over_window", "raw_rejected_reason"),
         "mean",
-        expr=lambda: (~a.fits()).cast(pl.Float64).mean(),
+        expr=lambda: (
+            pl.when(
+                pl.col("over_window").is_not_null().any() | pl.col("raw_rejected_reason").is_not_null().any()
+            )
+            .then((~a.fits()).cast(pl.Float64).mean())
+            .otherwise(None)
+        ),
     ),
     RunColumn(
         "raw_tokens_feasible",
