@@ -369,3 +369,46 @@ def test_a_warning_raised_while_replaying_reaches_run_json_and_the_report(
     report = (out / "report.md").read_text(encoding="utf-8")
     assert f"- run: `{first['message']}`" in report
     assert record["problems"] == []  # a warning is not a failure
+
+
+def test_a_custom_prompt_the_summarizer_does_not_read_is_said_in_the_settings(tmp_path: Path) -> None:
+    # s40 trial item 11: --summary-prompt-file with the offline StructuredSummarizer was listed in
+    # the Settings table as if used; the table now says the summarizer in use does not read it,
+    # and the summary follows the custom prompt's language (summary_language auto), as documented
+    rag = SHARED / "raw" / "deer-flow" / "web" / "public" / "replay" / "rag.txt"  # a Chinese run
+    prompt = tmp_path / "prompt.txt"
+    prompt.write_text('Summarize this {messages} as JSON like {"task": "..."}', encoding="utf-8")
+    out = tmp_path / "out"
+    assert (
+        _run(
+            "replay",
+            str(rag),
+            "--summary-threshold",
+            "8",
+            "--summary-prompt-file",
+            str(prompt),
+            "--out",
+            str(out),
+        )
+        == 0
+    )
+    report = (out / "report.md").read_text(encoding="utf-8")
+    (row,) = [line for line in report.splitlines() if line.startswith("| `summary_prompt` |")]
+    assert (
+        "**not read** by the summarizer in use: StructuredSummarizer (offline stand-in, not a model) (ars)"
+        in row
+    )
+    assert "summary_language auto follows a custom prompt's language" in row
+    summaries = [
+        json.loads(line) for line in (out / "summaries.jsonl").read_text(encoding="utf-8").splitlines()
+    ]
+    assert summaries and all("[Context summary]" in s["text"] for s in summaries)  # the prompt's language
+    # the built-in template: nothing to say, and the summary follows the user's (Chinese) messages
+    plain = tmp_path / "plain"
+    assert _run("replay", str(rag), "--summary-threshold", "8", "--out", str(plain)) == 0
+    report = (plain / "report.md").read_text(encoding="utf-8")
+    assert "| `summary_prompt` | the built-in template of the summary language |" in report
+    summaries = [
+        json.loads(line) for line in (plain / "summaries.jsonl").read_text(encoding="utf-8").splitlines()
+    ]
+    assert summaries and all("[上下文摘要]" in s["text"] for s in summaries)

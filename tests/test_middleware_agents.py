@@ -291,3 +291,59 @@ def test_deep_agent_estimate_counts_skills_added_after_compression(mw_kit, tmp_p
     started = [e for e in events if e.get("type") == "context_compression" and e["phase"] == "started"]
     assert started, "the trigger did not see the system message the model received"
     assert started[0]["tokens_before"] >= skills_tokens
+
+
+# ------------------------------------------------------------------------------------------------
+# s40 trial item 9: settings under which every round summarizes again are said, once
+# ------------------------------------------------------------------------------------------------
+
+
+@tool
+def read_log(step: int) -> str:
+    """Read the build log of one step."""
+    return f"step {step}: compiled src/module_{step}.py\n" * 300
+
+
+def test_a_fixed_part_above_t2_is_said_once_per_middleware(mode):
+    # spec: R8, R9, R16 — DeepAgents' system prompt and tool schemas (never summarized) are above
+    # T2 = 0.4 × 4 × 1024: every round's L2 ends above T2 and the next round summarizes again.
+    # The old middleware did so on every call without a word; now one warning per instance names
+    # the measured fixed part, T2 and what to change
+    from deepagents import create_deep_agent
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from ctxlab.core.thrash import SummaryThrashWarning
+    from ctxlab.testing import ScriptedChatModel, tool_call
+
+    model = ScriptedChatModel.from_turns([tool_call("read_log", step=i) for i in range(1, 9)] + ["done"])
+    settings = CompressionSettings(summary_threshold=4, summary_keep_messages=4)
+    mw = CompressionMiddleware.for_deep_agent(settings=settings)
+    agent = create_deep_agent(model=model, tools=[read_log], middleware=[mw], checkpointer=InMemorySaver())
+    with pytest.warns(SummaryThrashWarning) as said:
+        run(agent, {"messages": [("user", "Which step failed?")]}, {"configurable": {"thread_id": "t"}}, mode)
+    assert model.summary_calls >= 3  # L2 again and again ...
+    thrash = [str(w.message) for w in said if issubclass(w.category, SummaryThrashWarning)]
+    assert len(thrash) == 1  # ... said once
+    found = re.search(
+        r"fixed part \(system message and tool schemas, never summarized\) is ([\d,]+) tokens", thrash[0]
+    )
+    assert found is not None and int(found.group(1).replace(",", "")) > 1638, thrash
+    assert "above T2 = 1,638 tokens" in thrash[0]
+    assert "Raise summary_threshold (now 4 K) or summary_l2_trigger_ratio (now 0.4)" in thrash[0]
+
+
+def test_settings_that_get_below_t2_say_nothing(mode):
+    # the README's create_agent example: L2 brings the request under T2, no warning
+    from ctxlab.core.thrash import SummaryThrashWarning
+    from ctxlab.testing import ScriptedChatModel, tool_call
+
+    model = ScriptedChatModel.from_turns([tool_call("read_log", step=i) for i in range(1, 9)] + ["done"])
+    mw = CompressionMiddleware(settings=CompressionSettings(summary_threshold=4, summary_keep_messages=4))
+    agent = create_agent(model, tools=[read_log], middleware=[mw], checkpointer=InMemorySaver())
+    import warnings
+
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        run(agent, {"messages": [("user", "Which step failed?")]}, {"configurable": {"thread_id": "t"}}, mode)
+    assert model.summary_calls >= 1  # it did summarize
+    assert not [w for w in said if issubclass(w.category, SummaryThrashWarning)]

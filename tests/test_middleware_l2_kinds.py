@@ -481,6 +481,49 @@ def test_late_result_is_never_an_orphan_in_a_view(mw_kit, tmp_path, mode):
         late = [m for m in view if m.id == "late"]
         assert len(late) == 1 and is_observation(late[0]) and not isinstance(late[0], ToolMessage)
         assert "FACT-LATE" in mw_kit.text(late[0]) and "long_job" in mw_kit.text(late[0])
+        assert "the call itself is in the summarized part" in mw_kit.text(late[0])
+
+
+def orphan_history(kit, chars):
+    """A user turn, a call ``a`` never answered, a result ``zz`` no message issued (s40 trial
+    item 5: the agent's own broken history, nothing to do with a summary), a closing answer."""
+    return [
+        HumanMessage(kit.fill(chars, "FACT-TASK", 1), id="h0"),
+        AIMessage("", id="a0", tool_calls=[{"name": "f", "args": {}, "id": "a"}]),
+        ToolMessage("FACT-ORPHAN r", tool_call_id="zz", name="f", id="t0"),
+        AIMessage("done", id="a1"),
+        HumanMessage("and now?", id="h1"),
+    ]
+
+
+def test_below_t_an_orphan_of_the_agents_own_history_is_sent_as_it_is(mw_kit, tmp_path, mode):
+    # spec: R3 — below T the effective messages go as they are: no rewrite of a result whose call
+    # is in no message (the old code sent it as a human "observation" saying its call was in the
+    # summarized part, although nothing was summarized); a provider treats the request as it
+    # would treat it without ctxlab
+    msgs = orphan_history(mw_kit, 200)
+    mw, summ = make_mw(mw_kit, tmp_path)
+    rec = mw_kit.Driver(mw, msgs, mode=mode).round()
+    assert rec["exc"] is None and rec["update"] is None and not summ.calls
+    (call,) = rec["calls"]
+    assert call["messages"] == msgs
+    assert isinstance(call["messages"][2], ToolMessage) and call["messages"][2].tool_call_id == "zz"
+
+
+def test_above_t_an_orphan_whose_call_is_nowhere_says_so(mw_kit, tmp_path, mode):
+    # spec: R9 — above T the view ctxlab builds has no orphan; the text it carries says truly
+    # where the call is: not in the request (nothing was summarized), not "in the summarized part"
+    msgs = orphan_history(mw_kit, 5000)
+    settings = CompressionSettings(summary_threshold=1, summary_keep_messages=8, summary_l2_trigger_ratio=1.0)
+    mw, summ = make_mw(mw_kit, tmp_path, settings=settings)
+    rec = mw_kit.Driver(mw, msgs, mode=mode).round()
+    assert rec["exc"] is None and completed(mw_kit, rec)["level"] == "L1" and not summ.calls
+    (call,) = rec["calls"]
+    (obs,) = [m for m in call["messages"] if m.id == "t0"]
+    assert is_observation(obs) and not isinstance(obs, ToolMessage)
+    text = mw_kit.text(obs)
+    assert "(id zz) whose call is not in this request" in text and "FACT-ORPHAN" in text
+    assert "summarized" not in text
 
 
 def test_late_result_inside_another_pair_moves_after_it(mw_kit):

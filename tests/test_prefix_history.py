@@ -120,8 +120,17 @@ def test_the_earlier_conversation_is_history(transcript: Transcript, compared: R
     first = compared.views[(label, "ars", 0)]
     message = first.messages[0]
     assert isinstance(message, HumanMessage) and message.additional_kwargs[HISTORY_KEY]["tokens"] == history
-    assert meter.message_tokens(message) == history
+    # the fewest filler words reaching the measured size (as exactly as a word allows)
+    assert history <= meter.message_tokens(message) <= history + 2
     assert message.text.startswith("[ctxlab: the earlier conversation.")
+    # s40 trial item 7: the filler states nothing about the run (the old one invented "the 12
+    # tools or the 3 files it read" for every run) and names what it stands for: the earlier
+    # conversation, not the system prompt
+    filler = message.text.split("]\n", 1)[1]
+    assert "what was said before" in filler and "0 facts about the run" in filler
+    assert not any(w in filler for w in ("system prompt", "tool schemas", "12", "3 files"))
+    block = first.system.content[-1]["text"].split("]\n", 1)[1]
+    assert "a part of each request" in block and not any(w in block for w in ("12", "3 files"))
     assert PREFIX_KEY in first.system.additional_kwargs  # the fixed part stays the block
     for call in range(20):
         sent = compared.views[(label, "recorded", call)].messages

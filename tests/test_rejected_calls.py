@@ -89,3 +89,65 @@ def test_the_cost_breakdown_adds_up_to_the_cost_columns() -> None:
     )
     assert raw_sum == pytest.approx(parts["raw_cost_usd"])
     assert parts["read_usd"] > 0 and parts["write_usd"] > 0  # the agent breakpoints write, later calls read
+
+
+ORPHAN = (
+    '[{"role":"user","content":"hi"},'
+    '{"role":"assistant","tool_calls":[{"id":"a","type":"function","function":{"name":"f","arguments":"{}"}}]},'
+    '{"role":"tool","tool_call_id":"zz","content":"r"},'
+    '{"role":"assistant","content":"done"}]'
+)
+
+
+def test_a_transcripts_own_orphan_is_said_on_load_and_its_raw_request_is_infeasible(tmp_path) -> None:
+    # s40 trial item 5: a tool result 'zz' that no message calls (and a call 'a' with no result).
+    # The load names the file and the message; the uncompressed request a provider would refuse
+    # is counted as the provider treats it (raw_rejected_reason, by the rule of rejected_reason),
+    # so it is no feasible baseline; below T ars sends the effective messages as they are (spec:
+    # R3), and is not charged for a request the raw one could not send either (the old replay
+    # said "ars costs 26.6 % more" for a rewrite below T)
+    from ctxlab.transcripts import load_transcripts
+    from ctxlab.transcripts.base import TranscriptWarning
+
+    path = tmp_path / "orphan.json"
+    path.write_text(ORPHAN, encoding="utf-8")
+    with pytest.warns(TranscriptWarning) as said:
+        (t,) = load_transcripts(path)
+    (text,) = [str(w.message) for w in said]
+    assert text.startswith(f"{path}: tool result 'zz' (message 2) has no matching call")
+    assert "tool call 'a' (message 1) has no result" in text and text in t.metadata["warnings"]
+    result = replay(t, "ars", price_model="anthropic:claude-sonnet-4-5")
+    rows = result.rows
+    assert [r["raw_rejected_reason"] for r in rows] == [None, "unmatched_tool_pairs"]
+    assert [r["view_tokens"] for r in rows] == [r["raw_tokens"] for r in rows]  # R3: sent as it is
+    assert rows[1]["rejected_reason"] == "unmatched_tool_pairs"  # refused like the raw request
+    summary = result.summary().row(0, named=True)
+    assert (summary["raw_rejected_calls"], summary["infeasible_calls"]) == (1, 1)
+    assert summary["cost_saving_pct_feasible"] == pytest.approx(0.0)
+    assert summary["saving_pct_feasible"] == pytest.approx(0.0)
+
+
+def test_above_t_a_repaired_orphan_is_neither_charged_nor_credited(tmp_path) -> None:
+    # the same orphan above T: ars's view carries the result as text saying its call is not in
+    # the request (nothing was summarized), which a provider accepts; that call's uncompressed
+    # request is refused, so the call is out of the feasible savings either way
+    from ctxlab.core.settings import CompressionSettings
+
+    messages: list[Any] = [
+        HumanMessage("read it " + "word " * 3000),
+        AIMessage("", tool_calls=[{"name": "f", "args": {}, "id": "a"}], id="a0"),
+        ToolMessage("r", tool_call_id="zz", name="f", id="t0"),
+        AIMessage("done", id="a1"),
+    ]
+    t = Transcript(messages=messages, source="orphan.json", run_id="orphan", format="test")
+    settings = CompressionSettings(
+        summary_threshold=1, summary_keep_messages=10, summary_l2_trigger_ratio=1.0
+    )
+    result = replay(t, "ars", settings=settings, price_model="anthropic:claude-sonnet-4-5")
+    rows = result.rows
+    assert [r["raw_rejected_reason"] for r in rows] == [None, "unmatched_tool_pairs"]
+    assert rows[1]["rejected_reason"] is None and rows[1]["level"] == "L1"
+    assert rows[1]["view_tokens"] > rows[1]["raw_tokens"]  # the observation's label costs tokens...
+    summary = result.summary().row(0, named=True)
+    assert summary["infeasible_calls"] == 1
+    assert summary["cost_saving_pct_feasible"] == pytest.approx(0.0)  # ...but not against a refused request

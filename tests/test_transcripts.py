@@ -110,9 +110,13 @@ def loaded(pm: pluggy.PluginManager) -> dict[str, list[Transcript]]:
     with warnings.catch_warnings(record=True) as said:
         warnings.simplefilter("always")
         out = {rel: load_transcripts(raw / rel, pm=pm) for rel in FILES}
-    # the one doubt in the public set: a SWE-agent history that stops before its final call
-    assert [str(w.message).rsplit("/", 1)[1][:45] for w in said] == [
-        "6e44b9__sweagenttestrepo-1c2844.traj: history"
+    # the doubts in the public set: a SWE-agent history that stops before its final call, and two
+    # DeerFlow runs whose coordinator's hand-off call has no result (the next agent answers
+    # instead): said by the one pairing check of every format (s40 trial item 5)
+    assert sorted(str(w.message).rsplit("/", 1)[1][:45] for w in said) == [
+        "6e44b9__sweagenttestrepo-1c2844.traj: history",
+        "china-food-delivery.txt: tool call 'call_33d7",
+        "rag.txt: tool call 'call_o21h2oqmfs95n3hfxlmh",
     ]
     return out
 

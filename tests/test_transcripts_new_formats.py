@@ -255,7 +255,7 @@ def test_atif_trajectory_and_text_mode_steps(tmp_path: Path) -> None:
     }  # fmt: skip
     f = _write(tmp_path, "trajectory.json", text_mode)
     with pytest.warns(
-        TranscriptWarning, match=r"trajectory\.json: 1 result\(s\) name a call of no earlier step"
+        TranscriptWarning, match=r"trajectory\.json: tool result .zz. \(message 4\) has no matching call"
     ):
         [u] = load_transcripts(f)
     ai = u.messages[1]

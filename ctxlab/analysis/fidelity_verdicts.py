@@ -74,8 +74,15 @@ def fidelity_warnings(totals: pl.DataFrame) -> list[str]:
                 rest = (
                     f"; its dollar saving over the valid calls is {valid:.1f} %" if valid is not None else ""
                 )
+                raw = int(r.get("raw_rejected_calls") or 0)
+                own = (
+                    f"; the uncompressed request is refused on {raw} call(s) as well (the transcript's own "
+                    "unmatched pairs: raw_rejected_calls)"
+                    if raw
+                    else ""
+                )
                 out.append(
                     f"{r['strategy']}: {rejected} request(s) a provider would reject (unmatched tool "
-                    f"calls/results), left out of its savings{rest}."
+                    f"calls/results), left out of its savings{rest}{own}."
                 )
     return out

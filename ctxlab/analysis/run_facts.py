@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
     from ctxlab.replay import ReplayResult
 
-__all__ = ["baseline_lines", "summarizer_lines", "summarizer_note"]
+__all__ = ["baseline_lines", "prompt_not_read", "summarizer_lines", "summarizer_note"]
 
 
 #: what the summarizer lines say of a strategy that made no summary in the runs (masking)
@@ -53,6 +53,13 @@ def _grouped(
     stand = [(w, n) for w, n in by.items() if w != NONE_MADE and _stand_in(w)]
     other = [(w, n) for w, n in by.items() if w != NONE_MADE and not _stand_in(w)]
     return stand, other, by.get(NONE_MADE, [])
+
+
+def prompt_not_read(result: ReplayResult) -> list[tuple[str, list[str]]]:
+    """The summarizers that do not read ``summary_prompt`` and the strategies whose summaries they
+    wrote: the offline stand-ins (StructuredSummarizer, the extractive one: fixed sections of
+    their own; s40 trial item 11: a custom prompt was listed in the settings as if used)."""
+    return _grouped(result)[0]
 
 
 def summarizer_lines(result: ReplayResult) -> list[str]:
@@ -95,18 +102,38 @@ def summarizer_note(result: ReplayResult, strategies: Sequence[str] | None = Non
     return "summaries: " + "; ".join(parts)
 
 
+def _raw_col(frame: pl.DataFrame) -> pl.Expr:
+    """``raw_rejected_calls`` of a runs table (0 when it lacks the column)."""
+    return pl.col("raw_rejected_calls") if "raw_rejected_calls" in frame.columns else pl.lit(0)
+
+
 def baseline_lines(result: ReplayResult, rows: pl.DataFrame) -> list[str]:
     """The window, the infeasible baseline, the unrecorded prefix per source and the sources."""
     lines: list[str] = []
     firsts = rows.unique("transcript", keep="first", maintain_order=True) if rows.height else rows
+    raw_bad = (
+        int(firsts["raw_rejected_calls"].sum())
+        if "raw_rejected_calls" in firsts.columns and firsts.height
+        else 0
+    )
+    if raw_bad:  # s40: the transcript's own unmatched pairs, a request no agent could send either
+        n_runs = firsts.filter(pl.col("raw_rejected_calls") > 0).height
+        lines.append(
+            f"**The uncompressed request is refused on {raw_bad:,} call(s)** ({n_runs} runs): the "
+            "transcript's own history has a tool result without its call (unmatched tool pairs; the load "
+            "warning names the message), which a provider rejects. Those calls' no-compression baseline is "
+            "infeasible: they are left out of the savings (`raw_rejected_calls`, in `infeasible_calls`)."
+        )
     if result.window:
         bad = (
-            firsts.filter(pl.col("infeasible_calls") > 0)
+            firsts.filter(pl.col("infeasible_calls") > _raw_col(firsts))
             if "infeasible_calls" in firsts.columns
             else firsts.head(0)
         )
         calls = int(firsts["calls"].sum()) if firsts.height else 0
-        over = int(bad["infeasible_calls"].sum()) if bad.height else 0
+        over = (
+            int((bad["infeasible_calls"] - bad.select(_raw_col(bad)).to_series()).sum()) if bad.height else 0
+        )
         if over:
             lines.append(
                 f"**No compression is infeasible on {over:,} of {calls:,} calls** ({bad.height} runs): their "

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from ctxlab.analysis.cells import cell
+from ctxlab.analysis.run_facts import prompt_not_read
 
 if TYPE_CHECKING:
     from ctxlab.replay import ReplayResult
@@ -155,6 +156,13 @@ def settings_lines(result: ReplayResult) -> list[str]:
         elif name == "summary_prompt":
             first = value.strip().splitlines()[0] if value.strip() else ""
             value = f"{len(value)} characters, starting “{first[:60]}”"
+            deaf = "; ".join(f"{what} ({', '.join(names)})" for what, names in prompt_not_read(result))
+            if deaf:  # the summarizer in use writes its own fixed sections
+                value += (
+                    f"; **not read** by the summarizer in use: {deaf}: its sections are its own; the prompt "
+                    "only sets the summary language (summary_language auto follows a custom prompt's "
+                    "language). A model reads it: --summarizer-model"
+                )
         lines.append(f"| `{name}` | {cell(value)} |")
     lines += [
         "",

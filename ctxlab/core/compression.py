@@ -79,16 +79,17 @@ class CallModel:
     """Effect: send ``messages`` to the main model as the request view; the driver sends back the
     model's response (or throws its exception into the round).
 
-    ``messages`` is made sendable on construction (:func:`ctxlab.core.messages.sendable_view`, with
-    the round's ``scans`` memory, init only): a tool result whose call is behind the cutoff becomes
-    an observation, never an orphan (R9).
+    ``messages`` is made sendable on init (:func:`ctxlab.core.messages.sendable_view`: no orphan, R9;
+    ``below_t``, R3: only a result whose call is in the ``summarized`` state messages is changed).
     """
 
     messages: list[BaseMessage]
     scans: InitVar[ScanMemory | None] = None
+    summarized: InitVar[Iterable[BaseMessage]] = ()
+    below_t: InitVar[bool] = False
 
-    def __post_init__(self, scans: ScanMemory | None) -> None:
-        self.messages = sendable_view(self.messages, scans)
+    def __post_init__(self, scans: ScanMemory | None, summarized: Iterable[Any], below_t: bool) -> None:
+        self.messages = sendable_view(self.messages, scans, summarized, summarized_only=below_t)
 
 
 @dataclass
@@ -283,7 +284,7 @@ def compression_round(inp: RoundInput) -> Generator[Effect, Any, tuple[Any, Roun
             sent = [*head, *eff[1 + n_kept :]]
             est_sent = tokens(sent)
         try:
-            response = yield CallModel(sent, inp.scans)
+            response = yield CallModel(sent, inp.scans, msgs[: prev_cut or 0], True)
             stats["tokens_after"] = est_sent
             return response, None
         except ContextOverflowError as exc:
@@ -340,7 +341,7 @@ def compression_round(inp: RoundInput) -> Generator[Effect, Any, tuple[Any, Roun
             if plan is None:
                 yield from prepare(est1, view1)
             try:
-                response = yield CallModel(view1, inp.scans)
+                response = yield CallModel(view1, inp.scans, msgs[: prev_cut or 0])
             except ContextOverflowError as exc:
                 logger.warning("context overflow after L1 (%s tokens): forcing L2", est1)
                 forced = True
@@ -392,7 +393,8 @@ def compression_round(inp: RoundInput) -> Generator[Effect, Any, tuple[Any, Roun
                 # the request that overflowed is not sent again (issue 30: below T too)
                 raise overflow_error
             try:
-                response = yield CallModel([*prefix, *kept], inp.scans)
+                behind = plan.global_cut if summary_msg is not None and plan is not None else prev_cut
+                response = yield CallModel([*prefix, *kept], inp.scans, msgs[: behind or 0])
                 break
             except ContextOverflowError as exc:
                 if forced:

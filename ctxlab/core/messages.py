@@ -11,7 +11,7 @@ import hashlib
 import json
 import logging
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Container, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
@@ -267,15 +267,26 @@ def valid_cut_positions(messages: Sequence[BaseMessage]) -> list[bool]:
     ]
 
 
-def late_result_observation(message: ToolMessage) -> HumanMessage:
-    """A ToolMessage whose call is not in the view, as a text observation (same id): a
-    ``HumanMessage`` marked :data:`ctxlab.core.marks.OBSERVATION_KEY` that names the tool and the
-    call id before the result's own content (text and image blocks kept; text UTF-8 cannot
-    encode escaped as in files, :func:`ctxlab.core.files.writable_text`)."""
-    head = (
-        f"[ctxlab: result of the earlier tool call {message.name or 'tool'} (id {message.tool_call_id}); "
-        "the call itself is in the summarized part of the conversation]"
+def _late_head(name: str, call_id: Any, summarized: bool) -> str:
+    """The line that opens a result sent as text, saying truly where its call is."""
+    if summarized:
+        return (
+            f"[ctxlab: result of the earlier tool call {name}(id {call_id}); "
+            "the call itself is in the summarized part of the conversation]"
+        )
+    return (
+        f"[ctxlab: result of a tool call {name}(id {call_id}) whose call is not in this request; "
+        "sent as text, as a provider refuses a tool result without its call]"
     )
+
+
+def late_result_observation(message: ToolMessage, summarized: bool = True) -> HumanMessage:
+    """A ToolMessage whose call is not in the view, as a text observation (same id): a
+    ``HumanMessage`` marked :data:`ctxlab.core.marks.OBSERVATION_KEY` that names the tool, the
+    call id and where the call is (``summarized``: behind the summary's cutoff; else in no
+    message of the request) before the result's own content (text and image blocks kept; text
+    UTF-8 cannot encode escaped as in files, :func:`ctxlab.core.files.writable_text`)."""
+    head = _late_head(f"{message.name or 'tool'} ", message.tool_call_id, summarized)
     content: str | list[str | dict[Any, Any]]
     if isinstance(message.content, str):
         content = writable_text(f"{head}\n{message.content}")
@@ -384,13 +395,16 @@ def _scan_orphans(view: list[BaseMessage], start: int, issuer: set[str]) -> list
     return orphans
 
 
-def late_result_blocks(message: BaseMessage, late: set[str]) -> HumanMessage | BaseMessage:
+def late_result_blocks(
+    message: BaseMessage, late: set[str], summarized: Container[str] = ()
+) -> HumanMessage | BaseMessage:
     """A message whose result blocks answering the call ids ``late`` have no call in the view:
-    each such block becomes a text block that names the call id before the result's text (an
-    Anthropic ``tool_result`` or OpenAI Responses ``function_call_output`` without its call is
-    rejected like a ToolMessage without its call).  A message left with no result block is a
-    text observation (a ``HumanMessage`` marked :data:`ctxlab.core.marks.OBSERVATION_KEY`, same
-    id); one that still answers calls in the view keeps its type.  Text is escaped as in files."""
+    each such block becomes a text block that names the call id (and whether it is among the
+    ``summarized`` ones) before the result's text (an Anthropic ``tool_result`` or OpenAI
+    Responses ``function_call_output`` without its call is rejected like a ToolMessage without
+    its call).  A message left with no result block is a text observation (a ``HumanMessage``
+    marked :data:`ctxlab.core.marks.OBSERVATION_KEY`, same id); one that still answers calls in
+    the view keeps its type.  Text is escaped as in files."""
     content: list[Any] = []
     paired = False
     for b in message.content if isinstance(message.content, list) else []:
@@ -399,17 +413,20 @@ def late_result_blocks(message: BaseMessage, late: set[str]) -> HumanMessage | B
             paired = paired or keys is not None
             content.append(b)
             continue
-        head = (
-            f"[ctxlab: result of the earlier tool call (id {cid}); the call itself is in the "
-            "summarized part of the conversation]"
-        )
+        head = _late_head("", cid, cid in summarized)
         content.append({"type": "text", "text": writable_text(f"{head}\n{result_block_text(b)}")})
     if paired:
         return message.model_copy(update={"content": content})
     return HumanMessage(content=content, id=message.id, additional_kwargs={OBSERVATION_KEY: True})
 
 
-def sendable_view(view: list[BaseMessage], memory: ScanMemory | None = None) -> list[BaseMessage]:
+def sendable_view(
+    view: list[BaseMessage],
+    memory: ScanMemory | None = None,
+    summarized: Iterable[BaseMessage] = (),
+    *,
+    summarized_only: bool = False,
+) -> list[BaseMessage]:
     """``view`` as a provider accepts it: no tool result without an earlier call in the view (a
     ToolMessage, or a ``tool_result`` / ``function_call_output`` block: :mod:`ctxlab.core.toolcalls`).
 
@@ -421,6 +438,13 @@ def sendable_view(view: list[BaseMessage], memory: ScanMemory | None = None) -> 
     result blocks turned to text.  Returns ``view`` itself when it has no orphan (the usual
     case), else a new list; never edits a message.
 
+    ``summarized``: the state messages the view's summary stands for (read only when there is
+    an orphan): a result whose call one of them issued says so, any other says its call is not
+    in the request.  ``summarized_only`` (below T, R3: the effective messages go as they are):
+    only those results are turned to text; a result whose call is nowhere in the conversation
+    (the agent's own history, or another component's edit) is sent as it is, refused by a
+    provider as the request without ctxlab would be.
+
     ``memory``: the caller's :class:`ScanMemory` (a middleware's own); a view that extends one it
     remembers (the history grew) then scans only the new messages plus one C-speed comparison of
     the old part.  ``None``, or any other view: scanned whole (linear).  The answer never
@@ -429,6 +453,7 @@ def sendable_view(view: list[BaseMessage], memory: ScanMemory | None = None) -> 
     orphans = memory.find_orphans(view) if memory is not None else _scan_orphans(view, 0, set())
     if not orphans:
         return view
+    behind = {cid for m in summarized if isinstance(m, AIMessage) for cid in issued_call_ids(m)}
     fixed: dict[int, BaseMessage] = {}
     issued: set[str] = set()
     pending = set(orphans)
@@ -436,11 +461,16 @@ def sendable_view(view: list[BaseMessage], memory: ScanMemory | None = None) -> 
         if isinstance(m, AIMessage):
             issued.update(issued_call_ids(m))
         elif i in pending:
+            late = {c for c in answered_call_ids(m) if c not in issued}
+            if summarized_only and not (late := late & behind):
+                continue
             if isinstance(m, ToolMessage):
-                fixed[i] = late_result_observation(m)
+                fixed[i] = late_result_observation(m, m.tool_call_id in behind)
             else:
-                fixed[i] = late_result_blocks(m, {c for c in answered_call_ids(m) if c not in issued})
-    moved = [i for i in orphans if not answered_call_ids(fixed[i])]  # observations now
+                fixed[i] = late_result_blocks(m, late, behind)
+    if not fixed:
+        return view
+    moved = [i for i in fixed if not answered_call_ids(fixed[i])]  # observations now
     view = [fixed.get(i, m) for i, m in enumerate(view)]
     if not moved:
         return view

@@ -68,6 +68,7 @@ from ctxlab.core.plugins import make_plugin_manager
 from ctxlab.core.preparations import Preparations
 from ctxlab.core.settings import CompressionSettings
 from ctxlab.core.summarize import Summarizer, SummaryJob, SummaryResult, input_budget
+from ctxlab.core.thrash import ThrashWatch
 
 logger = logging.getLogger("ctxlab.core.middleware")
 
@@ -150,6 +151,7 @@ class CompressionMiddleware(AgentMiddleware):
         # the orphan scans of the views this middleware sends (issue 12); it shares the estimate
         # cache's content memo, so a reloaded checkpoint is compared by content once per call
         self.scans = ScanMemory(content_memo=self.estimates.content_memo)
+        self.thrash = ThrashWatch()  # one warning when every round must summarize again (s40)
         self._name = name or "CompressionMiddleware"
         deep = self._name == DEEP_AGENT_SLOT
         self._backend = checked_backend(backend)
@@ -348,7 +350,7 @@ class CompressionMiddleware(AgentMiddleware):
             return self.preparations.perform(effect, summarizer(), write)  # issue 34
 
         try:
-            response, update = drive(compression_round(inp), perform)
+            response, update = self.thrash.after(inp, drive(compression_round(inp), perform))
         finally:
             scope.wait()  # the request's write-behinds are done before anything reads them
         return _result(response, confirmed(update, scope))
@@ -379,7 +381,7 @@ class CompressionMiddleware(AgentMiddleware):
             )
 
         try:
-            response, update = await adrive(compression_round(inp), perform)
+            response, update = self.thrash.after(inp, await adrive(compression_round(inp), perform))
         finally:
             await settled(scope)
         return _result(response, confirmed(update, scope))

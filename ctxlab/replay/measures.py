@@ -230,18 +230,30 @@ class ToolPairsMeasure(_PerCall):
     """``unmatched_tool_pairs`` (:func:`ctxlab.replay.metrics.unmatched_tool_pairs`, followed
     call by call by :class:`~ctxlab.replay.tracking.PairsTracker`) and
     ``rejected_reason``: ``"unmatched_tool_pairs"`` when the view has broken pairs, which a
-    provider refuses (Anthropic and OpenAI both reject a tool result without its call)."""
+    provider refuses (Anthropic and OpenAI both reject a tool result without its call);
+    ``raw_rejected_reason``: the same rule applied to the uncompressed request (the transcript's
+    messages so far: one tracker per transcript for all the runs of ``share``), so that a call
+    whose uncompressed request a provider refuses has no feasible baseline (s40 trial item 5)."""
 
     names: tuple[str, ...] = ("tool_pairs",)
 
-    def __init__(self) -> None:
+    def __init__(self, share: TranscriptShare | None = None) -> None:
         self.pairs = PairsTracker()  # the view's pairs followed call by call
+        self.share = share if share is not None else TranscriptShare()
 
     def measure(self, obs: CallObservation, row: dict[str, Any]) -> ToolPairsColumns:
         broken = self.pairs.count(obs.view.messages, obs.answered)
+        raw_pairs, raw = self.share.state("raw_pairs", lambda: (PairsTracker(), []))
+
+        def raw_broken() -> int:
+            raw.extend(obs.arrived)
+            return raw_pairs.count(raw, obs.answered)
+
+        raw_count = self.share.call_value("raw_unmatched_tool_pairs", obs.call_index, raw_broken)
         return {
             "unmatched_tool_pairs": broken,
             "rejected_reason": "unmatched_tool_pairs" if broken else None,
+            "raw_rejected_reason": "unmatched_tool_pairs" if raw_count else None,
         }
 
 
@@ -326,7 +338,7 @@ def default_measures(
         WindowMeasure(window, system, tools, share),
         CompressionMeasure(),
         RetentionMeasure(view),
-        ToolPairsMeasure(),
+        ToolPairsMeasure(share),
         RecordedUsageMeasure(prefix.tokens if prefix is not None else 0),
         stall if stall is not None else StallMeasure(None, None, "", price, measure.message_tokens),
     ]

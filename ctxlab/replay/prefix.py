@@ -122,14 +122,22 @@ _HISTORY_LABEL = (
     "recorded compaction every request held about {n:,} tokens of earlier conversation the file does "
     "not hold ({source}). These words stand in for them; they are history like any old message.]\n"
 )
-#: the filler, word by word: a sentence the char-class estimate, cl100k and LangChain's
-#: characters / 4 count alike (within 2 % of each other: tests/test_prefix.py)
+#: the filler, word by word: neutral words that state no fact about the run (s40 trial item 7:
+#: the old sentence invented "12 tools" and "3 files" for every run, and said "system prompt" in
+#: the earlier-conversation placeholder too), one for each placeholder, each naming what it stands
+#: for.  The char-class estimate, cl100k and LangChain's characters / 4 count each alike (within
+#: 2 % of each other, as the old sentence: tests/test_prefix.py); ~0.25 char-class tokens per
+#: character, as before (the block is sized by its count, so its estimated size is unchanged)
 _FILLER = (
-    "the system prompt and tool schemas of this agent are not in the log, nor are the 12 tools "
-    "or the 3 files it read."
+    "these words state 0 facts about the run; they are a stand-in for a part of each request that "
+    "is not in the log."
+)
+_HISTORY_FILLER = (
+    "these words state 0 facts about the run; they are a stand-in for what was said before that is "
+    "not in the log."
 )
 _WORDS = tuple(" " + w for w in _FILLER.split(" "))
-_CYCLE = "".join(_WORDS)
+_HISTORY_WORDS = tuple(" " + w for w in _HISTORY_FILLER.split(" "))
 
 
 @dataclass(frozen=True)
@@ -424,9 +432,10 @@ def fewest_words(tokens: int, count: Callable[[int], int]) -> int:
     return hi
 
 
-def _text(label: str, words: int) -> str:
-    whole, part = divmod(words, len(_WORDS))
-    return label + _CYCLE * whole + "".join(_WORDS[:part])
+def _text(label: str, words: int, cycle: tuple[str, ...] = _WORDS) -> str:
+    """``label``, then the first ``words`` words of the filler ``cycle`` repeated."""
+    whole, part = divmod(words, len(cycle))
+    return label + "".join(cycle) * whole + "".join(cycle[:part])
 
 
 def with_prefix(
@@ -474,6 +483,6 @@ def history_message(prefix: UnrecordedPrefix, meter: EstimateCache, run_id: str 
     ident = f"{run_id}-unrecorded-history"
 
     def message(words: int) -> HumanMessage:
-        return HumanMessage(_text(label, words), id=ident, additional_kwargs=mark)
+        return HumanMessage(_text(label, words, _HISTORY_WORDS), id=ident, additional_kwargs=mark)
 
     return message(fewest_words(tokens, lambda words: meter.message_tokens(message(words))))

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ctxlab.core.settings import CompressionSettings
+from ctxlab.core.thrash import SummaryThrashWarning
 from ctxlab.replay.metrics import RequestView
 from ctxlab.replay.prices import PriceRow
 from ctxlab.replay.table import calls_frame, summary_frame
@@ -262,10 +263,13 @@ def recording_warnings(result: ReplayResult, transcript: str, strategy: str) -> 
     one turned into an error raises where it is raised.  Each kept warning is shown again after
     the run (also when the run raised), once per process for the ``default`` action however many
     runs raise it.  Warnings raised on other threads during the run are caught too (the filters
-    are the process's)."""
+    are the process's).  The middleware's :class:`~ctxlab.core.thrash.SummaryThrashWarning` is
+    ignored: the replay measures the same thing per run (``summary_thrash``)."""
     kept: list[warnings.WarningMessage] = []
     try:
         with warnings.catch_warnings(record=True) as caught:
+            # the replay says it per run in its own words (summary_thrash, the thrash warning)
+            warnings.filterwarnings("ignore", category=SummaryThrashWarning)
             try:
                 yield
             finally:

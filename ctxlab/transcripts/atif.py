@@ -36,7 +36,6 @@ from ctxlab.transcripts._util import (
     stripped_head,
     tool_call,
     usage_metadata,
-    warn,
 )
 from ctxlab.transcripts.base import Transcript
 
@@ -98,8 +97,6 @@ class AtifFormat(JsonFormat):
         }
         if isinstance(data.get("final_metrics"), dict):
             meta["final_metrics"] = data["final_metrics"]
-        seen: set[str] = set()
-        orphans = 0
         models: list[str] = []
         for i, step in enumerate(need(path, data, "steps", list, "")):
             at = join_key("steps", i)
@@ -133,7 +130,6 @@ class AtifFormat(JsonFormat):
                 meta["text_mode_steps"] += 1
                 calls = []
             b.ai(text, calls, usage=_usage(step.get("metrics")), **extra)
-            seen.update(str(c["id"]) for c in calls if c.get("id"))
             for r in results:
                 ref = r.get("subagent_trajectory_ref")
                 kw = {"subagent_trajectory_ref": ref} if ref else {}
@@ -141,12 +137,9 @@ class AtifFormat(JsonFormat):
                     meta["subagent_refs"].append(ref)
                 call_id = r.get("source_call_id")
                 if call_id:
-                    orphans += str(call_id) not in seen
                     b.tool(_content(r), call_id, **kw)
                 else:
                     b.human(_content(r), observation=True, **kw)
-        if orphans:
-            warn(path, f"{orphans} result(s) name a call of no earlier step (kept as orphans)", meta)
         model = (
             agent.get("model_name")
             if isinstance(agent.get("model_name"), str)

@@ -18,6 +18,7 @@ from ctxlab.transcripts.detection import HOW_TO_NAME_OR_WRITE, Detection, check_
 from ctxlab.transcripts.generic import GENERIC_NAME
 from ctxlab.transcripts.opencode_storage import is_storage_member
 from ctxlab.transcripts.openhands_v1 import is_event_member
+from ctxlab.transcripts.pairing import pairing_problems
 from ctxlab.transcripts.registry import available_formats
 
 __all__ = ["NOT_TRANSCRIPT_SUFFIXES", "SKIP_NAMES", "iter_transcript_files", "load_many", "load_transcripts"]
@@ -51,6 +52,7 @@ def _run_loader(fmt: TranscriptFormat, path: Path, data: object = None) -> list[
     with warnings.catch_warnings(record=True) as said:
         warnings.simplefilter("always")
         result = _call_loader(fmt, path, data)
+    _say_pairing(path, result)
     for w in said:
         warnings.warn_explicit(w.message, w.category, w.filename, w.lineno, source=w.source)
         if issubclass(w.category, TranscriptWarning):
@@ -59,6 +61,16 @@ def _run_loader(fmt: TranscriptFormat, path: Path, data: object = None) -> list[
                 if str(w.message) not in kept:
                     kept.append(str(w.message))
     return _without_empty_runs(path, fmt.name, result)
+
+
+def _say_pairing(path: Path, runs: list[Transcript]) -> None:
+    """One check for every format (:mod:`ctxlab.transcripts.pairing`): a run whose tool pairs a
+    provider would refuse is said in a warning naming the file, the run and the message, kept in
+    that run's ``metadata["warnings"]``."""
+    for t in runs:
+        problem = pairing_problems(t.messages)
+        if problem is not None:
+            warn(path, problem if len(runs) == 1 else f"run {t.run_id}: {problem}", t.metadata)
 
 
 def _call_loader(fmt: TranscriptFormat, path: Path, data: object) -> list[Transcript]:

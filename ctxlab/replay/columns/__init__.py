@@ -83,6 +83,7 @@ REPORT_DEFINITIONS: tuple[str, ...] = (
     "retention",
     "unmatched_tool_pairs",
     "rejected_reason",
+    "raw_rejected_reason",
     "summarizer_calls",
     "summary_fallback",
     "cost_usd",

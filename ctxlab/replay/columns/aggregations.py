@@ -11,6 +11,7 @@ __all__ = [
     "counted_cost",
     "counted_sent",
     "feasible",
+    "fits",
     "in_window",
     "ok",
     "ok_cost",
@@ -65,15 +66,17 @@ def ok(column: str) -> pl.Expr:
     return pl.col(column).filter(valid()).sum()
 
 
-def _fits() -> pl.Expr:
-    """The calls whose uncompressed request fits the window (every call without a window)."""
-    return ~pl.col("over_window").fill_null(False)
+def fits() -> pl.Expr:
+    """The calls whose no-compression baseline is feasible: the uncompressed request fits the
+    window (``over_window``; every call without a window) and a provider would accept its tool
+    pairs (``raw_rejected_reason`` empty: the rule of ``rejected_reason``)."""
+    return ~pl.col("over_window").fill_null(False) & pl.col("raw_rejected_reason").is_null()
 
 
 def feasible(column: str, *, nullable: bool = False) -> pl.Expr:
-    """The sum over the calls whose uncompressed request fits the window (every call without a
-    window); with ``nullable``, empty when every value is."""
-    kept = pl.col(column).filter(_fits())
+    """The sum over the calls whose no-compression baseline is feasible (:func:`fits`); with
+    ``nullable``, empty when every value is."""
+    kept = pl.col(column).filter(fits())
     if nullable:
         return pl.when(kept.is_not_null().any()).then(kept.sum()).otherwise(None)
     return kept.sum()
@@ -90,16 +93,16 @@ def counted_sent() -> pl.Expr:
     (:func:`_failed`) counts its uncompressed request (``raw_tokens``), so a strategy that threw
     the history away in a fallback summary saves nothing by it (the verdicts' token measure)."""
     sent = pl.when(_failed()).then(pl.col("raw_tokens")).otherwise(pl.col("view_tokens"))
-    return sent.filter(_fits()).sum()
+    return sent.filter(fits()).sum()
 
 
 def counted_cost() -> pl.Expr:
     """:func:`cost` over the calls whose uncompressed request fits the window, a failed call's
     main-model cost counted as its uncompressed request's (``raw_cost_usd``); its summarizer
     cost stays (the failed call was paid for)."""
-    fits = _fits()
-    main = pl.when(_failed()).then(pl.col("raw_cost_usd")).otherwise(pl.col("cost_usd")).filter(fits)
-    summarizer = pl.col("summarizer_cost_usd").filter(fits).fill_null(0.0).sum()
+    ok_base = fits()
+    main = pl.when(_failed()).then(pl.col("raw_cost_usd")).otherwise(pl.col("cost_usd")).filter(ok_base)
+    summarizer = pl.col("summarizer_cost_usd").filter(ok_base).fill_null(0.0).sum()
     return pl.when(pl.col("cost_usd").is_not_null().any()).then(main.sum() + summarizer).otherwise(None)
 
 

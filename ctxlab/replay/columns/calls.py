@@ -234,6 +234,17 @@ CALL_REGISTRY: tuple[CallColumn, ...] = (
         detail=d.REJECTED_REASON,
     ),
     CallColumn(
+        "raw_rejected_reason",
+        _Str,
+        "label",
+        "why a provider would refuse the uncompressed request, by the rule of rejected_reason: "
+        "unmatched_tool_pairs (the transcript's own: a tool result no earlier message calls); such a "
+        "call's no-compression baseline is infeasible, like over_window (empty: none)",
+        "tool_pairs",
+        nullable=True,
+        detail=d.RAW_REJECTED_REASON,
+    ),
+    CallColumn(
         "output_tokens",
         _Int,
         "tokens",

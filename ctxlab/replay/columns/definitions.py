@@ -156,6 +156,15 @@ REJECTED_REASON = (
     "are counted per strategy (rejected_calls), warned about, and left out of the savings over valid calls "
     "(saving_pct_without_failed, cost_saving_pct_without_failed)"
 )
+RAW_REJECTED_REASON = (
+    "the rule of rejected_reason applied to the uncompressed request (the transcript's messages so far, "
+    "counted by the same pairing as unmatched_tool_pairs): a transcript whose own history has a tool "
+    "result without its call (a resumed or edited session, another component's pruning) makes a request "
+    "a provider refuses whether or not anything is compressed. Such a call's no-compression baseline is "
+    "infeasible (infeasible_calls, like over_window): it is left out of the savings over feasible calls, "
+    "so a strategy whose request is sendable there (ars turns such a result into text above T) is "
+    "neither charged nor credited for it. Per run: raw_rejected_calls"
+)
 TRIGGER_REACHED = (
     "per call, whether the strategy's own trigger fired, counted the way the strategy counts: a ctxlab "
     "middleware (ars, ars-cache, hybrid, masking, ...) when its estimate of the request (system message "

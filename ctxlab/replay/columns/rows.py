@@ -97,6 +97,7 @@ class ToolPairsColumns(TypedDict):
 
     unmatched_tool_pairs: int
     rejected_reason: str | None
+    raw_rejected_reason: str | None
 
 
 class CostColumns(TypedDict):

@@ -381,6 +381,17 @@ RUN_REGISTRY: tuple[RunColumn, ...] = (
         "count",
         expr=lambda: _count(pl.col("rejected_reason").is_not_null()),
     ),
+    RunColumn(
+        "raw_rejected_calls",
+        _Int,
+        "count",
+        "calls whose uncompressed request a provider would reject (raw_rejected_reason: the transcript's "
+        "own unmatched tool pairs); they count in infeasible_calls",
+        "tool_pairs",
+        ("raw_rejected_reason",),
+        "count",
+        expr=lambda: _count(pl.col("raw_rejected_reason").is_not_null()),
+    ),
     *COST_AND_FIDELITY,
     RunColumn(
         "recorded_input_tokens_total",

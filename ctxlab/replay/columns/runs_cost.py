@@ -95,9 +95,9 @@ COST_AND_FIDELITY: tuple[RunColumn, ...] = (
         "raw_cost_usd_feasible",
         _Float,
         "usd",
-        "Σ raw_cost_usd over the calls whose uncompressed request fits the window",
+        "Σ raw_cost_usd over the calls whose no-compression baseline is feasible (infeasible_calls)",
         "cost",
-        ("raw_cost_usd", "over_window"),
+        ("raw_cost_usd", "over_window", "raw_rejected_reason"),
         "sum",
         expr=lambda: _feasible("raw_cost_usd", nullable=True),
     ),
@@ -105,8 +105,8 @@ COST_AND_FIDELITY: tuple[RunColumn, ...] = (
         "cost_saving_pct_feasible",
         _Float,
         "percent",
-        "cost_saving_pct over the calls whose uncompressed request fits the window (all calls without a "
-        "window), a failure counted as a failure: a call built on a failed summary or rejected by the "
+        "cost_saving_pct over the calls whose no-compression baseline is feasible (not infeasible_calls), "
+        "a failure counted as a failure: a call built on a failed summary or rejected by the "
         "provider costs what its uncompressed request costs (its summarizer cost stays); the verdicts' "
         "dollar measure",
         "cost",
@@ -115,6 +115,7 @@ COST_AND_FIDELITY: tuple[RunColumn, ...] = (
             "summarizer_cost_usd",
             "raw_cost_usd",
             "over_window",
+            "raw_rejected_reason",
             "after_failed_summary",
             "rejected_reason",
         ),
