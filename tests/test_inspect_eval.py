@@ -171,7 +171,10 @@ def test_ctxlab_eval_success_matches_the_design(tmp_path, capsys):
     assert summary[1].startswith(
         "- No best success rate: none 100.0 % (9 of 9, 95 % CI 70.1 % to 100.0 %) is not told apart from ars"
     )
-    assert "ars vs none: +0.0 points of success (no interval: 0 of 9 differ, < 6, 9 paired samples): identical" in report
+    assert (
+        "ars vs none: +0.0 points of success (no interval: 0 of 9 differ, < 6, 9 paired samples): identical"
+        in report
+    )
     table = report.split("## Success per strategy\n\n")[1].splitlines()
     assert table[0].startswith(
         "| strategy | samples | solved | success % | 95 % CI (Wilson) | tokens / solved |"
