@@ -77,6 +77,7 @@ def test_a_24k_window_on_the_sample_shows_its_overflow_rounds(tmp_path: Path, ca
     assert cells[names.index("feasible saving %")] == f"{ars['saving_pct_feasible']:.1f}"
     assert cells[names.index("infeasible")] == f"{ars['infeasible_calls']:,}" and ars["infeasible_calls"] > 0
     assert "infeasible: calls whose uncompressed request is over the window (24,000 tokens" in stdout
+    assert "has a tool result without its call" in stdout
     assert stdout.count("feasible saving %") >= 3  # runs, per strategy, cost (and the cost note)
     report = (out / "report.md").read_text(encoding="utf-8")
     assert "overflow rounds (calls in which the provider refused a request above the window" in report
