@@ -136,7 +136,7 @@ class ViewMeasure(_PerCall):
 
     def measure(self, obs: CallObservation, row: dict[str, Any]) -> ViewColumns:
         raw_messages_tokens = self._raw_messages_tokens(obs)
-        m = self.last = self.tracker.update(obs.view)
+        m = self.last = self.tracker.update_call(obs.call_index, obs.view, obs.previous_view)
         return {
             "raw_tokens": self.base_tokens + raw_messages_tokens,
             "view_tokens": m.tokens,
@@ -223,22 +223,37 @@ class RetentionMeasure(_PerCall):
         self.view = view
 
     def measure(self, obs: CallObservation, row: dict[str, Any]) -> RetentionColumns:
-        return {"retention": self.view.tracker.retention(obs.answer, obs.earlier, obs.call_index)}
+        return {"retention": self.view.tracker.call_retention(obs.answer, obs.earlier, obs.call_index)}
 
 
 class ToolPairsMeasure(_PerCall):
     """``unmatched_tool_pairs`` (:func:`ctxlab.replay.metrics.unmatched_tool_pairs`, followed
     call by call by :class:`~ctxlab.replay.tracking.PairsTracker`) and
     ``rejected_reason``: ``"unmatched_tool_pairs"`` when the view has broken pairs, which a
-    provider refuses (Anthropic and OpenAI both reject a tool result without its call)."""
+    provider refuses (Anthropic and OpenAI both reject a tool result without its call).  With
+    ``view``, a call whose requests another run of the transcript had takes that run's count
+    (:class:`~ctxlab.replay.tracking.SharedView`)."""
 
     names: tuple[str, ...] = ("tool_pairs",)
 
-    def __init__(self) -> None:
+    def __init__(self, view: ViewMeasure | None = None) -> None:
         self.pairs = PairsTracker()  # the view's pairs followed call by call
+        self.view = view
+
+    def _count(self, obs: CallObservation) -> int:
+        tracker = self.view.tracker if self.view is not None else None
+        record = tracker.record if tracker is not None else None
+        if tracker is None or record is None or record.call_index != obs.call_index:
+            return self.pairs.count(obs.view.messages, obs.answered)
+        if tracker.reused and record.pairs is not None:
+            return record.pairs
+        broken = self.pairs.count(obs.view.messages, obs.answered)
+        if record.pairs is None:
+            record.pairs = broken
+        return broken
 
     def measure(self, obs: CallObservation, row: dict[str, Any]) -> ToolPairsColumns:
-        broken = self.pairs.count(obs.view.messages, obs.answered)
+        broken = self._count(obs)
         return {
             "unmatched_tool_pairs": broken,
             "rejected_reason": "unmatched_tool_pairs" if broken else None,
@@ -326,7 +341,7 @@ def default_measures(
         WindowMeasure(window, system, tools, share),
         CompressionMeasure(),
         RetentionMeasure(view),
-        ToolPairsMeasure(),
+        ToolPairsMeasure(view),
         RecordedUsageMeasure(prefix.tokens if prefix is not None else 0),
         stall if stall is not None else StallMeasure(None, None, "", price, measure.message_tokens),
     ]
