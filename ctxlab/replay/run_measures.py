@@ -237,7 +237,13 @@ class RunMeasures:
             previous_raw = int(row["raw_tokens"])
         for row in self._rows:
             row.update(dict.fromkeys(_ZEROED, 0.0), cache_read_tokens=0, cache_write_tokens=0)
-        priced = price_run([c for c in calls if c is not None], self.price, breakpoint=self.breakpoint)
+        made = tuple(c for c in calls if c is not None)
+        # a run's costs depend on its calls only: priced once per distinct run of the transcript
+        # (strategies that sent the same requests, such as every run that never compressed)
+        priced = self.share.run_value(
+            ("cost", self.price, self.breakpoint, made),
+            lambda: price_run(made, self.price, breakpoint=self.breakpoint),
+        )
         for (row, kind), cost in zip(self._owners, priced, strict=True):
             if kind == "summarizer":
                 row["summarizer_cost_usd"] += cost.total_usd
