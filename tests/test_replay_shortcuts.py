@@ -168,3 +168,30 @@ def test_a_batch_of_editing_strategies_and_recorded_gives_the_rows_of_each_alone
         assert len(alone.rows) > 0
         for key, expected in _rows(alone).items():
             assert rows[key] == expected, key
+
+
+def test_runs_that_sent_the_same_requests_are_priced_once_with_the_same_costs(
+    transcripts: list[Transcript], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import ctxlab.replay.run_measures as run_measures_module
+
+    priced: list[int] = []
+    price_run = run_measures_module.price_run
+
+    def counted(calls: Any, *args: Any, **kwargs: Any) -> Any:
+        if any(c.segments for c in calls):  # a run's own requests, not the uncompressed ones
+            priced.append(len(calls))
+        return price_run(calls, *args, **kwargs)
+
+    monkeypatch.setattr(run_measures_module, "price_run", counted)
+    options: dict[str, Any] = {"progress": False, "unrecorded_prefix": "off"}  # below every trigger
+    two = ["ars", "langchain-summarization"]
+    together = replay_many(transcripts, two, out_dir=tmp_path / "together", **options)
+    rows = _rows(together)
+    assert not together.errors and all(r["view_tokens"] == r["raw_tokens"] for r in together.rows)
+    assert len(priced) == len(transcripts)  # once per transcript, not once per strategy
+    for strategy in two:  # the same costs (and every other column) as each run priced alone
+        alone = replay_many(transcripts, [strategy], out_dir=tmp_path / strategy, **options)
+        for key, expected in _rows(alone).items():
+            assert rows[key] == expected, key
+    assert len(priced) == len(transcripts) + 2 * len(transcripts)  # alone: each run priced itself
