@@ -141,8 +141,10 @@ def test_the_transcript_work_runs_once_per_call_for_five_strategies(
     assert sum(tallied.values()) == calls and max(tallied.values()) == 1
     # the agent step (no step latency: a function of the recorded answer) timed once per call
     assert sum(stepped.values()) == calls
-    # each run's requests priced; the uncompressed run priced once per transcript, not per strategy
-    assert priced == {"main": len(FIVE) * len(transcripts), "uncompressed": len(transcripts)}
+    # each distinct run's requests priced once (runs that sent the same requests share the price,
+    # test_a_shared_batch_gives_the_rows_of_separate_batches); the uncompressed run once per transcript
+    assert len(transcripts) <= priced["main"] <= len(FIVE) * len(transcripts)
+    assert priced["uncompressed"] == len(transcripts)
 
 
 def test_the_uncompressed_tokens_are_summed_once_per_call(

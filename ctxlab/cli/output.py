@@ -245,15 +245,15 @@ def print_summary(
             markup=False,
         )
     if infeasible:
-        window = getattr(result, "window", None)
-        why = (f"is over the window ({window}) or " if window else "") + "has a tool result without its call"
+        limit = getattr(result, "window", None)
+        why = (f"is over the window ({limit}) or " if limit else "") + "has a tool result without its call"
         con.print(
             f"infeasible: calls whose uncompressed request {why} (the transcript's own), which a provider "
             "refuses; saving % counts them, feasible saving % (the executive summary's) leaves them out"
             + (
                 "; max view is the measuring estimator's count, while the window is checked with the "
                 "provider's tokenizer: a request over it is refused with a context overflow (overflow rounds)"
-                if window
+                if limit
                 else ""
             ),
             markup=False,

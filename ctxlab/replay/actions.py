@@ -109,11 +109,9 @@ _WRAPPERS = frozenset({"timeout", "env", "sudo", "time", "nohup", "nice", "stdbu
 _OPERATORS = frozenset({"&&", "||", ";", "|", "&", "|&", ";;", "(", ")"})
 _REDIRECTS = frozenset({">", ">>", "&>", "2>", "1>", ">|", "&>>"})
 _PROGRAM = re.compile(r"[\w./~+-]*[\w+-]")
-_ASSIGNMENT = re.compile(r"^[A-Za-z_]\w*=")
-_HEREDOC = re.compile(r"<<-?\s*(['\"]?)([A-Za-z_]\w*)\1")
+_ASSIGNMENT, _HEREDOC = re.compile(r"^[A-Za-z_]\w*="), re.compile(r"<<-?\s*(['\"]?)([A-Za-z_]\w*)\1")
 _FILE = re.compile(r"^[\w./~@+-]*[\w@+-]\.(?=[A-Za-z0-9]*[A-Za-z])[A-Za-z0-9]{1,8}$")
-_SHELL_FENCES = ("", "bash", "sh", "shell", "console", "zsh")
-_COMMAND_KEYS = ("command", "cmd", "script")
+_SHELL_FENCES, _COMMAND_KEYS = ("", "bash", "sh", "shell", "console", "zsh"), ("command", "cmd", "script")
 _PATH_KEYS = ("path", "file_path", "filePath", "filename", "file", "target_file", "notebook_path", "target")
 _EDITOR_COMMANDS = {"view": "read", "create": "changed", "str_replace": "changed", "insert": "changed"}
 _READ_TOOL = re.compile(r"read|view|open|cat|glob|grep|search|list|ls", re.I)
@@ -224,13 +222,15 @@ def same_file(a: str, b: str) -> bool:
 
 
 _NOISE = re.compile(r"\d?>&\d|(?:\d|&)?>>?\s*/dev/null")
+_PLAIN, _WORD = re.compile(r"[^'\"\\;&|()<>]*"), re.compile(r"[^ \t\r\n]+")  # shlex's specials; a word
 
 
 def _tokens(line: str) -> list[str]:
     line = _NOISE.sub(" ", line)
+    if _PLAIN.fullmatch(line):  # no quote, escape or punctuation: shlex's words are the blank-split ones
+        return _WORD.findall(line)
     lexer = shlex.shlex(line, posix=True, punctuation_chars=";&|()<>")
-    lexer.whitespace_split = True
-    lexer.commenters = ""
+    lexer.whitespace_split, lexer.commenters = True, ""
     try:
         return list(lexer)
     except ValueError:  # unbalanced quotes: plain words

@@ -136,7 +136,7 @@ class ViewMeasure(_PerCall):
 
     def measure(self, obs: CallObservation, row: dict[str, Any]) -> ViewColumns:
         raw_messages_tokens = self._raw_messages_tokens(obs)
-        m = self.last = self.tracker.update(obs.view)
+        m = self.last = self.tracker.update_call(obs.call_index, obs.view, obs.previous_view)
         return {
             "raw_tokens": self.base_tokens + raw_messages_tokens,
             "view_tokens": m.tokens,
@@ -223,7 +223,7 @@ class RetentionMeasure(_PerCall):
         self.view = view
 
     def measure(self, obs: CallObservation, row: dict[str, Any]) -> RetentionColumns:
-        return {"retention": self.view.tracker.retention(obs.answer, obs.earlier, obs.call_index)}
+        return {"retention": self.view.tracker.call_retention(obs.answer, obs.earlier, obs.call_index)}
 
 
 class ToolPairsMeasure(_PerCall):
@@ -233,16 +233,31 @@ class ToolPairsMeasure(_PerCall):
     provider refuses (Anthropic and OpenAI both reject a tool result without its call);
     ``raw_rejected_reason``: the same rule applied to the uncompressed request (the transcript's
     messages so far: one tracker per transcript for all the runs of ``share``), so that a call
-    whose uncompressed request a provider refuses has no feasible baseline (s40 trial item 5)."""
+    whose uncompressed request a provider refuses has no feasible baseline (s40 trial item 5).
+    With ``view``, a call whose requests another run of the transcript had takes that run's count
+    (:class:`~ctxlab.replay.tracking.SharedView`)."""
 
     names: tuple[str, ...] = ("tool_pairs",)
 
-    def __init__(self, share: TranscriptShare | None = None) -> None:
+    def __init__(self, share: TranscriptShare | None = None, view: ViewMeasure | None = None) -> None:
         self.pairs = PairsTracker()  # the view's pairs followed call by call
         self.share = share if share is not None else TranscriptShare()
+        self.view = view
+
+    def _count(self, obs: CallObservation) -> int:
+        tracker = self.view.tracker if self.view is not None else None
+        record = tracker.record if tracker is not None else None
+        if tracker is None or record is None or record.call_index != obs.call_index:
+            return self.pairs.count(obs.view.messages, obs.answered)
+        if tracker.reused and record.pairs is not None:
+            return record.pairs
+        broken = self.pairs.count(obs.view.messages, obs.answered)
+        if record.pairs is None:
+            record.pairs = broken
+        return broken
 
     def measure(self, obs: CallObservation, row: dict[str, Any]) -> ToolPairsColumns:
-        broken = self.pairs.count(obs.view.messages, obs.answered)
+        broken = self._count(obs)
         raw_pairs, raw = self.share.state("raw_pairs", lambda: (PairsTracker(), []))
 
         def raw_broken() -> int:
@@ -338,7 +353,7 @@ def default_measures(
         WindowMeasure(window, system, tools, share),
         CompressionMeasure(),
         RetentionMeasure(view),
-        ToolPairsMeasure(share),
+        ToolPairsMeasure(share, view),
         RecordedUsageMeasure(prefix.tokens if prefix is not None else 0),
         stall if stall is not None else StallMeasure(None, None, "", price, measure.message_tokens),
     ]

@@ -54,7 +54,7 @@ if TYPE_CHECKING:
     from langchain.agents.middleware.types import AgentMiddleware
 
     from ctxlab.core.estimation import EstimateCache
-    from ctxlab.replay.provider import ContextWindow
+    from ctxlab.replay.provider import ContextWindow, RunRefusals
     from ctxlab.replay.result import ReplayResult
     from ctxlab.transcripts.base import Transcript
 
@@ -206,6 +206,7 @@ class CallObserver:
         # a recorded compaction's messages (the agent's own summary) reach only the strategy that
         # replays them (``recorded``): without the agent's compaction they were never sent
         feeds_recorded = bool(getattr(self.harness.middleware, "replays_recorded_compactions", False))
+        refusing = self.window.run_refusals() if self.window is not None else None
         for pos, original in enumerate(self.rest):
             agents_compaction = recorded_compaction_of(original) is not None
             if not feeds_recorded and agents_compaction:
@@ -232,7 +233,7 @@ class CallObserver:
             # (LangChain) or the _summarization_event (DeepAgents)
             state_before = list(state["messages"]) if self.settings is None else []
             event_before = state.get(EVENT_KEY)
-            answer, refusals = _provider_answer(original, self.window)
+            answer, refusals = _provider_answer(original, refusing)
             mw = self.harness.middleware
             if self.settings is None and hasattr(mw, "ctxlab_trigger_reached"):
                 mw.ctxlab_trigger_reached = None  # the middleware says again in this call
@@ -442,10 +443,11 @@ def _usage_stats(usage: SummarizerUsage) -> dict[str, int]:
     return {"calls": usage.calls, "input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens}
 
 
-def _provider_answer(original: AIMessage, window: ContextWindow | None) -> tuple[Any, list[int]]:
+def _provider_answer(original: AIMessage, window: RunRefusals | None) -> tuple[Any, list[int]]:
     """The model handler's answer for one call: the recorded message, after the provider
-    stand-in's check of the request (``ContextOverflowError`` above the window); and a counter
-    of the requests refused in this call (``[n]``)."""
+    stand-in's check of the request (``ContextOverflowError`` above the window; the run's
+    :class:`~ctxlab.replay.provider.RunRefusals`); and a counter of the requests refused in this
+    call (``[n]``)."""
     refusals = [0]
     if window is None:
         return original, refusals

@@ -34,9 +34,17 @@ from langchain_core.exceptions import ContextOverflowError
 from langchain_core.messages import BaseMessage
 
 from ctxlab.core.estimation import CharClassEstimator, EstimateCache
+from ctxlab.core.identity import is_prefix
 from ctxlab.replay.metrics import make_measure
 
-__all__ = ["PROVIDER_COUNTERS", "ByteBound", "ContextWindow", "RequestTally", "profile_window"]
+__all__ = [
+    "PROVIDER_COUNTERS",
+    "ByteBound",
+    "ContextWindow",
+    "RequestTally",
+    "RunRefusals",
+    "profile_window",
+]
 
 #: the counters a :class:`ContextWindow` can count with
 PROVIDER_COUNTERS = ("tiktoken", "char-class")
@@ -123,6 +131,11 @@ class ContextWindow:
             return
         self.check(system, tools, messages)
 
+    def run_refusals(self) -> RunRefusals:
+        """:meth:`refuse` for the successive requests of one run, its byte bound kept up to date
+        request by request (:class:`RunRefusals`)."""
+        return RunRefusals(self)
+
     def tally(self, system: BaseMessage | None, tools: Sequence[Any]) -> RequestTally:
         """A running count of a request that only grows (the uncompressed request of a run, call
         after call): :meth:`RequestTally.add` its messages, :meth:`RequestTally.over` tells whether
@@ -169,6 +182,60 @@ class RequestTally:
         if self._bound is not None and self._bound <= self.window.max_input_tokens:
             return False
         return self.tokens() > self.window.max_input_tokens
+
+
+class RunRefusals:
+    """:meth:`ContextWindow.refuse` over the successive requests of one run (made by
+    :meth:`ContextWindow.run_refusals`): the byte bound of a request whose messages start with the
+    previous request's very objects is the previous bound plus the bounds of the messages after
+    them (the bound is a sum over messages, tool schemas and system message); any other request
+    is summed from its start.  Each message's bound comes from the window's cache (made once per
+    message object for every run).  The bound is the one :meth:`~ContextWindow.refuse` computes,
+    and a request past it is counted exactly by :meth:`~ContextWindow.check`: same refusals."""
+
+    def __init__(self, window: ContextWindow) -> None:
+        self.window = window
+        self._messages: list[BaseMessage] = []  # the previous request's messages (kept alive)
+        self._messages_bound = 0
+        self._system: BaseMessage | None = None
+        self._system_bound = 0
+        self._tools: list[Any] | None = None
+        self._tools_bound = 0
+
+    def bound(self, system: BaseMessage | None, tools: Sequence[Any], messages: Sequence[BaseMessage]) -> int:
+        """The byte bound of the request (tokens), as the window's bound cache's ``request_tokens``."""
+        cache = self.window._bound
+        assert cache is not None
+        messages = messages if isinstance(messages, list) else list(messages)
+        previous = self._messages
+        if previous and is_prefix(previous, messages):
+            total = self._messages_bound + sum(map(cache.message_tokens, messages[len(previous) :]))
+        else:
+            total = sum(map(cache.message_tokens, messages))
+        self._messages, self._messages_bound = messages[:], total
+        if (
+            self._tools is None
+            or len(tools) != len(self._tools)
+            or any(a is not b for a, b in zip(tools, self._tools, strict=True))
+        ):
+            self._tools, self._tools_bound = list(tools), cache.tools_tokens(list(tools))
+        if system is not self._system or system is None:
+            self._system = system
+            self._system_bound = cache.message_tokens(system) if system is not None else 0
+        return total + self._tools_bound + self._system_bound
+
+    def refuse(
+        self, system: BaseMessage | None, tools: Sequence[Any], messages: Sequence[BaseMessage]
+    ) -> None:
+        """:meth:`ContextWindow.refuse` of the run's next request.
+
+        Raises:
+            ContextOverflowError: as :meth:`ContextWindow.check`.
+        """
+        window = self.window
+        if window._bound is not None and self.bound(system, tools, messages) <= window.max_input_tokens:
+            return
+        window.check(system, tools, messages)
 
 
 class ByteBound(CharClassEstimator):

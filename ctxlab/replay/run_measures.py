@@ -109,6 +109,21 @@ def summarized_span(
     return out
 
 
+class _Same:
+    """A key part equal to another only for the very same object (kept alive with the key)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: object) -> None:
+        self.value = value
+
+    def __hash__(self) -> int:
+        return id(self.value)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Same) and other.value is self.value
+
+
 @dataclass
 class _Round:
     records: list[dict[str, Any]]
@@ -237,7 +252,18 @@ class RunMeasures:
             previous_raw = int(row["raw_tokens"])
         for row in self._rows:
             row.update(dict.fromkeys(_ZEROED, 0.0), cache_read_tokens=0, cache_write_tokens=0)
-        priced = price_run([c for c in calls if c is not None], self.price, breakpoint=self.breakpoint)
+        made = [c for c in calls if c is not None]
+        # a run's costs depend on its calls only: priced once per run of the transcript whose calls
+        # are the same numbers over the very same segments (the measures of a call another run
+        # had, ctxlab.replay.tracking.SharedView: every run that never compressed, for one)
+        same = tuple(
+            (c.kind, c.input_tokens, c.output_tokens, c.time, c.common_prefix_tokens, _Same(c.segments))
+            for c in made
+        )
+        priced = self.share.run_value(
+            ("cost", self.price, self.breakpoint, same),
+            lambda: price_run(made, self.price, breakpoint=self.breakpoint),
+        )
         for (row, kind), cost in zip(self._owners, priced, strict=True):
             if kind == "summarizer":
                 row["summarizer_cost_usd"] += cost.total_usd

@@ -161,7 +161,8 @@ def replay_one(
         base_tokens=base_tokens,
         price=price,
         system=system,
-        data_provenance=data_provenance(transcript),
+        # the transcript's, found once for all its runs (a file check)
+        data_provenance=share.run_value(("data_provenance",), lambda: data_provenance(transcript)),
         transcript_format=transcript.format,
         prefix=prefix,
         window=window,

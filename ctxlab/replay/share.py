@@ -7,7 +7,11 @@ of the transcript so far (the ``retention`` of a view that is still the whole hi
 transcript message contributes to a view (tokens, view part, canonical key) and the cost of the
 uncompressed requests.  A :class:`TranscriptShare` computes each of those once per transcript
 call, for the first run that reaches the call, and gives the same value to every later run
-(issue 31: five strategies should cost far less than five times one).
+(issue 31: five strategies should cost far less than five times one).  Work that depends on the
+requests only is shared between runs whose requests agree: the view measures, retention and
+broken tool pairs of a call whose request and previous request are the very same objects as
+another run's (:class:`ctxlab.replay.tracking.SharedView`, kept under :meth:`TranscriptShare.state`
+``"views"``), and the costs of a run whose calls equal another run's (:meth:`TranscriptShare.run_value`).
 
 Every run of a transcript sees the same arrivals at the same call index (the observer feeds the
 same recorded messages in the same order), except the ``recorded`` strategy, which also feeds
@@ -17,8 +21,10 @@ every call before it, so a value computed from state kept in the share (a runnin
 running tally) is computed in call order exactly once, whichever run reaches the call first.
 
 Bounded: a batch keeps the share of the transcript it is replaying only; a share holds one value
-per call and name, one :class:`MessageInfo` per message object measured in a view, and the
-uncompressed run's costs once per distinct run length.
+per call and name, one :class:`MessageInfo` per message object measured in a view, at most
+:data:`~ctxlab.replay.tracking.SHARED_VIEWS` measured views per call (each its two requests'
+message lists and its measures: a few times the transcript's calls × their view lengths), and
+the costs of each distinct run (the uncompressed one's once per distinct run length).
 """
 
 from __future__ import annotations

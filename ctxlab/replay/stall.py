@@ -76,7 +76,11 @@ class StallMeasure:
             if isinstance(e, dict) and e.get("type") == EVENT_TYPE and e.get("phase") == "prepared"
         ]
         discarded = [p for p in prepared if p.get("status") == "discarded"]
-        waste = {k: sum(int((p.get("wasted") or {}).get(k) or 0) for p in discarded) for k in _WASTE_KEYS}
+        waste = (
+            {k: sum(int((p.get("wasted") or {}).get(k) or 0) for p in discarded) for k in _WASTE_KEYS}
+            if discarded
+            else dict.fromkeys(_WASTE_KEYS, 0)
+        )
         used = (obs.stats.get("prepared") or {}).get("status") == "used"
         stall: float | None = None
         if self.sim is not None:

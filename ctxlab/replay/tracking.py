@@ -24,10 +24,11 @@ measuring estimator (``int``).
 
 from __future__ import annotations
 
+import operator
 from collections import Counter
 from collections.abc import Sequence
 from collections.abc import Set as AbstractSet
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
@@ -46,7 +47,10 @@ from ctxlab.replay.metrics import (
 )
 from ctxlab.replay.share import MessageInfo, TranscriptShare
 
-__all__ = ["PairsTracker", "ViewMeasures", "ViewTracker"]
+__all__ = ["PairsTracker", "SharedView", "ViewMeasures", "ViewTracker"]
+
+#: the measured views kept per transcript call for the other runs (distinct views of one call)
+SHARED_VIEWS = 3
 
 
 @dataclass
@@ -69,10 +73,47 @@ class ViewMeasures:
     keys: list[Any]
     segment_tokens: list[int]
     reusable: int
+    _segments: tuple[tuple[Any, int], ...] | None = field(default=None, repr=False, compare=False)
 
     def segments(self) -> tuple[tuple[Any, int], ...]:
-        """``(key, tokens)`` per segment: what :func:`ctxlab.replay.cost.view_segments` returns."""
-        return tuple(zip(self.keys, self.segment_tokens, strict=True))
+        """``(key, tokens)`` per segment: what :func:`ctxlab.replay.cost.view_segments` returns
+        (made once)."""
+        if self._segments is None:
+            self._segments = tuple(zip(self.keys, self.segment_tokens, strict=True))
+        return self._segments
+
+
+def _same_request(a: RequestView | None, b: RequestView | None) -> bool:
+    """The same system message, tool and message objects, in order (by identity)."""
+    if a is None or b is None:
+        return a is b
+    return (
+        a.system is b.system
+        and len(a.tools) == len(b.tools)
+        and len(a.messages) == len(b.messages)
+        and all(map(operator.is_, a.tools, b.tools))
+        and all(map(operator.is_, a.messages, b.messages))
+    )
+
+
+@dataclass
+class SharedView:
+    """One run's measurements of a transcript call, kept in the share for the other runs: a run
+    whose request and previous request are the very same objects (a view nothing compressed,
+    or compressed alike) has the same :class:`ViewMeasures` (they depend on those two requests
+    only), the same ``retention`` (the view, the answer and the earlier messages, which are the
+    transcript's) and the same broken tool pairs (the view and the answered calls)."""
+
+    call_index: int
+    previous: RequestView | None
+    view: RequestView
+    measures: ViewMeasures
+    retention: tuple[float | None] | None = None  # (value,) once measured
+    pairs: int | None = None
+
+    def matches(self, view: RequestView, previous: RequestView | None) -> bool:
+        """Whether a run's call has the very same request and previous request."""
+        return _same_request(self.view, view) and _same_request(self.previous, previous)
 
 
 class ViewTracker:
@@ -115,6 +156,11 @@ class ViewTracker:
         # identifiers present in the view, counted once a view differs from the history
         self._present: Counter[str] | None = None
         self._started = False
+        # the call measured last by update_call(): its record, whether another run's, and the
+        # requests the tracker has not followed yet (after another run's record)
+        self.record: SharedView | None = None
+        self.reused = False
+        self._behind: tuple[RequestView | None, RequestView] | None = None
 
     # --- per message ----------------------------------------------------------------------------
 
@@ -223,6 +269,50 @@ class ViewTracker:
             segment_tokens=[system_tokens, tools_tokens, *tokens],
             reusable=reusable,
         )
+
+    def update_call(
+        self, call_index: int, request: RequestView, previous: RequestView | None
+    ) -> ViewMeasures:
+        """:meth:`update` for call ``call_index`` of the run (``previous``: the run's previous
+        request), taking the measures of another run of the transcript whose call had the very
+        same two requests (:class:`SharedView`, kept in the :attr:`share`); the tracker then
+        follows the requests it skipped at the next call it measures itself."""
+        views: dict[int, list[SharedView]] = self.share.state("views", dict)
+        records = views.setdefault(call_index, [])
+        for r in records:
+            if r.matches(request, previous):
+                self.record, self.reused, self._behind = r, True, (previous, request)
+                return r.measures
+        self._catch_up(previous)
+        m = self.update(request)
+        self.record, self.reused = SharedView(call_index, previous, request, m), False
+        if len(records) < SHARED_VIEWS:
+            records.append(self.record)
+        return m
+
+    def _catch_up(self, previous: RequestView | None) -> None:
+        """Follow the run's previous request when the tracker skipped it (another run's record)."""
+        if self._behind is not None:
+            self._behind = None
+            if previous is not None:
+                self.update(previous)
+
+    def call_retention(
+        self, assistant: BaseMessage, earlier: EarlierIdentifiers | set[str] | frozenset[str], call_index: int
+    ) -> float | None:
+        """:meth:`retention` of the call :meth:`update_call` measured last: another run's value
+        when it took that run's record, else measured (and kept in the record)."""
+        record = self.record if self.record is not None and self.record.call_index == call_index else None
+        if self.reused and record is not None and record.retention is not None:
+            return record.retention[0]
+        if self._behind is not None:  # the record has none: follow the run's requests up to this one
+            previous, request = self._behind
+            self._catch_up(previous)
+            self.update(request)
+        value = self.retention(assistant, earlier, call_index)
+        if record is not None and record.retention is None:
+            record.retention = (value,)
+        return value
 
     def retention(
         self,
