@@ -183,7 +183,7 @@ def test_the_legend_covers_no_point_or_interval(frames):
     """A trial saw the legend (fixed in the lower right) over the lower end of a strategy's
     interval, and the next (matplotlib's "best") over another in notebook 02's second panel: on
     the figure ctxlab makes it sits under the panels, outside every axes; on a caller's own axes
-    without constrained layout it stays inside where it covers none of the drawn points and bars."""
+    without a layout engine it sits right of the axes, outside them too."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.collections import LineCollection, PathCollection
     from matplotlib.figure import Figure
@@ -200,6 +200,7 @@ def test_the_legend_covers_no_point_or_interval(frames):
     plot_frontier({ROWS[0]: frames[ROWS[0]]}, ax=ax)
     FigureCanvasAgg(own).draw()
     box = ax.get_legend().get_window_extent()
+    assert not box.overlaps(ax.get_window_extent()) and box.x0 > ax.get_window_extent().x1
     points = []
     for coll in ax.collections:
         if isinstance(coll, PathCollection):

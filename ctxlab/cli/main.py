@@ -37,7 +37,6 @@ import argparse
 import logging
 import sys
 from collections.abc import Sequence
-from typing import Any
 
 from ctxlab.cli.options import SETTING_FLAGS, CliError, add_common_options, add_plugin_options
 from ctxlab.cli.resolve import load_config
@@ -193,8 +192,8 @@ def _run(argv: Sequence[str] | None) -> int:
     quiet.setLevel(logging.ERROR)
     import warnings
 
-    shown = warnings.showwarning
-    warnings.showwarning = _say_warning  # every command's warnings read alike (s40 trial)
+    shown = warnings.formatwarning
+    warnings.formatwarning = _warning_text  # every command's warnings read alike (s40 trial)
     try:
         if args.command == "plugins" and getattr(args, "plugins_command", None) == "new":
             from ctxlab.cli.plugins_new import run_new
@@ -231,22 +230,17 @@ def _run(argv: Sequence[str] | None) -> int:
         return exc.code
     finally:
         quiet.setLevel(level)
-        warnings.showwarning = shown
+        warnings.formatwarning = shown
 
 
-def _say_warning(
-    message: Warning | str,
-    category: type[Warning],
-    filename: str,
-    lineno: int,
-    file: Any = None,
-    line: Any = None,
-) -> None:
-    """A warning no command caught, said as the commands say theirs (``ctxlab: warning: ...`` on
-    stderr, one line per line), not as Python's ``file:line: Category: ...``: ``ctxlab findings``
-    printed a loader's warning that way beside the replay's own form."""
-    for text in str(message).splitlines() or [""]:
-        print(f"ctxlab: warning: {text}", file=sys.stderr)
+def _warning_text(
+    message: Warning | str, category: type[Warning], filename: str, lineno: int, line: str | None = None
+) -> str:
+    """How a warning no command caught is printed: as the commands say theirs (``ctxlab: warning:
+    ...``, one line per line), not in Python's ``file:line: Category: ...`` form (``ctxlab
+    findings`` printed a loader's warning that way).  Only the text changes: a caller recording
+    warnings (``warnings.catch_warnings(record=True)``) still receives them."""
+    return "".join(f"ctxlab: warning: {text}\n" for text in str(message).splitlines() or [""])
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -159,8 +159,11 @@ def plot_frontier(calls_by_price: Mapping[str, pl.DataFrame], **options: Unpack[
                 frameon=False,
                 **legend,
             )
-        else:  # the caller's own axes without constrained layout: inside, where it covers least
-            axes[-1].legend(handles, labels, loc="best", framealpha=0.9, **legend)
+        else:  # the caller's own axes without a layout engine: right of the last panel, outside
+            # it too ("best" inside still sat on points); a saved or inline figure takes it whole
+            axes[-1].legend(
+                handles, labels, loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False, **legend
+            )
     return fig
 
 
