@@ -385,3 +385,35 @@ def test_a_changed_latency_is_a_setting_that_differs_and_the_stall_is_compared(
     # runs without any stall value get no stall row
     plain = frame.with_columns(pl.lit(None, dtype=pl.Float64).alias("stall_total_s"))
     assert "stall" not in run_diff(plain, plain).table["measure"].to_list()
+
+
+def test_a_run_folder_written_by_an_older_ctxlab_is_read_with_its_new_columns_empty(
+    two_runs: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """A folder written before a column existed (s40: ``raw_rejected_reason``; the stall columns
+    before it) made ``ctxlab diff`` and ``ctxlab show`` fail with polars' ColumnNotFoundError.
+    Every reader goes through ``read_calls``: the missing columns are empty, a warning names the
+    file and them, and the numbers that do not depend on them are the same."""
+    import shutil
+    import warnings
+
+    a, b = two_runs
+    old = tmp_path / "old"
+    shutil.copytree(a, old)
+    dropped = ["raw_rejected_reason", "stall_s", "prepared_used"]
+    pl.read_parquet(old / "calls.parquet").drop(dropped).write_parquet(old / "calls.parquet")
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        result = diff_folders(old, b)
+    lines = {str(w.message) for w in said if "older ctxlab" in str(w.message)}
+    assert lines == {
+        f"{old / 'calls.parquet'}: written by an older ctxlab, it lacks the column(s) "
+        f"{', '.join(dropped)}; they are read as empty (not measured then)"
+    }
+    fresh = diff_folders(a, b)
+    keep = ["strategy", "measure", "runs", "difference"]
+    tokens = pl.col("measure") == "tokens"
+    assert result.table.filter(tokens).select(keep).equals(fresh.table.filter(tokens).select(keep))
+    shown = subprocess.run([*CTXLAB, "show", str(old)], capture_output=True, text=True, timeout=600)
+    assert shown.returncode == 0, shown.stderr
+    assert "written by an older ctxlab" in shown.stderr and (old / "inspect.html").is_file()

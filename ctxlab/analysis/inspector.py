@@ -223,9 +223,9 @@ class RunFolder:
         path = self.root / "calls.parquet"
         if not path.is_file():
             return {}
-        import polars as pl
+        from ctxlab.replay.table import read_calls
 
-        frame = pl.read_parquet(path)
+        frame = read_calls(path)
         keep = [c for c in ("transcript", "strategy", "call_index", *ROW_COLUMNS) if c in frame.columns]
         parts = frame.select(keep).partition_by(["transcript", "strategy"], as_dict=True)
         return {(str(k[0]), str(k[1])): v for k, v in parts.items()}

@@ -125,14 +125,13 @@ def index_rows(
         folder: the run folder.
         runs: ``(transcript, strategy, source file, format)`` of every run, in order.
     """
-    import polars as pl
 
-    from ctxlab.replay.table import summary_frame
+    from ctxlab.replay.table import read_calls, summary_frame
 
     path = folder.root / "calls.parquet"
     per_run: dict[tuple[str, str], dict[str, Any]] = {}
     if path.is_file():
-        for r in summary_frame(pl.read_parquet(path)).iter_rows(named=True):
+        for r in summary_frame(read_calls(path)).iter_rows(named=True):
             per_run[(r["transcript"], r["strategy"])] = r
     sources = [os.path.dirname(os.path.abspath(s)) for _, _, s, _ in runs if s]
     root = os.path.commonpath(sources) if sources else None

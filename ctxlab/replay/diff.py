@@ -113,14 +113,14 @@ def load_run_folder(folder: str | Path) -> tuple[pl.DataFrame, dict[str, Any]]:
             no ``calls.parquet`` or no ``run.json``, or its writing was interrupted).
     """
     from ctxlab.replay.run_folder import unfinished
-    from ctxlab.replay.table import summary_frame
+    from ctxlab.replay.table import read_calls, summary_frame
 
     root = Path(folder)
     why = unfinished(root)
     if why is not None:
         raise RunDiffError(why)
     meta = json.loads((root / "run.json").read_text(encoding="utf-8"))
-    return summary_frame(pl.read_parquet(root / "calls.parquet")), meta
+    return summary_frame(read_calls(root / "calls.parquet")), meta
 
 
 def _flat(record: Mapping[str, Any]) -> dict[str, Any]:

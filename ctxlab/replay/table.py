@@ -8,7 +8,9 @@ strategy.  Every column's dtype, unit, definition and aggregation is declared on
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import polars as pl
@@ -23,6 +25,7 @@ __all__ = [
     "TOTALS_COLUMNS",
     "CallRow",
     "calls_frame",
+    "read_calls",
     "strategy_totals",
     "summary_frame",
 ]
@@ -87,6 +90,29 @@ def _aggregations(names: Sequence[str]) -> list[pl.Expr]:
 
 def _empty(names: Sequence[str]) -> pl.DataFrame:
     return pl.DataFrame(schema={c: _RUNS[c].dtype for c in names})
+
+
+def read_calls(path: str | Path) -> pl.DataFrame:
+    """A run folder's ``calls.parquet`` with every column of :data:`CALLS_SCHEMA`: a folder
+    written by an older ctxlab lacks the columns added since (``raw_rejected_reason``, the stall
+    columns, ...), which are added empty (null: not measured then) with a :class:`UserWarning`
+    naming the file and the columns, so that ``ctxlab diff``, ``ctxlab show`` and the per-run
+    tables read old runs instead of failing on a missing column.
+
+    Raises:
+        OSError, polars.exceptions.ComputeError: the file cannot be read as Parquet.
+    """
+    frame = pl.read_parquet(path)
+    missing = [c for c in CALLS_SCHEMA if c not in frame.columns]
+    if missing:
+        warnings.warn(
+            f"{path}: written by an older ctxlab, it lacks the column(s) {', '.join(missing)}; "
+            "they are read as empty (not measured then)",
+            UserWarning,
+            stacklevel=2,
+        )
+        frame = frame.with_columns(pl.lit(None, dtype=CALLS_SCHEMA[c]).alias(c) for c in missing)
+    return frame
 
 
 def summary_frame(calls: pl.DataFrame) -> pl.DataFrame:
