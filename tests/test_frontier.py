@@ -182,7 +182,7 @@ def test_frontier_figure_draws_the_intervals_as_error_bars(frames):
 def test_the_legend_covers_no_point_or_interval(frames):
     """A trial saw the legend (fixed in the lower right) over the lower end of a strategy's
     interval, and the next (matplotlib's "best") over another in notebook 02's second panel: on
-    the figure ctxlab makes it sits under the panels, outside every axes; on a caller's own axes
+    the figure ctxlab makes it sits right of the panels, outside every axes; on a caller's own axes
     without a layout engine it sits right of the axes, outside them too."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.collections import LineCollection, PathCollection
@@ -193,7 +193,7 @@ def test_the_legend_covers_no_point_or_interval(frames):
     [legend] = fig.legends
     box = legend.get_window_extent()
     assert all(not box.overlaps(ax.get_window_extent()) for ax in fig.axes)
-    assert box.y1 < min(ax.get_window_extent().y0 for ax in fig.axes)  # under the panels
+    assert box.x0 > max(ax.get_window_extent().x1 for ax in fig.axes)  # right of the panels
 
     own = Figure(figsize=(6, 4.8))  # no layout engine: the caller placed the axes
     ax = own.add_subplot()

@@ -120,7 +120,7 @@ def plot_frontier(calls_by_price: Mapping[str, pl.DataFrame], **options: Unpack[
             better)"``) — :class:`~ctxlab.analysis.plotting.options.FigureOptions`.
 
     Returns:
-        The figure (a new one, not registered with pyplot, of 5.6 inches wide per panel, when no
+        The figure (a new one, not registered with pyplot, of 5.6 inches wide per panel plus 2.2 for the legend, when no
         ``ax``/``fig`` is given).
 
     Raises:
@@ -129,7 +129,10 @@ def plot_frontier(calls_by_price: Mapping[str, pl.DataFrame], **options: Unpack[
     """
     frame = frontier_frame(calls_by_price)
     intervals = frontier_intervals(calls_by_price)
-    fig, axes = open_panels(options, 1, len(calls_by_price), (5.6 * len(calls_by_price), 4.8), sharey=True)
+    # 2.2 inches right of the panels for the legend
+    fig, axes = open_panels(
+        options, 1, len(calls_by_price), (5.6 * len(calls_by_price) + 2.2, 4.8), sharey=True
+    )
     names = list(dict.fromkeys(frame["strategy"].to_list()))
     n = len(STRATEGY_COLORS)  # past the palette, the colours come again with another marker
     styles = {s: (STRATEGY_COLORS[i % n], MARKERS[(i // n) % len(MARKERS)]) for i, s in enumerate(names)}
@@ -144,21 +147,15 @@ def plot_frontier(calls_by_price: Mapping[str, pl.DataFrame], **options: Unpack[
         from matplotlib.layout_engine import ConstrainedLayoutEngine
 
         legend: dict[str, Any] = {
-            "title": "pooled (small: runs; hollow with bars: source-balanced mean per run, 95 % CI)",
+            "title": "pooled per strategy\n(small: its runs;\nhollow with bars: the\nsource-balanced mean\nper run, 95 % CI)",
             "prop": {"family": fam, "size": 8},
             "title_fontsize": 8,
         }
         if isinstance(fig.get_layout_engine(), ConstrainedLayoutEngine):
-            # under the panels, where no point or interval can be (inside, a fixed corner and
-            # then matplotlib's "best" both sat on an interval: the s38 and s39 trials)
-            fig.legend(
-                handles,
-                labels,
-                loc="outside lower center",
-                ncol=min(len(handles), 4),
-                frameon=False,
-                **legend,
-            )
+            # right of the panels, where no point or interval can be (inside, a fixed corner and
+            # then matplotlib's "best" both sat on an interval: the s38 and s39 trials; under
+            # them it met the note save_png writes at the bottom)
+            fig.legend(handles, labels, loc="outside right upper", frameon=False, **legend)
         else:  # the caller's own axes without a layout engine: right of the last panel, outside
             # it too ("best" inside still sat on points); a saved or inline figure takes it whole
             axes[-1].legend(
