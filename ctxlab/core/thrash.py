@@ -52,7 +52,7 @@ class ThrashWatch:
             return
         s = inp.settings
         t2 = s.l2_threshold_tokens
-        fixed = inp.estimates.request_tokens(inp.system, inp.tools, [])
+        fixed = inp.estimates.fixed_tokens(inp.system, inp.tools)
         after = stats.get("tokens_after")
         ended_above = stats.get("level") == "L2" and isinstance(after, int) and after > t2
         if fixed <= t2 and not ended_above:

@@ -335,7 +335,13 @@ class EstimateCache:
         self, system: BaseMessage | None, tools: Sequence[Any], messages: Sequence[BaseMessage]
     ) -> int:
         """Tokens of a whole request: ``messages`` + tool schemas + the system message (R16)."""
-        total = self.messages_tokens(messages) + self.tools_tokens(tools)
+        return self.messages_tokens(messages) + self.fixed_tokens(system, tools)
+
+    def fixed_tokens(self, system: BaseMessage | None, tools: Sequence[Any]) -> int:
+        """Tokens of a request's fixed part, never summarized: the tool schemas and the system
+        message (R9, R16).  Unlike ``request_tokens(system, tools, [])`` it leaves the remembered
+        lists of :meth:`messages_tokens` alone (an empty list would take one of their slots)."""
+        total = self.tools_tokens(tools)
         if system is not None:
             total += self.message_tokens(system)
         return total
