@@ -26,6 +26,7 @@ from ctxlab.core.toolcalls import (
     is_result_message,
     issued_call_ids,
     result_block_text,
+    tool_pairs,
 )
 
 logger = logging.getLogger("ctxlab.core.messages")
@@ -219,17 +220,7 @@ def tool_pair_spans(messages: Sequence[BaseMessage]) -> list[tuple[int, int]]:
     no span either.  Error and rejection results (``status="error"``) close a call like any
     result; several results for one call all belong to its span.
     """
-    issuer: dict[str, int] = {}
-    last_result: dict[tuple[int, str], int] = {}
-    for i, m in enumerate(messages):
-        if isinstance(m, AIMessage):
-            for cid in issued_call_ids(m):
-                issuer[cid] = i
-        for cid in answered_call_ids(m):
-            owner = issuer.get(cid)
-            if owner is not None:
-                last_result[(owner, cid)] = i
-    return [(owner, j) for (owner, _cid), j in last_result.items()]
+    return [(owner, j) for (owner, _cid), j in tool_pairs(messages).answered.items()]
 
 
 def _inside_pairs(messages: Sequence[BaseMessage]) -> list[bool]:

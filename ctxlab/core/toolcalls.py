@@ -25,7 +25,7 @@ offload of large results (R6), the history file and the summarizer's input (R10)
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any, NamedTuple
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
@@ -34,12 +34,14 @@ __all__ = [
     "CALL_BLOCKS",
     "RESULT_BLOCKS",
     "BlockCall",
+    "ToolPairs",
     "answered_call_ids",
     "block_calls",
     "is_result_message",
     "issued_call_ids",
     "result_block_text",
     "result_blocks",
+    "tool_pairs",
 ]
 
 #: content blocks of an AIMessage that carry a call: type -> (id key, arguments key)
@@ -157,3 +159,41 @@ def result_block_text(block: dict[str, Any]) -> str:
                 parts.append(json.dumps(b, ensure_ascii=False, default=str))
         return "\n".join(parts)
     return "" if value is None else json.dumps(value, ensure_ascii=False, default=str)
+
+
+class ToolPairs(NamedTuple):
+    """How the calls and results of a list of messages pair (:func:`tool_pairs`).
+
+    Attributes:
+        answered: ``(call index, call id) -> index of its last result``, for every answered call.
+        orphans: ``(result index, call id)`` of each result that answers no earlier call.
+        issued: ``(call index, call id)`` of every call, in order (answered or not).
+    """
+
+    answered: dict[tuple[int, str], int]
+    orphans: list[tuple[int, str]]
+    issued: list[tuple[int, str]]
+
+
+def tool_pairs(messages: Sequence[BaseMessage]) -> ToolPairs:
+    """Pair the calls and results of ``messages`` as providers check them: a result answers the
+    nearest earlier AIMessage that issued its call id (the only reading that holds when ids are
+    reused across turns); several results of one call all belong to it.  Linear.  The one home
+    of that rule for the cutoff's spans (:func:`ctxlab.core.messages.tool_pair_spans`) and a
+    loaded run's check (:func:`ctxlab.transcripts.pairing.pairing_problems`)."""
+    issuer: dict[str, int] = {}
+    issued: dict[tuple[int, str], None] = {}
+    answered: dict[tuple[int, str], int] = {}
+    orphans: list[tuple[int, str]] = []
+    for i, m in enumerate(messages):
+        if isinstance(m, AIMessage):
+            for cid in issued_call_ids(m):
+                issuer[cid] = i
+                issued[(i, cid)] = None
+        for cid in answered_call_ids(m):
+            owner = issuer.get(cid)
+            if owner is None:
+                orphans.append((i, cid))
+            else:
+                answered[(owner, cid)] = i
+    return ToolPairs(answered, orphans, list(issued))

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 from langchain_core.messages import AIMessage, BaseMessage
 
-from ctxlab.core.toolcalls import answered_call_ids, issued_call_ids
+from ctxlab.core.toolcalls import tool_pairs
 
 __all__ = ["pairing_problems"]
 
@@ -31,22 +31,14 @@ def pairing_problems(messages: Sequence[BaseMessage]) -> str | None:
 
     Example: ``"tool result 'zz' (message 2) has no matching call; tool call 'a' (message 1)
     has no result"``."""
-    issuer: dict[str, int] = {}
-    open_calls: dict[tuple[int, str], None] = {}
-    orphans: list[str] = []
+    pairs = tool_pairs(messages)
     last_ai = max((i for i, m in enumerate(messages) if isinstance(m, AIMessage)), default=-1)
-    for i, m in enumerate(messages):
-        if isinstance(m, AIMessage):
-            for cid in issued_call_ids(m):
-                issuer[cid] = i
-                open_calls[(i, cid)] = None
-        for cid in answered_call_ids(m):
-            owner = issuer.get(cid)
-            if owner is None:
-                orphans.append(f"tool result {cid!r} (message {i}) has no matching call")
-            else:
-                open_calls.pop((owner, cid), None)
-    dead = [f"tool call {cid!r} (message {i}) has no result" for i, cid in open_calls if i < last_ai]
+    orphans = [f"tool result {cid!r} (message {i}) has no matching call" for i, cid in pairs.orphans]
+    dead = [
+        f"tool call {cid!r} (message {i}) has no result"
+        for i, cid in pairs.issued
+        if (i, cid) not in pairs.answered and i < last_ai
+    ]
     if not orphans and not dead:
         return None
     said = [*orphans, *dead]
