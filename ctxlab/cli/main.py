@@ -38,7 +38,7 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from ctxlab.cli.options import SETTING_FLAGS, CliError, add_common_options, add_plugin_options
+from ctxlab.cli.options import SETTING_FLAGS, CliError, add_common_options, add_plugin_options, warning_text
 from ctxlab.cli.resolve import load_config
 from ctxlab.cli.resolve import settings_from_args as settings_from_args
 
@@ -240,7 +240,7 @@ def _warning_text(
     ...``, one line per line), not in Python's ``file:line: Category: ...`` form (``ctxlab
     findings`` printed a loader's warning that way).  Only the text changes: a caller recording
     warnings (``warnings.catch_warnings(record=True)``) still receives them."""
-    return "".join(f"ctxlab: warning: {text}\n" for text in str(message).splitlines() or [""])
+    return warning_text(message)
 
 
 if __name__ == "__main__":  # pragma: no cover

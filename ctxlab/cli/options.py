@@ -32,6 +32,7 @@ __all__ = [
     "model_option",
     "option",
     "switch",
+    "warning_text",
     "window_tokens",
 ]
 
@@ -78,6 +79,12 @@ def window_tokens(text: str) -> int | str:
         raise argparse.ArgumentTypeError(
             f"invalid window {text!r}: allowed an integer > 0, or none"
         ) from None
+
+
+def warning_text(message: object) -> str:
+    """How every command says a warning on stderr: ``ctxlab: warning: <line>`` for each line of
+    ``message``, each ending in a newline."""
+    return "".join(f"ctxlab: warning: {line}\n" for line in str(message).splitlines() or [""])
 
 
 class CliError(Exception):

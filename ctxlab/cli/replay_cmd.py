@@ -37,7 +37,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ctxlab.cli.options import CliError
+from ctxlab.cli.options import CliError, warning_text
 from ctxlab.cli.resolve import (
     latency_from_args,
     prefix_setting,
@@ -63,9 +63,9 @@ __all__ = ["OUTPUTS", "lab_manager", "run_replay", "warn"]
 
 
 def warn(message: object) -> None:
-    """Print ``ctxlab: warning: <message>`` on stderr (one line per line of the message)."""
-    for line in str(message).splitlines() or [""]:
-        print(f"ctxlab: warning: {line}", file=sys.stderr)
+    """Print ``ctxlab: warning: <message>`` on stderr (one line per line of the message,
+    :func:`~ctxlab.cli.options.warning_text`)."""
+    sys.stderr.write(warning_text(message))
 
 
 def lab_manager(args: argparse.Namespace, problems: list[Any] | None = None) -> Any:

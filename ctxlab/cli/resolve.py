@@ -17,7 +17,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from ctxlab.cli.options import NO_WINDOW, SETTING_FLAGS, CliError
+from ctxlab.cli.options import NO_WINDOW, SETTING_FLAGS, CliError, warning_text
 
 __all__ = [
     "latency_from_args",
@@ -170,7 +170,7 @@ def settings_from_args(args: argparse.Namespace, said: list[str] | None = None) 
                 raise CliError(f"invalid setting: --config {config}: {exc}") from exc
             raise
     for w in caught:
-        print(f"ctxlab: warning: {w.message}", file=sys.stderr)
+        sys.stderr.write(warning_text(w.message))
         if said is not None:
             said.append(str(w.message))
     return settings
