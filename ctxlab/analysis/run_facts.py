@@ -111,13 +111,10 @@ def baseline_lines(result: ReplayResult, rows: pl.DataFrame) -> list[str]:
     """The window, the infeasible baseline, the unrecorded prefix per source and the sources."""
     lines: list[str] = []
     firsts = rows.unique("transcript", keep="first", maintain_order=True) if rows.height else rows
-    raw_bad = (
-        int(firsts["raw_rejected_calls"].sum())
-        if "raw_rejected_calls" in firsts.columns and firsts.height
-        else 0
-    )
-    if raw_bad:  # s40: the transcript's own unmatched pairs, a request no agent could send either
-        n_runs = firsts.filter(pl.col("raw_rejected_calls") > 0).height
+    raw = _raw_col(firsts)  # the transcript's own unmatched pairs: refused whatever the window
+    raw_bad = int(firsts.select(raw.sum()).item()) if firsts.height else 0
+    if raw_bad:  # s40: a request no agent could send either
+        n_runs = firsts.filter(raw > 0).height
         lines.append(
             f"**The uncompressed request is refused on {raw_bad:,} call(s)** ({n_runs} runs): the "
             "transcript's own history has a tool result without its call (unmatched tool pairs; the load "
@@ -125,15 +122,10 @@ def baseline_lines(result: ReplayResult, rows: pl.DataFrame) -> list[str]:
             "infeasible: they are left out of the savings (`raw_rejected_calls`, in `infeasible_calls`)."
         )
     if result.window:
-        bad = (
-            firsts.filter(pl.col("infeasible_calls") > _raw_col(firsts))
-            if "infeasible_calls" in firsts.columns
-            else firsts.head(0)
-        )
+        over_window = pl.col("infeasible_calls") - raw  # the rest of infeasible_calls
+        bad = firsts.filter(over_window > 0) if "infeasible_calls" in firsts.columns else firsts.head(0)
         calls = int(firsts["calls"].sum()) if firsts.height else 0
-        over = (
-            int((bad["infeasible_calls"] - bad.select(_raw_col(bad)).to_series()).sum()) if bad.height else 0
-        )
+        over = int(bad.select(over_window.sum()).item()) if bad.height else 0
         if over:
             lines.append(
                 f"**No compression is infeasible on {over:,} of {calls:,} calls** ({bad.height} runs): their "

@@ -334,7 +334,7 @@ def executive_summary(
     line = fidelity_line(totals)
     if line is not None:
         out.lines.append(line)
-    line = stall_line(totals, f"{pool.label} of {runs} transcript(s)", result.provenance.get("latency"))
+    line = stall_line(totals, pool.over(), result.provenance.get("latency"))
     if line is not None:
         out.lines.append(line)
     out.warnings = [*verdict_warnings(result, rows, totals, means, reached, runs), *fidelity_warnings(totals)]

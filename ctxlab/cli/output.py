@@ -157,8 +157,9 @@ def print_summary(
     renames = _level_names(result)
     masking = sorted({v for r in renames.values() for k, v in r.items() if k == "L1"})
     overflow = getattr(result, "window", None) is not None
-    # calls whose uncompressed request is over the window: a saving over them is measured against
-    # a request no agent could send, so the feasible saving (the executive summary's) goes beside it
+    # calls whose uncompressed request no agent could send (over the window, or the transcript's
+    # own tool result without its call): a saving over them is measured against a request that
+    # never was, so the feasible saving (the executive summary's) goes beside it
     infeasible = (
         bool(totals.height)
         and "infeasible_calls" in totals.columns
@@ -314,8 +315,9 @@ def _breakpoints(result: Any) -> str:
 
 def _print_costs(con: Any, result: Any, totals: Any, infeasible: bool = False) -> None:
     """The cost and needed-recall table per strategy ("no compression" first), under the price
-    row named with its date; ``infeasible``: some uncompressed requests are over the window, so
-    the saving over the feasible calls goes beside the plain one."""
+    row named with its date; ``infeasible``: some uncompressed requests could not be sent (over
+    the window, or a tool result without its call), so the saving over the feasible calls goes
+    beside the plain one."""
     from ctxlab.replay.stats import with_no_compression
 
     price = getattr(result, "price", None)
@@ -373,7 +375,7 @@ def _print_costs(con: Any, result: Any, totals: Any, infeasible: bool = False) -
         f"{price.caching} prompt caching, the summarizer's calls included; raw cost $: the uncompressed "
         "requests under the same caching; "
         + (
-            "feasible saving %: over the calls whose uncompressed request fits the window; "
+            "feasible saving %: over the calls whose uncompressed request a provider accepts; "
             if infeasible
             else ""
         )

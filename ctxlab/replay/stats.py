@@ -127,6 +127,11 @@ class PooledRuns:
     label: str
     left_out: dict[str, int]
 
+    def over(self) -> str:
+        """What a pooled line or figure is over: ``"real runs of 240 transcript(s)"``."""
+        n = self.summary["transcript"].n_unique() if self.summary.height else 0
+        return f"{self.label} of {n} transcript(s)"
+
 
 def pooled_runs(summary: pl.DataFrame, data: str | Sequence[str] = "real") -> PooledRuns:
     """The rows of ``summary`` a pooled view uses (module docstring).

@@ -31,7 +31,7 @@ from __future__ import annotations
 import math
 import random
 import statistics
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import polars as pl
@@ -119,7 +119,7 @@ def balanced_mean(
     """
     check_bootstrap("balanced_mean", len(values), confidence, resamples)
     groups = _strata(values, sources)
-    mean = statistics.fmean(statistics.fmean(g) for g in groups)
+    mean = _mean_of_means(groups)
     plain = statistics.fmean(float(v) for v in values.values())
     if len(values) == 1:
         return Balanced(mean, mean, mean, 1, 1, plain)
@@ -153,7 +153,12 @@ def source_balanced(values: Mapping[str, float], sources: Mapping[str, str]) -> 
     Raises:
         statistics.StatisticsError: no values.
     """
-    return statistics.fmean(statistics.fmean(g) for g in _strata(values, sources))
+    return _mean_of_means(_strata(values, sources))
+
+
+def _mean_of_means(groups: Iterable[Sequence[float]]) -> float:
+    """The mean of the groups' means: every source weighs alike (the module's one formula)."""
+    return statistics.fmean(statistics.fmean(g) for g in groups)
 
 
 def _strata(values: Mapping[str, float], sources: Mapping[str, str]) -> list[list[float]]:
@@ -168,7 +173,7 @@ def _balanced(pairs: list[tuple[str, float]]) -> float:
     by: dict[str, list[float]] = {}
     for source, value in pairs:
         by.setdefault(source, []).append(value)
-    return statistics.fmean(statistics.fmean(g) for g in by.values())
+    return _mean_of_means(by.values())
 
 
 def _quantile(ordered: list[float], q: float) -> float:

@@ -60,7 +60,7 @@ def plot_stall(calls: pl.DataFrame, *, over: str = "all runs", **options: Unpack
     Args:
         calls: the per-call frame with the ``stall`` measure's columns (a replay with
             ``--summarizer-latency``); strategies without an L2 round get an empty row.
-        over: which runs the calls pool, for the title (e.g. ``"real runs, 240 transcripts"``).
+        over: which runs the calls pool, for the title (e.g. ``"real runs of 240 transcript(s)"``, :meth:`~ctxlab.replay.stats.PooledRuns.over`).
         ax: draw here instead of a new figure (:class:`~ctxlab.analysis.plotting.options.PlotOptions`).
         title: the axes title.
 
@@ -137,6 +137,5 @@ def write_stall_figure(
         return None
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    transcripts = pool.summary["transcript"].n_unique()
-    fig = plot_stall(pool.summary, over=f"{pool.label}, {transcripts} transcripts")
+    fig = plot_stall(pool.summary, over=pool.over())
     return save_png(fig, out / STALL_FIGURE, note)
